@@ -1,0 +1,179 @@
+package bwrap
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MountKind is one bwrap mount operation.
+type MountKind int
+
+// Mount kinds, named after the bwrap options they become.
+const (
+	ROBind    MountKind = iota // --ro-bind SRC DST, or --ro-bind-fd FD DST when FD >= 0
+	Bind                       // --bind SRC DST, or --bind-fd FD DST
+	Symlink                    // --symlink SRC DST (SRC is the link's target)
+	Proc                       // --proc DST
+	Dev                        // --dev DST
+	Tmpfs                      // --tmpfs DST, with --size when Size > 0
+	RemountRO                  // --remount-ro DST
+	Dir                        // --dir DST
+)
+
+var kindNames = [...]string{"ro-bind", "bind", "symlink", "proc", "dev", "tmpfs", "remount-ro", "dir"}
+
+func (k MountKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "MountKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Mount is one step of the mount plan. Order matters: bwrap applies the
+// steps in turn, so a later mount covers an earlier one at the same place.
+type Mount struct {
+	Kind MountKind
+	Src  string // host path (binds) or link target (Symlink)
+	Dst  string // path inside the sandbox
+	// FD, when >= 0, is the descriptor number bwrap sees for a bind made by
+	// descriptor (--ro-bind-fd / --bind-fd); Src then only documents it.
+	FD   int
+	Size int64 // Tmpfs only: bytes, 0 = unlimited
+}
+
+// Spec is everything the argument stream says. It holds no descriptors:
+// numbers in it are the ones bwrap will see, which the caller arranges.
+type Spec struct {
+	UnshareCgroupTry bool
+	DisableUserns    bool
+	UID, GID         int // inside ids; -1 leaves bwrap's default (the caller's own)
+	Hostname         string
+	Mounts           []Mount
+	Chdir            string
+	ClearEnv         bool
+	Env              []string // KEY=VALUE
+	SeccompFD        int      // -1 = none
+	InfoFD           int      // -1 = none
+	SizeOption       bool     // bwrap knows --size
+}
+
+// Args returns the option stream for bwrap --args FD: everything but the
+// command. It refuses a NUL byte anywhere and a variable name that bwrap
+// would misread.
+//
+// The namespace set is fixed: user, pid, ipc, uts and net are always
+// unshared, all capabilities dropped, the command in a new session and
+// killed with its parent. A Spec cannot ask for less.
+func Args(s Spec) ([]string, error) {
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+	}
+	if s.UnshareCgroupTry {
+		a = append(a, "--unshare-cgroup-try")
+	}
+	if s.DisableUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a, "--cap-drop", "ALL", "--new-session", "--die-with-parent", "--as-pid-1")
+	if s.UID >= 0 {
+		a = append(a, "--uid", strconv.Itoa(s.UID))
+	}
+	if s.GID >= 0 {
+		a = append(a, "--gid", strconv.Itoa(s.GID))
+	}
+	if s.Hostname != "" {
+		a = append(a, "--hostname", s.Hostname)
+	}
+	for _, m := range s.Mounts {
+		switch m.Kind {
+		case ROBind, Bind:
+			opt := "--ro-bind"
+			if m.Kind == Bind {
+				opt = "--bind"
+			}
+			if m.FD >= 0 {
+				a = append(a, opt+"-fd", strconv.Itoa(m.FD), m.Dst)
+			} else {
+				a = append(a, opt, m.Src, m.Dst)
+			}
+		case Symlink:
+			a = append(a, "--symlink", m.Src, m.Dst)
+		case Proc:
+			a = append(a, "--proc", m.Dst)
+		case Dev:
+			a = append(a, "--dev", m.Dst)
+		case Tmpfs:
+			if m.Size > 0 && s.SizeOption {
+				a = append(a, "--size", strconv.FormatInt(m.Size, 10))
+			}
+			a = append(a, "--tmpfs", m.Dst)
+		case RemountRO:
+			a = append(a, "--remount-ro", m.Dst)
+		case Dir:
+			a = append(a, "--dir", m.Dst)
+		default:
+			return nil, fmt.Errorf("bwrap: mount %d: unknown kind %v", len(a), m.Kind)
+		}
+	}
+	if s.ClearEnv {
+		a = append(a, "--clearenv")
+	}
+	for _, kv := range s.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("bwrap: environment entry %q is not KEY=VALUE", redactKV(kv))
+		}
+		a = append(a, "--setenv", k, v)
+	}
+	if s.SeccompFD >= 0 {
+		a = append(a, "--seccomp", strconv.Itoa(s.SeccompFD))
+	}
+	if s.InfoFD >= 0 {
+		a = append(a, "--info-fd", strconv.Itoa(s.InfoFD))
+	}
+	if s.Chdir != "" {
+		a = append(a, "--chdir", s.Chdir)
+	}
+	for i, arg := range a {
+		if strings.IndexByte(arg, 0) >= 0 {
+			return nil, fmt.Errorf("bwrap: argument %d holds a NUL byte: refused, it would resynchronise the --args stream", i)
+		}
+	}
+	return a, nil
+}
+
+// Encode joins an option stream the way bwrap --args reads it: each
+// argument followed by a NUL.
+func Encode(args []string) []byte {
+	n := 0
+	for _, s := range args {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, s := range args {
+		b = append(b, s...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// Redact returns a copy of an option stream with every --setenv value
+// replaced, for printing.
+func Redact(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i+2 < len(out); i++ {
+		if out[i] == "--setenv" {
+			out[i+2] = "<redacted>"
+			i += 2
+		}
+	}
+	return out
+}
+
+func redactKV(kv string) string {
+	if k, _, ok := strings.Cut(kv, "="); ok {
+		return k + "=<redacted>"
+	}
+	return "<redacted>"
+}

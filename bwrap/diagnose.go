@@ -1,0 +1,151 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrSetup marks a sandbox that could not be set up. Callers exit 125.
+var ErrSetup = errors.New("sandbox setup failed")
+
+// SetupError says what failed, why, and how to fix it, in one line.
+type SetupError struct {
+	What string
+	Why  string
+	Fix  string
+}
+
+func (e *SetupError) Error() string {
+	s := e.What
+	if e.Why != "" {
+		s += ": " + e.Why
+	}
+	if e.Fix != "" {
+		s += "; fix: " + e.Fix
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// Is matches ErrSetup.
+func (e *SetupError) Is(target error) bool { return target == ErrSetup }
+
+// Host holds the kernel settings that decide whether bwrap can create its
+// namespaces. -1 means the setting does not exist on this kernel.
+type Host struct {
+	MaxUserNamespaces       int // user.max_user_namespaces
+	UnprivilegedUsernsClone int // kernel.unprivileged_userns_clone (Debian/Ubuntu patch)
+	AppArmorRestrictUserns  int // kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+)
+}
+
+// ReadHost reads Host from a /proc/sys tree (normally "/proc/sys"; tests
+// pass a directory of their own making).
+func ReadHost(procSys string) Host {
+	read := func(rel string) int {
+		b, err := os.ReadFile(filepath.Join(procSys, rel))
+		if err != nil {
+			return -1
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	return Host{
+		MaxUserNamespaces:       read("user/max_user_namespaces"),
+		UnprivilegedUsernsClone: read("kernel/unprivileged_userns_clone"),
+		AppArmorRestrictUserns:  read("kernel/apparmor_restrict_unprivileged_userns"),
+	}
+}
+
+// Preflight refuses, before bwrap runs, a host whose settings rule out
+// unprivileged user namespaces. The sandbox always starts bwrap without
+// privileges (as root it drops to an unprivileged uid first), so these
+// settings apply to root too.
+func Preflight(h Host) error {
+	if h.MaxUserNamespaces == 0 {
+		return &SetupError{
+			What: "user namespaces are disabled",
+			Why:  "user.max_user_namespaces is 0, so bwrap cannot create the sandbox's user namespace",
+			Fix:  "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)",
+		}
+	}
+	if h.UnprivilegedUsernsClone == 0 {
+		return &SetupError{
+			What: "unprivileged user namespaces are disabled",
+			Why:  "kernel.unprivileged_userns_clone is 0",
+			Fix:  "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)",
+		}
+	}
+	return nil
+}
+
+// Diagnose turns bwrap's own error output (it failed before the command
+// started) into a SetupError naming the cause and the fix.
+func Diagnose(stderr string, exitCode int, h Host) error {
+	msg := bwrapLine(stderr)
+	appArmor := h.AppArmorRestrictUserns == 1
+	switch {
+	case strings.Contains(msg, "setting up uid map") && strings.Contains(msg, "Permission denied"),
+		strings.Contains(msg, "Failed RTM_NEWADDR"),
+		strings.Contains(msg, "loopback: Failed") && appArmor:
+		if appArmor {
+			return &SetupError{
+				What: "bwrap could not set up its user namespace",
+				Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
+				Fix:  "load Ubuntu's bwrap profile: apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined one)",
+			}
+		}
+		return &SetupError{
+			What: "bwrap could not set up its user namespace",
+			Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
+			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)",
+		}
+	case strings.Contains(msg, "Creating new namespace failed"), strings.Contains(msg, "No permissions to creating new namespace"):
+		why := fmt.Sprintf("bwrap said %q", msg)
+		if h.MaxUserNamespaces == 0 {
+			why = "user.max_user_namespaces is 0; " + why
+		}
+		if h.UnprivilegedUsernsClone == 0 {
+			why = "kernel.unprivileged_userns_clone is 0; " + why
+		}
+		return &SetupError{
+			What: "bwrap could not create namespaces",
+			Why:  why,
+			Fix:  "enable unprivileged user namespaces (sysctl -w user.max_user_namespaces=15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1)",
+		}
+	case strings.Contains(msg, "Can't find source path"), strings.Contains(msg, "Can't mkdir"), strings.Contains(msg, "Can't create file at"):
+		return &SetupError{
+			What: "bwrap could not make a mount",
+			Why:  fmt.Sprintf("bwrap said %q", msg),
+			Fix:  "make sure every --workdir, --write and --read path exists and is reachable by the sandbox's user",
+		}
+	case msg == "":
+		return &SetupError{
+			What: "bwrap failed before the command started",
+			Why:  fmt.Sprintf("it exited with status %d and printed nothing", exitCode),
+			Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
+		}
+	default:
+		return &SetupError{
+			What: "bwrap failed before the command started",
+			Why:  fmt.Sprintf("bwrap said %q", msg),
+			Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
+		}
+	}
+}
+
+// bwrapLine picks bwrap's own message out of its output.
+func bwrapLine(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "bwrap: ") {
+			return strings.TrimPrefix(l, "bwrap: ")
+		}
+	}
+	return firstLine(stderr)
+}

@@ -1,0 +1,19 @@
+// Command sandbox-run runs MCP tool servers and agent shells in a sandbox.
+// See the README and sandbox-run help.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/internal/cli"
+)
+
+func main() {
+	// Signals are relayed to the sandboxed command, not acted on here.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, sigs))
+}

@@ -1,0 +1,396 @@
+// Package cli is sandbox-run's command line: flags, subcommands, exit
+// statuses and printing. Everything a library user needs lives in the
+// packages it calls.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/sandbox"
+)
+
+// Exit statuses of sandbox-run run, beyond the command's own.
+const (
+	ExitTimeout       = 124 // --timeout ended the run
+	ExitRefused       = 125 // sandbox-run refused or could not set up
+	ExitNotExecutable = 126
+	ExitNotFound      = 127
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// IO is where a run reads and writes; the command gets these descriptors
+// themselves.
+type IO struct {
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Run executes sandbox-run with args (without the program name) and returns
+// the process's exit status. sigs, when set, carries the signals to relay
+// to a running command.
+func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == initproc.Arg {
+		return initproc.Main(args[1:])
+	}
+	if len(args) == 0 {
+		usage(stdio.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdio, sigs)
+	case "check":
+		return checkCmd(ctx, args[1:], stdio)
+	case "version", "--version":
+		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
+		return 0
+	case "help", "--help", "-h":
+		usage(stdio.Stdout)
+		return 0
+	}
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, check or version (sandbox-run help)", args[0]))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  sandbox-run run [flags] -- COMMAND [ARG...]   run COMMAND in a sandbox
+  sandbox-run check [--json]                    what holds on this machine, and the tier
+  sandbox-run version
+Run "sandbox-run run --help" for the run flags.
+`)
+}
+
+// fail prints one line and returns ExitRefused.
+func fail(w io.Writer, err error) int {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(w, "sandbox-run: %s\n", msg)
+	return ExitRefused
+}
+
+type runFlags struct {
+	fs                          *pflag.FlagSet
+	workdir                     string
+	write, read, protect, env   []string
+	passEnv, allowHost          []string
+	egressSocket, llmSocket     string
+	ptrace                      bool
+	mode                        string
+	config, report, audit       string
+	timeout                     time.Duration
+	memory, pids, nofile, fsize string
+	cpuTime                     time.Duration
+	tmpSize, user, bwrapPath    string
+	dryRun, summary             bool
+}
+
+func newRunFlags() *runFlags {
+	f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
+	fs := f.fs
+	fs.SortFlags = false
+	fs.StringVar(&f.workdir, "workdir", "", "writable directory, same path inside, the current directory (default: cwd)")
+	fs.StringArrayVar(&f.write, "write", nil, "another writable directory (repeatable)")
+	fs.StringArrayVar(&f.read, "read", nil, "another read-only path (repeatable)")
+	fs.StringArrayVar(&f.protect, "protect", nil, "another path kept read-only inside every writable directory (repeatable)")
+	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable); nothing else is passed")
+	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
+	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
+	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
+	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket")
+	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
+	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | seatbelt | off (tier 0, explicit)")
+	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
+	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
+	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "end the whole sandbox after this long (exit 124)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox")
+	fs.StringVar(&f.pids, "pids", "", "task limit")
+	fs.DurationVar(&f.cpuTime, "cpu-time", 0, "CPU time limit")
+	fs.StringVar(&f.nofile, "nofile", "", "open file limit")
+	fs.StringVar(&f.fsize, "fsize", "", "file size limit")
+	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
+	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
+	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
+	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
+	return f
+}
+
+// policy builds the policy: the profile, then the flags that were given.
+func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
+	var p policy.Policy
+	if f.config != "" {
+		fh, err := os.Open(f.config)
+		if err != nil {
+			return p, fmt.Errorf("--config: %w; fix: pass a readable profile file", err)
+		}
+		p, err = policy.Parse(fh)
+		fh.Close()
+		if err != nil {
+			return p, fmt.Errorf("--config %s: %w; fix: correct the profile", f.config, err)
+		}
+	}
+	changed := f.fs.Changed
+	if changed("workdir") {
+		p.Workdir = f.workdir
+	}
+	if p.Workdir == "" {
+		wd, err := getwd()
+		if err != nil {
+			return p, fmt.Errorf("cannot read the current directory: %w; fix: pass --workdir DIR", err)
+		}
+		p.Workdir = wd
+	}
+	abs := func(flag string, s []string) ([]string, error) {
+		out := make([]string, 0, len(s))
+		for _, v := range s {
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, fmt.Errorf("--%s holds a NUL byte; fix: remove it", flag)
+			}
+			a, err := filepath.Abs(v)
+			if err != nil {
+				return nil, fmt.Errorf("--%s %s: %w", flag, v, err)
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	var err error
+	if p.Workdir, err = absOne(p.Workdir); err != nil {
+		return p, err
+	}
+	if changed("write") {
+		if p.Write, err = abs("write", f.write); err != nil {
+			return p, err
+		}
+	}
+	if changed("read") {
+		if p.Read, err = abs("read", f.read); err != nil {
+			return p, err
+		}
+	}
+	if changed("protect") {
+		p.Protect = f.protect
+	}
+	if changed("env") {
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		} else {
+			m := make(map[string]string, len(p.Env))
+			for k, v := range p.Env {
+				m[k] = v
+			}
+			p.Env = m
+		}
+		for _, kv := range f.env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return p, fmt.Errorf("--env %q is not KEY=VALUE; fix: write --env NAME=value", redactKV(kv))
+			}
+			p.Env[k] = v
+		}
+	}
+	if changed("pass-env") {
+		p.PassEnv = f.passEnv
+	}
+	if changed("allow-host") {
+		p.AllowHosts = f.allowHost
+	}
+	if changed("egress-socket") {
+		p.EgressSocket = f.egressSocket
+	}
+	if changed("llm-socket") {
+		p.LLMSocket = f.llmSocket
+	}
+	if changed("ptrace") {
+		p.Ptrace = f.ptrace
+	}
+	if changed("sandbox") || p.Sandbox == "" {
+		p.Sandbox = policy.Mode(f.mode)
+	}
+	if changed("timeout") {
+		p.Timeout = policy.Duration(f.timeout)
+	}
+	if changed("tmp-size") {
+		n, err := policy.ParseSize(f.tmpSize)
+		if err != nil {
+			return p, fmt.Errorf("--tmp-size: %w", err)
+		}
+		if n == 0 {
+			return p, fmt.Errorf("--tmp-size 0 would leave /tmp uncapped; fix: pass a size such as 256M")
+		}
+		p.TmpSize = n
+	}
+	if changed("user") {
+		uid, gid, err := parseUser(f.user)
+		if err != nil {
+			return p, err
+		}
+		if os.Geteuid() != 0 {
+			return p, fmt.Errorf("--user applies only when sandbox-run runs as root; fix: drop --user (the sandbox runs as you)")
+		}
+		p.UID, p.GID = uid, gid
+	}
+	return p, nil
+}
+
+func absOne(p string) (string, error) {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("--workdir %s: %w", p, err)
+	}
+	return a, nil
+}
+
+func parseUser(s string) (int, int, error) {
+	us, gs, hasG := strings.Cut(s, ":")
+	var uid, gid int
+	if _, err := fmt.Sscanf(us, "%d", &uid); err != nil || uid <= 0 || fmt.Sprint(uid) != us {
+		return 0, 0, fmt.Errorf("--user %q: want UID[:GID] with numeric ids above 0; fix: pass e.g. --user 65534", s)
+	}
+	gid = uid
+	if hasG {
+		if _, err := fmt.Sscanf(gs, "%d", &gid); err != nil || gid <= 0 || fmt.Sprint(gid) != gs {
+			return 0, 0, fmt.Errorf("--user %q: want UID[:GID] with numeric ids above 0; fix: pass e.g. --user 65534:65534", s)
+		}
+	}
+	return uid, gid, nil
+}
+
+func redactKV(kv string) string {
+	if k, _, ok := strings.Cut(kv, "="); ok {
+		return k + "=<redacted>"
+	}
+	return "<redacted>"
+}
+
+// notYet refuses flags whose protection this build cannot enforce yet: a
+// run never goes ahead with less than was asked.
+func (f *runFlags) notYet() error {
+	for _, name := range []string{"memory", "pids", "cpu-time", "nofile", "fsize", "allow-host", "egress-socket", "llm-socket", "audit"} {
+		if f.fs.Changed(name) {
+			return fmt.Errorf("--%s is not supported by this build of sandbox-run yet: refused rather than run without it; fix: drop --%s", name, name)
+		}
+	}
+	return nil
+}
+
+func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
+	f := newRunFlags()
+	f.fs.SetOutput(io.Discard)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n%s", f.fs.FlagUsages())
+			return 0
+		}
+		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
+	}
+	cmd := f.fs.Args()
+	if f.fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
+		// Without "--" a command's own flags would be taken as ours.
+		return fail(stdio.Stderr, fmt.Errorf("the command must follow --; fix: sandbox-run run [flags] -- %s", strings.Join(cmd, " ")))
+	}
+	if len(cmd) == 0 {
+		return fail(stdio.Stderr, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
+	}
+	if err := f.notYet(); err != nil {
+		return fail(stdio.Stderr, err)
+	}
+	p, err := f.policy(os.Getwd)
+	if err != nil {
+		return fail(stdio.Stderr, err)
+	}
+	if p.Workdir != "" {
+		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
+			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+		}
+	}
+	opts := sandbox.Options{
+		BwrapPath: f.bwrapPath,
+		Stdin:     stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
+		Signals:   sigs,
+		LookupEnv: os.LookupEnv,
+	}
+	if f.dryRun {
+		opts.DryRun = stdio.Stdout
+	}
+	runCtx := ctx
+	var cancel context.CancelFunc
+	if p.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
+		defer cancel()
+	}
+	res, err := sandbox.Run(runCtx, p, cmd, opts)
+	var ee *sandbox.ExecError
+	switch {
+	case errors.As(err, &ee):
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
+	case err != nil && res != nil && errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
+		res.ExitCode = ExitTimeout
+	case err != nil && res != nil:
+		// cancelled: the command's status stands
+	case err != nil:
+		return fail(stdio.Stderr, err)
+	}
+	if f.report != "" {
+		if werr := writeReport(f.report, res.Report); werr != nil {
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			if res.ExitCode == 0 {
+				return ExitRefused
+			}
+		}
+	}
+	if f.summary {
+		printSummary(stdio.Stderr, res)
+	}
+	return res.ExitCode
+}
+
+func writeReport(path string, r sandbox.Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func printSummary(w io.Writer, res *sandbox.Result) {
+	r := res.Report
+	fmt.Fprintf(w, "isolation: tier %d (%s on %s), exit %d\n", r.Tier, r.Mechanism, r.Platform, res.ExitCode)
+	if r.Bwrap != nil {
+		fmt.Fprintf(w, "  bwrap        %s %s\n", r.Bwrap.Path, r.Bwrap.Version)
+		for _, a := range r.Bwrap.Advisories {
+			fmt.Fprintf(w, "  advisory     %s: %s\n", a.ID, a.Fix)
+		}
+	}
+	if len(r.Namespaces) > 0 {
+		fmt.Fprintf(w, "  namespaces   %s\n", strings.Join(r.Namespaces, ", "))
+	}
+	fmt.Fprintf(w, "  host uid     %d\n", r.HostUID)
+	fmt.Fprintf(w, "  writable     %s\n", strings.Join(r.Writable, ", "))
+	if len(r.ReadOnly) > 0 {
+		fmt.Fprintf(w, "  read-only    %s\n", strings.Join(r.ReadOnly, ", "))
+	}
+	fmt.Fprintf(w, "  protected    %d paths\n", len(r.Protected))
+	fmt.Fprintf(w, "  network      %s\n", r.Network)
+	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
+	if rb := r.Readback; rb != nil {
+		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note         %s\n", n)
+	}
+}

@@ -1,0 +1,184 @@
+package initproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Main runs init with args (those after Arg) and returns its exit status.
+// It is meant to be the whole of the process's life: call it from main and
+// os.Exit with its result.
+func Main(args []string) int {
+	c, err := ParseArgs(args)
+	if err != nil {
+		// No status descriptor to speak on: bwrap's stderr reaches the
+		// outer sandbox-run, which reports a setup failure.
+		os.Stderr.WriteString("sandbox-run init: " + err.Error() + "\n")
+		return 125
+	}
+	// Nothing above 2 may reach the command: whatever bwrap or the caller
+	// left open is closed at exec. The status and stderr descriptors are
+	// used by init itself until then.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		markAllCloexec()
+	}
+	status := os.NewFile(uintptr(c.StatusFD), "status")
+	stderr := os.NewFile(uintptr(c.StderrFD), "stderr")
+	report := func(s Status) {
+		b, _ := json.Marshal(s)
+		status.Write(append(b, '\n'))
+		status.Close()
+	}
+	if os.Getpid() != 1 {
+		report(Status{Error: "init is not PID 1 of its own PID namespace", Exit: 125})
+		return 125
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, f := range c.Forward {
+		if err := startForward(ctx, f); err != nil {
+			report(Status{Error: err.Error(), Exit: 125})
+			return 125
+		}
+	}
+
+	rb := readback()
+	// Signals are caught before the command starts so that none sent
+	// in between is lost.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+
+	path, err := exec.LookPath(c.Command[0])
+	if err != nil {
+		code := 127
+		if errors.Is(err, fs.ErrPermission) {
+			code = 126
+		}
+		report(Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb})
+		return code
+	}
+	attr := &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, stderr},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	proc, err := os.StartProcess(path, c.Command, attr)
+	if err != nil {
+		code := 126
+		if errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		report(Status{Error: err.Error(), Exit: code, Readback: rb})
+		return code
+	}
+	stderr.Close()
+	report(Status{Started: true, Readback: rb})
+
+	go func() {
+		for s := range sigs {
+			// The group first, so a shell's children hear it too; then the
+			// command itself in case it left its group.
+			unix.Kill(-proc.Pid, s.(syscall.Signal))
+			unix.Kill(proc.Pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 125
+		}
+		if pid != proc.Pid {
+			continue // an orphan reparented to init
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+	}
+}
+
+func lookError(err error) string {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		if errors.Is(ee.Err, exec.ErrNotFound) {
+			return "command not found"
+		}
+		return ee.Err.Error()
+	}
+	return err.Error()
+}
+
+// markAllCloexec is the fallback for kernels before 5.11 without
+// CLOSE_RANGE_CLOEXEC.
+func markAllCloexec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+}
+
+func readback() *Readback {
+	rb := &Readback{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), NoNewPrivs: -1, Seccomp: -1, Namespaces: map[string]string{}}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch k {
+			case "NoNewPrivs":
+				rb.NoNewPrivs, _ = strconv.Atoi(v)
+			case "Seccomp":
+				rb.Seccomp, _ = strconv.Atoi(v)
+			case "CapEff":
+				rb.CapEff = v
+			case "CapBnd":
+				rb.CapBnd = v
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
+		rb.UIDMap = strings.Join(strings.Fields(string(b)), " ")
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		if l, err := os.Readlink("/proc/self/ns/" + ns); err == nil {
+			rb.Namespaces[ns] = l
+		}
+	}
+	return rb
+}
+
+// startForward listens on 127.0.0.1:f.Port and relays to f.Socket.
+func startForward(ctx context.Context, f Forward) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port)))
+	if err != nil {
+		return err
+	}
+	go serveForward(ctx, ln, f.Socket)
+	return nil
+}

@@ -1,0 +1,135 @@
+// Package initproc is sandbox-run's own init inside the sandbox: the
+// process bwrap starts as PID 1 of the sandbox's PID namespace.
+//
+// It is the same binary as sandbox-run, re-executed under the hidden first
+// argument Arg. It is not a command for people: its flags are descriptor
+// numbers that only the outer sandbox-run can arrange.
+//
+// # Stages
+//
+//  1. bwrap has set up namespaces, mounts, the environment and the seccomp
+//     filter, dropped capabilities and started this init as PID 1.
+//  2. Init marks every descriptor above 2 close-on-exec, so nothing bwrap
+//     or the caller left open reaches the command, reads back what the
+//     kernel says about its own confinement, and starts the command with
+//     the real standard error.
+//  3. It reports (on the status descriptor, then closed) that the command
+//     started, or why it could not (127 not found, 126 not executable).
+//  4. It relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the
+//     command's process group, reaps every orphan, and exits with the
+//     command's status (128+N for a signal) the moment the command ends.
+//     As PID 1 leaving, it takes every other process of the sandbox with it.
+package initproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Arg is the hidden first argument that selects init mode.
+const Arg = "__sandbox-init"
+
+// Status is what init reports on its status descriptor, as one JSON line.
+type Status struct {
+	Started  bool      `json:"started"`
+	Error    string    `json:"error,omitempty"`
+	Exit     int       `json:"exit,omitempty"`
+	Readback *Readback `json:"readback,omitempty"`
+}
+
+// Readback is the kernel's own view of the sandbox, read from inside.
+type Readback struct {
+	PID        int               `json:"pid"`
+	UID        int               `json:"uid"`
+	GID        int               `json:"gid"`
+	NoNewPrivs int               `json:"no_new_privs"`
+	Seccomp    int               `json:"seccomp"`
+	CapEff     string            `json:"cap_eff"`
+	CapBnd     string            `json:"cap_bnd"`
+	UIDMap     string            `json:"uid_map"`
+	Namespaces map[string]string `json:"namespaces"`
+}
+
+// Config is init's command line, parsed.
+type Config struct {
+	StatusFD int
+	StderrFD int
+	Forward  []Forward
+	Command  []string
+}
+
+// Forward asks init to listen on a loopback TCP port and relay each
+// connection to a Unix socket bound into the sandbox.
+type Forward struct {
+	Port   int
+	Socket string
+}
+
+// ErrUsage marks a malformed init command line.
+var ErrUsage = errors.New("initproc: usage")
+
+// Args renders c as init's command line (after Arg).
+func (c Config) Args() []string {
+	a := []string{"--status-fd", fmt.Sprint(c.StatusFD), "--stderr-fd", fmt.Sprint(c.StderrFD)}
+	for _, f := range c.Forward {
+		a = append(a, "--forward", fmt.Sprintf("%d=%s", f.Port, f.Socket))
+	}
+	a = append(a, "--")
+	return append(a, c.Command...)
+}
+
+// ParseArgs is the inverse of Config.Args.
+func ParseArgs(args []string) (Config, error) {
+	c := Config{StatusFD: -1, StderrFD: -1}
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--":
+			c.Command = args[i+1:]
+			if len(c.Command) == 0 {
+				return c, fmt.Errorf("%w: no command after --", ErrUsage)
+			}
+			if c.StatusFD < 3 || c.StderrFD < 3 {
+				return c, fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
+			}
+			return c, nil
+		case "--status-fd", "--stderr-fd", "--forward":
+			if i+1 >= len(args) {
+				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
+			}
+			v := args[i+1]
+			i++
+			switch args[i-1] {
+			case "--status-fd":
+				if _, err := fmt.Sscan(v, &c.StatusFD); err != nil {
+					return c, fmt.Errorf("%w: --status-fd %q", ErrUsage, v)
+				}
+			case "--stderr-fd":
+				if _, err := fmt.Sscan(v, &c.StderrFD); err != nil {
+					return c, fmt.Errorf("%w: --stderr-fd %q", ErrUsage, v)
+				}
+			case "--forward":
+				port, sock, ok := strings.Cut(v, "=")
+				var f Forward
+				if _, err := fmt.Sscan(port, &f.Port); err != nil || !ok || sock == "" || f.Port <= 0 || f.Port > 65535 {
+					return c, fmt.Errorf("%w: --forward %q, want PORT=SOCKET", ErrUsage, v)
+				}
+				f.Socket = sock
+				c.Forward = append(c.Forward, f)
+			}
+		default:
+			return c, fmt.Errorf("%w: unknown argument %q", ErrUsage, args[i])
+		}
+	}
+	return c, fmt.Errorf("%w: missing -- COMMAND", ErrUsage)
+}
+
+// DecodeStatus reads init's status line.
+func DecodeStatus(b []byte) (Status, error) {
+	var s Status
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("initproc: status %q: %w", b, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,83 @@
+// Package sandboxtest gates tests that need the real kernel or a real
+// bubblewrap, so that a machine that cannot run them says so.
+//
+// By default a missing prerequisite skips the test with the reason and the
+// fix. With SANDBOX_REQUIRE=1 in the environment (CI sets it) the same call
+// fails the test instead: a run that could not exercise the sandbox has
+// verified nothing and must not pass.
+package sandboxtest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"os/user"
+	"testing"
+)
+
+// RequireEnv is the variable that turns every skip of this package into a
+// failure.
+const RequireEnv = "SANDBOX_REQUIRE"
+
+// Required reports whether SANDBOX_REQUIRE=1 is set.
+func Required() bool { return os.Getenv(RequireEnv) == "1" }
+
+// Unavailable skips t, or fails it under SANDBOX_REQUIRE=1, naming what is
+// missing and how to provide it.
+func Unavailable(t testing.TB, what, fix string) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("%s unavailable under %s=1: %s", what, RequireEnv, fix)
+	}
+	t.Skipf("%s unavailable: %s (set %s=1 to make this a failure)", what, fix, RequireEnv)
+}
+
+// Bwrap returns the absolute path of a bubblewrap that can create the
+// namespaces sandbox-run asks for, or skips (fails under SANDBOX_REQUIRE=1).
+func Bwrap(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		Unavailable(t, "bwrap", "install bubblewrap (apt-get install -y bubblewrap)")
+		return ""
+	}
+	out, err := exec.Command(path, "--unshare-user", "--unshare-pid", "--unshare-net",
+		"--ro-bind", "/", "/", "--", "/bin/true").CombinedOutput()
+	if err != nil {
+		Unavailable(t, "bwrap namespaces", "bwrap cannot create namespaces here: "+
+			string(out)+" (enable unprivileged user namespaces)")
+		return ""
+	}
+	return path
+}
+
+// Root skips (or fails under SANDBOX_REQUIRE=1 when wantRequired is true)
+// unless the test runs as uid 0. Root-only tests pass wantRequired=false
+// when an unprivileged CI pass is expected to skip them by design.
+func Root(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: this case only exists when sandbox-run runs as uid 0")
+	}
+}
+
+// NonRoot skips unless the test runs as a user other than uid 0.
+func NonRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Skip("needs an unprivileged user: this case only exists when sandbox-run runs as non-root")
+	}
+}
+
+// CurrentUser returns the name of the user running the test, for messages.
+func CurrentUser() string {
+	u, err := user.Current()
+	if err != nil {
+		return "?"
+	}
+	return u.Username
+}
+
+// ErrUnavailable marks a prerequisite that is absent, for helpers that
+// return errors rather than taking a testing.TB.
+var ErrUnavailable = errors.New("sandboxtest: prerequisite unavailable")

@@ -1,0 +1,376 @@
+// Package policy holds the one value that describes what a sandbox may do.
+//
+// A Policy is pure data: it is built from flags and profile files, checked by
+// Validate, and read by the mechanisms (bubblewrap on Linux, Seatbelt on
+// macOS) that enforce it. Nothing in this package touches the file system or
+// the process; existence and permission checks belong to the sandbox that
+// enforces the policy.
+//
+// # Zero values deny
+//
+// An empty Write list means no writable directory but the workdir; an empty
+// Env means the command gets only the defaults named by DefaultEnv; an empty
+// AllowHosts means no egress at all. This is the opposite of os/exec, where a
+// nil Env inherits everything.
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Mode selects the mechanism that enforces a policy.
+type Mode string
+
+// Modes. Off is tier 0: a plain process with a cleared environment. It runs
+// only when asked for by name, never as a fallback.
+const (
+	ModeAuto     Mode = "auto"
+	ModeBwrap    Mode = "bwrap"
+	ModeSeatbelt Mode = "seatbelt"
+	ModeOff      Mode = "off"
+)
+
+// DefaultUID and DefaultGID are the host ids a sandbox runs under when
+// sandbox-run itself runs as root: the command is never host uid 0.
+const (
+	DefaultUID = 65534
+	DefaultGID = 65534
+)
+
+// DefaultTmpSize caps the private /tmp when the policy names no size.
+const DefaultTmpSize = 256 << 20
+
+// DefaultProtected lists the paths, relative to every writable directory,
+// that stay read-only inside the sandbox whether or not they exist: the files
+// a later host-side tool (git, a shell, an editor, an agent harness) reads
+// and would act on.
+var defaultProtected = []string{
+	".git/hooks", ".git/config", ".gitmodules", ".mcp.json",
+	".bashrc", ".bash_profile", ".profile", ".zshrc",
+	".vscode", ".idea", ".claude",
+}
+
+// DefaultProtected returns a copy of the built-in protected paths.
+func DefaultProtected() []string { return append([]string(nil), defaultProtected...) }
+
+// ProtectedIsDir reports whether a protected name denotes a directory when it
+// does not exist yet (so that a placeholder of the right kind can hold it).
+func ProtectedIsDir(name string) bool {
+	switch name {
+	case ".git/hooks", ".vscode", ".idea", ".claude":
+		return true
+	}
+	return strings.HasSuffix(name, "/")
+}
+
+// Policy says what a sandboxed command may do. The zero value, once given a
+// Workdir, is the strictest useful policy.
+type Policy struct {
+	// Workdir is writable, mounted at the same path, and the command's
+	// current directory. Absolute.
+	Workdir string `json:"workdir,omitempty"`
+	// Write lists further writable directories, each at the same path.
+	Write []string `json:"write,omitempty"`
+	// Read lists further paths mounted read-only at the same path.
+	Read []string `json:"read,omitempty"`
+	// Protect adds protected paths: relative ones apply inside every
+	// writable directory, absolute ones must lie in one.
+	Protect []string `json:"protect,omitempty"`
+	// Env is the command's environment on top of DefaultEnv. Nothing of the
+	// caller's environment is passed unless named here or in PassEnv.
+	Env map[string]string `json:"env,omitempty"`
+	// PassEnv names variables copied from the caller's environment when the
+	// run starts (see Environ).
+	PassEnv []string `json:"pass_env,omitempty"`
+	// AllowHosts is the egress allow-list. Empty means no egress.
+	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// EgressSocket, when set, is a node-wide egress proxy used instead of
+	// the built-in one.
+	EgressSocket string `json:"egress_socket,omitempty"`
+	// LLMSocket, when set, is forwarded to a loopback port inside.
+	LLMSocket string `json:"llm_socket,omitempty"`
+	// Ptrace widens the seccomp filter to allow ptrace for this run.
+	Ptrace bool `json:"ptrace,omitempty"`
+	// Sandbox picks the mechanism; empty means ModeAuto.
+	Sandbox Mode `json:"sandbox,omitempty"`
+	// UID and GID are the host ids the sandbox runs under when the caller is
+	// root. Zero means DefaultUID/DefaultGID; uid 0 itself is refused.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+	// TmpSize caps the private /tmp in bytes; zero means DefaultTmpSize.
+	TmpSize int64 `json:"tmp_size,omitempty"`
+	// Timeout ends the whole sandbox after this long; zero means none.
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("90s") in profile files.
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"90s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ErrInvalid marks a policy that cannot be enforced as written.
+var ErrInvalid = errors.New("invalid policy")
+
+// InvalidError names the field and the fix.
+type InvalidError struct {
+	Field  string
+	Reason string
+	Fix    string
+}
+
+func (e *InvalidError) Error() string {
+	s := fmt.Sprintf("policy: %s: %s", e.Field, e.Reason)
+	if e.Fix != "" {
+		s += "; " + e.Fix
+	}
+	return s
+}
+
+// Is matches ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, reason, fix string) error {
+	return &InvalidError{Field: field, Reason: reason, Fix: fix}
+}
+
+// Parse reads a profile (JSON, the same field names as the flags). Unknown
+// fields are refused so that a typo never silently drops a restriction.
+func Parse(r io.Reader) (Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, fmt.Errorf("policy: profile: %w", err)
+	}
+	if dec.More() {
+		return Policy{}, fmt.Errorf("policy: profile: trailing data after the JSON object")
+	}
+	return p, nil
+}
+
+// systemRoots are directories that a writable bind would expose to the
+// command for writing as the system itself.
+var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
+
+// Validate checks everything that can be checked without touching the
+// system. It returns an error wrapping ErrInvalid (an *InvalidError) for the
+// first problem found.
+func (p Policy) Validate() error {
+	if p.Workdir == "" {
+		return invalid("workdir", "empty", "pass --workdir DIR")
+	}
+	if err := checkPath("workdir", p.Workdir); err != nil {
+		return err
+	}
+	for _, d := range append([]string{p.Workdir}, p.Write...) {
+		if err := checkPath("write", d); err != nil {
+			return err
+		}
+		for _, s := range systemRoots {
+			if d == s {
+				return invalid("write", fmt.Sprintf("%s is a system directory and cannot be writable", d),
+					"use a job directory of its own")
+			}
+		}
+	}
+	for _, r := range p.Read {
+		if err := checkPath("read", r); err != nil {
+			return err
+		}
+	}
+	for _, pr := range p.Protect {
+		if err := noNUL("protect", pr); err != nil {
+			return err
+		}
+		if pr == "" || pr == "." || strings.HasPrefix(filepath.Clean(pr), "..") {
+			return invalid("protect", fmt.Sprintf("%q does not name a path inside a writable directory", pr), "name a path such as .envrc")
+		}
+	}
+	for k, v := range p.Env {
+		if err := checkEnvName(k); err != nil {
+			return err
+		}
+		if err := noNUL("env "+k, v); err != nil {
+			return err
+		}
+	}
+	for _, k := range p.PassEnv {
+		if err := checkEnvName(k); err != nil {
+			return err
+		}
+	}
+	for _, h := range p.AllowHosts {
+		if err := noNUL("allow-host", h); err != nil {
+			return err
+		}
+		if strings.TrimSpace(h) == "" {
+			return invalid("allow-host", "empty entry", "name a host, *.domain, host:port or an IP")
+		}
+	}
+	for f, s := range map[string]string{"egress-socket": p.EgressSocket, "llm-socket": p.LLMSocket} {
+		if s != "" {
+			if err := checkPath(f, s); err != nil {
+				return err
+			}
+		}
+	}
+	switch p.Sandbox {
+	case "", ModeAuto, ModeBwrap, ModeSeatbelt, ModeOff:
+	default:
+		return invalid("sandbox", fmt.Sprintf("unknown mode %q", p.Sandbox), "use auto, bwrap, seatbelt or off")
+	}
+	if p.UID < 0 || p.GID < 0 {
+		return invalid("user", "negative id", "pass --user UID[:GID] with ids above 0")
+	}
+	if p.TmpSize < 0 {
+		return invalid("tmp-size", "negative size", "pass a size such as 256M")
+	}
+	if p.Timeout < 0 {
+		return invalid("timeout", "negative duration", "pass a duration such as 90s")
+	}
+	return nil
+}
+
+func checkPath(field, p string) error {
+	if err := noNUL(field, p); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p) {
+		return invalid(field, fmt.Sprintf("%q is not an absolute path", p), "give an absolute path")
+	}
+	return nil
+}
+
+func noNUL(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(field, "contains a NUL byte", "remove the NUL byte: it would resynchronise bwrap's argument stream")
+	}
+	return nil
+}
+
+func checkEnvName(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return invalid("env", fmt.Sprintf("%q is not a variable name", k), "use KEY=VALUE with a KEY free of '=' and NUL")
+	}
+	return nil
+}
+
+// WithDefaults returns a copy with every zero field that has a default
+// filled in. It does not touch the caller's slices or maps.
+func (p Policy) WithDefaults() Policy {
+	q := p
+	q.Workdir = filepath.Clean(p.Workdir)
+	q.Write = cleanAll(p.Write)
+	q.Read = cleanAll(p.Read)
+	if q.Sandbox == "" {
+		q.Sandbox = ModeAuto
+	}
+	if q.UID == 0 {
+		q.UID = DefaultUID
+	}
+	if q.GID == 0 {
+		q.GID = DefaultGID
+	}
+	if q.TmpSize == 0 {
+		q.TmpSize = DefaultTmpSize
+	}
+	return q
+}
+
+func cleanAll(in []string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = filepath.Clean(s)
+	}
+	return out
+}
+
+// Writable returns the workdir followed by the --write dirs.
+func (p Policy) Writable() []string {
+	return append([]string{p.Workdir}, p.Write...)
+}
+
+// ProtectedPaths returns every protected path as an absolute path inside
+// each writable directory, built-in ones first, in a stable order.
+func (p Policy) ProtectedPaths() []string {
+	var out []string
+	for _, w := range p.Writable() {
+		for _, name := range append(DefaultProtected(), p.Protect...) {
+			if filepath.IsAbs(name) {
+				continue
+			}
+			out = append(out, filepath.Join(w, name))
+		}
+	}
+	for _, name := range p.Protect {
+		if filepath.IsAbs(name) {
+			out = append(out, filepath.Clean(name))
+		}
+	}
+	return out
+}
+
+// DefaultEnv is what every command gets unless the policy's Env overrides
+// it: a PATH of the system directories, HOME at the workdir and TMPDIR at the
+// private /tmp.
+func (p Policy) DefaultEnv() map[string]string {
+	return map[string]string{
+		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME":   p.Workdir,
+		"TMPDIR": "/tmp",
+		"LANG":   "C.UTF-8",
+	}
+}
+
+// Environ returns the command's environment as sorted KEY=VALUE strings:
+// DefaultEnv, then PassEnv looked up with lookup, then Env. A PassEnv name
+// that lookup does not find is left unset. Values containing NUL are
+// refused.
+func (p Policy) Environ(lookup func(string) (string, bool)) ([]string, error) {
+	m := p.DefaultEnv()
+	for _, k := range p.PassEnv {
+		if lookup == nil {
+			break
+		}
+		if v, ok := lookup(k); ok {
+			if err := noNUL("pass-env "+k, v); err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+	}
+	for k, v := range p.Env {
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sortStrings(out)
+	return out, nil
+}

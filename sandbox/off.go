@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// runOff runs tier 0: a plain process with the policy's environment and
+// nothing else of the caller's, in the workdir. It confines nothing else and
+// its report says so.
+func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	env, err := p.Environ(opts.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	report := Report{Tier: 0, Mechanism: "none", Platform: platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Writable: p.Writable(), Network: "host",
+		Notes: []string{"tier 0: no sandbox; the command has the caller's files, network and rights"}}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		report.EnvNames = append(report.EnvNames, k)
+	}
+	sort.Strings(report.EnvNames)
+	if opts.DryRun != nil {
+		return &Result{Report: report}, nil
+	}
+	path, err := lookPathIn(cmd[0], env)
+	if err != nil {
+		code := 127
+		if errors.Is(err, os.ErrPermission) {
+			code = 126
+		}
+		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+	}
+	c := exec.Command(path, cmd[1:]...)
+	c.Args[0] = cmd[0]
+	c.Env = env
+	c.Dir = p.Workdir
+	c.Stdin, c.Stdout, c.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	c.SysProcAttr = offSysProcAttr()
+	if err := c.Start(); err != nil {
+		return &Result{ExitCode: 126, Report: report}, &ExecError{Code: 126, Command: cmd[0], Reason: err.Error()}
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-opts.Signals:
+				signalGroup(c.Process, s)
+			case <-ctx.Done():
+				killGroup(c.Process)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	c.Wait()
+	close(done)
+	killGroup(c.Process) // what the command left in its group
+	return &Result{ExitCode: exitCode(c.ProcessState), Report: report}, ctxErr(ctx)
+}
+
+func lookPathIn(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range strings.Split(v, ":") {
+				if dir == "" {
+					continue
+				}
+				if p, err := exec.LookPath(dir + "/" + name); err == nil {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
+func exitCode(st *os.ProcessState) int {
+	if st == nil {
+		return 125
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}

@@ -1,0 +1,411 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// systemPaths are mounted read-only (or recreated as the same symlink) when
+// the host has them. Nothing else of the host's tree is visible.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// procReadOnly and procHidden are /proc entries that are not namespaced:
+// they act on the whole host. The list is the one container runtimes use.
+var (
+	procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	procHidden   = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/kmsg",
+		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
+)
+
+// plan is the mount plan of one run and the host-side handles it holds.
+// Its files are the descriptors bwrap binds by (--ro-bind-fd/--bind-fd);
+// placeholders are what the run created in the user's tree to hold
+// missing protected paths, removed by cleanup.
+type plan struct {
+	mounts       []bwrap.Mount
+	files        []*os.File // in the order of their fd numbers, starting at fdBase
+	fdBase       int
+	byFD         bool
+	placeholders []string // deepest last
+	writable     []string
+	readOnly     []string
+	protected    []string
+	notes        []string
+}
+
+func (pl *plan) close() {
+	for _, f := range pl.files {
+		f.Close()
+	}
+	pl.files = nil
+}
+
+// cleanup removes the placeholders the run created, deepest first, and only
+// while they are still empty: what the command put there is left alone.
+func (pl *plan) cleanup() {
+	for i := len(pl.placeholders) - 1; i >= 0; i-- {
+		p := pl.placeholders[i]
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() {
+			os.Remove(p) // fails, as it should, on a non-empty directory
+		}
+	}
+	pl.placeholders = nil
+}
+
+// bind adds a bind of src at dst, by descriptor when bwrap can.
+func (pl *plan) bind(kind bwrap.MountKind, src, dst string) error {
+	m := bwrap.Mount{Kind: kind, Src: src, Dst: dst, FD: -1}
+	if pl.byFD {
+		f, err := os.OpenFile(src, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", src, err)
+		}
+		m.FD = pl.fdBase + len(pl.files)
+		pl.files = append(pl.files, f)
+	}
+	pl.mounts = append(pl.mounts, m)
+	return nil
+}
+
+// newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
+// runs under; byFD says bwrap can bind by descriptor. On error, everything
+// the partial plan holds is released.
+func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (pl *plan, err error) {
+	pl = &plan{byFD: byFD, fdBase: fdBase}
+	defer func() {
+		if err != nil {
+			pl.close()
+			pl.cleanup()
+		}
+	}()
+	if !byFD {
+		pl.notes = append(pl.notes, "binds by path: race window (bwrap lacks --ro-bind-fd)")
+	}
+
+	g, err := newGuard(p.Writable())
+	if err != nil {
+		return nil, err
+	}
+	pl.writable = g.writable
+
+	for _, sp := range systemPaths {
+		fi, err := os.Lstat(sp)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, setupErr("cannot inspect "+sp, err.Error(), "check the host's root file system")
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			t, err := os.Readlink(sp)
+			if err != nil {
+				return nil, setupErr("cannot read link "+sp, err.Error(), "check the host's root file system")
+			}
+			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: t, Dst: sp, FD: -1})
+			continue
+		}
+		if err := g.checkRead(sp); err != nil {
+			return nil, err
+		}
+		if err := pl.bind(bwrap.ROBind, sp, sp); err != nil {
+			return nil, setupErr("cannot open "+sp, err.Error(), "check the host's root file system")
+		}
+	}
+
+	pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.Proc, Dst: "/proc", FD: -1})
+	for _, pp := range procReadOnly {
+		if _, err := os.Stat(pp); err == nil {
+			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: pp, Dst: pp, FD: -1})
+		}
+	}
+	for _, pp := range procHidden {
+		fi, err := os.Stat(pp)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			pl.mounts = append(pl.mounts,
+				bwrap.Mount{Kind: bwrap.Tmpfs, Dst: pp, FD: -1, Size: 4096},
+				bwrap.Mount{Kind: bwrap.RemountRO, Dst: pp, FD: -1})
+		} else {
+			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: pp, FD: -1})
+		}
+	}
+	pl.mounts = append(pl.mounts,
+		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
+		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
+	if !sizeOption {
+		pl.notes = append(pl.notes, "/tmp is not size-capped (bwrap lacks --size)")
+	}
+
+	for _, r := range p.Read {
+		if err := g.checkRead(r); err != nil {
+			return nil, err
+		}
+		if err := accessibleAs(r, uid, gid, false); err != nil {
+			return nil, err
+		}
+		if err := pl.bind(bwrap.ROBind, r, r); err != nil {
+			return nil, setupErr("cannot open --read "+r, err.Error(), "pass a path that exists")
+		}
+		pl.readOnly = append(pl.readOnly, r)
+	}
+	for _, w := range g.writable {
+		if err := accessibleAs(w, uid, gid, true); err != nil {
+			return nil, err
+		}
+		if err := pl.bind(bwrap.Bind, w, w); err != nil {
+			return nil, setupErr("cannot open writable dir "+w, err.Error(), "pass a directory that exists")
+		}
+	}
+	if err := pl.protect(p, g); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// protect holds every protected path read-only. A missing one gets an empty
+// placeholder of its kind, created here (so the run knows it made it) and
+// removed by cleanup; every existing directory on the way is bound onto
+// itself, which makes it a mount point that cannot be renamed or removed
+// from inside (so ".git -> g2, then a new .git" fails with EBUSY).
+func (pl *plan) protect(p policy.Policy, g *guard) error {
+	pinned := map[string]bool{}
+	for _, w := range g.writable {
+		names := append(policy.DefaultProtected(), p.Protect...)
+		for _, name := range names {
+			if filepath.IsAbs(name) {
+				rel, err := filepath.Rel(w, name)
+				if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || rel == "." {
+					continue
+				}
+				name = rel
+			}
+			if err := pl.protectOne(w, filepath.Clean(name), pinned); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range p.Protect {
+		if filepath.IsAbs(name) && !g.inside(name) {
+			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
+		}
+	}
+	return nil
+}
+
+func (pl *plan) protectOne(w, name string, pinned map[string]bool) error {
+	parts := strings.Split(name, "/")
+	cur := w
+	for i, part := range parts {
+		cur = filepath.Join(cur, part)
+		last := i == len(parts)-1
+		fi, err := os.Lstat(cur)
+		switch {
+		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+			t, _ := os.Readlink(cur)
+			return setupErr("protected path "+cur+" is a symbolic link (to "+t+")",
+				"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+cur+") or replace it with the real file")
+		case err == nil && !last && !fi.IsDir():
+			// A file where a directory is expected, such as the .git file of
+			// a worktree: it names where git looks, so it is held itself.
+			if !pinned[cur] {
+				pinned[cur] = true
+				if err := pl.bind(bwrap.ROBind, cur, cur); err != nil {
+					return setupErr("cannot open protected path "+cur, err.Error(), "check the file")
+				}
+				pl.protected = append(pl.protected, cur)
+			}
+			return nil
+		case err == nil && !last:
+			if !pinned[cur] {
+				pinned[cur] = true
+				if err := pl.bind(bwrap.Bind, cur, cur); err != nil {
+					return setupErr("cannot open "+cur, err.Error(), "check the directory")
+				}
+			}
+		case err == nil && last:
+			if !pinned[cur] {
+				pinned[cur] = true
+				if err := pl.bind(bwrap.ROBind, cur, cur); err != nil {
+					return setupErr("cannot open protected path "+cur, err.Error(), "check the file")
+				}
+				pl.protected = append(pl.protected, cur)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			dir := !last || policy.ProtectedIsDir(name)
+			if err := makePlaceholder(cur, dir); err != nil {
+				return setupErr("cannot hold missing protected path "+cur, err.Error(), "make the writable directory writable for sandbox-run")
+			}
+			pl.placeholders = append(pl.placeholders, cur)
+			pinned[cur] = true
+			kind := bwrap.ROBind
+			if !last {
+				kind = bwrap.Bind
+			} else {
+				pl.protected = append(pl.protected, cur)
+			}
+			if err := pl.bind(kind, cur, cur); err != nil {
+				return setupErr("cannot open placeholder "+cur, err.Error(), "check the directory")
+			}
+		default:
+			return setupErr("cannot inspect protected path "+cur, err.Error(), "check the directory's permissions")
+		}
+	}
+	return nil
+}
+
+func makePlaceholder(p string, dir bool) error {
+	if dir {
+		return unix.Mkdir(p, 0o755)
+	}
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// accessibleAs checks, from mode bits, that uid/gid can reach p (search on
+// every ancestor) and, when write is set, write it. It matters when
+// sandbox-run is root and bwrap runs under an unprivileged uid: bwrap would
+// otherwise fail with a bare "Permission denied". ACLs are not read; a
+// directory an ACL opens is refused here.
+func accessibleAs(p string, uid, gid int, write bool) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	check := func(path string, want uint32) (bool, error) {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			return false, err
+		}
+		mode := st.Mode & 0o777
+		var bits uint32
+		switch {
+		case int(st.Uid) == uid:
+			bits = mode >> 6
+		case int(st.Gid) == gid:
+			bits = mode >> 3
+		default:
+			bits = mode
+		}
+		return bits&want == want, nil
+	}
+	dir := filepath.Dir(p)
+	for {
+		ok, err := check(dir, 1)
+		if err != nil {
+			return setupErr("cannot inspect "+dir, err.Error(), "check the path")
+		}
+		if !ok {
+			return setupErr(fmt.Sprintf("%s is not reachable for uid %d", p, uid),
+				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, which cannot search %s", uid, dir),
+				fmt.Sprintf("chmod o+x %s, or pass --user with a uid that can", dir))
+		}
+		if dir == "/" {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if write {
+		ok, err := check(p, 3)
+		if err != nil {
+			return setupErr("cannot inspect "+p, err.Error(), "pass a directory that exists")
+		}
+		if !ok {
+			return setupErr(fmt.Sprintf("%s is not writable for uid %d", p, uid),
+				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, never as host root", uid),
+				fmt.Sprintf("chown -R %d:%d %s, or pass --user UID[:GID] of the directory's owner", uid, gid, p))
+		}
+	}
+	return nil
+}
+
+func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }
+
+// guard is the writable set, in both spellings of each directory.
+type guard struct {
+	writable []string // as resolved, deduplicated, sorted
+	both     []string // as given and as resolved
+}
+
+func newGuard(dirs []string) (*guard, error) {
+	g := &guard{}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return nil, setupErr("writable directory "+d, "does not exist or cannot be reached ("+errText(err)+")", "create it first (mkdir -p "+d+")")
+		}
+		if !fi.IsDir() {
+			return nil, setupErr("writable directory "+d, "is not a directory", "pass a directory")
+		}
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return nil, setupErr("writable directory "+d, errText(err), "pass a directory that resolves")
+		}
+		if !seen[r] {
+			seen[r] = true
+			g.writable = append(g.writable, r)
+		}
+		g.both = append(g.both, d, r)
+	}
+	sort.Strings(g.writable)
+	return g, nil
+}
+
+func (g *guard) inside(p string) bool {
+	for _, w := range g.both {
+		if within(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRead refuses a read-only bind that lies in a writable directory.
+func (g *guard) checkRead(src string) error {
+	r, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return setupErr("--read "+src, errText(err), "pass a path that exists")
+	}
+	for _, p := range []string{src, r} {
+		for _, w := range g.both {
+			if within(p, w) {
+				return setupErr("read-only bind "+src, "it lies in writable directory "+w+", where the sandbox could replace it", "bind a path outside the writable directories")
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether p is w or lies below it, component-wise.
+func within(p, w string) bool {
+	if p == w || w == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, w+"/")
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

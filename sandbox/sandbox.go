@@ -1,0 +1,191 @@
+// Package sandbox runs one command under a policy, start to finish, and says
+// exactly which protections were in force.
+//
+// On Linux the command runs under bubblewrap (tier 1): its own user, mount,
+// PID, IPC, UTS and network namespaces, the system read-only, only the
+// policy's writable directories writable, a private size-capped /tmp, no
+// capabilities, a cleared environment passed inside bwrap's --args stream,
+// and sandbox-run's own init as PID 1. With policy.ModeOff it runs as a plain
+// process with a cleared environment (tier 0), and only then.
+//
+// # Guarantees
+//
+//   - Never a silent fallback: when tier 1 cannot be set up, Run returns an
+//     error wrapping ErrSetup, ErrUnsupported or policy.ErrInvalid and the
+//     command does not run.
+//   - Nothing of the caller's environment reaches bwrap or the command but
+//     what the policy names; values never appear on a command line.
+//   - No descriptor reaches the command but 0, 1 and 2.
+//   - As root, the command is never host uid 0.
+//   - When Run returns, no process of the sandbox is left: init is PID 1 of
+//     the sandbox's PID namespace, bwrap dies with the thread that started
+//     it, and the command dies with bwrap.
+//   - Protected paths inside writable directories stay read-only, existing
+//     or not, and placeholders made to hold missing ones are removed.
+//
+// # Non-guarantees
+//
+//   - The kernel is shared: a kernel bug reachable through the allowed
+//     system calls is an escape. The seccomp filter narrows, not removes,
+//     that surface.
+//   - What the command writes inside its writable directories is its own
+//     business; only the protected paths are held.
+//   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
+//     but placeholders for missing protected paths stay behind (empty).
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// ErrUnsupported means the requested mechanism does not exist on this
+// platform. It matches errors.ErrUnsupported.
+var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
+
+// ErrSetup marks a sandbox that could not be set up; the command did not
+// run. It is the same sentinel as bwrap.ErrSetup.
+var ErrSetup = bwrap.ErrSetup
+
+// SetupError says what failed, why and the fix, in one line.
+type SetupError = bwrap.SetupError
+
+// ExecError means the sandbox was set up but the command could not be
+// started: Code is 127 (not found) or 126 (not executable).
+type ExecError struct {
+	Code    int
+	Command string
+	Reason  string
+}
+
+func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
+
+// Options say how to run, as opposed to the policy, which says what is
+// allowed.
+type Options struct {
+	// BwrapPath is the bubblewrap binary; empty means the first bwrap on
+	// the caller's PATH. It is refused when it lies in a writable directory
+	// of the policy.
+	BwrapPath string
+	// Stdin, Stdout and Stderr are handed to the command as they are (no
+	// copying). Nil means /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// Signals, when set, are relayed to the command until Run returns.
+	Signals <-chan os.Signal
+	// LookupEnv resolves the policy's PassEnv names; nil passes none.
+	LookupEnv func(string) (string, bool)
+	// DryRun, when set, receives the bwrap command line and its argument
+	// stream (variable values redacted) and nothing runs.
+	DryRun io.Writer
+	// Logger receives debug events; nil discards them.
+	Logger *slog.Logger
+	// ProcSys is where kernel settings are read; empty means /proc/sys.
+	ProcSys string
+	// initPath is the binary bwrap starts as init; empty means this one.
+	initPath string
+}
+
+// Result is the outcome of a run whose sandbox was set up.
+type Result struct {
+	// ExitCode follows the CLI contract: the command's own status, 128+N
+	// when it died of signal N.
+	ExitCode int
+	Report   Report
+}
+
+// Report is what was in force. It never claims more than was set up; the
+// Readback part is what the kernel told init from inside.
+type Report struct {
+	Tier       int                `json:"tier"`
+	Mechanism  string             `json:"mechanism"`
+	Platform   string             `json:"platform"`
+	Bwrap      *BwrapReport       `json:"bwrap,omitempty"`
+	Namespaces []string           `json:"namespaces,omitempty"`
+	HostUID    int                `json:"host_uid"`
+	HostGID    int                `json:"host_gid"`
+	Seccomp    *SeccompReport     `json:"seccomp,omitempty"`
+	Writable   []string           `json:"writable"`
+	ReadOnly   []string           `json:"read_only,omitempty"`
+	Protected  []string           `json:"protected,omitempty"`
+	TmpSize    int64              `json:"tmp_size,omitempty"`
+	BindsByFD  bool               `json:"binds_by_fd"`
+	Network    string             `json:"network"`
+	EnvNames   []string           `json:"env"`
+	Notes      []string           `json:"notes,omitempty"`
+	Readback   *initproc.Readback `json:"readback,omitempty"`
+}
+
+// BwrapReport names the bubblewrap that was used.
+type BwrapReport struct {
+	Path       string     `json:"path"`
+	Version    string     `json:"version"`
+	Advisories []Advisory `json:"advisories,omitempty"`
+}
+
+// Advisory is a known weakness of the bwrap in use.
+type Advisory struct {
+	ID     string `json:"id"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"`
+}
+
+// SeccompReport says which filter was installed and what the kernel says.
+type SeccompReport struct {
+	Digest   string `json:"digest"`
+	Arch     string `json:"arch"`
+	Ptrace   bool   `json:"ptrace_allowed"`
+	Readback int    `json:"readback_mode"`
+}
+
+func platform() string { return runtime.GOOS + "/" + runtime.GOARCH }
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run runs cmd under p and returns when the command and everything it
+// started have ended.
+//
+// It returns an error wrapping policy.ErrInvalid, ErrUnsupported or ErrSetup
+// (and the command never ran) when the policy cannot be enforced as asked;
+// an *ExecError when the sandbox was set up but cmd could not be started;
+// otherwise a Result with the command's exit status. Cancelling ctx kills
+// the whole sandbox.
+func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	if len(cmd) == 0 {
+		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name a command after --"}
+	}
+	for _, a := range cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, &policy.InvalidError{Field: "command", Reason: "an argument holds a NUL byte", Fix: "remove the NUL byte"}
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.WithDefaults()
+	switch p.Sandbox {
+	case policy.ModeOff:
+		return runOff(ctx, p, cmd, opts)
+	case policy.ModeAuto:
+		return runNative(ctx, p, cmd, opts)
+	case policy.ModeBwrap:
+		return runBwrap(ctx, p, cmd, opts)
+	case policy.ModeSeatbelt:
+		return runSeatbelt(ctx, p, cmd, opts)
+	}
+	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
+}

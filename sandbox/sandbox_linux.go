@@ -1,0 +1,463 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	return runBwrap(ctx, p, cmd, opts)
+}
+
+func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
+	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
+}
+
+// Descriptor numbers as bwrap and init see them: ExtraFiles[i] is fd 3+i.
+const (
+	fdArgs    = 3 // --args stream, consumed by bwrap
+	fdStatus  = 4 // init's status line, closed by init before the command runs
+	fdStderr  = 5 // the real stderr, which init makes the command's fd 2
+	fdInfo    = 6 // bwrap --info-fd, written by bwrap outside the sandbox
+	fdInit    = 7 // sandbox-run itself (O_PATH), executed as init
+	fdSeccomp = 8 // the seccomp program, consumed by bwrap
+	fdBinds   = 9 // first descriptor of the bind plan
+)
+
+// findBwrap resolves the bwrap to use, refusing one inside a writable dir.
+func findBwrap(want string, writable []string) (string, error) {
+	path := want
+	if path == "" {
+		var err error
+		path, err = exec.LookPath("bwrap")
+		if err != nil {
+			return "", &SetupError{What: "bwrap not found", Why: "no bwrap on PATH",
+				Fix: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH"}
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", &SetupError{What: "bwrap path " + path, Why: err.Error(), Fix: "pass an absolute --bwrap PATH"}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", &SetupError{What: "bwrap not found at " + abs, Why: errText(err),
+			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
+	}
+	for _, w := range writable {
+		wr, err := filepath.EvalSymlinks(w)
+		if err != nil {
+			wr = w
+		}
+		for _, cand := range []string{abs, real} {
+			if within(cand, w) || within(cand, wr) {
+				return "", &SetupError{What: "bwrap " + abs + " lies in writable directory " + w,
+					Why: "the sandboxed command could replace it for the next run",
+					Fix: "use a bwrap outside every --workdir and --write dir, such as /usr/bin/bwrap"}
+			}
+		}
+	}
+	return real, nil
+}
+
+func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	log := opts.logger()
+	procSys := opts.ProcSys
+	if procSys == "" {
+		procSys = "/proc/sys"
+	}
+	host := bwrap.ReadHost(procSys)
+
+	path, err := findBwrap(opts.BwrapPath, p.Writable())
+	if err != nil {
+		return nil, err
+	}
+	info, err := bwrap.Detect(ctx, path)
+	if err != nil {
+		return nil, &SetupError{What: "cannot use bwrap " + path, Why: err.Error(),
+			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
+	}
+	if err := info.Required(); err != nil {
+		return nil, &SetupError{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
+	}
+	if err := bwrap.Preflight(host); err != nil {
+		return nil, err
+	}
+	if p.Ptrace {
+		return nil, &SetupError{What: "--ptrace refused", Why: "the seccomp filter that would allow ptrace is not available yet",
+			Fix: "run without --ptrace"}
+	}
+
+	uid, gid := os.Getuid(), os.Getgid()
+	root := os.Geteuid() == 0
+	if root {
+		uid, gid = p.UID, p.GID
+		if uid == 0 {
+			return nil, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+		}
+	}
+
+	pl, err := newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer pl.cleanup()
+	defer pl.close()
+
+	env, err := p.Environ(opts.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	spec := bwrap.Spec{
+		UnshareCgroupTry: info.Features.UnshareCgroupTry,
+		DisableUserns:    info.Features.DisableUserns,
+		UID:              -1, GID: -1,
+		Hostname:   "sandbox",
+		Mounts:     pl.mounts,
+		Chdir:      p.Workdir,
+		ClearEnv:   info.Features.ClearEnv,
+		Env:        env,
+		SeccompFD:  -1,
+		InfoFD:     fdInfo,
+		SizeOption: info.Features.Size,
+	}
+	spec.Mounts = append(spec.Mounts, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
+	args, err := bwrap.Args(spec)
+	if err != nil {
+		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
+	}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Command: cmd}
+	argv := append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
+
+	report := Report{
+		Tier: 1, Mechanism: "bwrap", Platform: platform(),
+		Bwrap:      &BwrapReport{Path: path, Version: info.Version.String()},
+		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
+		HostUID:    uid, HostGID: gid,
+		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
+		TmpSize:   p.TmpSize,
+		BindsByFD: info.Features.BindFD,
+		Network:   "none",
+		Notes:     pl.notes,
+	}
+	if info.Features.UnshareCgroupTry {
+		report.Namespaces = append(report.Namespaces, "cgroup (if the kernel allows)")
+	}
+	for _, a := range info.Advisories() {
+		report.Bwrap.Advisories = append(report.Bwrap.Advisories, Advisory(a))
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		report.EnvNames = append(report.EnvNames, k)
+	}
+	sort.Strings(report.EnvNames)
+
+	if opts.DryRun != nil {
+		fmt.Fprintf(opts.DryRun, "argv: %s\n", strings.Join(quoteAll(argv), " "))
+		fmt.Fprintf(opts.DryRun, "args stream (fd %d):\n", fdArgs)
+		for _, a := range bwrap.Redact(args) {
+			fmt.Fprintf(opts.DryRun, "  %s\n", quote(a))
+		}
+		return &Result{Report: report}, nil
+	}
+	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
+	return launch(ctx, cmd, argv, args, pl, uid, gid, root, host, report, opts)
+}
+
+type procState struct {
+	status   *initproc.Status
+	statusOK bool
+}
+
+// launch starts bwrap from a goroutine that holds its OS thread locked for
+// bwrap's whole life: the kernel's parent-death signal follows the thread,
+// not the process, so a thread that ended early would kill the sandbox and
+// a goroutine that moved would leave it without one.
+func launch(ctx context.Context, cmd, argv, args []string, pl *plan, uid, gid int, root bool, host bwrap.Host, report Report, opts Options) (*Result, error) {
+	var closers []io.Closer
+	closeAll := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+		closers = nil
+	}
+	defer closeAll()
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			closers = append(closers, r, w)
+		}
+		return r, w, err
+	}
+	argsR, argsW, err := pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	statusR, statusW, err := pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	infoR, infoW, err := pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	capR, capW, err := pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	self, err := os.OpenFile(selfPath(opts), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+	}
+	closers = append(closers, self)
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
+	}
+	closers = append(closers, devnull)
+	stdin, stdout, stderr := orNull(opts.Stdin, devnull), orNull(opts.Stdout, devnull), orNull(opts.Stderr, devnull)
+
+	// The seccomp slot is filled by a closed pipe until the filter lands;
+	// bwrap is not told about it.
+	secR, _, err := pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+
+	c := &exec.Cmd{
+		Path:   argv[0],
+		Args:   argv,
+		Env:    []string{}, // bwrap itself gets nothing of ours
+		Stdin:  stdin,
+		Stdout: stdout,
+		Stderr: capW,
+	}
+	c.ExtraFiles = append([]*os.File{argsR, statusW, stderr, infoW, self, secR}, pl.files...)
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if root {
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+
+	type exit struct {
+		state *os.ProcessState
+		err   error
+	}
+	started := make(chan error, 1)
+	exited := make(chan exit, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: the thread ends with this goroutine, after bwrap.
+		if err := c.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		st, err := c.Process.Wait()
+		exited <- exit{st, err}
+	}()
+	if err := <-started; err != nil {
+		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+argv[0]+" is executable")
+	}
+	// The child holds its ends now; ours would keep EOF from ever coming.
+	for _, f := range []*os.File{argsR, statusW, infoW, capW, secR} {
+		f.Close()
+	}
+	pl.close()
+
+	go func() {
+		argsW.Write(bwrap.Encode(args))
+		argsW.Close()
+	}()
+
+	var rl relay
+	rl.out = stderr
+	relayDone := make(chan struct{})
+	go func() { rl.run(capR); close(relayDone) }()
+
+	statusCh := make(chan *initproc.Status, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<20))
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			statusCh <- nil
+			return
+		}
+		s, err := initproc.DecodeStatus(b)
+		if err != nil {
+			statusCh <- &initproc.Status{Error: err.Error(), Exit: 125}
+			return
+		}
+		statusCh <- &s
+	}()
+	pidCh := make(chan int, 1)
+	go func() {
+		var v struct {
+			ChildPID int `json:"child-pid"`
+		}
+		json.NewDecoder(infoR).Decode(&v)
+		pidCh <- v.ChildPID
+		io.Copy(io.Discard, infoR)
+	}()
+
+	var (
+		initPID  int
+		status   *initproc.Status
+		haveStat bool
+		ex       exit
+		pending  []os.Signal
+	)
+	send := func(s os.Signal) {
+		if initPID > 0 {
+			unix.Kill(initPID, s.(syscall.Signal))
+		} else {
+			pending = append(pending, s)
+		}
+	}
+	ctxDone := ctx.Done()
+	for done := false; !done; {
+		select {
+		case pid := <-pidCh:
+			initPID = pid
+			pidCh = nil
+			for _, s := range pending {
+				send(s)
+			}
+			pending = nil
+		case s := <-statusCh:
+			status, haveStat = s, true
+			statusCh = nil
+			if s != nil && s.Started {
+				rl.start()
+			}
+		case s := <-opts.Signals:
+			send(s)
+		case <-ctxDone:
+			ctxDone = nil
+			if initPID > 0 {
+				unix.Kill(initPID, unix.SIGKILL)
+			}
+			c.Process.Kill()
+		case ex = <-exited:
+			done = true
+		}
+	}
+	// bwrap is gone, so every writer of the status and info pipes is too.
+	if !haveStat {
+		status = <-statusCh
+	}
+	<-relayDone
+
+	code := exitCode(ex.state)
+	switch {
+	case status != nil && status.Started:
+		if status.Readback != nil {
+			report.Readback = status.Readback
+		}
+		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	case status != nil && (status.Exit == 126 || status.Exit == 127):
+		report.Readback = status.Readback
+		return &Result{ExitCode: status.Exit, Report: report}, &ExecError{Code: status.Exit, Command: cmd[0], Reason: reasonOf(status.Error)}
+	case status != nil:
+		return nil, setupErr("sandbox init failed", status.Error, "report this as a bug in sandbox-run")
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+	}
+	return nil, bwrap.Diagnose(rl.held(), code, host)
+}
+
+func reasonOf(s string) string {
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+func orNull(f, null *os.File) *os.File {
+	if f != nil {
+		return f
+	}
+	return null
+}
+
+func selfPath(o Options) string {
+	if o.initPath != "" {
+		return o.initPath
+	}
+	return "/proc/self/exe"
+}
+
+// relay passes bwrap's own stderr on once the command has started, and
+// holds it before, so that a setup failure becomes one line of ours.
+type relay struct {
+	mu      sync.Mutex
+	out     *os.File
+	started bool
+	buf     bytes.Buffer
+}
+
+func (r *relay) run(src io.Reader) {
+	b := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(b)
+		if n > 0 {
+			r.mu.Lock()
+			if r.started {
+				r.out.Write(b[:n])
+			} else if r.buf.Len() < 64<<10 {
+				r.buf.Write(b[:n])
+			}
+			r.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *relay) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = true
+	if r.buf.Len() > 0 {
+		r.out.Write(r.buf.Bytes())
+		r.buf.Reset()
+	}
+}
+
+func (r *relay) held() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+func quoteAll(a []string) []string {
+	out := make([]string, len(a))
+	for i, s := range a {
+		out[i] = quote(s)
+	}
+	return out
+}
+
+func quote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
