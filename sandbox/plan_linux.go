@@ -84,8 +84,8 @@ func (pl *plan) bind(kind bwrap.MountKind, src, dst string) error {
 // newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
 // runs under; byFD says bwrap can bind by descriptor. On error, everything
 // the partial plan holds is released.
-func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (pl *plan, err error) {
-	pl = &plan{byFD: byFD, fdBase: fdBase}
+func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
+	pl := &plan{byFD: byFD, fdBase: fdBase}
 	defer func() {
 		if err != nil {
 			pl.close()

@@ -36,6 +36,10 @@ var Version = "dev"
 // themselves.
 type IO struct {
 	Stdin, Stdout, Stderr *os.File
+	// ScrubArgv says args are the process's own argv (os.Args[1:]), whose
+	// --env values Run may overwrite once parsed. Never set it for strings
+	// of other origin: they may be read-only memory.
+	ScrubArgv bool
 }
 
 // Run executes sandbox-run with args (without the program name) and returns
@@ -199,7 +203,8 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			if !ok || k == "" {
 				return p, fmt.Errorf("--env %q is not KEY=VALUE; fix: write --env NAME=value", redactKV(kv))
 			}
-			p.Env[k] = v
+			// Cloned: the argv bytes are scrubbed after parsing.
+			p.Env[strings.Clone(k)] = strings.Clone(v)
 		}
 	}
 	if changed("pass-env") {
@@ -311,6 +316,9 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	p, err := f.policy(os.Getwd)
 	if err != nil {
 		return fail(stdio.Stderr, err)
+	}
+	if stdio.ScrubArgv {
+		scrubEnvValues(args)
 	}
 	if p.Workdir != "" {
 		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {

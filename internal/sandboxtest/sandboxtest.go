@@ -81,3 +81,35 @@ func CurrentUser() string {
 // ErrUnavailable marks a prerequisite that is absent, for helpers that
 // return errors rather than taking a testing.TB.
 var ErrUnavailable = errors.New("sandboxtest: prerequisite unavailable")
+
+// WorkDir returns a new directory that a sandbox can use as its workdir:
+// under /tmp, reachable by everyone, and, when the test runs as root, owned
+// by the uid the sandbox runs as (65534). It is removed when the test ends.
+func WorkDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "sbx-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// Chown gives p to the sandbox's uid when the test runs as root, so that a
+// file or directory a test made is the sandbox's own.
+func Chown(t testing.TB, p string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

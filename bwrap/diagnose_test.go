@@ -1,0 +1,73 @@
+package bwrap
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDiagnose(t *testing.T) {
+	ubuntu := Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: 1}
+	plain := Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1}
+	tests := []struct {
+		name   string
+		stderr string
+		host   Host
+		want   []string // substrings of the one line
+	}{
+		{"apparmor uid map", "bwrap: setting up uid map: Permission denied\n", ubuntu, []string{"AppArmor", "apparmor_restrict_unprivileged_userns=1", "fix:", "bwrap-userns-restrict"}},
+		{"apparmor RTM_NEWADDR", "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n", ubuntu, []string{"AppArmor", "fix:"}},
+		{"uid map without apparmor", "bwrap: setting up uid map: Permission denied\n", plain, []string{"refused", "fix:"}},
+		{"userns disabled", "bwrap: Creating new namespace failed: Resource temporarily unavailable\n", Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1}, []string{"max_user_namespaces is 0", "fix:"}},
+		{"debian clone off", "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", Host{MaxUserNamespaces: 100, UnprivilegedUsernsClone: 0}, []string{"unprivileged_userns_clone is 0", "fix:"}},
+		{"missing source", "bwrap: Can't find source path /x: No such file or directory\n", plain, []string{"mount", "fix:"}},
+		{"silent", "", plain, []string{"printed nothing", "fix:"}},
+		{"other", "bwrap: something new\n", plain, []string{"something new", "fix:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Diagnose(tt.stderr, 1, tt.host)
+			if !errors.Is(err, ErrSetup) {
+				t.Fatalf("Diagnose = %v, not ErrSetup", err)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("message is not one line: %q", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	if err := Preflight(Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1}); !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "max_user_namespaces") {
+		t.Errorf("max_user_namespaces=0: %v", err)
+	}
+	if err := Preflight(Host{MaxUserNamespaces: 10, UnprivilegedUsernsClone: 0}); !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "unprivileged_userns_clone") {
+		t.Errorf("unprivileged_userns_clone=0: %v", err)
+	}
+	if err := Preflight(Host{MaxUserNamespaces: 10, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1}); err != nil {
+		t.Errorf("an AppArmor restriction alone must not refuse (bwrap may have its profile): %v", err)
+	}
+}
+
+func TestReadHost(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, v string) {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(v+"\n"), 0o644)
+	}
+	write("user/max_user_namespaces", "0")
+	write("kernel/apparmor_restrict_unprivileged_userns", "1")
+	h := ReadHost(dir)
+	if h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1}) {
+		t.Errorf("ReadHost = %+v", h)
+	}
+}

@@ -1,0 +1,109 @@
+// Package e2e runs the sandbox-run binary as users and harnesses do, under
+// the real bubblewrap and kernel. Every test that claims a protection runs
+// the same attempt unconfined first (a positive control) where that is
+// possible, so that a refusal proves the sandbox refused it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+)
+
+// bin is the sandbox-run binary built for this test run.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("/tmp", "sbx-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Chmod(dir, 0o755)
+	bin = filepath.Join(dir, "sandbox-run")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building sandbox-run:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs sandbox-run with args, stdin as given, under a bounded deadline.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return runEnv(t, nil, stdin, args...)
+}
+
+func runEnv(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, args...)
+	c.Env = append(os.Environ(), env...)
+	c.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode() // -1 if sandbox-run itself died of a signal
+	} else if err != nil {
+		t.Fatalf("running sandbox-run: %v", err)
+	}
+	return result{o.String(), e.String(), code}
+}
+
+// sandboxed runs sh -c script in a tier-1 sandbox on workdir w.
+func sandboxed(t *testing.T, w, script string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"run", "--workdir", w}, extra...)
+	args = append(args, "--", "sh", "-c", script)
+	return run(t, "", args...)
+}
+
+// unconfined runs the same script with --sandbox off: the positive control.
+func unconfined(t *testing.T, w, script string, extra ...string) result {
+	t.Helper()
+	return sandboxed(t, w, script, append([]string{"--sandbox", "off"}, extra...)...)
+}
+
+// needBwrap gates a test on a working bwrap (fails under SANDBOX_REQUIRE=1).
+func needBwrap(t *testing.T) {
+	t.Helper()
+	sandboxtest.Bwrap(t)
+}
+
+// oneLine asserts a refusal: exit 125 and one line on stderr holding each
+// of want.
+func oneLine(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.code != 125 {
+		t.Fatalf("exit %d, want 125; stderr: %s", r.code, r.stderr)
+	}
+	msg := strings.TrimRight(r.stderr, "\n")
+	if strings.Contains(msg, "\n") || msg == "" {
+		t.Errorf("stderr is not one line: %q", r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package initproc
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestArgsRoundTrip(t *testing.T) {
+	c := Config{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}}
+	got, err := ParseArgs(c.Args())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip = %+v, want %+v", got, c)
+	}
+}
+
+func TestParseArgsRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--status-fd", "4", "--stderr-fd", "5"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--"},
+		{"--stderr-fd", "5", "--", "true"},
+		{"--status-fd", "x", "--stderr-fd", "5", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--forward", "99999=/s", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--bogus", "--", "true"},
+	} {
+		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {
+			t.Errorf("ParseArgs(%q) = %v, want ErrUsage", args, err)
+		}
+	}
+}
