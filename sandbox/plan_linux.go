@@ -6,12 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -66,19 +66,38 @@ func (pl *plan) cleanup() {
 	pl.placeholders = nil
 }
 
-// bind adds a bind of src at dst, by descriptor when bwrap can.
-func (pl *plan) bind(kind bwrap.MountKind, src, dst string) error {
-	m := bwrap.Mount{Kind: kind, Src: src, Dst: dst, FD: -1}
+// bind adds a bind of the vetted source r at dst. Where bwrap can, it binds
+// by a descriptor that pathguard opened and checked to be the very inode the
+// walk vetted, so no later swap of the path changes what is mounted.
+func (pl *plan) bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) error {
+	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
 	if pl.byFD {
-		f, err := os.OpenFile(src, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		f, err := r.Open()
 		if err != nil {
-			return fmt.Errorf("open %s: %w", src, err)
+			return err
 		}
 		m.FD = pl.fdBase + len(pl.files)
 		pl.files = append(pl.files, f)
 	}
 	pl.mounts = append(pl.mounts, m)
 	return nil
+}
+
+// resolveSelf resolves a path inside a writable directory that is bound
+// onto itself (a protected path or a directory pinned on the way to one).
+// CheckDest has already refused any link on the way.
+func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
+	if err := g.CheckDest(p); err != nil {
+		return pathguard.Resolution{}, err
+	}
+	r, err := pathguard.Resolve(p)
+	if err != nil {
+		return r, err
+	}
+	if !r.Exists || r.Path != p {
+		return r, fmt.Errorf("%s changed while it was checked", p)
+	}
+	return r, nil
 }
 
 // newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
@@ -96,11 +115,14 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		pl.notes = append(pl.notes, "binds by path: race window (bwrap lacks --ro-bind-fd)")
 	}
 
-	g, err := newGuard(p.Writable())
+	g, err := pathguard.New(p.Writable())
 	if err != nil {
-		return nil, err
+		return nil, guardErr(err)
 	}
-	pl.writable = g.writable
+	writable := g.Writable()
+	for _, w := range writable {
+		pl.writable = append(pl.writable, w.Path)
+	}
 
 	for _, sp := range systemPaths {
 		fi, err := os.Lstat(sp)
@@ -118,10 +140,11 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: t, Dst: sp, FD: -1})
 			continue
 		}
-		if err := g.checkRead(sp); err != nil {
-			return nil, err
+		r, err := g.CheckRead(sp)
+		if err != nil {
+			return nil, guardErr(err)
 		}
-		if err := pl.bind(bwrap.ROBind, sp, sp); err != nil {
+		if err := pl.bind(bwrap.ROBind, r, sp); err != nil {
 			return nil, setupErr("cannot open "+sp, err.Error(), "check the host's root file system")
 		}
 	}
@@ -152,27 +175,32 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		pl.notes = append(pl.notes, "/tmp is not size-capped (bwrap lacks --size)")
 	}
 
-	for _, r := range p.Read {
-		if err := g.checkRead(r); err != nil {
+	for _, src := range p.Read {
+		r, err := g.CheckRead(src)
+		if err != nil {
+			return nil, guardErr(err)
+		}
+		if !r.Exists {
+			return nil, setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
+		}
+		if err := accessibleAs(r.Path, uid, gid, false); err != nil {
 			return nil, err
 		}
-		if err := accessibleAs(r, uid, gid, false); err != nil {
-			return nil, err
+		// Mounted where the caller named it; the source is the checked inode.
+		if err := pl.bind(bwrap.ROBind, r, src); err != nil {
+			return nil, setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
 		}
-		if err := pl.bind(bwrap.ROBind, r, r); err != nil {
-			return nil, setupErr("cannot open --read "+r, err.Error(), "pass a path that exists")
-		}
-		pl.readOnly = append(pl.readOnly, r)
+		pl.readOnly = append(pl.readOnly, src)
 	}
-	for _, w := range g.writable {
-		if err := accessibleAs(w, uid, gid, true); err != nil {
+	for _, w := range writable {
+		if err := accessibleAs(w.Path, uid, gid, true); err != nil {
 			return nil, err
 		}
-		if err := pl.bind(bwrap.Bind, w, w); err != nil {
-			return nil, setupErr("cannot open writable dir "+w, err.Error(), "pass a directory that exists")
+		if err := pl.bind(bwrap.Bind, w, w.Path); err != nil {
+			return nil, setupErr("cannot open writable dir "+w.Path, err.Error(), "pass a directory that exists")
 		}
 	}
-	if err := pl.protect(p, g); err != nil {
+	if err := pl.protect(p, g, pl.writable); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -183,9 +211,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 // removed by cleanup; every existing directory on the way is bound onto
 // itself, which makes it a mount point that cannot be renamed or removed
 // from inside (so ".git -> g2, then a new .git" fails with EBUSY).
-func (pl *plan) protect(p policy.Policy, g *guard) error {
+func (pl *plan) protect(p policy.Policy, g *pathguard.Guard, writable []string) error {
 	pinned := map[string]bool{}
-	for _, w := range g.writable {
+	for _, w := range writable {
 		names := append(policy.DefaultProtected(), p.Protect...)
 		for _, name := range names {
 			if filepath.IsAbs(name) {
@@ -195,20 +223,30 @@ func (pl *plan) protect(p policy.Policy, g *guard) error {
 				}
 				name = rel
 			}
-			if err := pl.protectOne(w, filepath.Clean(name), pinned); err != nil {
+			if err := pl.protectOne(g, w, filepath.Clean(name), pinned); err != nil {
 				return err
 			}
 		}
 	}
 	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !g.inside(name) {
+		if filepath.IsAbs(name) && !insideAny(name, writable) {
 			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
 		}
 	}
 	return nil
 }
 
-func (pl *plan) protectOne(w, name string, pinned map[string]bool) error {
+func (pl *plan) protectOne(g *pathguard.Guard, w, name string, pinned map[string]bool) error {
+	hold := func(kind bwrap.MountKind, p string) error {
+		r, err := pl.resolveSelf(g, p)
+		if err != nil {
+			return guardErr(err)
+		}
+		if err := pl.bind(kind, r, p); err != nil {
+			return setupErr("cannot open protected path "+p, err.Error(), "check the path")
+		}
+		return nil
+	}
 	parts := strings.Split(name, "/")
 	cur := w
 	for i, part := range parts {
@@ -225,8 +263,8 @@ func (pl *plan) protectOne(w, name string, pinned map[string]bool) error {
 			// a worktree: it names where git looks, so it is held itself.
 			if !pinned[cur] {
 				pinned[cur] = true
-				if err := pl.bind(bwrap.ROBind, cur, cur); err != nil {
-					return setupErr("cannot open protected path "+cur, err.Error(), "check the file")
+				if err := hold(bwrap.ROBind, cur); err != nil {
+					return err
 				}
 				pl.protected = append(pl.protected, cur)
 			}
@@ -234,15 +272,15 @@ func (pl *plan) protectOne(w, name string, pinned map[string]bool) error {
 		case err == nil && !last:
 			if !pinned[cur] {
 				pinned[cur] = true
-				if err := pl.bind(bwrap.Bind, cur, cur); err != nil {
-					return setupErr("cannot open "+cur, err.Error(), "check the directory")
+				if err := hold(bwrap.Bind, cur); err != nil {
+					return err
 				}
 			}
 		case err == nil && last:
 			if !pinned[cur] {
 				pinned[cur] = true
-				if err := pl.bind(bwrap.ROBind, cur, cur); err != nil {
-					return setupErr("cannot open protected path "+cur, err.Error(), "check the file")
+				if err := hold(bwrap.ROBind, cur); err != nil {
+					return err
 				}
 				pl.protected = append(pl.protected, cur)
 			}
@@ -259,8 +297,8 @@ func (pl *plan) protectOne(w, name string, pinned map[string]bool) error {
 			} else {
 				pl.protected = append(pl.protected, cur)
 			}
-			if err := pl.bind(kind, cur, cur); err != nil {
-				return setupErr("cannot open placeholder "+cur, err.Error(), "check the directory")
+			if err := hold(kind, cur); err != nil {
+				return err
 			}
 		default:
 			return setupErr("cannot inspect protected path "+cur, err.Error(), "check the directory's permissions")
@@ -338,60 +376,29 @@ func accessibleAs(p string, uid, gid int, write bool) error {
 
 func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }
 
-// guard is the writable set, in both spellings of each directory.
-type guard struct {
-	writable []string // as resolved, deduplicated, sorted
-	both     []string // as given and as resolved
-}
-
-func newGuard(dirs []string) (*guard, error) {
-	g := &guard{}
-	seen := map[string]bool{}
-	for _, d := range dirs {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return nil, setupErr("writable directory "+d, "does not exist or cannot be reached ("+errText(err)+")", "create it first (mkdir -p "+d+")")
+// guardErr turns a pathguard refusal into a setup error: one line naming
+// the bind, the link, the writable dir and the fix.
+func guardErr(err error) error {
+	var ee *pathguard.EscapeError
+	if errors.As(err, &ee) {
+		// pathguard's line ends in ": <fix>"; keep our what/why/fix shape.
+		msg := strings.TrimPrefix(ee.Error(), "pathguard: ")
+		why, fix := msg, ""
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			why, fix = msg[:i], msg[i+2:]
 		}
-		if !fi.IsDir() {
-			return nil, setupErr("writable directory "+d, "is not a directory", "pass a directory")
-		}
-		r, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			return nil, setupErr("writable directory "+d, errText(err), "pass a directory that resolves")
-		}
-		if !seen[r] {
-			seen[r] = true
-			g.writable = append(g.writable, r)
-		}
-		g.both = append(g.both, d, r)
+		return &SetupError{What: "refused", Why: why, Fix: fix}
 	}
-	sort.Strings(g.writable)
-	return g, nil
+	return setupErr("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
 }
 
-func (g *guard) inside(p string) bool {
-	for _, w := range g.both {
-		if within(p, w) {
+func insideAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(p, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// checkRead refuses a read-only bind that lies in a writable directory.
-func (g *guard) checkRead(src string) error {
-	r, err := filepath.EvalSymlinks(src)
-	if err != nil {
-		return setupErr("--read "+src, errText(err), "pass a path that exists")
-	}
-	for _, p := range []string{src, r} {
-		for _, w := range g.both {
-			if within(p, w) {
-				return setupErr("read-only bind "+src, "it lies in writable directory "+w+", where the sandbox could replace it", "bind a path outside the writable directories")
-			}
-		}
-	}
-	return nil
 }
 
 // within reports whether p is w or lies below it, component-wise.

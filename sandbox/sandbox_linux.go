@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -103,6 +104,11 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if p.Ptrace {
 		return nil, &SetupError{What: "--ptrace refused", Why: "the seccomp filter that would allow ptrace is not available yet",
 			Fix: "run without --ptrace"}
+	}
+
+	// Inside, the workdir exists at its resolved path only.
+	if r, err := pathguard.Resolve(p.Workdir); err == nil && r.Exists {
+		p.Workdir = r.Path
 	}
 
 	uid, gid := os.Getuid(), os.Getgid()
