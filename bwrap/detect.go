@@ -92,6 +92,14 @@ func Parse(path, versionOut, helpOut string) (*Info, error) {
 // Detect runs path --version and path --help and parses them. path must be
 // absolute; the caller decides which binary is trustworthy.
 func Detect(ctx context.Context, path string) (*Info, error) {
+	vo, ho, err := probe(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, vo, ho)
+}
+
+func probe(ctx context.Context, path string) (versionOut, helpOut string, err error) {
 	run := func(arg string) (string, error) {
 		cmd := exec.CommandContext(ctx, path, arg)
 		cmd.Env = []string{}
@@ -104,15 +112,15 @@ func Detect(ctx context.Context, path string) (*Info, error) {
 	vo, err := run("--version")
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || isNotExist(err) {
-			return nil, fmt.Errorf("bwrap: %s: %w", path, ErrNotFound)
+			return "", "", fmt.Errorf("bwrap: %s: %w", path, ErrNotFound)
 		}
-		return nil, fmt.Errorf("bwrap: %s --version: %w: %s", path, err, firstLine(vo))
+		return "", "", fmt.Errorf("bwrap: %s --version: %w: %s", path, err, firstLine(vo))
 	}
 	ho, err := run("--help")
 	if err != nil {
-		return nil, fmt.Errorf("bwrap: %s --help: %w", path, err)
+		return "", "", fmt.Errorf("bwrap: %s --help: %w", path, err)
 	}
-	return Parse(path, vo, ho)
+	return vo, ho, nil
 }
 
 // Required lists the options sandbox-run cannot enforce its policy without.

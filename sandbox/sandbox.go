@@ -77,6 +77,10 @@ type Options struct {
 	// the caller's PATH. It is refused when it lies in a writable directory
 	// of the policy.
 	BwrapPath string
+	// BwrapCache is a private directory where what was learnt about a bwrap
+	// binary is kept between runs (see bwrap.Detector); empty probes bwrap
+	// on every run.
+	BwrapCache string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
@@ -141,10 +145,12 @@ type Advisory struct {
 
 // SeccompReport says which filter was installed and what the kernel says.
 type SeccompReport struct {
-	Digest   string `json:"digest"`
-	Arch     string `json:"arch"`
-	Ptrace   bool   `json:"ptrace_allowed"`
-	Readback int    `json:"readback_mode"`
+	Digest string `json:"digest"`
+	Arch   string `json:"arch"`
+	Ptrace bool   `json:"ptrace_allowed"`
+	// Readback is the Seccomp field of /proc/self/status inside (2 =
+	// filter mode), -1 when the command never started.
+	Readback int `json:"readback_mode"`
 }
 
 func platform() string { return runtime.GOOS + "/" + runtime.GOARCH }

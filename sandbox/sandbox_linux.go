@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -90,7 +91,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	info, err := bwrap.Detect(ctx, path)
+	info, err := bwrap.Detector{CacheDir: opts.BwrapCache}.Detect(ctx, path)
 	if err != nil {
 		return nil, &SetupError{What: "cannot use bwrap " + path, Why: err.Error(),
 			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
@@ -101,9 +102,20 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err := bwrap.Preflight(host); err != nil {
 		return nil, err
 	}
+	arch, err := filter.NativeArch()
+	if err != nil {
+		return nil, &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),
+			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
+	}
 	if p.Ptrace {
-		return nil, &SetupError{What: "--ptrace refused", Why: "the seccomp filter that would allow ptrace is not available yet",
-			Fix: "run without --ptrace"}
+		if err := filter.CheckPtrace(filter.YamaPtraceScope()); err != nil {
+			return nil, &SetupError{What: "--ptrace refused", Why: strings.TrimPrefix(err.Error(), "filter: "),
+				Fix: "enable Yama with kernel.yama.ptrace_scope=1 (sysctl -w kernel.yama.ptrace_scope=1), or run without --ptrace"}
+		}
+	}
+	prog, err := filter.Assemble(arch, filter.Options{AllowPtrace: p.Ptrace})
+	if err != nil {
+		return nil, &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
 	}
 
 	// Inside, the workdir exists at its resolved path only.
@@ -140,7 +152,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		Chdir:      p.Workdir,
 		ClearEnv:   info.Features.ClearEnv,
 		Env:        env,
-		SeccompFD:  -1,
+		SeccompFD:  fdSeccomp,
 		InfoFD:     fdInfo,
 		SizeOption: info.Features.Size,
 	}
@@ -162,6 +174,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		BindsByFD: info.Features.BindFD,
 		Network:   "none",
 		Notes:     pl.notes,
+		Seccomp:   &SeccompReport{Digest: prog.Digest(), Arch: arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
 	if info.Features.UnshareCgroupTry {
 		report.Namespaces = append(report.Namespaces, "cgroup (if the kernel allows)")
@@ -181,10 +194,16 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		for _, a := range bwrap.Redact(args) {
 			fmt.Fprintf(opts.DryRun, "  %s\n", quote(a))
 		}
+		fmt.Fprintf(opts.DryRun, "descriptors:\n")
+		for _, m := range pl.mounts {
+			if m.FD >= 0 {
+				fmt.Fprintf(opts.DryRun, "  %d = %s\n", m.FD, m.Src)
+			}
+		}
 		return &Result{Report: report}, nil
 	}
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
-	return launch(ctx, cmd, argv, args, pl, uid, gid, root, host, report, opts)
+	return launch(ctx, cmd, argv, args, prog.Bytes(), pl, uid, gid, root, host, report, opts)
 }
 
 type procState struct {
@@ -196,7 +215,7 @@ type procState struct {
 // bwrap's whole life: the kernel's parent-death signal follows the thread,
 // not the process, so a thread that ended early would kill the sandbox and
 // a goroutine that moved would leave it without one.
-func launch(ctx context.Context, cmd, argv, args []string, pl *plan, uid, gid int, root bool, host bwrap.Host, report Report, opts Options) (*Result, error) {
+func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *plan, uid, gid int, root bool, host bwrap.Host, report Report, opts Options) (*Result, error) {
 	var closers []io.Closer
 	closeAll := func() {
 		for _, c := range closers {
@@ -240,43 +259,60 @@ func launch(ctx context.Context, cmd, argv, args []string, pl *plan, uid, gid in
 	closers = append(closers, devnull)
 	stdin, stdout, stderr := orNull(opts.Stdin, devnull), orNull(opts.Stdout, devnull), orNull(opts.Stderr, devnull)
 
-	// The seccomp slot is filled by a closed pipe until the filter lands;
-	// bwrap is not told about it.
-	secR, _, err := pipe()
+	// The filter is a few kilobytes, far below a pipe's buffer, so it is
+	// written whole before bwrap starts and bwrap reads it to EOF.
+	secR, secW, err := pipe()
 	if err != nil {
 		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
-
-	c := &exec.Cmd{
-		Path:   argv[0],
-		Args:   argv,
-		Env:    []string{}, // bwrap itself gets nothing of ours
-		Stdin:  stdin,
-		Stdout: stdout,
-		Stderr: capW,
+	if _, err := secW.Write(seccomp); err != nil {
+		return nil, setupErr("cannot pass the seccomp filter", err.Error(), "report this as a bug in sandbox-run")
 	}
-	c.ExtraFiles = append([]*os.File{argsR, statusW, stderr, infoW, self, secR}, pl.files...)
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	secW.Close()
+
+	// Descriptor i of the child is files[i]: 0-2, then the control fds in
+	// the order of the fd* constants, then the bind plan's.
+	files := []*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}
+	files = append(files, pl.files...)
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
+	}
+	attr := &syscall.ProcAttr{
+		Env:   []string{}, // bwrap itself gets nothing of ours
+		Files: fds,
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+	}
 	if root {
-		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		attr.Sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	}
 
 	type exit struct {
-		state *os.ProcessState
-		err   error
+		ws  syscall.WaitStatus
+		err error
 	}
 	started := make(chan error, 1)
 	exited := make(chan exit, 1)
+	var pid int
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: the thread ends with this goroutine, after bwrap.
-		if err := c.Start(); err != nil {
-			started <- err
+		// syscall.ForkExec rather than os/exec: os.StartProcess first forks
+		// a throwaway child to probe pidfd support, a cost on every launch.
+		var err error
+		pid, err = syscall.ForkExec(argv[0], argv, attr)
+		started <- err
+		if err != nil {
 			return
 		}
-		started <- nil
-		st, err := c.Process.Wait()
-		exited <- exit{st, err}
+		var ws syscall.WaitStatus
+		for {
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		exited <- exit{ws, err}
 	}()
 	if err := <-started; err != nil {
 		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+argv[0]+" is executable")
@@ -359,7 +395,7 @@ func launch(ctx context.Context, cmd, argv, args []string, pl *plan, uid, gid in
 			if initPID > 0 {
 				unix.Kill(initPID, unix.SIGKILL)
 			}
-			c.Process.Kill()
+			unix.Kill(pid, unix.SIGKILL)
 		case ex = <-exited:
 			done = true
 		}
@@ -370,11 +406,15 @@ func launch(ctx context.Context, cmd, argv, args []string, pl *plan, uid, gid in
 	}
 	<-relayDone
 
-	code := exitCode(ex.state)
+	code := 125
+	if ex.err == nil {
+		code = waitCode(ex.ws)
+	}
 	switch {
 	case status != nil && status.Started:
 		if status.Readback != nil {
 			report.Readback = status.Readback
+			report.Seccomp.Readback = status.Readback.Seccomp
 		}
 		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
@@ -393,6 +433,13 @@ func reasonOf(s string) string {
 		return s[i+2:]
 	}
 	return s
+}
+
+func waitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }
 
 func orNull(f, null *os.File) *os.File {

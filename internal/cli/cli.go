@@ -326,8 +326,9 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		}
 	}
 	opts := sandbox.Options{
-		BwrapPath: f.bwrapPath,
-		Stdin:     stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
+		BwrapPath:  f.bwrapPath,
+		BwrapCache: cacheDir(),
+		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
 		Signals:   sigs,
 		LookupEnv: os.LookupEnv,
 	}
@@ -398,7 +399,20 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
 	}
+	if sc := r.Seccomp; sc != nil {
+		fmt.Fprintf(w, "  seccomp      %s filter %s (ptrace allowed: %v)\n", sc.Arch, sc.Digest[:19], sc.Ptrace)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note         %s\n", n)
 	}
+}
+
+// cacheDir is where sandbox-run keeps what it learnt about bwrap binaries;
+// "" (no cache) when the user has no cache directory.
+func cacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "sandbox-run")
 }

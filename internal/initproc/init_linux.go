@@ -69,18 +69,20 @@ func Main(args []string) int {
 		report(Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb})
 		return code
 	}
-	attr := &os.ProcAttr{
+	// syscall.ForkExec rather than os.StartProcess: the latter first forks
+	// a throwaway child to probe pidfd support, a cost on every launch.
+	attr := &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, stderr},
+		Files: []uintptr{0, 1, uintptr(c.StderrFD)},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
-	proc, err := os.StartProcess(path, c.Command, attr)
+	pid, err := syscall.ForkExec(path, c.Command, attr)
 	if err != nil {
 		code := 126
 		if errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		report(Status{Error: err.Error(), Exit: code, Readback: rb})
+		report(Status{Error: c.Command[0] + ": " + err.Error(), Exit: code, Readback: rb})
 		return code
 	}
 	stderr.Close()
@@ -90,20 +92,20 @@ func Main(args []string) int {
 		for s := range sigs {
 			// The group first, so a shell's children hear it too; then the
 			// command itself in case it left its group.
-			unix.Kill(-proc.Pid, s.(syscall.Signal))
-			unix.Kill(proc.Pid, s.(syscall.Signal))
+			unix.Kill(-pid, s.(syscall.Signal))
+			unix.Kill(pid, s.(syscall.Signal))
 		}
 	}()
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, 0, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return 125
 		}
-		if pid != proc.Pid {
+		if got != pid {
 			continue // an orphan reparented to init
 		}
 		switch {

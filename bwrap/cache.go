@@ -1,0 +1,92 @@
+package bwrap
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Detector detects bwrap binaries, remembering what it learnt in CacheDir
+// so that a launch need not run bwrap twice more just to read its version
+// and options.
+//
+// An entry is keyed by the binary's path and identity (device, inode, size,
+// modification and change times): replacing or upgrading bwrap, even in
+// place, misses the cache. The entry holds bwrap's own --version and --help
+// output and is parsed again on every use, so a damaged entry is detected
+// afresh. Anyone who can write CacheDir can make sandbox-run believe a
+// feature is missing (a weaker but reported sandbox) or present (bwrap then
+// refuses the unknown option and the run fails closed); keep it private.
+type Detector struct {
+	// CacheDir is where entries live; empty disables the cache.
+	CacheDir string
+}
+
+type cacheEntry struct {
+	Version string `json:"version"`
+	Help    string `json:"help"`
+}
+
+// Detect returns what the bwrap at path can do, from the cache when the
+// same binary was seen before.
+func (d Detector) Detect(ctx context.Context, path string) (*Info, error) {
+	key, ok := identity(path)
+	if !ok || d.CacheDir == "" {
+		return Detect(ctx, path)
+	}
+	file := filepath.Join(d.CacheDir, "bwrap-"+key+".json")
+	if b, err := os.ReadFile(file); err == nil {
+		var e cacheEntry
+		if json.Unmarshal(b, &e) == nil {
+			if info, err := Parse(path, e.Version, e.Help); err == nil {
+				return info, nil
+			}
+		}
+	}
+	vo, ho, err := probe(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := Parse(path, vo, ho)
+	if err != nil {
+		return nil, err
+	}
+	store(d.CacheDir, file, cacheEntry{Version: vo, Help: ho})
+	return info, nil
+}
+
+func identity(path string) (string, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return "", false
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
+	return hex.EncodeToString(h[:12]), true
+}
+
+// store writes the entry atomically; a failure only costs the next launch
+// a probe.
+func store(dir, file string, e cacheEntry) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, ".bwrap-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+		os.Remove(tmp.Name())
+	}
+}

@@ -1,0 +1,252 @@
+package filter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/bpf"
+)
+
+// Options widens the filter for one run. The zero value is the strictest
+// filter, and the one to use unless the user asked for more.
+type Options struct {
+	// AllowPtrace removes the ptrace rule, and only that rule:
+	// process_vm_readv, process_vm_writev, kcmp and pidfd_getfd stay
+	// denied. Set it only after CheckPtrace has returned nil; the filter
+	// cannot check Yama itself.
+	AllowPtrace bool
+}
+
+// Program is a validated seccomp filter for one architecture. It can only
+// be made by Assemble, so every Program has at most BPF_MAXINSNS
+// instructions, ends in a return, jumps only forward and inside itself,
+// and loads only aligned 4-byte words of seccomp_data. A Program is
+// immutable and safe for concurrent use.
+type Program struct {
+	arch   Arch
+	insns  []bpf.RawInstruction
+	bytes  []byte
+	digest string
+}
+
+// Bytes returns the program as an array of struct sock_filter
+// (u16 code, u8 jt, u8 jf, u32 k) in the byte order of the program's
+// architecture: what bwrap --seccomp FD and SECCOMP_SET_MODE_FILTER read.
+// The slice is a copy.
+func (p *Program) Bytes() []byte { return append([]byte(nil), p.bytes...) }
+
+// Digest returns "sha256:" and the hex SHA-256 of Bytes, the name the
+// isolation report gives the installed filter.
+func (p *Program) Digest() string { return p.digest }
+
+// Len returns the number of instructions.
+func (p *Program) Len() int { return len(p.insns) }
+
+// Labels of the shared parts of a program.
+const (
+	lblArchOK = "arch_ok"
+	lblNrOK   = "nr_ok"
+)
+
+// Assemble compiles Rules for arch, less the rules opts lifts. The program
+// works in this order:
+//
+//  1. seccomp_data.arch is not arch's AUDIT_ARCH: SECCOMP_RET_KILL_PROCESS
+//     (a foreign ABI, such as i386 int $0x80 on x86_64);
+//  2. on x86_64, the number has the x32 bit (and is not -1, which a
+//     tracer uses to skip a call): SECCOMP_RET_KILL_PROCESS;
+//  3. the number has a rule: the rule decides (SECCOMP_RET_ERRNO, or allow
+//     when its condition does not match);
+//  4. anything else: SECCOMP_RET_ALLOW.
+//
+// Assemble is pure: it reads no system state, so any arch can be built on
+// any host. It returns an error wrapping ErrUnsupportedArch for an arch
+// without a table; any other error means the rule table or the assembler is
+// wrong, is marked BUG(sandbox-run), and wraps ErrInvalidProgram or
+// ErrJumpTooFar.
+func Assemble(arch Arch, opts Options) (*Program, error) {
+	ai, ok := archInfos[arch]
+	if !ok {
+		return nil, fmt.Errorf("filter: assemble for %v: %w", arch, ErrUnsupportedArch)
+	}
+	b, err := build(ai, arch, rules, opts)
+	if err != nil {
+		return nil, bug(err)
+	}
+	raw, err := b.assemble()
+	if err != nil {
+		return nil, bug(err)
+	}
+	return newProgram(arch, ai, raw), nil
+}
+
+func newProgram(arch Arch, ai archInfo, raw []bpf.RawInstruction) *Program {
+	b := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		b = ai.order.AppendUint16(b, r.Op)
+		b = append(b, r.Jt, r.Jf)
+		b = ai.order.AppendUint32(b, r.K)
+	}
+	sum := sha256.Sum256(b)
+	return &Program{arch: arch, insns: raw, bytes: b, digest: "sha256:" + hex.EncodeToString(sum[:])}
+}
+
+// bug marks an error that only a mistake in this package can cause.
+func bug(err error) error { return fmt.Errorf("BUG(sandbox-run): %w", err) }
+
+// build lays out the program for ai from rs. Every conditional jump goes
+// forward to a nearby label: the arch gate jumps over one return, the
+// dispatch chain jumps to a shared errno return right after the chain or to
+// a self-contained block for an argument rule. With today's table the
+// longest jump is well under 255; a table that outgrows that makes
+// assemble fail with ErrJumpTooFar, never a wrong program.
+func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
+	var b builder
+	kill := bpf.RetConstant{Val: _SECCOMP_RET_KILL_PROCESS}
+	allow := bpf.RetConstant{Val: _SECCOMP_RET_ALLOW}
+
+	b.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	b.jumpIf(bpf.JumpEqual, ai.auditArch, lblArchOK, "")
+	b.emit(kill)
+	b.mark(lblArchOK)
+	b.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	if ai.killX32 {
+		// Kill every number with the x32 bit, except -1: a tracer sets the
+		// number to -1 to skip a call, and the kernel then runs the filter
+		// on it; -1 reaches no syscall (ENOSYS). libseccomp does the same.
+		b.jumpIf(bpf.JumpBitsSet, x32SyscallBit, "", lblNrOK)
+		b.jumpIf(bpf.JumpEqual, ^uint32(0), lblNrOK, "")
+		b.emit(kill)
+		b.mark(lblNrOK)
+	}
+
+	type block struct {
+		label string
+		rule  Rule
+	}
+	var blocks []block
+	var errnos []string // shared returns, in order of first use
+	seen := make(map[string]bool)
+	for i, r := range rs {
+		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) {
+			continue
+		}
+		nr, ok := ai.sysnum[r.Syscall]
+		if !ok {
+			return nil, fmt.Errorf("filter: rule %d: %s has no syscall %q: %w", i, arch, r.Syscall, ErrInvalidProgram)
+		}
+		if seen[r.Syscall] {
+			return nil, fmt.Errorf("filter: rule %d: second rule for %q: %w", i, r.Syscall, ErrInvalidProgram)
+		}
+		seen[r.Syscall] = true
+		if r.Cond == Always {
+			if !contains(errnos, r.Errno) {
+				errnos = append(errnos, r.Errno)
+			}
+			b.jumpIf(bpf.JumpEqual, nr, "ret_"+r.Errno, "")
+			continue
+		}
+		label := "rule_" + r.Syscall
+		blocks = append(blocks, block{label, r})
+		b.jumpIf(bpf.JumpEqual, nr, label, "")
+	}
+	b.emit(allow)
+
+	for _, e := range errnos {
+		v, err := ai.errno(e)
+		if err != nil {
+			return nil, err
+		}
+		b.mark("ret_" + e)
+		b.emit(bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | v})
+	}
+
+	for _, bl := range blocks {
+		r := bl.rule
+		errno, err := ai.errno(r.Errno)
+		if err != nil {
+			return nil, err
+		}
+		if r.Arg < 0 || r.Arg > 5 {
+			return nil, fmt.Errorf("filter: rule %q: argument %d out of 0-5: %w", r.Syscall, r.Arg, ErrInvalidProgram)
+		}
+		vals, err := ai.values(r.Values)
+		if err != nil {
+			return nil, fmt.Errorf("filter: rule %q: %w", r.Syscall, err)
+		}
+		deny := bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | errno}
+		yes, no := bl.label+"_match", bl.label+"_nomatch"
+		b.mark(bl.label)
+		b.emit(bpf.LoadAbsolute{Off: ai.argLow(r.Arg), Size: 4})
+		switch r.Cond {
+		case AnyBitSet:
+			var mask uint32
+			for _, v := range vals {
+				mask |= v
+			}
+			b.jumpIf(bpf.JumpBitsSet, mask, yes, "")
+			b.emit(allow)
+			b.mark(yes)
+			b.emit(deny)
+		case OneOf:
+			for _, v := range vals {
+				b.jumpIf(bpf.JumpEqual, v, yes, "")
+			}
+			b.emit(allow)
+			b.mark(yes)
+			b.emit(deny)
+		case NoneOf:
+			for _, v := range vals {
+				b.jumpIf(bpf.JumpEqual, v, no, "")
+			}
+			b.emit(deny)
+			b.mark(no)
+			b.emit(allow)
+		default:
+			return nil, fmt.Errorf("filter: rule %q: condition %v: %w", r.Syscall, r.Cond, ErrInvalidProgram)
+		}
+	}
+	return &b, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// errno returns the number of the errno called name on ai, checked to fit
+// SECCOMP_RET_DATA.
+func (ai archInfo) errno(name string) (uint32, error) {
+	v, ok := ai.consts[name]
+	if !ok || !strings.HasPrefix(name, "E") || v == 0 || v > _SECCOMP_RET_DATA {
+		return 0, fmt.Errorf("filter: %s: %q is not an errno this package knows: %w", ai.name, name, ErrInvalidProgram)
+	}
+	return v, nil
+}
+
+// values resolves constant names, or numbers, to their values on ai.
+func (ai archInfo) values(names []string) ([]uint32, error) {
+	if len(names) == 0 {
+		return nil, fmt.Errorf("filter: no values: %w", ErrInvalidProgram)
+	}
+	out := make([]uint32, len(names))
+	for i, n := range names {
+		if v, ok := ai.consts[n]; ok {
+			out[i] = v
+			continue
+		}
+		v, err := strconv.ParseUint(n, 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("filter: %s: value %q is neither a known constant nor a 32-bit number: %w", ai.name, n, ErrInvalidProgram)
+		}
+		out[i] = uint32(v)
+	}
+	return out, nil
+}

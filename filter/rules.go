@@ -1,0 +1,187 @@
+package filter
+
+import "slices"
+
+// Cond says when a Rule applies to a call of its syscall.
+type Cond int
+
+const (
+	// Always: every call of the syscall, whatever its arguments.
+	Always Cond = iota + 1
+	// AnyBitSet: the low 32 bits of argument Arg have at least one of the
+	// bits of Values set.
+	AnyBitSet
+	// OneOf: the low 32 bits of argument Arg equal one of Values.
+	OneOf
+	// NoneOf: the low 32 bits of argument Arg equal none of Values. This is
+	// an allow-list: every value not listed gets the rule's errno.
+	NoneOf
+)
+
+// String returns the condition's name as used in docs/seccomp.md.
+func (c Cond) String() string {
+	switch c {
+	case Always:
+		return "always"
+	case AnyBitSet:
+		return "any bit set"
+	case OneOf:
+		return "one of"
+	case NoneOf:
+		return "none of"
+	}
+	return "Cond(?)"
+}
+
+// Rule is one row of the deny-list: when a call of Syscall matches Cond, it
+// fails with Errno instead of reaching the kernel. Calls that match no rule
+// are allowed. Rules never kill; only the architecture gate does.
+//
+// Arguments are always compared on their low 32 bits. Every argument a rule
+// reads is an int or unsigned int in the kernel (clone's flags are truncated
+// to 32 bits by kernel_clone_args), so the kernel ignores the upper half, and
+// a filter that compared 64 bits could be bypassed by setting bit 32.
+type Rule struct {
+	// Syscall is the kernel's name, as in unistd.h ("clone", "_sysctl").
+	Syscall string
+	// Arches lists the architectures that have the rule; nil means all.
+	// Assemble fails if a listed architecture has no such syscall.
+	Arches []Arch
+	// Cond says which calls the rule matches.
+	Cond Cond
+	// Arg is the index (0-5) of the argument Cond reads; unused for Always.
+	Arg int
+	// Values are the constants Cond compares with, by their x/sys names
+	// ("CLONE_NEWUSER", "TIOCSTI") or as numbers ("0xffffffff") where x/sys
+	// has no name.
+	Values []string
+	// Errno is the error the call returns, by its x/sys name ("EPERM").
+	Errno string
+	// Ptrace marks the rules that Options.AllowPtrace removes.
+	Ptrace bool
+	// Why is one line for the docs: what the rule blocks.
+	Why string
+}
+
+// Personality values x/sys does not define (include/uapi/linux/personality.h).
+const (
+	// addrNoRandomize is ADDR_NO_RANDOMIZE: turn off ASLR for this process.
+	addrNoRandomize = "0x0040000"
+	// personalityQuery is 0xffffffff: read the persona, change nothing.
+	personalityQuery = "0xffffffff"
+)
+
+var x86Only = []Arch{ArchX86_64}
+
+// rules is the one table: Assemble compiles it, Rules exports it for docs
+// and tests. It is never modified.
+var rules = []Rule{
+	// Other processes' memory.
+	{Syscall: "ptrace", Cond: Always, Errno: "EPERM", Ptrace: true, Why: "reading and writing other processes (lifted by --ptrace)"},
+	{Syscall: "process_vm_readv", Cond: Always, Errno: "EPERM", Why: "reading another process's memory (stays denied with --ptrace)"},
+	{Syscall: "process_vm_writev", Cond: Always, Errno: "EPERM", Why: "writing another process's memory (stays denied with --ptrace)"},
+	{Syscall: "kcmp", Cond: Always, Errno: "EPERM", Why: "probing other processes' kernel objects"},
+	{Syscall: "pidfd_getfd", Cond: Always, Errno: "EPERM", Why: "stealing another process's file descriptors"},
+
+	// Mounts and the root directory.
+	{Syscall: "mount", Cond: Always, Errno: "EPERM", Why: "changing the sandbox's mounts"},
+	{Syscall: "umount2", Cond: Always, Errno: "EPERM", Why: "uncovering what bwrap's mounts hide"},
+	{Syscall: "pivot_root", Cond: Always, Errno: "EPERM", Why: "changing the root"},
+	{Syscall: "chroot", Cond: Always, Errno: "EPERM", Why: "changing the root (chroot escapes)"},
+	{Syscall: "move_mount", Cond: Always, Errno: "EPERM", Why: "the new mount API"},
+	{Syscall: "open_tree", Cond: Always, Errno: "EPERM", Why: "the new mount API (cloning mounts)"},
+	{Syscall: "fsopen", Cond: Always, Errno: "EPERM", Why: "the new mount API"},
+	{Syscall: "fsconfig", Cond: Always, Errno: "EPERM", Why: "the new mount API"},
+	{Syscall: "fsmount", Cond: Always, Errno: "EPERM", Why: "the new mount API"},
+	{Syscall: "fspick", Cond: Always, Errno: "EPERM", Why: "the new mount API (reconfiguring mounts)"},
+	{Syscall: "mount_setattr", Cond: Always, Errno: "EPERM", Why: "making read-only mounts writable"},
+
+	// Namespaces.
+	{Syscall: "setns", Cond: Always, Errno: "EPERM", Why: "joining other namespaces"},
+	{Syscall: "unshare", Cond: Always, Errno: "EPERM", Why: "new namespaces (user namespaces expose more kernel surface)"},
+	{Syscall: "clone", Cond: AnyBitSet, Arg: 0, Values: []string{
+		"CLONE_NEWNS", "CLONE_NEWCGROUP", "CLONE_NEWUTS", "CLONE_NEWIPC",
+		"CLONE_NEWUSER", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWTIME",
+	}, Errno: "EPERM", Why: "new namespaces through clone (flags are argument 0 on both architectures)"},
+	{Syscall: "clone3", Cond: Always, Errno: "ENOSYS", Why: "its flags are in memory seccomp cannot read; ENOSYS makes libc fall back to clone"},
+
+	// The machine itself.
+	{Syscall: "kexec_load", Cond: Always, Errno: "EPERM", Why: "loading a new kernel"},
+	{Syscall: "kexec_file_load", Cond: Always, Errno: "EPERM", Why: "loading a new kernel"},
+	{Syscall: "reboot", Cond: Always, Errno: "EPERM", Why: "rebooting"},
+	{Syscall: "init_module", Cond: Always, Errno: "EPERM", Why: "loading kernel modules"},
+	{Syscall: "finit_module", Cond: Always, Errno: "EPERM", Why: "loading kernel modules"},
+	{Syscall: "delete_module", Cond: Always, Errno: "EPERM", Why: "unloading kernel modules"},
+	{Syscall: "swapon", Cond: Always, Errno: "EPERM", Why: "swap configuration"},
+	{Syscall: "swapoff", Cond: Always, Errno: "EPERM", Why: "swap configuration"},
+	{Syscall: "acct", Cond: Always, Errno: "EPERM", Why: "process accounting"},
+	{Syscall: "quotactl", Cond: Always, Errno: "EPERM", Why: "disk quotas"},
+	{Syscall: "settimeofday", Cond: Always, Errno: "EPERM", Why: "setting the clock"},
+	{Syscall: "clock_settime", Cond: Always, Errno: "EPERM", Why: "setting the clock"},
+	{Syscall: "clock_adjtime", Cond: Always, Errno: "EPERM", Why: "adjusting the clock"},
+	{Syscall: "adjtimex", Cond: Always, Errno: "EPERM", Why: "adjusting the clock"},
+	{Syscall: "sethostname", Cond: Always, Errno: "EPERM", Why: "renaming the host"},
+	{Syscall: "setdomainname", Cond: Always, Errno: "EPERM", Why: "renaming the domain"},
+	{Syscall: "syslog", Cond: Always, Errno: "EPERM", Why: "reading and clearing the kernel log (addresses leak)"},
+	{Syscall: "lookup_dcookie", Cond: Always, Errno: "EPERM", Why: "profiling interface (removed in Linux 6.8)"},
+
+	// Keyrings.
+	{Syscall: "keyctl", Cond: Always, Errno: "EPERM", Why: "kernel keyrings are not namespaced"},
+	{Syscall: "add_key", Cond: Always, Errno: "EPERM", Why: "kernel keyrings are not namespaced"},
+	{Syscall: "request_key", Cond: Always, Errno: "EPERM", Why: "kernel keyrings are not namespaced"},
+
+	// Large attack surface.
+	{Syscall: "bpf", Cond: Always, Errno: "EPERM", Why: "eBPF programs and maps"},
+	{Syscall: "perf_event_open", Cond: Always, Errno: "EPERM", Why: "performance counters (side channels, kernel bugs)"},
+	{Syscall: "userfaultfd", Cond: Always, Errno: "EPERM", Why: "stalling the kernel mid-copy (race exploitation)"},
+	{Syscall: "io_uring_setup", Cond: Always, Errno: "EPERM", Why: "io_uring runs syscalls that seccomp never sees"},
+	{Syscall: "io_uring_enter", Cond: Always, Errno: "EPERM", Why: "io_uring runs syscalls that seccomp never sees"},
+	{Syscall: "io_uring_register", Cond: Always, Errno: "EPERM", Why: "io_uring runs syscalls that seccomp never sees"},
+	{Syscall: "open_by_handle_at", Cond: Always, Errno: "EPERM", Why: "opening files by handle bypasses the mount tree (shocker)"},
+	{Syscall: "name_to_handle_at", Cond: Always, Errno: "EPERM", Why: "file handles (see open_by_handle_at)"},
+	{Syscall: "fanotify_init", Cond: Always, Errno: "EPERM", Why: "filesystem-wide event monitoring"},
+
+	// Legacy x86 interfaces.
+	{Syscall: "iopl", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "raw I/O port access"},
+	{Syscall: "ioperm", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "raw I/O port access"},
+	{Syscall: "modify_ldt", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "segment descriptors (a history of kernel bugs)"},
+	{Syscall: "uselib", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "obsolete a.out loader"},
+	{Syscall: "_sysctl", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "obsolete sysctl interface"},
+	{Syscall: "sysfs", Arches: x86Only, Cond: Always, Errno: "EPERM", Why: "obsolete filesystem-type interface"},
+	// aarch64 reserves number 42 for nfsservctl (sys_ni_syscall), and x/sys
+	// lists it, so the rule costs nothing there and holds on both.
+	{Syscall: "nfsservctl", Cond: Always, Errno: "EPERM", Why: "obsolete NFS server interface"},
+
+	// Argument rules.
+	{Syscall: "ioctl", Cond: OneOf, Arg: 1, Values: []string{"TIOCSTI", "TIOCLINUX"}, Errno: "EPERM",
+		Why: "pushing keystrokes into the controlling terminal (escapes to the harness's shell)"},
+	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, Errno: "EAFNOSUPPORT",
+		Why: "packet, vsock, crypto, key, bluetooth... sockets (rarely used, often buggy)"},
+	// personality: 0 (PER_LINUX) and ADDR_NO_RANDOMIZE are what setarch -R and
+	// the sanitizers (ASan, TSan, MSan re-exec with ASLR off) set; the
+	// 0xffffffff query changes nothing. Everything else is refused:
+	// READ_IMPLIES_EXEC makes readable memory executable, MMAP_PAGE_ZERO
+	// maps page 0 (NULL-dereference exploits), foreign personas change
+	// signal and errno mappings. PER_LINUX32 is left out on purpose: its only
+	// use is making uname report a 32-bit machine for a 32-bit build, and
+	// 32-bit code cannot run here (the arch gate kills its syscalls).
+	{Syscall: "personality", Cond: NoneOf, Arg: 0, Values: []string{"0x0", addrNoRandomize, personalityQuery}, Errno: "EPERM",
+		Why: "execution domains other than plain Linux with or without ASLR (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, ...)"},
+}
+
+// Rules returns a copy of the deny-list that Assemble compiles, in the order
+// it compiles it. Changing the copy changes nothing.
+func Rules() []Rule {
+	out := make([]Rule, len(rules))
+	for i, r := range rules {
+		r.Arches = slices.Clone(r.Arches)
+		r.Values = slices.Clone(r.Values)
+		out[i] = r
+	}
+	return out
+}
+
+// appliesTo reports whether r is part of the program for a.
+func (r Rule) appliesTo(a Arch) bool {
+	return r.Arches == nil || slices.Contains(r.Arches, a)
+}
