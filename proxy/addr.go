@@ -1,0 +1,331 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Refusal reason codes. They appear in the X-Sandbox-Refusal header and in
+// the "reason" field of audit lines; they are stable.
+const (
+	reasonNotAllowed  = "not-allowed"  // host (or port) is not on the allow list
+	reasonBadHost     = "bad-host"     // the target does not parse as a host, an address or a port
+	reasonBadScheme   = "bad-scheme"   // plain proxy request for something other than http or https
+	reasonPrivate     = "private"      // private range, not named by an address entry
+	reasonDNS         = "dns-failure"  // the name did not resolve
+	reasonUnspecified = "unspecified"  // 0.0.0.0/8, ::
+	reasonLoopback    = "loopback"     // 127.0.0.0/8, ::1
+	reasonLinkLocal   = "link-local"   // 169.254.0.0/16, fe80::/10
+	reasonMetadata    = "metadata"     // cloud metadata endpoints
+	reasonMulticast   = "multicast"    // 224.0.0.0/4, ff00::/8
+	reasonReserved    = "reserved"     // 240.0.0.0/4
+	reasonBroadcast   = "broadcast"    // 255.255.255.255
+	reasonDialRefused = "dial-refused" // the dialer's Control hook refused the address
+)
+
+// rangeRule is one row of the refused-range table.
+type rangeRule struct {
+	prefix netip.Prefix
+	never  bool   // true: no allow-list entry can make it reachable
+	reason string // reason code
+	what   string // for people
+}
+
+func mustRule(cidr string, never bool, reason, what string) rangeRule {
+	return rangeRule{prefix: netip.MustParsePrefix(cidr), never: never, reason: reason, what: what}
+}
+
+// neverV4 and neverV6 are checked before the private tables; the first match
+// wins, so the more specific rows come first. These tables are constant.
+var (
+	neverV4 = []rangeRule{
+		mustRule("169.254.169.254/32", true, reasonMetadata, "cloud metadata endpoint"),
+		mustRule("168.63.129.16/32", true, reasonMetadata, "Azure platform endpoint (wireserver)"),
+		mustRule("255.255.255.255/32", true, reasonBroadcast, "limited broadcast"),
+		mustRule("0.0.0.0/8", true, reasonUnspecified, "unspecified / this network"),
+		mustRule("127.0.0.0/8", true, reasonLoopback, "loopback"),
+		mustRule("169.254.0.0/16", true, reasonLinkLocal, "link-local"),
+		mustRule("224.0.0.0/4", true, reasonMulticast, "multicast"),
+		mustRule("240.0.0.0/4", true, reasonReserved, "reserved (class E)"),
+	}
+	privateV4 = []rangeRule{
+		mustRule("10.0.0.0/8", false, reasonPrivate, "private network, RFC 1918"),
+		mustRule("172.16.0.0/12", false, reasonPrivate, "private network, RFC 1918"),
+		mustRule("192.168.0.0/16", false, reasonPrivate, "private network, RFC 1918"),
+		mustRule("100.64.0.0/10", false, reasonPrivate, "shared address space (carrier-grade NAT), RFC 6598"),
+		mustRule("198.18.0.0/15", false, reasonPrivate, "benchmarking network, RFC 2544"),
+	}
+	neverV6 = []rangeRule{
+		mustRule("::/128", true, reasonUnspecified, "unspecified"),
+		mustRule("::1/128", true, reasonLoopback, "loopback"),
+		mustRule("fd00:ec2::254/128", true, reasonMetadata, "cloud metadata endpoint (AWS IPv6)"),
+		mustRule("fe80::/10", true, reasonLinkLocal, "link-local"),
+		mustRule("ff00::/8", true, reasonMulticast, "multicast"),
+	}
+	privateV6 = []rangeRule{
+		mustRule("fc00::/7", false, reasonPrivate, "unique local address, RFC 4193"),
+	}
+	// IPv6 forms that carry an IPv4 address, judged by that address.
+	nat64Prefix  = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour    = netip.MustParsePrefix("2002::/16")
+	v4Compatible = netip.MustParsePrefix("::/96")
+)
+
+// verdict is the classification of one address.
+type verdict struct {
+	rule     *rangeRule // nil: an ordinary public address
+	embedded netip.Addr // valid when the rule was found through an IPv4 address inside an IPv6 one
+}
+
+// classify returns the refused range ip falls in, judging IPv4-mapped,
+// IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses by the
+// IPv4 address inside them. An address with a zone is never valid as a
+// destination; callers reject zones before calling classify.
+func classify(ip netip.Addr) verdict {
+	if ip.Is4In6() {
+		v := classify(ip.Unmap())
+		if !v.embedded.IsValid() {
+			v.embedded = ip.Unmap()
+		}
+		return v
+	}
+	if ip.Is4() {
+		for i := range neverV4 {
+			if neverV4[i].prefix.Contains(ip) {
+				return verdict{rule: &neverV4[i]}
+			}
+		}
+		for i := range privateV4 {
+			if privateV4[i].prefix.Contains(ip) {
+				return verdict{rule: &privateV4[i]}
+			}
+		}
+		return verdict{}
+	}
+	ip = ip.WithZone("")
+	for i := range neverV6 {
+		if neverV6[i].prefix.Contains(ip) {
+			return verdict{rule: &neverV6[i]}
+		}
+	}
+	if v4, ok := embeddedV4(ip); ok {
+		v := classify(v4)
+		v.embedded = v4
+		return v
+	}
+	for i := range privateV6 {
+		if privateV6[i].prefix.Contains(ip) {
+			return verdict{rule: &privateV6[i]}
+		}
+	}
+	return verdict{}
+}
+
+// embeddedV4 extracts the IPv4 address carried by a NAT64, 6to4 or
+// IPv4-compatible IPv6 address.
+func embeddedV4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case nat64Prefix.Contains(ip), v4Compatible.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// target is a parsed destination: a host name or an address, and a port.
+type target struct {
+	name string     // normalized host name (lowercase, no trailing dot); empty for addresses
+	addr netip.Addr // the address a literal denotes, in any accepted spelling; unmapped
+	port uint16
+}
+
+func (t target) isAddr() bool { return t.addr.IsValid() }
+
+// host returns the host part as people would write it (no brackets).
+func (t target) host() string {
+	if t.isAddr() {
+		return t.addr.String()
+	}
+	return t.name
+}
+
+func (t target) String() string {
+	return net.JoinHostPort(t.host(), strconv.Itoa(int(t.port)))
+}
+
+// parseTarget parses "host:port" (or, when defaultPort is not 0, "host") as
+// sent by a client. Every spelling of an IPv4 address that inet_aton(3)
+// accepts (decimal 2130706433, octal 0177.0.0.1, hex 0x7f.1, short 127.1) is
+// turned into the address it denotes; a host whose last label is numeric but
+// that does not parse as such an address is an error, as is anything that is
+// neither a valid host name nor an address. The error text is for people.
+func parseTarget(hostport string, defaultPort uint16) (target, error) {
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defaultPort == 0 {
+			return target{}, fmt.Errorf("%q has no valid port", hostport)
+		}
+		switch {
+		case strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]"):
+			host = hostport[1 : len(hostport)-1]
+		case !strings.Contains(hostport, ":"):
+			host = hostport
+		default:
+			return target{}, fmt.Errorf("%q is not host:port", hostport)
+		}
+		portStr = strconv.Itoa(int(defaultPort))
+	}
+	if strings.HasPrefix(hostport, "[") && !strings.Contains(host, ":") {
+		return target{}, fmt.Errorf("%q: brackets are only for IPv6 addresses", hostport)
+	}
+	port, err := parsePort(portStr)
+	if err != nil {
+		return target{}, err
+	}
+	t := target{port: port}
+	t.name, t.addr, err = parseHost(host)
+	if err != nil {
+		return target{}, err
+	}
+	return t, nil
+}
+
+func parsePort(s string) (uint16, error) {
+	if s == "" || len(s) > 5 || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+	}
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+	}
+	return uint16(n), nil
+}
+
+// parseHost returns either a normalized host name or the address the host
+// denotes. Addresses are returned unmapped (::ffff:a.b.c.d becomes a.b.c.d),
+// since that is the address the kernel connects to.
+func parseHost(host string) (string, netip.Addr, error) {
+	if host == "" {
+		return "", netip.Addr{}, fmt.Errorf("empty host")
+	}
+	if strings.Contains(host, "%") {
+		return "", netip.Addr{}, fmt.Errorf("host %q: zones and escapes are not accepted", host)
+	}
+	if strings.Contains(host, ":") {
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.Is6() {
+			return "", netip.Addr{}, fmt.Errorf("host %q is not a valid IPv6 address", host)
+		}
+		return "", ip.Unmap(), nil
+	}
+	h := strings.ToLower(host)
+	h = strings.TrimSuffix(h, ".") // one trailing dot: the fully qualified spelling
+	if h == "" {
+		return "", netip.Addr{}, fmt.Errorf("host %q is empty", host)
+	}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return "", ip, nil
+	}
+	if endsInNumber(h) {
+		ip, ok := parseLegacyIPv4(h)
+		if !ok {
+			return "", netip.Addr{}, fmt.Errorf("host %q looks like a numeric IPv4 address but does not parse as one", host)
+		}
+		return "", ip, nil
+	}
+	if err := checkHostname(h); err != nil {
+		return "", netip.Addr{}, fmt.Errorf("host %q: %w", host, err)
+	}
+	return h, netip.Addr{}, nil
+}
+
+// endsInNumber reports whether the last label of h is a decimal or 0x-hex
+// number; such a host is an IPv4 address to inet_aton and to browsers
+// (WHATWG URL "ends in a number"), never a DNS name.
+func endsInNumber(h string) bool {
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if strings.TrimLeft(last, "0123456789") == "" {
+		return true
+	}
+	if strings.HasPrefix(last, "0x") {
+		return strings.TrimLeft(last[2:], "0123456789abcdef") == ""
+	}
+	return false
+}
+
+// parseLegacyIPv4 parses the forms inet_aton(3) accepts: one to four parts,
+// each decimal, octal (leading 0) or hex (leading 0x); the last part fills
+// the remaining bytes. It is stricter than inet_aton in refusing empty parts
+// and a bare "0x".
+func parseLegacyIPv4(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		base, digits := 10, p
+		switch {
+		case strings.HasPrefix(p, "0x"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		if digits == "" || len(digits) > 32 {
+			return netip.Addr{}, false
+		}
+		v, err := strconv.ParseUint(digits, base, 64)
+		if err != nil || strings.ContainsAny(digits, "+-_") {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return netip.Addr{}, false
+		}
+		n |= v << (8 * (3 - i))
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+}
+
+// checkHostname accepts lowercase LDH labels (plus "_", which real DNS
+// names use), each 1 to 63 bytes, 253 bytes in all.
+func checkHostname(h string) error {
+	if len(h) > 253 {
+		return fmt.Errorf("longer than 253 bytes")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("empty or over-long label")
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("label %q starts or ends with '-'", label)
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			switch {
+			case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			case c >= 0x80:
+				return fmt.Errorf("non-ASCII name: use its punycode (xn--) form")
+			default:
+				return fmt.Errorf("character %q not allowed in a host name", c)
+			}
+		}
+	}
+	return nil
+}

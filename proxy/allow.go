@@ -1,0 +1,269 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalidEntry is wrapped by every error ParseAllow returns for an entry
+// it cannot accept.
+var ErrInvalidEntry = errors.New("invalid allow-list entry")
+
+// AllowList is a validated allow list. The zero value allows nothing. Only
+// ParseAllow makes a non-empty one.
+type AllowList struct {
+	entries []entry
+}
+
+type entryKind int
+
+const (
+	kindHost   entryKind = iota // example.com
+	kindSuffix                  // *.example.com: subdomains only
+	kindAddr                    // 10.1.2.3, fd00::1
+	kindPrefix                  // 10.0.0.0/8: every port
+)
+
+// portSpec: 0 means the web ports 80 and 443; anyPort means every port;
+// anything else is that one port.
+const anyPort = -1
+
+type entry struct {
+	raw    string
+	kind   entryKind
+	name   string       // kindHost: the name; kindSuffix: ".example.com"
+	prefix netip.Prefix // kindAddr (a /32 or /128) and kindPrefix
+	port   int
+}
+
+func (e entry) portOK(port uint16) bool {
+	switch e.port {
+	case anyPort:
+		return true
+	case 0:
+		return port == 80 || port == 443
+	default:
+		return int(port) == e.port
+	}
+}
+
+// ParseAllow validates allow-list entries:
+//
+//   - "host": that host on ports 80 and 443
+//   - "host:port", "host:*": that port, every port
+//   - "*.domain": every subdomain of domain (not domain itself), ports 80 and 443;
+//     "*.domain:port" and "*.domain:*" as above
+//   - an IP literal ("10.1.2.3", "fd00::1", "[fd00::1]:8443", "10.1.2.3:*"):
+//     that address, with the same port rules as a host
+//   - a CIDR ("10.0.0.0/8"): every address in it, on every port
+//
+// Host names are case-insensitive and may carry one trailing dot. Only
+// address and CIDR entries make private ranges (10/8, 172.16/12, 192.168/16,
+// 100.64/10, 198.18/15, fc00::/7) reachable. Entries naming a range the proxy
+// never connects to (loopback, link-local, metadata, multicast, ...),
+// non-standard IPv4 spellings (0x7f.1, 2130706433), IPv4-mapped IPv6 forms,
+// a bare "*" and CIDRs with host bits set are refused. No entries is valid
+// and allows nothing.
+//
+// Every error wraps ErrInvalidEntry and names the entry; the errors of all
+// bad entries are joined.
+func ParseAllow(entries []string) (AllowList, error) {
+	var (
+		list AllowList
+		errs []error
+	)
+	for _, raw := range entries {
+		e, err := parseEntry(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("proxy: %w %q: %s", ErrInvalidEntry, raw, err))
+			continue
+		}
+		list.entries = append(list.entries, e)
+	}
+	if len(errs) > 0 {
+		return AllowList{}, errors.Join(errs...)
+	}
+	return list, nil
+}
+
+func parseEntry(raw string) (entry, error) {
+	e := entry{raw: raw}
+	if raw == "" {
+		return e, fmt.Errorf("empty")
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return e, fmt.Errorf("contains whitespace or control characters")
+	}
+	if strings.Contains(raw, "/") {
+		return parsePrefixEntry(raw)
+	}
+	host, portStr := raw, ""
+	switch {
+	case strings.HasPrefix(raw, "["):
+		h, p, err := net.SplitHostPort(raw)
+		if err != nil {
+			if !strings.HasSuffix(raw, "]") {
+				return e, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
+			}
+			h = raw[1 : len(raw)-1]
+		}
+		host, portStr = h, p
+		if !strings.Contains(host, ":") {
+			return e, fmt.Errorf("brackets are only for IPv6 addresses")
+		}
+	case strings.Count(raw, ":") == 1:
+		i := strings.LastIndexByte(raw, ':')
+		host, portStr = raw[:i], raw[i+1:]
+		if portStr == "" {
+			return e, fmt.Errorf("empty port after ':'")
+		}
+	}
+	switch portStr {
+	case "":
+		e.port = 0
+	case "*":
+		e.port = anyPort
+	default:
+		p, err := parsePort(portStr)
+		if err != nil {
+			return e, err
+		}
+		e.port = int(p)
+	}
+	if strings.Contains(host, ":") { // IPv6
+		ip, err := netip.ParseAddr(host)
+		if err != nil || ip.Zone() != "" {
+			return e, fmt.Errorf("%q is not a valid IPv6 address", host)
+		}
+		return addrEntry(e, ip)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return addrEntry(e, ip)
+	}
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if name == "" {
+		return e, fmt.Errorf("empty host")
+	}
+	if strings.HasPrefix(name, "*.") {
+		e.kind, name = kindSuffix, name[2:]
+	}
+	if strings.Contains(name, "*") {
+		if name == "*" && e.kind == kindHost {
+			return e, fmt.Errorf("a bare * would allow every host; list the hosts or domains (*.example.com)")
+		}
+		return e, fmt.Errorf("'*' is only accepted as the first label (*.example.com) or as the port (host:*)")
+	}
+	if endsInNumber(name) {
+		if ip, ok := parseLegacyIPv4(name); ok && e.kind == kindHost {
+			return e, fmt.Errorf("non-standard IPv4 spelling; write it as %s", ip)
+		}
+		return e, fmt.Errorf("the last label is numeric: neither a host name nor an IPv4 address")
+	}
+	if err := checkHostname(name); err != nil {
+		return e, err
+	}
+	if e.kind == kindSuffix {
+		e.name = "." + name
+	} else {
+		e.name = name
+	}
+	return e, nil
+}
+
+func addrEntry(e entry, ip netip.Addr) (entry, error) {
+	if ip.Is4In6() {
+		return e, fmt.Errorf("IPv4-mapped address; write the IPv4 form %s", ip.Unmap())
+	}
+	if v := classify(ip); v.rule != nil && v.rule.never {
+		return e, fmt.Errorf("%s is %s, which the proxy never connects to", describeAddr(ip, v), v.rule.what)
+	}
+	e.kind = kindAddr
+	e.prefix = netip.PrefixFrom(ip, ip.BitLen())
+	return e, nil
+}
+
+func parsePrefixEntry(raw string) (entry, error) {
+	e := entry{raw: raw, kind: kindPrefix, port: anyPort}
+	p, err := netip.ParsePrefix(raw)
+	if err != nil {
+		return e, fmt.Errorf("not a CIDR (a.b.c.d/n or x::/n); CIDR entries take no port")
+	}
+	if p.Addr().Is4In6() {
+		return e, fmt.Errorf("IPv4-mapped prefix; write the IPv4 form")
+	}
+	if p.Masked() != p {
+		return e, fmt.Errorf("host bits set; did you mean %s", p.Masked())
+	}
+	if p.Bits() == 0 {
+		return e, fmt.Errorf("a /0 matches every address; name the ranges you mean")
+	}
+	for _, tbl := range [][]rangeRule{neverV4, neverV6} {
+		for _, r := range tbl {
+			if r.prefix.Bits() <= p.Bits() && r.prefix.Contains(p.Addr()) {
+				return e, fmt.Errorf("inside %s (%s), which the proxy never connects to", r.prefix, r.what)
+			}
+		}
+	}
+	e.prefix = p
+	return e, nil
+}
+
+// hostEntry returns the first host or suffix entry that allows name:port.
+func (a AllowList) hostEntry(name string, port uint16) (entry, bool) {
+	for _, e := range a.entries {
+		switch e.kind {
+		case kindHost:
+			if e.name == name && e.portOK(port) {
+				return e, true
+			}
+		case kindSuffix:
+			if strings.HasSuffix(name, e.name) && len(name) > len(e.name) && e.portOK(port) {
+				return e, true
+			}
+		}
+	}
+	return entry{}, false
+}
+
+// addrEntry returns the first address or CIDR entry that names ip:port. For
+// an IPv6 address carrying an IPv4 one (NAT64, 6to4), an entry naming either
+// counts.
+func (a AllowList) addrEntry(ip netip.Addr, port uint16) (entry, bool) {
+	ip = ip.Unmap()
+	v4, hasV4 := embeddedV4(ip)
+	if ip.Is4() {
+		hasV4 = false
+	}
+	for _, e := range a.entries {
+		if e.kind != kindAddr && e.kind != kindPrefix {
+			continue
+		}
+		if !e.portOK(port) {
+			continue
+		}
+		if e.prefix.Contains(ip) || (hasV4 && e.prefix.Contains(v4)) {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// suggest returns the --allow-host value that would allow host:port.
+func suggest(host string, port uint16) string {
+	if port == 80 || port == 443 {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// describeAddr names ip for people, mentioning the IPv4 address it carries.
+func describeAddr(ip netip.Addr, v verdict) string {
+	if v.embedded.IsValid() && v.embedded != ip {
+		return fmt.Sprintf("%s (which carries the IPv4 address %s)", ip, v.embedded)
+	}
+	return ip.String()
+}

@@ -1,0 +1,54 @@
+// Package proxy is sandbox-run's egress proxy: the only way a sandboxed
+// command's network traffic leaves the sandbox. It serves HTTP proxy
+// requests (absolute-form GET, POST, ...) and CONNECT tunnels, built on
+// github.com/elazarl/goproxy, and decides each one by the exact IP address
+// it would connect to.
+//
+// # Guarantees
+//
+//   - Every request is decided before any connection is opened: the target
+//     is parsed, checked against the allow list, resolved once (host names)
+//     and every answer is checked against the refused ranges. If any answer
+//     is refused, the request is refused. The dialer then connects only to
+//     the checked IP literals, and its Control hook checks the address again
+//     just before connect(2).
+//   - Never reachable, whatever the allow list says: 0.0.0.0/8, 127.0.0.0/8,
+//     169.254.0.0/16 (including 169.254.169.254), 224.0.0.0/4, 240.0.0.0/4,
+//     255.255.255.255, ::, ::1, fe80::/10, ff00::/8, fd00:ec2::254 and
+//     168.63.129.16. IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
+//     (::a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are
+//     judged by the IPv4 address they carry.
+//   - Reachable only when an address or CIDR allow-list entry names the
+//     address or its range (a host name entry is not enough): 10.0.0.0/8,
+//     172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 198.18.0.0/15, fc00::/7.
+//   - Every spelling of an IPv4 address that inet_aton(3) accepts (2130706433,
+//     0177.0.0.1, 0x7f.1, 127.1), bracketed IPv6 forms and names with a
+//     trailing dot are judged as the address or name they denote; a host
+//     whose last label is numeric but does not parse is refused. Host names
+//     never reach the operating system's dialer: only checked IP literals do.
+//   - A refusal is an HTTP response (403 for policy, 502 when a name does not
+//     resolve) with the header X-Sandbox-Refusal set to a reason code and a
+//     body that names the rule and how to allow the target. Codes:
+//     not-allowed, private, loopback, unspecified, link-local, metadata,
+//     multicast, reserved, broadcast, bad-host, bad-scheme, dns-failure,
+//     dial-refused.
+//   - Redirects are never followed: the client receives the 3xx, and the
+//     request it makes next is decided like any other.
+//   - The host's HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored: goproxy's
+//     default transport and CONNECT dialer, which honour them, are replaced.
+//   - Every decision is written to Config.Audit as one JSON line.
+//
+// # Non-guarantees
+//
+//   - The proxy does not inspect TLS or tunnel content: an allowed CONNECT
+//     carries whatever protocol the client speaks, to the allowed address.
+//   - Only TCP is proxied. UDP (including QUIC and DNS) is not.
+//   - Names are resolved by the proxy host's resolver (or Config.Resolver);
+//     the proxy trusts its answers only as far as the range table allows.
+//   - Data that an allowed host relays onward (an open proxy, a redirector
+//     that fetches server-side) is outside the proxy's view.
+//   - Teredo (2001::/32) and other tunnelling forms whose IPv4 address is
+//     obfuscated are treated as ordinary IPv6 addresses.
+//   - A failed write to the audit log is logged, not fatal: the decision
+//     stands.
+package proxy

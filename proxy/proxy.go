@@ -1,0 +1,612 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// RefusalHeader is the response header that carries the reason code of a
+// refusal (see the package documentation for the codes).
+const RefusalHeader = "X-Sandbox-Refusal"
+
+const (
+	resolveTimeout    = 10 * time.Second
+	dialTimeout       = 10 * time.Second
+	readHeaderTimeout = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// errDialRefused is returned by the dialer when its Control hook refuses an
+// address. It only surfaces when a decision and a dial disagree, which the
+// proxy's own code never causes.
+var errDialRefused = errors.New("proxy: dial refused by address re-check")
+
+// Config configures a Proxy. The zero value is a proxy that refuses
+// everything.
+type Config struct {
+	// Allow is the allow list, in the syntax ParseAllow documents. Empty
+	// means every request is refused.
+	Allow []string
+
+	// Audit receives one JSON object per line for every decision, written
+	// before any connection is opened:
+	// {"time","event":"egress","method","host","port","ip","ips","decision":"allow"|"refuse","reason","entry"}.
+	// "ip" is the refused address (empty when the host was refused before
+	// resolution) or, when allowed, the first checked address; "ips" lists
+	// every checked answer; "reason" is a refusal code or "allow-list", and
+	// "entry" the allow-list entry that admitted the host. Each line is one
+	// Write call; calls are serialized. Nil means no audit log.
+	Audit io.Writer
+
+	// Logger receives operational messages. Nil means discard.
+	Logger *slog.Logger
+
+	// Resolver resolves host names, once per request. Nil means
+	// net.DefaultResolver (the proxy host's resolver).
+	Resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+}
+
+type resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Proxy is an egress proxy for HTTP (absolute-form requests) and CONNECT
+// tunnels that connects only to addresses its allow list and refused-range
+// table admit. A Proxy is immutable after New and may serve several
+// listeners at once.
+type Proxy struct {
+	allow    AllowList
+	audit    *auditLog
+	log      *slog.Logger
+	resolver resolver
+
+	// dialHook, when set (tests only), sees every address the dialer is about
+	// to connect to, before the Control re-check.
+	dialHook func(netip.AddrPort)
+}
+
+// New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
+// when an allow-list entry is invalid.
+func New(cfg Config) (*Proxy, error) {
+	allow, err := ParseAllow(cfg.Allow)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{allow: allow, log: cfg.Logger, resolver: cfg.Resolver}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.resolver == nil {
+		p.resolver = net.DefaultResolver
+	}
+	if cfg.Audit != nil {
+		p.audit = &auditLog{w: cfg.Audit}
+	}
+	return p, nil
+}
+
+// Serve serves proxy requests on ln until ctx is done, then closes ln, every
+// client connection that is still an HTTP connection and every connection
+// the proxy opened upstream (which ends CONNECT tunnels), and returns nil.
+// If ln fails first, Serve closes the same things and returns the error,
+// wrapped. Handler goroutines may still be unwinding when Serve returns.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
+
+	// The transport is ours, not goproxy's default: no Proxy func (goproxy's
+	// reads HTTP(S)_PROXY and would chain around the checks), and a dialer
+	// that connects only to the addresses a decision checked. It never
+	// follows redirects (http.Transport does not; only http.Client does).
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           s.dialTransport,
+		ForceAttemptHTTP2:     false,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Tr = tr
+	// NewProxyHttpServer installs a CONNECT dialer that chains to
+	// $HTTPS_PROXY. With both nil, goproxy dials through ProxyCtx.Dialer,
+	// which handleConnect sets, and else through tr.DialContext, which
+	// refuses anything without a decision.
+	gp.ConnectDial = nil
+	gp.ConnectDialWithReq = nil
+	gp.Verbose = false
+	gp.Logger = goproxyLogger{p.log}
+	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "sandbox-run egress proxy: send proxy requests (absolute URL or CONNECT)", http.StatusBadRequest)
+	})
+	gp.ConnectionErrHandler = s.connectError
+	gp.OnRequest().HandleConnectFunc(s.handleConnect)
+	gp.OnRequest().DoFunc(s.handleRequest)
+	gp.OnResponse().DoFunc(s.handleResponse)
+
+	srv := &http.Server{
+		Handler:           gp,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	_ = srv.Close()
+	s.closeAll()
+	tr.CloseIdleConnections()
+	if err == nil {
+		<-errc // ErrServerClosed, after ln is closed
+		return nil
+	}
+	return fmt.Errorf("proxy: serve: %w", err)
+}
+
+// decision is the outcome of checking one request, made before any
+// connection is opened. An allowed decision lists the only addresses the
+// dialer may connect to.
+type decision struct {
+	method  string
+	raw     string // the target as the client wrote it
+	t       target
+	ips     []netip.Addr // checked, unmapped, zone-free
+	entry   string       // the allow-list entry that admitted the host
+	refusal *refusal
+
+	established atomic.Bool // a CONNECT tunnel's upstream is open
+}
+
+type refusal struct {
+	reason string
+	status int
+	ip     netip.Addr // the address that was refused, if any
+	rule   string     // which rule refused, for people
+	fix    string     // how to allow it, for people
+}
+
+// decide checks a request for t. It resolves a host name once; the request
+// is refused if any answer is refused.
+func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decision {
+	d := &decision{method: method, raw: raw, t: t}
+	if t.isAddr() {
+		if r := p.judge(t, t.addr); r != nil {
+			d.refusal = r
+			return d
+		}
+		e, ok := p.allow.addrEntry(t.addr, t.port)
+		if !ok {
+			d.refusal = notAllowed(t)
+			return d
+		}
+		d.ips, d.entry = []netip.Addr{t.addr}, e.raw
+		return d
+	}
+	e, ok := p.allow.hostEntry(t.name, t.port)
+	if !ok {
+		d.refusal = notAllowed(t)
+		return d
+	}
+	d.entry = e.raw
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	answers, err := p.resolver.LookupNetIP(rctx, "ip", t.name)
+	if err == nil && len(answers) == 0 {
+		err = errors.New("no addresses")
+	}
+	if err != nil {
+		d.refusal = &refusal{
+			reason: reasonDNS, status: http.StatusBadGateway,
+			rule: fmt.Sprintf("%s did not resolve on the proxy host: %v", t.name, err),
+			fix:  "check the name; it is resolved by the proxy host's resolver",
+		}
+		return d
+	}
+	for _, ip := range answers {
+		ip = ip.Unmap().WithZone("")
+		if !slices.Contains(d.ips, ip) {
+			d.ips = append(d.ips, ip)
+		}
+	}
+	for _, ip := range d.ips {
+		if r := p.judge(t, ip); r != nil {
+			d.refusal = r
+			return d
+		}
+	}
+	return d
+}
+
+// judge checks one address against the refused ranges; nil means it may be
+// connected to (for t's port).
+func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
+	v := classify(ip)
+	if v.rule == nil {
+		return nil
+	}
+	via := ""
+	if !t.isAddr() {
+		via = fmt.Sprintf("%s resolved to %s: ", t.name, ip)
+	}
+	if v.rule.never {
+		return &refusal{
+			reason: v.rule.reason, status: http.StatusForbidden, ip: ip,
+			rule: fmt.Sprintf("%s%s is in %s (%s); the proxy never connects to that range",
+				via, describeAddr(ip, v), v.rule.prefix, v.rule.what),
+			fix: "not possible: no allow-list entry makes this range reachable",
+		}
+	}
+	if _, ok := p.allow.addrEntry(ip, t.port); ok {
+		return nil
+	}
+	rule := fmt.Sprintf("%s%s is in %s (%s); private addresses are reachable only when an allow-list entry names the address or its range",
+		via, describeAddr(ip, v), v.rule.prefix, v.rule.what)
+	fix := fmt.Sprintf("add --allow-host %s (or the range --allow-host %s)", suggest(ip.String(), t.port), v.rule.prefix)
+	if !t.isAddr() {
+		rule += "; a host name entry is not enough"
+		fix = fmt.Sprintf("add --allow-host %s next to the entry for %s (or the range --allow-host %s)",
+			suggest(ip.String(), t.port), t.name, v.rule.prefix)
+	}
+	return &refusal{reason: reasonPrivate, status: http.StatusForbidden, ip: ip, rule: rule, fix: fix}
+}
+
+func notAllowed(t target) *refusal {
+	return &refusal{
+		reason: reasonNotAllowed, status: http.StatusForbidden,
+		rule: fmt.Sprintf("%s is not on the allow list (host entries cover ports 80 and 443 unless they name a port)", t),
+		fix:  "add --allow-host " + suggest(t.host(), t.port),
+	}
+}
+
+func badTarget(reason, raw string, err error) *refusal {
+	r := &refusal{reason: reason, status: http.StatusForbidden,
+		rule: fmt.Sprintf("%q is not a destination the proxy can check: %v", raw, err)}
+	switch reason {
+	case reasonBadScheme:
+		r.fix = "use http:// or https:// URLs, or CONNECT for other protocols"
+	default:
+		r.fix = "use a host name or a standard IP address (a.b.c.d, [v6]) with a port from 1 to 65535"
+	}
+	return r
+}
+
+// permits is the Control hook's re-check: ap must be one of the decision's
+// checked addresses on its port, and still pass the range table.
+func (p *Proxy) permits(d *decision, ap netip.AddrPort) bool {
+	ip := ap.Addr().Unmap()
+	if ip.Zone() != "" || ap.Port() != d.t.port || !slices.Contains(d.ips, ip) {
+		return false
+	}
+	if p.judge(d.t, ip) != nil {
+		return false
+	}
+	if d.t.isAddr() {
+		_, ok := p.allow.addrEntry(ip, d.t.port)
+		return ok
+	}
+	_, ok := p.allow.hostEntry(d.t.name, d.t.port)
+	return ok
+}
+
+// session is the state of one Serve call.
+type session struct {
+	p   *Proxy
+	ctx context.Context
+
+	mu     sync.Mutex
+	conns  map[*upstreamConn]struct{}
+	closed bool
+}
+
+type decisionKey struct{}
+
+func (s *session) handleConnect(host string, pctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	d := s.check(pctx.Req.Context(), http.MethodConnect, host, 0, "")
+	if d.refusal != nil {
+		pctx.Resp = refusalResponse(pctx.Req, d)
+		return goproxy.RejectConnect, host
+	}
+	pctx.UserData = d
+	pctx.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return s.dial(ctx, d, addr)
+	}
+	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, d.t.String()
+}
+
+func (s *session) handleRequest(req *http.Request, pctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	var def uint16
+	switch req.URL.Scheme {
+	case "http":
+		def = 80
+	case "https":
+		def = 443
+	}
+	d := s.check(req.Context(), req.Method, req.URL.Host, def, req.URL.Scheme)
+	if d.refusal != nil {
+		return req, refusalResponse(req, d)
+	}
+	pctx.UserData = d
+	return req.WithContext(context.WithValue(req.Context(), decisionKey{}, d)), nil
+}
+
+// handleResponse turns a failed upstream exchange into a response that says
+// why, instead of goproxy's bare 500.
+func (s *session) handleResponse(resp *http.Response, pctx *goproxy.ProxyCtx) *http.Response {
+	if resp != nil || pctx.Error == nil {
+		return resp
+	}
+	status, reason := http.StatusBadGateway, ""
+	if errors.Is(pctx.Error, errDialRefused) {
+		status, reason = http.StatusForbidden, reasonDialRefused
+	}
+	r := textResponse(pctx.Req, status, fmt.Sprintf("sandbox-run egress proxy: %s %s failed: %v\n",
+		pctx.Req.Method, pctx.Req.URL.Host, pctx.Error))
+	if reason != "" {
+		r.Header.Set(RefusalHeader, reason)
+	}
+	return r
+}
+
+// connectError writes the reply to a CONNECT whose dial failed. goproxy
+// closes the client connection afterwards.
+func (s *session) connectError(w io.Writer, pctx *goproxy.ProxyCtx, err error) {
+	if d, ok := pctx.UserData.(*decision); ok && d.established.Load() {
+		return // never write into an established tunnel
+	}
+	status, reason := http.StatusBadGateway, ""
+	if errors.Is(err, errDialRefused) {
+		status, reason = http.StatusForbidden, reasonDialRefused
+	}
+	r := textResponse(pctx.Req, status, fmt.Sprintf("sandbox-run egress proxy: CONNECT %s failed: %v\n", pctx.Req.Host, err))
+	if reason != "" {
+		r.Header.Set(RefusalHeader, reason)
+	}
+	_ = r.Write(w)
+}
+
+// check parses and decides a request, and records the decision.
+func (s *session) check(ctx context.Context, method, raw string, defaultPort uint16, scheme string) *decision {
+	var d *decision
+	switch t, err := parseTarget(raw, defaultPort); {
+	case method != http.MethodConnect && scheme != "http" && scheme != "https":
+		d = &decision{method: method, raw: raw,
+			refusal: badTarget(reasonBadScheme, scheme+"://"+raw, errors.New("unsupported scheme"))}
+	case err != nil:
+		d = &decision{method: method, raw: raw, refusal: badTarget(reasonBadHost, raw, err)}
+	default:
+		d = s.p.decide(ctx, method, raw, t)
+	}
+	s.p.record(d)
+	return d
+}
+
+// dialTransport is the http.Transport's dialer: it dials only for requests
+// that carry an allowed decision.
+func (s *session) dialTransport(ctx context.Context, _, addr string) (net.Conn, error) {
+	d, ok := ctx.Value(decisionKey{}).(*decision)
+	if !ok || d.refusal != nil {
+		return nil, fmt.Errorf("BUG(sandbox-run): proxy: dial %s without an allowed decision: %w", addr, errDialRefused)
+	}
+	return s.dial(ctx, d, addr)
+}
+
+// dial connects to the first reachable checked address of d. addr is what
+// goproxy or the transport asks for; it must denote d's target.
+func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn, error) {
+	if d.refusal != nil || len(d.ips) == 0 {
+		return nil, fmt.Errorf("BUG(sandbox-run): proxy: dial %s for a refused decision: %w", addr, errDialRefused)
+	}
+	if t, err := parseTarget(addr, 0); err != nil || t != d.t {
+		return nil, fmt.Errorf("BUG(sandbox-run): proxy: dial %s does not match the checked target %s: %w", addr, d.t, errDialRefused)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // shutdown aborts dials in progress
+	defer stop()
+
+	dialer := net.Dialer{
+		Timeout:   dialTimeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("proxy: re-check %s: %w", address, errDialRefused)
+			}
+			if s.p.dialHook != nil {
+				s.p.dialHook(ap)
+			}
+			if !s.p.permits(d, ap) {
+				return fmt.Errorf("proxy: re-check %s: %w", address, errDialRefused)
+			}
+			return nil
+		},
+	}
+	var errs []error
+	for _, ip := range d.ips {
+		c, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, d.t.port).String())
+		if err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, errDialRefused) || ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		uc, err := s.track(c.(*net.TCPConn))
+		if err != nil {
+			return nil, err
+		}
+		d.established.Store(true)
+		return uc, nil
+	}
+	return nil, fmt.Errorf("proxy: dial %s: %w", d.t, errors.Join(errs...))
+}
+
+// upstreamConn is a connection the proxy opened. Embedding *net.TCPConn
+// keeps CloseWrite/CloseRead (goproxy half-closes tunnels) and the splice
+// fast paths.
+type upstreamConn struct {
+	*net.TCPConn
+	s *session
+}
+
+func (c *upstreamConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	return c.TCPConn.Close()
+}
+
+func (s *session) track(c *net.TCPConn) (*upstreamConn, error) {
+	uc := &upstreamConn{TCPConn: c, s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return nil, fmt.Errorf("proxy: shutting down: %w", net.ErrClosed)
+	}
+	s.conns[uc] = struct{}{}
+	return uc, nil
+}
+
+func (s *session) closeAll() {
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = map[*upstreamConn]struct{}{}
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.TCPConn.Close()
+	}
+}
+
+func refusalResponse(req *http.Request, d *decision) *http.Response {
+	r := d.refusal
+	var b strings.Builder
+	fmt.Fprintf(&b, "sandbox-run egress proxy refused %s %s\n", d.method, d.raw)
+	fmt.Fprintf(&b, "reason: %s\n", r.reason)
+	fmt.Fprintf(&b, "rule: %s\n", r.rule)
+	fmt.Fprintf(&b, "to allow it: %s\n", r.fix)
+	resp := textResponse(req, r.status, b.String())
+	resp.Header.Set(RefusalHeader, r.reason)
+	return resp
+}
+
+func textResponse(req *http.Request, status int, body string) *http.Response {
+	h := make(http.Header)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Close:         true,
+		Request:       req,
+	}
+}
+
+// auditLog serializes audit lines so each is written whole.
+type auditLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+type auditLine struct {
+	Time     string   `json:"time"`
+	Event    string   `json:"event"`
+	Method   string   `json:"method"`
+	Host     string   `json:"host"`
+	Port     int      `json:"port"`
+	IP       string   `json:"ip"`
+	IPs      []string `json:"ips,omitempty"`
+	Decision string   `json:"decision"`
+	Reason   string   `json:"reason"`
+	Entry    string   `json:"entry,omitempty"`
+}
+
+// record writes d to the audit log and the logger. An audit write error is
+// logged, not returned: the decision stands either way.
+func (p *Proxy) record(d *decision) {
+	line := auditLine{
+		Time:   time.Now().UTC().Format(time.RFC3339Nano),
+		Event:  "egress",
+		Method: d.method,
+		Host:   d.t.host(),
+		Port:   int(d.t.port),
+		Entry:  d.entry,
+	}
+	if line.Host == "" {
+		line.Host = d.raw
+	}
+	for _, ip := range d.ips {
+		line.IPs = append(line.IPs, ip.String())
+	}
+	if d.refusal != nil {
+		line.Decision, line.Reason = "refuse", d.refusal.reason
+		if d.refusal.ip.IsValid() {
+			line.IP = d.refusal.ip.String()
+		}
+		p.log.Info("egress refused", "method", d.method, "host", line.Host, "port", line.Port,
+			"ip", line.IP, "reason", line.Reason)
+	} else {
+		line.Decision, line.Reason = "allow", "allow-list"
+		if len(d.ips) > 0 {
+			line.IP = d.ips[0].String()
+		}
+		p.log.Debug("egress allowed", "method", d.method, "host", line.Host, "port", line.Port,
+			"ip", line.IP, "entry", d.entry)
+	}
+	if p.audit == nil {
+		return
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		p.log.Warn("audit: encode", "err", err)
+		return
+	}
+	b = append(b, '\n')
+	p.audit.mu.Lock()
+	_, err = p.audit.w.Write(b)
+	p.audit.mu.Unlock()
+	if err != nil {
+		p.log.Warn("audit: write", "err", err)
+	}
+}
+
+// goproxyLogger sends goproxy's messages to slog at debug level.
+type goproxyLogger struct{ l *slog.Logger }
+
+func (g goproxyLogger) Printf(format string, v ...any) {
+	g.l.Debug("goproxy", "detail", strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
