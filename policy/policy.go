@@ -93,8 +93,12 @@ type Policy struct {
 	// EgressSocket, when set, is a node-wide egress proxy used instead of
 	// the built-in one.
 	EgressSocket string `json:"egress_socket,omitempty"`
-	// LLMSocket, when set, is forwarded to a loopback port inside.
+	// LLMSocket, when set, is forwarded to a loopback port inside, whose
+	// URL the command finds in SANDBOX_LLM_URL.
 	LLMSocket string `json:"llm_socket,omitempty"`
+	// LLMEnv names further variables that get the LLM channel's URL (such
+	// as ANTHROPIC_BASE_URL).
+	LLMEnv []string `json:"llm_env,omitempty"`
 	// Ptrace widens the seccomp filter to allow ptrace for this run.
 	Ptrace bool `json:"ptrace,omitempty"`
 	// Sandbox picks the mechanism; empty means ModeAuto.
@@ -216,10 +220,13 @@ func (p Policy) Validate() error {
 			return err
 		}
 	}
-	for _, k := range p.PassEnv {
+	for _, k := range append(append([]string(nil), p.PassEnv...), p.LLMEnv...) {
 		if err := checkEnvName(k); err != nil {
 			return err
 		}
+	}
+	if len(p.LLMEnv) > 0 && p.LLMSocket == "" {
+		return invalid("llm-env", "names a variable for an LLM channel that is not there", "pass --llm-socket PATH too")
 	}
 	for _, h := range p.AllowHosts {
 		if err := noNUL("allow-host", h); err != nil {

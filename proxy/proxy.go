@@ -57,6 +57,10 @@ type Config struct {
 	// Logger receives operational messages. Nil means discard.
 	Logger *slog.Logger
 
+	// RunID, when set, is added to every audit line as "run_id", so that
+	// a node-wide log can be split by run.
+	RunID string
+
 	// Resolver resolves host names, once per request. Nil means
 	// net.DefaultResolver (the proxy host's resolver).
 	Resolver interface {
@@ -70,10 +74,11 @@ type resolver interface {
 
 // Proxy is an egress proxy for HTTP (absolute-form requests) and CONNECT
 // tunnels that connects only to addresses its allow list and refused-range
-// table admit. A Proxy is immutable after New and may serve several
-// listeners at once.
+// table admit. Its allow list can be replaced while it serves (SetAllow);
+// nothing else changes after New. It may serve several listeners at once.
 type Proxy struct {
-	allow    AllowList
+	allow    atomic.Pointer[AllowList]
+	runID    string
 	audit    *auditLog
 	log      *slog.Logger
 	resolver resolver
@@ -90,7 +95,8 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{allow: allow, log: cfg.Logger, resolver: cfg.Resolver}
+	p := &Proxy{log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID}
+	p.allow.Store(&allow)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -101,6 +107,18 @@ func New(cfg Config) (*Proxy, error) {
 		p.audit = &auditLog{w: cfg.Audit}
 	}
 	return p, nil
+}
+
+// SetAllow replaces the allow list for every request decided from now on.
+// A request already decided keeps its decision; an open tunnel stays open.
+// On error the old list stays in force.
+func (p *Proxy) SetAllow(entries []string) error {
+	allow, err := ParseAllow(entries)
+	if err != nil {
+		return err
+	}
+	p.allow.Store(&allow)
+	return nil
 }
 
 // Serve serves proxy requests on ln until ctx is done, then closes ln, every
@@ -200,7 +218,7 @@ func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decis
 			d.refusal = r
 			return d
 		}
-		e, ok := p.allow.addrEntry(t.addr, t.port)
+		e, ok := p.allow.Load().addrEntry(t.addr, t.port)
 		if !ok {
 			d.refusal = notAllowed(t)
 			return d
@@ -208,7 +226,7 @@ func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decis
 		d.ips, d.entry = []netip.Addr{t.addr}, e.raw
 		return d
 	}
-	e, ok := p.allow.hostEntry(t.name, t.port)
+	e, ok := p.allow.Load().hostEntry(t.name, t.port)
 	if !ok {
 		d.refusal = notAllowed(t)
 		return d
@@ -262,7 +280,7 @@ func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
 			fix: "not possible: no allow-list entry makes this range reachable",
 		}
 	}
-	if _, ok := p.allow.addrEntry(ip, t.port); ok {
+	if _, ok := p.allow.Load().addrEntry(ip, t.port); ok {
 		return nil
 	}
 	rule := fmt.Sprintf("%s%s is in %s (%s); private addresses are reachable only when an allow-list entry names the address or its range",
@@ -307,10 +325,10 @@ func (p *Proxy) permits(d *decision, ap netip.AddrPort) bool {
 		return false
 	}
 	if d.t.isAddr() {
-		_, ok := p.allow.addrEntry(ip, d.t.port)
+		_, ok := p.allow.Load().addrEntry(ip, d.t.port)
 		return ok
 	}
-	_, ok := p.allow.hostEntry(d.t.name, d.t.port)
+	_, ok := p.allow.Load().hostEntry(d.t.name, d.t.port)
 	return ok
 }
 
@@ -461,6 +479,7 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn,
 		if err != nil {
 			return nil, err
 		}
+		uc.d, uc.start = d, time.Now()
 		d.established.Store(true)
 		return uc, nil
 	}
@@ -473,12 +492,44 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn,
 type upstreamConn struct {
 	*net.TCPConn
 	s *session
+
+	d       *decision
+	start   time.Time
+	in, out atomic.Int64 // bytes from and to the upstream
+	once    sync.Once
+}
+
+// Read, Write, ReadFrom and WriteTo count the bytes each way; the last two
+// keep the splice paths io.Copy takes.
+func (c *upstreamConn) Read(b []byte) (int, error) {
+	n, err := c.TCPConn.Read(b)
+	c.in.Add(int64(n))
+	return n, err
+}
+
+func (c *upstreamConn) Write(b []byte) (int, error) {
+	n, err := c.TCPConn.Write(b)
+	c.out.Add(int64(n))
+	return n, err
+}
+
+func (c *upstreamConn) ReadFrom(r io.Reader) (int64, error) {
+	n, err := c.TCPConn.ReadFrom(r)
+	c.out.Add(n)
+	return n, err
+}
+
+func (c *upstreamConn) WriteTo(w io.Writer) (int64, error) {
+	n, err := c.TCPConn.WriteTo(w)
+	c.in.Add(n)
+	return n, err
 }
 
 func (c *upstreamConn) Close() error {
 	c.s.mu.Lock()
 	delete(c.s.conns, c)
 	c.s.mu.Unlock()
+	c.once.Do(func() { c.s.p.recordEnd(c) })
 	return c.TCPConn.Close()
 }
 
@@ -501,6 +552,7 @@ func (s *session) closeAll() {
 	s.conns = map[*upstreamConn]struct{}{}
 	s.mu.Unlock()
 	for c := range conns {
+		c.once.Do(func() { c.s.p.recordEnd(c) })
 		_ = c.TCPConn.Close()
 	}
 }
@@ -544,6 +596,7 @@ type auditLog struct {
 
 type auditLine struct {
 	Time     string   `json:"time"`
+	RunID    string   `json:"run_id,omitempty"`
 	Event    string   `json:"event"`
 	Method   string   `json:"method"`
 	Host     string   `json:"host"`
@@ -553,6 +606,25 @@ type auditLine struct {
 	Decision string   `json:"decision"`
 	Reason   string   `json:"reason"`
 	Entry    string   `json:"entry,omitempty"`
+	// On "egress_end" lines, for a connection the proxy opened:
+	BytesOut   *int64 `json:"bytes_out,omitempty"` // to the upstream
+	BytesIn    *int64 `json:"bytes_in,omitempty"`  // from the upstream
+	DurationMS *int64 `json:"duration_ms,omitempty"`
+}
+
+// recordEnd writes an "egress_end" line for a connection the proxy opened:
+// the bytes each way and how long it was open.
+func (p *Proxy) recordEnd(c *upstreamConn) {
+	if p.audit == nil || c.d == nil {
+		return
+	}
+	in, out, ms := c.in.Load(), c.out.Load(), time.Since(c.start).Milliseconds()
+	line := auditLine{
+		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "egress_end",
+		Method: c.d.method, Host: c.d.t.host(), Port: int(c.d.t.port), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
+		Decision: "allow", Reason: "closed", BytesOut: &out, BytesIn: &in, DurationMS: &ms,
+	}
+	p.writeAudit(line)
 }
 
 // record writes d to the audit log and the logger. An audit write error is
@@ -560,6 +632,7 @@ type auditLine struct {
 func (p *Proxy) record(d *decision) {
 	line := auditLine{
 		Time:   time.Now().UTC().Format(time.RFC3339Nano),
+		RunID:  p.runID,
 		Event:  "egress",
 		Method: d.method,
 		Host:   d.t.host(),
@@ -587,6 +660,10 @@ func (p *Proxy) record(d *decision) {
 		p.log.Debug("egress allowed", "method", d.method, "host", line.Host, "port", line.Port,
 			"ip", line.IP, "entry", d.entry)
 	}
+	p.writeAudit(line)
+}
+
+func (p *Proxy) writeAudit(line auditLine) {
 	if p.audit == nil {
 		return
 	}

@@ -32,6 +32,7 @@ var (
 // placeholders are what the run created in the user's tree to hold
 // missing protected paths, removed by cleanup.
 type plan struct {
+	guard        *pathguard.Guard
 	mounts       []bwrap.Mount
 	files        []*os.File // in the order of their fd numbers, starting at fdBase
 	fdBase       int
@@ -83,6 +84,22 @@ func (pl *plan) bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) e
 	return nil
 }
 
+// bindSocket binds a Unix socket from outside (the egress or LLM proxy) at
+// dst, vetted like any read-only bind: never one inside a writable dir.
+func (pl *plan) bindSocket(src, dst string) error {
+	r, err := pl.guard.CheckRead(src)
+	if err != nil {
+		return guardErr(err)
+	}
+	if !r.Exists {
+		return setupErr("socket "+src, "does not exist", "start the proxy that serves it")
+	}
+	if err := pl.bind(bwrap.ROBind, r, dst); err != nil {
+		return setupErr("cannot open socket "+src, err.Error(), "start the proxy that serves it")
+	}
+	return nil
+}
+
 // resolveSelf resolves a path inside a writable directory that is bound
 // onto itself (a protected path or a directory pinned on the way to one).
 // CheckDest has already refused any link on the way.
@@ -119,6 +136,7 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 	if err != nil {
 		return nil, guardErr(err)
 	}
+	pl.guard = g
 	writable := g.Writable()
 	for _, w := range writable {
 		pl.writable = append(pl.writable, w.Path)

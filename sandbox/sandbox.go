@@ -36,13 +36,18 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
@@ -91,6 +96,9 @@ type Options struct {
 	// DryRun, when set, receives the bwrap command line and its argument
 	// stream (variable values redacted) and nothing runs.
 	DryRun io.Writer
+	// Audit, when set, receives the built-in egress proxy's decisions and
+	// the run's start and end, as JSON lines.
+	Audit io.Writer
 	// Logger receives debug events; nil discards them.
 	Logger *slog.Logger
 	// ProcSys is where kernel settings are read; empty means /proc/sys.
@@ -110,6 +118,7 @@ type Result struct {
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
+	RunID      string             `json:"run_id"`
 	Tier       int                `json:"tier"`
 	Mechanism  string             `json:"mechanism"`
 	Platform   string             `json:"platform"`
@@ -124,6 +133,7 @@ type Report struct {
 	TmpSize    int64              `json:"tmp_size,omitempty"`
 	BindsByFD  bool               `json:"binds_by_fd"`
 	Network    string             `json:"network"`
+	AllowHosts []string           `json:"allow_hosts,omitempty"`
 	EnvNames   []string           `json:"env"`
 	Notes      []string           `json:"notes,omitempty"`
 	Readback   *initproc.Readback `json:"readback,omitempty"`
@@ -194,4 +204,51 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return runSeatbelt(ctx, p, cmd, opts)
 	}
 	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
+}
+
+// newRunID returns a random id that names one run in reports and audit
+// lines.
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// commandEnv is the command's environment: the network's variables, then
+// the policy's (which may override them).
+func commandEnv(p policy.Policy, netEnv map[string]string, lookup func(string) (string, bool)) ([]string, error) {
+	penv, err := p.Environ(lookup)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(netEnv)+len(penv))
+	for k, v := range netEnv {
+		m[k] = v
+	}
+	for _, kv := range penv {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// auditEvent appends one run event to w as a JSON line; w may be nil.
+func auditEvent(w io.Writer, runID, event string, fields map[string]any) {
+	if w == nil {
+		return
+	}
+	m := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "run_id": runID, "event": event}
+	for k, v := range fields {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	w.Write(append(b, '\n'))
 }

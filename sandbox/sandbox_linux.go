@@ -139,7 +139,19 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	defer pl.cleanup()
 	defer pl.close()
 
-	env, err := p.Environ(opts.LookupEnv)
+	runID := newRunID()
+	nw, err := setupNetwork(ctx, p, uid, gid, root, runID, opts.Audit, log)
+	if err != nil {
+		return nil, err
+	}
+	defer nw.close()
+	for _, b := range nw.binds {
+		if err := pl.bindSocket(b[0], b[1]); err != nil {
+			return nil, err
+		}
+	}
+
+	env, err := commandEnv(p, nw.env, opts.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +173,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
-	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Command: cmd}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: nw.forwards, Command: cmd}
 	argv := append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
 
 	report := Report{
@@ -170,11 +182,13 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    uid, HostGID: gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		TmpSize:   p.TmpSize,
-		BindsByFD: info.Features.BindFD,
-		Network:   "none",
-		Notes:     pl.notes,
-		Seccomp:   &SeccompReport{Digest: prog.Digest(), Arch: arch.String(), Ptrace: p.Ptrace, Readback: -1},
+		TmpSize:    p.TmpSize,
+		BindsByFD:  info.Features.BindFD,
+		RunID:      runID,
+		Network:    nw.mode,
+		AllowHosts: p.AllowHosts,
+		Notes:      pl.notes,
+		Seccomp:    &SeccompReport{Digest: prog.Digest(), Arch: arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
 	if info.Features.UnshareCgroupTry {
 		report.Namespaces = append(report.Namespaces, "cgroup (if the kernel allows)")
@@ -203,12 +217,18 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		return &Result{Report: report}, nil
 	}
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
-	return launch(ctx, cmd, argv, args, prog.Bytes(), pl, uid, gid, root, host, report, opts)
-}
-
-type procState struct {
-	status   *initproc.Status
-	statusOK bool
+	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
+		"network": nw.mode, "allow_hosts": p.AllowHosts})
+	res, err := launch(ctx, cmd, argv, args, prog.Bytes(), pl, uid, gid, root, host, report, opts)
+	end := map[string]any{}
+	if res != nil {
+		end["exit"] = res.ExitCode
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	auditEvent(opts.Audit, runID, "run_end", end)
+	return res, err
 }
 
 // launch starts bwrap from a goroutine that holds its OS thread locked for

@@ -88,7 +88,7 @@ type runFlags struct {
 	fs                          *pflag.FlagSet
 	workdir                     string
 	write, read, protect, env   []string
-	passEnv, allowHost          []string
+	passEnv, allowHost, llmEnv  []string
 	egressSocket, llmSocket     string
 	ptrace                      bool
 	mode                        string
@@ -112,7 +112,8 @@ func newRunFlags() *runFlags {
 	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
 	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
-	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket")
+	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
+	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
 	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
@@ -214,10 +215,17 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.AllowHosts = f.allowHost
 	}
 	if changed("egress-socket") {
-		p.EgressSocket = f.egressSocket
+		if p.EgressSocket, err = absOne(f.egressSocket); err != nil {
+			return p, err
+		}
 	}
 	if changed("llm-socket") {
-		p.LLMSocket = f.llmSocket
+		if p.LLMSocket, err = absOne(f.llmSocket); err != nil {
+			return p, err
+		}
+	}
+	if changed("llm-env") {
+		p.LLMEnv = f.llmEnv
 	}
 	if changed("ptrace") {
 		p.Ptrace = f.ptrace
@@ -284,7 +292,7 @@ func redactKV(kv string) string {
 // notYet refuses flags whose protection this build cannot enforce yet: a
 // run never goes ahead with less than was asked.
 func (f *runFlags) notYet() error {
-	for _, name := range []string{"memory", "pids", "cpu-time", "nofile", "fsize", "allow-host", "egress-socket", "llm-socket", "audit"} {
+	for _, name := range []string{"memory", "pids", "cpu-time", "nofile", "fsize"} {
 		if f.fs.Changed(name) {
 			return fmt.Errorf("--%s is not supported by this build of sandbox-run yet: refused rather than run without it; fix: drop --%s", name, name)
 		}
@@ -334,6 +342,14 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
+	}
+	if f.audit != "" && !f.dryRun {
+		af, err := os.OpenFile(f.audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(stdio.Stderr, fmt.Errorf("--audit %s: %w; fix: pass a writable file", f.audit, err))
+		}
+		defer af.Close()
+		opts.Audit = af
 	}
 	runCtx := ctx
 	var cancel context.CancelFunc

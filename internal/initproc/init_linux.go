@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/forwarder"
 )
 
 // Main runs init with args (those after Arg) and returns its exit status.
@@ -175,12 +178,17 @@ func readback() *Readback {
 	return rb
 }
 
-// startForward listens on 127.0.0.1:f.Port and relays to f.Socket.
+// startForward listens on 127.0.0.1:f.Port, and on [::1]:f.Port where the
+// sandbox has IPv6, and relays to f.Socket. The listeners exist before the
+// command starts, so its first connection finds them.
 func startForward(ctx context.Context, f Forward) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port)))
+	ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port)))
 	if err != nil {
-		return err
+		return fmt.Errorf("forward 127.0.0.1:%d: %w", f.Port, err)
 	}
-	go serveForward(ctx, ln, f.Socket)
+	go forwarder.Serve(ctx, ln, f.Socket)
+	if ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(f.Port))); err == nil {
+		go forwarder.Serve(ctx, ln6, f.Socket)
+	}
 	return nil
 }

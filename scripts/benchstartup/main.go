@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command benchstartup measures how long sandbox-run takes to start and end
 // `true`, against the same sandbox made by raw bwrap, in one interleaved run
 // (A B A B ...) so that a noisy machine affects both alike. It prints
