@@ -22,6 +22,7 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	sandboxtest.ServeTestHost()
 	dir, err := os.MkdirTemp("/tmp", "sbx-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

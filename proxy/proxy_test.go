@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // proxyUnderTest is a Proxy serving on a Unix socket, as in production.
@@ -382,8 +383,8 @@ func localTarget(t *testing.T, idx int) (netip.Addr, int) {
 		t.Cleanup(func() { srv.Close() })
 		return ip, ln.Addr().(*net.TCPAddr).Port
 	}
-	h := newTestHost(t, idx) // skips, or fails under SANDBOX_REQUIRE=1, without root
-	return h.addr, h.port
+	h := sandboxtest.NewTestHost(t, idx) // skips, or fails under SANDBOX_REQUIRE=1, without root
+	return h.Addr, h.Port
 }
 
 // TestEnvProxyIgnored: the host's HTTP(S)_PROXY points at a trap. goproxy's

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
@@ -151,6 +152,10 @@ func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	if err := accessibleAs(path, uid, gid, false); err != nil {
 		return err
 	}
+	if root && !socketWritableBy(fi, uid, gid) {
+		return setupErr(flag+" "+path, fmt.Sprintf("uid %d, which the sandbox runs as, may not connect to it (connecting needs write permission)", uid),
+			fmt.Sprintf("chown %d %s, or serve it with group access (sandbox-run proxy --mode 0660) to a group of uid %d", uid, path, uid))
+	}
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
 		return setupErr(flag+" "+path, "refuses connections ("+errText(err)+")", fix)
@@ -160,3 +165,18 @@ func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 }
 
 func (n *network) String() string { return fmt.Sprintf("network %s", n.mode) }
+
+func socketWritableBy(fi fs.FileInfo, uid, gid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	mode := uint32(fi.Mode().Perm())
+	switch {
+	case int(st.Uid) == uid:
+		return mode&0o200 != 0
+	case int(st.Gid) == gid:
+		return mode&0o020 != 0
+	}
+	return mode&0o002 != 0
+}

@@ -56,6 +56,8 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdio, sigs)
+	case "proxy":
+		return proxyCmd(ctx, args[1:], stdio, sigs)
 	case "check":
 		return checkCmd(ctx, args[1:], stdio)
 	case "version", "--version":
@@ -72,6 +74,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   sandbox-run run [flags] -- COMMAND [ARG...]   run COMMAND in a sandbox
   sandbox-run check [--json]                    what holds on this machine, and the tier
+  sandbox-run proxy --listen PATH [flags]       a node-wide egress proxy on a Unix socket
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.
 `)

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy"
+)
+
+// proxyCmd serves a node-wide egress proxy on a Unix socket until SIGTERM
+// or SIGINT; SIGHUP reloads the allow-list from --config.
+func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
+	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "", "Unix socket to serve on (required)")
+	allow := fs.StringArray("allow-host", nil, "allow-list entry (repeatable)")
+	config := fs.String("config", "", "profile whose allow_hosts is the allow-list; re-read on SIGHUP")
+	audit := fs.String("audit", "", "append every decision as a JSON line")
+	mode := fs.String("mode", "0600", "socket permissions: 0600 (this user) or 0660 (this user's group too)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run proxy --listen PATH [flags]\n%s", fs.FlagUsages())
+			return 0
+		}
+		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run proxy --help", err))
+	}
+	if *listen == "" {
+		return fail(stdio.Stderr, errors.New("proxy: --listen PATH is required; fix: sandbox-run proxy --listen /run/sandbox-run/egress.sock"))
+	}
+	perm := os.FileMode(0o600)
+	switch *mode {
+	case "0600":
+	case "0660":
+		perm = 0o660
+	default:
+		return fail(stdio.Stderr, fmt.Errorf("proxy: --mode %q; fix: use 0600 or 0660", *mode))
+	}
+	entries := func() ([]string, error) {
+		list := append([]string(nil), (*allow)...)
+		if *config != "" {
+			f, err := os.Open(*config)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			p, err := policy.Parse(f)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, p.AllowHosts...)
+		}
+		return list, nil
+	}
+	list, err := entries()
+	if err != nil {
+		return fail(stdio.Stderr, fmt.Errorf("proxy: --config: %w; fix: pass a readable profile", err))
+	}
+	log := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := proxy.Config{Allow: list, Logger: log}
+	if *audit != "" {
+		af, err := os.OpenFile(*audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(stdio.Stderr, fmt.Errorf("proxy: --audit: %w; fix: pass a writable file", err))
+		}
+		defer af.Close()
+		cfg.Audit = af
+	}
+	px, err := proxy.New(cfg)
+	if err != nil {
+		return fail(stdio.Stderr, fmt.Errorf("proxy: %w; fix: correct the allow-list", err))
+	}
+	ln, err := listenUnix(*listen, perm)
+	if err != nil {
+		return fail(stdio.Stderr, err)
+	}
+	defer os.Remove(*listen)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- px.Serve(ctx, ln) }()
+	log.Info("egress proxy serving", "socket", *listen, "entries", len(list))
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(stdio.Stderr, "sandbox-run: proxy: %v\n", err)
+				return 1
+			}
+			return 0
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				list, err := entries()
+				if err == nil {
+					err = px.SetAllow(list)
+				}
+				if err != nil {
+					log.Error("reload refused; the old allow-list stays", "err", err)
+				} else {
+					log.Info("allow-list reloaded", "entries", len(list))
+				}
+				continue
+			}
+			log.Info("shutting down", "signal", s.String())
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+			}
+			return 0
+		}
+	}
+}
+
+// listenUnix listens on path, replacing a stale socket nobody serves but
+// never one that answers, nor anything that is not a socket.
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("proxy: %s exists and is not a socket; fix: choose another --listen path", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("proxy: %s is already being served; fix: stop that proxy or choose another path", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen %s: %w; fix: check the directory exists and is writable", path, err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("proxy: chmod %s: %w", path, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,194 @@
+package sandboxtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// helperEnv selects the test-host mode of a re-executed test binary.
+const helperEnv = "SANDBOX_RUN_TEST_HELPER"
+
+// ServeTestHost must be called first thing in the TestMain of a package
+// that uses NewTestHost: in the re-executed test binary inside the test
+// host's network namespace it serves and exits; elsewhere it returns.
+func ServeTestHost() {
+	if os.Getenv(helperEnv) == "testhost" {
+		os.Exit(runTestHost(os.Getenv("SANDBOX_RUN_TEST_LISTEN")))
+	}
+}
+
+// runTestHost is the HTTP server of the test host inside its network
+// namespace: /ok, /redirect?to=URL (302), /count (connections accepted so
+// far). It prints "ready" once listening and exits when stdin closes.
+func runTestHost(addr string) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var conns atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok from test host") })
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, conns.Load()) })
+	srv := &http.Server{Handler: mux, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+	fmt.Println("ready")
+	_ = srv.Serve(ln)
+	return 1
+}
+
+// TestHost is an HTTP server in a network namespace of its own, reachable
+// from the test over a veth pair at addr:port.
+type TestHost struct {
+	Addr netip.Addr
+	Port int
+}
+
+// HostPort is the test host's address as host:port.
+func (h TestHost) HostPort() string { return netip.AddrPortFrom(h.Addr, uint16(h.Port)).String() }
+
+// Count reads the test host's connection count directly (not through the
+// proxy); the request itself is counted.
+func (h TestHost) Count(t testing.TB) int {
+	t.Helper()
+	c := http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + h.HostPort() + "/count")
+	if err != nil {
+		t.Fatalf("direct GET /count: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatalf("/count: %q", b)
+	}
+	return n
+}
+
+// NewTestHost creates a network namespace and a veth pair with addresses
+// from 198.18.0.0/15 (names and subnet derived from the pid and idx, so
+// parallel runs do not clash), and starts the test host in it. Everything is
+// removed in t.Cleanup.
+func NewTestHost(t *testing.T, idx int) TestHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unavailable(t, "network namespaces", "run as root with iproute2")
+	}
+	ipCmd, err := exec.LookPath("ip")
+	if err != nil {
+		Unavailable(t, "network namespaces", "run as root with iproute2 (ip not found)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	ns := fmt.Sprintf("srp-test-%d-%d", pid, idx)
+	vethOut := fmt.Sprintf("srp%da%d", pid%100000, idx) // <= 15 bytes
+	vethIn := fmt.Sprintf("srp%db%d", pid%100000, idx)
+	block := uint32((pid*4 + idx) % (1 << 15)) // a /30 inside 198.18.0.0/15
+	base := uint32(198)<<24 | uint32(18)<<16 | block<<2
+	v4 := func(n uint32) netip.Addr {
+		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	}
+	outside, inside := v4(base+1), v4(base+2)
+
+	run := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, ipCmd, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	cleanup := func() {
+		_ = run("link", "del", vethOut)
+		_ = run("netns", "del", ns)
+	}
+	cleanup() // a leftover from a crashed run with the same pid
+	if err := run("netns", "add", ns); err != nil {
+		Unavailable(t, "network namespaces", "run as root with iproute2 and CAP_SYS_ADMIN: "+err.Error())
+	}
+	t.Cleanup(cleanup)
+	for _, args := range [][]string{
+		{"link", "add", vethOut, "type", "veth", "peer", "name", vethIn},
+		{"link", "set", vethIn, "netns", ns},
+		{"addr", "add", outside.String() + "/30", "dev", vethOut},
+		{"link", "set", vethOut, "up"},
+		{"netns", "exec", ns, "ip", "addr", "add", inside.String() + "/30", "dev", vethIn},
+		{"netns", "exec", ns, "ip", "link", "set", vethIn, "up"},
+		{"netns", "exec", ns, "ip", "link", "set", "lo", "up"},
+	} {
+		if err := run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h := TestHost{Addr: inside, Port: 8080}
+	ctx, cancel := context.WithCancel(context.Background())
+	if dl, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), dl)
+	}
+	cmd := exec.CommandContext(ctx, ipCmd, "netns", "exec", ns, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=testhost", "SANDBOX_RUN_TEST_LISTEN="+h.HostPort())
+	cmd.Stderr = os.Stderr
+	cmd.WaitDelay = 5 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // runs before the namespace is deleted (LIFO)
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		cancel()
+	})
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- line
+	}()
+	select {
+	case line := <-ready:
+		if line != "ready\n" {
+			t.Fatalf("test host did not start: %q", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("test host not ready after 20s")
+	}
+	return h
+}
+
