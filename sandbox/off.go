@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -29,6 +30,16 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 		report.EnvNames = append(report.EnvNames, k)
 	}
 	sort.Strings(report.EnvNames)
+	report.RunID = newRunID()
+	report.Protections = []Protection{
+		{Name: "environment_cleared", Configured: true},
+		{Name: "own_session", Configured: true, Detail: "its process group is killed when it ends; a setsid child escapes that"},
+	}
+	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "seccomp", "capabilities_dropped", "protected_paths"} {
+		report.Protections = append(report.Protections, Protection{Name: n, Configured: false})
+	}
+	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	report.EnvironmentDigest = environmentDigest(&report)
 	if opts.DryRun != nil {
 		return &Result{Report: report}, nil
 	}
@@ -66,7 +77,13 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	c.Wait()
 	close(done)
 	killGroup(c.Process) // what the command left in its group
-	return &Result{ExitCode: exitCode(c.ProcessState), Report: report}, ctxErr(ctx)
+	code := exitCode(c.ProcessState)
+	class := ""
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		class = "TimedOut"
+	}
+	report.Exit = classify(code, class)
+	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 }
 
 func lookPathIn(name string, env []string) (string, error) {

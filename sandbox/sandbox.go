@@ -137,13 +137,21 @@ type Report struct {
 	EnvNames   []string           `json:"env"`
 	Notes      []string           `json:"notes,omitempty"`
 	Readback   *initproc.Readback `json:"readback,omitempty"`
+	// Protections lists each protection, configured and verified.
+	Protections []Protection `json:"protections"`
+	Limits      []Limit      `json:"limits,omitempty"`
+	TimeoutSec  float64      `json:"timeout_seconds,omitempty"`
+	Exit        *Exit        `json:"exit,omitempty"`
+	// EnvironmentDigest lets a harness pin the environment it accepts.
+	EnvironmentDigest string `json:"environment_digest"`
 }
 
 // BwrapReport names the bubblewrap that was used.
 type BwrapReport struct {
-	Path       string     `json:"path"`
-	Version    string     `json:"version"`
-	Advisories []Advisory `json:"advisories,omitempty"`
+	Path       string         `json:"path"`
+	Version    string         `json:"version"`
+	Features   bwrap.Features `json:"features"`
+	Advisories []Advisory     `json:"advisories,omitempty"`
 }
 
 // Advisory is a known weakness of the bwrap in use.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -178,7 +181,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 
 	report := Report{
 		Tier: 1, Mechanism: "bwrap", Platform: platform(),
-		Bwrap:      &BwrapReport{Path: path, Version: info.Version.String()},
+		Bwrap:      &BwrapReport{Path: path, Version: info.Version.String(), Features: info.Features},
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    uid, HostGID: gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
@@ -201,6 +204,12 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		report.EnvNames = append(report.EnvNames, k)
 	}
 	sort.Strings(report.EnvNames)
+	report.Protections = bwrapProtections(info.Features.DisableUserns, info.Features.BindFD, info.Features.UnshareCgroupTry, uid, prog.Digest())
+	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	if p.Timeout > 0 {
+		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
+	}
+	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
 		fmt.Fprintf(opts.DryRun, "argv: %s\n", strings.Join(quoteAll(argv), " "))
@@ -380,6 +389,7 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 
 	var (
 		initPID  int
+		seenUID  = -1
 		status   *initproc.Status
 		haveStat bool
 		ex       exit
@@ -397,6 +407,7 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 		select {
 		case pid := <-pidCh:
 			initPID = pid
+			seenUID = hostUIDOf(pid)
 			pidCh = nil
 			for _, s := range pending {
 				send(s)
@@ -435,10 +446,19 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 		if status.Readback != nil {
 			report.Readback = status.Readback
 			report.Seccomp.Readback = status.Readback.Seccomp
+			verify(report.Protections, status.Readback)
 		}
+		verifyHostUID(report.Protections, seenUID)
+		class := ""
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			class = "TimedOut"
+		}
+		report.Exit = classify(code, class)
 		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
 		report.Readback = status.Readback
+		verify(report.Protections, status.Readback)
+		report.Exit = &Exit{Code: status.Exit, Class: map[int]string{126: "not_executable", 127: "not_found"}[status.Exit]}
 		return &Result{ExitCode: status.Exit, Report: report}, &ExecError{Code: status.Exit, Command: cmd[0], Reason: reasonOf(status.Error)}
 	case status != nil:
 		return nil, setupErr("sandbox init failed", status.Error, "report this as a bug in sandbox-run")
@@ -533,4 +553,24 @@ func quote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// hostUIDOf reads the real uid of pid as the host sees it: the uid the
+// sandbox's processes hold outside their user namespace.
+func hostUIDOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				n, err := strconv.Atoi(f[0])
+				if err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
 }

@@ -100,7 +100,7 @@ type runFlags struct {
 	memory, pids, nofile, fsize string
 	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
-	dryRun, summary             bool
+	dryRun, summary, verbose    bool
 }
 
 func newRunFlags() *runFlags {
@@ -133,6 +133,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
+	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
 	return f
 }
 
@@ -354,6 +355,9 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		defer af.Close()
 		opts.Audit = af
 	}
+	if p.Sandbox == policy.ModeOff && !f.dryRun {
+		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
+	}
 	runCtx := ctx
 	var cancel context.CancelFunc
 	if p.Timeout > 0 {
@@ -383,6 +387,9 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.summary {
 		printSummary(stdio.Stderr, res)
+	}
+	if f.verbose {
+		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
 }
@@ -434,4 +441,23 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "sandbox-run")
+}
+
+func printOneLine(w io.Writer, res *sandbox.Result) {
+	r := res.Report
+	held, verified := 0, 0
+	for _, p := range r.Protections {
+		if p.Configured {
+			held++
+			if p.Verified != nil && *p.Verified {
+				verified++
+			}
+		}
+	}
+	class := ""
+	if r.Exit != nil {
+		class = " (" + r.Exit.Class + ")"
+	}
+	fmt.Fprintf(w, "sandbox-run: run %s: tier %d %s, %d protections configured, %d verified from inside, network %s, exit %d%s, %s\n",
+		r.RunID, r.Tier, r.Mechanism, held, verified, r.Network, res.ExitCode, class, r.EnvironmentDigest)
 }

@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+)
+
+// Protection is one protection of a run: whether it was configured and,
+// where the kernel's own view could be read from inside the sandbox,
+// whether that view confirms it. Verified is nil when nothing could be read
+// back for it; the report never turns "configured" into "verified" by
+// assumption.
+type Protection struct {
+	Name       string `json:"name"`
+	Configured bool   `json:"configured"`
+	Verified   *bool  `json:"verified"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+// Exit classifies how a run ended.
+type Exit struct {
+	Code  int    `json:"code"`
+	Class string `json:"class"` // exited, signaled, TimedOut, MemoryLimit, PidsLimit, CpuLimit, not_found, not_executable
+}
+
+// digestVersion names the canonical form hashed into EnvironmentDigest;
+// change it whenever that form changes.
+const digestVersion = "sandbox-run/environment/v1"
+
+// environmentDigest hashes what the run's environment was: the protections
+// configured, the limits, the network and the mounts. Not the command, its
+// arguments or its output. Two runs under the same policy on the same node
+// get the same digest; a run with any protection, limit, mount or network
+// setting changed gets another.
+func environmentDigest(r *Report) string {
+	type prot struct {
+		Name       string `json:"n"`
+		Configured bool   `json:"c"`
+	}
+	canon := struct {
+		V          string   `json:"v"`
+		Tier       int      `json:"tier"`
+		Mechanism  string   `json:"mechanism"`
+		Platform   string   `json:"platform"`
+		Prot       []prot   `json:"protections"`
+		Ptrace     bool     `json:"ptrace"`
+		Network    string   `json:"network"`
+		Allow      []string `json:"allow"`
+		Writable   []string `json:"writable"`
+		ReadOnly   []string `json:"read_only"`
+		Protected  []string `json:"protected"`
+		TmpSize    int64    `json:"tmp_size"`
+		Limits     []Limit  `json:"limits"`
+		HostUID    int      `json:"host_uid"`
+		HostGID    int      `json:"host_gid"`
+		EnvNames   []string `json:"env"`
+		TimeoutSec float64  `json:"timeout"`
+	}{
+		V: digestVersion, Tier: r.Tier, Mechanism: r.Mechanism, Platform: r.Platform,
+		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize,
+		Allow: sorted(r.AllowHosts), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
+		Protected: sorted(r.Protected), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
+	}
+	if r.Seccomp != nil {
+		canon.Ptrace = r.Seccomp.Ptrace
+	}
+	for _, p := range r.Protections {
+		canon.Prot = append(canon.Prot, prot{p.Name, p.Configured})
+	}
+	slices.SortFunc(canon.Prot, func(a, b prot) int { return strings.Compare(a.Name, b.Name) })
+	b, _ := json.Marshal(canon)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func sorted(s []string) []string {
+	out := append([]string{}, s...)
+	slices.Sort(out)
+	return out
+}
+
+// Limit is one resource limit and how it was enforced.
+type Limit struct {
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Enforced string `json:"enforced"` // cgroup, rlimit, sampled, timer, none
+}
+
+// bwrapProtections lists what a tier-1 bwrap run configures.
+func bwrapProtections(disableUserns, bindsByFD, cgroupNS bool, uid int, seccompDigest string) []Protection {
+	p := []Protection{
+		{Name: "namespace:user", Configured: true},
+		{Name: "namespace:mount", Configured: true},
+		{Name: "namespace:pid", Configured: true},
+		{Name: "namespace:ipc", Configured: true},
+		{Name: "namespace:uts", Configured: true},
+		{Name: "namespace:net", Configured: true},
+		{Name: "namespace:cgroup", Configured: cgroupNS, Detail: "if the kernel allows (--unshare-cgroup-try)"},
+		{Name: "capabilities_dropped", Configured: true},
+		{Name: "no_new_privs", Configured: true},
+		{Name: "seccomp", Configured: true, Detail: seccompDigest},
+		{Name: "userns_disabled", Configured: disableUserns, Detail: "bwrap --disable-userns; the seccomp filter refuses new namespaces besides"},
+		{Name: "proc_masking", Configured: true},
+		{Name: "unprivileged_host_uid", Configured: uid != 0},
+		{Name: "protected_paths", Configured: true},
+		{Name: "binds_by_fd", Configured: bindsByFD},
+		{Name: "environment_cleared", Configured: true},
+		{Name: "descriptors_closed", Configured: true},
+	}
+	return p
+}
+
+// verify fills Verified from what init read from inside.
+func verify(ps []Protection, rb *initproc.Readback) {
+	if rb == nil {
+		return
+	}
+	t, f := true, false
+	set := func(name string, ok bool) {
+		for i := range ps {
+			if ps[i].Name == name {
+				if ok {
+					ps[i].Verified = &t
+				} else {
+					ps[i].Verified = &f
+				}
+			}
+		}
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		host, err := os.Readlink("/proc/self/ns/" + ns)
+		inside, ok := rb.Namespaces[ns]
+		name := "namespace:" + ns
+		if ns == "mnt" {
+			name = "namespace:mount"
+		}
+		if err == nil && ok {
+			set(name, inside != host)
+		}
+	}
+	set("capabilities_dropped", strings.Trim(rb.CapEff, "0") == "" && strings.Trim(rb.CapBnd, "0") == "")
+	set("no_new_privs", rb.NoNewPrivs == 1)
+	set("seccomp", rb.Seccomp == 2)
+}
+
+// verifyHostUID records the uid the host saw the sandbox's PID 1 run as
+// (bwrap nests user namespaces, so uid_map read inside names the
+// intermediate namespace, not the host). uid < 0: it could not be read.
+func verifyHostUID(ps []Protection, uid int) {
+	if uid < 0 {
+		return
+	}
+	ok := uid != 0
+	for i := range ps {
+		if ps[i].Name == "unprivileged_host_uid" {
+			ps[i].Verified = &ok
+			ps[i].Detail = "host uid " + strconv.Itoa(uid) + ", read from /proc/PID/status of the sandbox's PID 1"
+		}
+	}
+}
+
+// classify names how the run ended.
+func classify(code int, class string) *Exit {
+	if class != "" {
+		return &Exit{Code: code, Class: class}
+	}
+	if code > 128 && code < 128+65 {
+		return &Exit{Code: code, Class: "signaled"}
+	}
+	return &Exit{Code: code, Class: "exited"}
+}
