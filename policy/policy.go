@@ -147,7 +147,7 @@ type InvalidError struct {
 func (e *InvalidError) Error() string {
 	s := fmt.Sprintf("policy: %s: %s", e.Field, e.Reason)
 	if e.Fix != "" {
-		s += "; " + e.Fix
+		s += "; fix: " + e.Fix
 	}
 	return s
 }

@@ -107,6 +107,9 @@ func newRunFlags() *runFlags {
 	f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
 	fs := f.fs
 	fs.SortFlags = false
+	// The first word that is not a flag ends ours: a command's own flags
+	// must never be taken as sandbox-run's.
+	fs.SetInterspersed(false)
 	fs.StringVar(&f.workdir, "workdir", "", "writable directory, same path inside, the current directory (default: cwd)")
 	fs.StringArrayVar(&f.write, "write", nil, "another writable directory (repeatable)")
 	fs.StringArrayVar(&f.read, "read", nil, "another read-only path (repeatable)")

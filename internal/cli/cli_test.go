@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs Run in-process with files for stdio and returns the exit
+// status and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	out, _ := os.Create(filepath.Join(dir, "out"))
+	errf, _ := os.Create(filepath.Join(dir, "err"))
+	in, _ := os.Open(os.DevNull)
+	defer out.Close()
+	defer errf.Close()
+	defer in.Close()
+	code := Run(context.Background(), args, IO{Stdin: in, Stdout: out, Stderr: errf}, nil)
+	o, _ := os.ReadFile(out.Name())
+	e, _ := os.ReadFile(errf.Name())
+	return code, string(o), string(e)
+}
+
+func TestRefusalsAreOneLine(t *testing.T) {
+	wd := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown subcommand", []string{"frobnicate"}, "unknown subcommand"},
+		{"unknown flag", []string{"run", "--frob", "--", "true"}, "unknown flag"},
+		{"no command", []string{"run", "--workdir", wd}, "no command"},
+		{"command without --", []string{"run", "--workdir", wd, "ls", "-l"}, "must follow --"},
+		{"bad env", []string{"run", "--workdir", wd, "--env", "NOVALUE", "--", "true"}, "KEY=VALUE"},
+		{"missing workdir", []string{"run", "--workdir", "/nonexistent/x", "--", "true"}, "does not exist"},
+		{"bad user", []string{"run", "--workdir", wd, "--user", "abc", "--", "true"}, "--user"},
+		{"bad tmp size", []string{"run", "--workdir", wd, "--tmp-size", "lots", "--", "true"}, "tmp-size"},
+		{"bad mode", []string{"run", "--workdir", wd, "--sandbox", "docker", "--", "true"}, "sandbox"},
+		{"llm-env alone", []string{"run", "--workdir", wd, "--llm-env", "X", "--", "true"}, "llm"},
+		{"proxy without listen", []string{"proxy"}, "--listen"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != ExitRefused {
+				t.Fatalf("exit %d, want %d (%q)", code, ExitRefused, stderr)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "sandbox-run: ") || !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q: want one line holding %q", stderr, tt.want)
+			}
+			if !strings.Contains(stderr, "fix") && tt.name != "bad mode" {
+				t.Errorf("stderr %q names no fix", stderr)
+			}
+		})
+	}
+}
+
+func TestProfileThenFlags(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.json")
+	os.WriteFile(prof, []byte(`{"workdir":"/from/profile","env":{"A":"1","B":"2"},"allow_hosts":["a.example"],"timeout":"5s"}`), 0o644)
+	f := newRunFlags()
+	if err := f.fs.Parse([]string{"--config", prof, "--env", "B=3", "--allow-host", "b.example"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.policy(func() (string, error) { return "/cwd", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workdir != "/from/profile" || p.Env["A"] != "1" || p.Env["B"] != "3" ||
+		len(p.AllowHosts) != 1 || p.AllowHosts[0] != "b.example" || p.Timeout == 0 {
+		t.Errorf("merged policy = %+v", p)
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	for in, want := range map[string][2]int{"1000": {1000, 1000}, "1000:2000": {1000, 2000}} {
+		u, g, err := parseUser(in)
+		if err != nil || u != want[0] || g != want[1] {
+			t.Errorf("parseUser(%q) = %d,%d,%v", in, u, g, err)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "x", "1000:", "1000:0", "01000", ""} {
+		if _, _, err := parseUser(bad); err == nil {
+			t.Errorf("parseUser(%q) accepted", bad)
+		}
+	}
+}
+
+func TestScrubEnvValues(t *testing.T) {
+	// Heap strings (never literals, which may be read-only memory).
+	mk := func(s string) string { return string([]byte(s)) }
+	args := []string{mk("--env"), mk("TOKEN=secret"), mk("--env=K=v2"), mk("--workdir"), mk("/w"), mk("--"), mk("--env"), mk("X=keep")}
+	scrubEnvValues(args)
+	got := strings.Join(args, " ")
+	if got != "--env TOKEN=****** --env=K=** --workdir /w -- --env X=keep" {
+		t.Errorf("scrubbed argv = %q", got)
+	}
+}
