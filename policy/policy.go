@@ -111,6 +111,17 @@ type Policy struct {
 	TmpSize int64 `json:"tmp_size,omitempty"`
 	// Timeout ends the whole sandbox after this long; zero means none.
 	Timeout Duration `json:"timeout,omitempty"`
+	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
+	// CPUTime its CPU time; NoFile each process's open files; FSize the
+	// size of a file it writes. Zero means no limit.
+	Memory  int64    `json:"memory,omitempty"`
+	Pids    int64    `json:"pids,omitempty"`
+	CPUTime Duration `json:"cpu_time,omitempty"`
+	NoFile  int64    `json:"nofile,omitempty"`
+	FSize   int64    `json:"fsize,omitempty"`
+	// CgroupBase is a delegated cgroup v2 directory to create the run's
+	// cgroup in; empty means find one, or fall back to rlimits and sampling.
+	CgroupBase string `json:"cgroup_base,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as a Go duration string
@@ -253,6 +264,16 @@ func (p Policy) Validate() error {
 	}
 	if p.TmpSize < 0 {
 		return invalid("tmp-size", "negative size", "pass a size such as 256M")
+	}
+	for f, v := range map[string]int64{"memory": p.Memory, "pids": p.Pids, "nofile": p.NoFile, "fsize": p.FSize, "cpu-time": int64(p.CPUTime)} {
+		if v < 0 {
+			return invalid(f, "negative", "pass a positive value, or leave it out for no limit")
+		}
+	}
+	if p.CgroupBase != "" {
+		if err := checkPath("cgroup-base", p.CgroupBase); err != nil {
+			return err
+		}
 	}
 	if p.Timeout < 0 {
 		return invalid("timeout", "negative duration", "pass a duration such as 90s")

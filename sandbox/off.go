@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
 
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -51,8 +55,27 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 		}
 		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
+	lim, err := limits.NewPlan(limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}, limits.Env{})
+	if err != nil {
+		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+	}
+	report.Limits = append(report.Limits, limitReport(lim)...)
+	if p.Timeout > 0 {
+		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
+	}
+	report.EnvironmentDigest = environmentDigest(&report)
 	c := exec.Command(path, cmd[1:]...)
 	c.Args[0] = cmd[0]
+	if len(lim.Rlimits) > 0 {
+		// The exec shim applies the rlimits to itself and becomes the
+		// command, so sandbox-run keeps its own.
+		self, err := os.Executable()
+		if err != nil {
+			return nil, setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+		}
+		c = exec.Command(self, append([]string{initproc.ExecArg, limits.EncodeRlimits(lim.Rlimits), path}, cmd...)...)
+		c.Args[0] = "sandbox-run"
+	}
 	c.Env = env
 	c.Dir = p.Workdir
 	c.Stdin, c.Stdout, c.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
@@ -60,12 +83,20 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	if err := c.Start(); err != nil {
 		return &Result{ExitCode: 126, Report: report}, &ExecError{Code: 126, Command: cmd[0], Reason: err.Error()}
 	}
+	over := sampleOff(ctx, c.Process.Pid, lim.Sample)
 	done := make(chan struct{})
+	killed := make(chan limits.Exceeded, 1)
 	go func() {
 		for {
 			select {
 			case s := <-opts.Signals:
 				signalGroup(c.Process, s)
+			case e, ok := <-over:
+				over = nil
+				if ok {
+					killed <- e
+					killGroup(c.Process)
+				}
 			case <-ctx.Done():
 				killGroup(c.Process)
 				return
@@ -81,6 +112,12 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	class := ""
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		class = "TimedOut"
+	}
+	select {
+	case e := <-killed:
+		report.Exit = classify(code, limitClass(e.Kind))
+		return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: e}
+	default:
 	}
 	report.Exit = classify(code, class)
 	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)

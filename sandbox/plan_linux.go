@@ -392,7 +392,6 @@ func accessibleAs(p string, uid, gid int, write bool) error {
 	return nil
 }
 
-func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }
 
 // guardErr turns a pathguard refusal into a setup error: one line naming
 // the bind, the link, the writable dir and the fix.

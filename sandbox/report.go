@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/limits"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 )
@@ -175,4 +178,36 @@ func classify(code int, class string) *Exit {
 		return &Exit{Code: code, Class: "signaled"}
 	}
 	return &Exit{Code: code, Class: "exited"}
+}
+
+// limitReport lists each limit that was asked for and how it is enforced.
+func limitReport(pl limits.Plan) []Limit {
+	var out []Limit
+	add := func(name string, v int64, how limits.Method, format func(int64) string) {
+		if v > 0 {
+			out = append(out, Limit{Name: name, Value: format(v), Enforced: string(how)})
+		}
+	}
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	add("memory", pl.Limits.Memory, pl.How.Memory, n)
+	add("pids", pl.Limits.Pids, pl.How.Pids, n)
+	add("cpu_time", int64(pl.Limits.CPUTime), pl.How.CPUTime, func(v int64) string { return time.Duration(v).String() })
+	add("nofile", pl.Limits.NoFile, pl.How.NoFile, n)
+	add("fsize", pl.Limits.FSize, pl.How.FSize, n)
+	out = append(out, Limit{Name: "core", Value: "0", Enforced: string(pl.How.Core)})
+	return out
+}
+
+func limitClass(k limits.Kind) string {
+	switch k {
+	case limits.MemoryLimit:
+		return "MemoryLimit"
+	case limits.PidsLimit:
+		return "PidsLimit"
+	case limits.CpuLimit:
+		return "CpuLimit"
+	case limits.TimedOut:
+		return "TimedOut"
+	}
+	return k.String()
 }

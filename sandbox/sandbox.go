@@ -51,6 +51,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -74,6 +75,26 @@ type ExecError struct {
 }
 
 func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
+
+// LimitError means a resource limit ended the whole sandbox. The Result
+// that comes with it holds the exit status and the report.
+type LimitError struct {
+	Exceeded limits.Exceeded
+}
+
+func (e *LimitError) Error() string {
+	k := e.Exceeded.Kind
+	s := fmt.Sprintf("%s exceeded", k)
+	switch {
+	case k == limits.MemoryLimit && e.Exceeded.Limit > 0:
+		s = fmt.Sprintf("memory limit exceeded (%d MiB in use, limit %d MiB)", e.Exceeded.Usage>>20, e.Exceeded.Limit>>20)
+	case k == limits.PidsLimit && e.Exceeded.Limit > 0:
+		s = fmt.Sprintf("task limit exceeded (%d tasks, limit %d)", e.Exceeded.Usage, e.Exceeded.Limit)
+	case k == limits.CpuLimit:
+		s = "CPU time limit exceeded"
+	}
+	return s + "; the whole sandbox was ended"
+}
 
 // Options say how to run, as opposed to the policy, which says what is
 // allowed.
@@ -260,3 +281,5 @@ func auditEvent(w io.Writer, runID, event string, fields map[string]any) {
 	}
 	w.Write(append(b, '\n'))
 }
+
+func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }

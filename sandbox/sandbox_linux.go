@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -158,6 +160,14 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+
+	lim, cg, err := setupLimits(p, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cg != nil {
+		defer cg.Close()
+	}
 	spec := bwrap.Spec{
 		UnshareCgroupTry: info.Features.UnshareCgroupTry,
 		DisableUserns:    info.Features.DisableUserns,
@@ -177,6 +187,9 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
 	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: nw.forwards, Command: cmd}
+	if rl := lim.Rlimits; len(rl) > 1 || (len(rl) == 1 && rl[0].Resource != limits.Core) {
+		initCfg.Rlimits = limits.EncodeRlimits(rl)
+	}
 	argv := append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
 
 	report := Report{
@@ -209,6 +222,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if p.Timeout > 0 {
 		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
 	}
+	report.Limits = append(report.Limits, limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
@@ -228,7 +242,8 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
 	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
 		"network": nw.mode, "allow_hosts": p.AllowHosts})
-	res, err := launch(ctx, cmd, argv, args, prog.Bytes(), pl, uid, gid, root, host, report, opts)
+	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl,
+		uid: uid, gid: gid, root: root, host: host, report: report, opts: opts, lim: lim, cg: cg})
 	end := map[string]any{}
 	if res != nil {
 		end["exit"] = res.ExitCode
@@ -244,7 +259,24 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 // bwrap's whole life: the kernel's parent-death signal follows the thread,
 // not the process, so a thread that ended early would kill the sandbox and
 // a goroutine that moved would leave it without one.
-func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *plan, uid, gid int, root bool, host bwrap.Host, report Report, opts Options) (*Result, error) {
+// launchSpec is everything launch needs; the plan's and the cgroup's
+// descriptors stay owned by their values.
+type launchSpec struct {
+	cmd, argv, args []string
+	seccomp         []byte
+	pl              *plan
+	uid, gid        int
+	root            bool
+	host            bwrap.Host
+	report          Report
+	opts            Options
+	lim             limits.Plan
+	cg              *limits.Cgroup // nil: no cgroup
+}
+
+func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
+	cmd, argv, args, seccomp, pl := ls.cmd, ls.argv, ls.args, ls.seccomp, ls.pl
+	uid, gid, root, host, report, opts := ls.uid, ls.gid, ls.root, ls.host, ls.report, ls.opts
 	var closers []io.Closer
 	closeAll := func() {
 		for _, c := range closers {
@@ -314,6 +346,11 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 	}
 	if root {
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+	if ls.cg != nil {
+		// Born inside the run's cgroup (clone3 CLONE_INTO_CGROUP): no
+		// moment when bwrap or anything below it is outside the limits.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, ls.cg.FD()
 	}
 
 	type exit struct {
@@ -390,6 +427,9 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 	var (
 		initPID  int
 		seenUID  = -1
+		over     <-chan limits.Exceeded
+		killedBy = limits.None
+		exceeded limits.Exceeded
 		status   *initproc.Status
 		haveStat bool
 		ex       exit
@@ -408,6 +448,7 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 		case pid := <-pidCh:
 			initPID = pid
 			seenUID = hostUIDOf(pid)
+			over = watchLimits(ctx, ls, pid, opts.logger())
 			pidCh = nil
 			for _, s := range pending {
 				send(s)
@@ -421,6 +462,14 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 			}
 		case s := <-opts.Signals:
 			send(s)
+		case e, ok := <-over:
+			over = nil
+			if ok && killedBy == limits.None {
+				// A limit ends the whole sandbox: PID 1 takes every
+				// process with it.
+				killedBy, exceeded = e.Kind, e
+				unix.Kill(initPID, unix.SIGKILL)
+			}
 		case <-ctxDone:
 			ctxDone = nil
 			if initPID > 0 {
@@ -452,6 +501,13 @@ func launch(ctx context.Context, cmd, argv, args []string, seccomp []byte, pl *p
 		class := ""
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			class = "TimedOut"
+		} else if k := classifyLimit(ls, code, killedBy); k != limits.None {
+			class = limitClass(k)
+			if killedBy == limits.None {
+				exceeded = limits.Exceeded{Kind: k}
+			}
+			report.Exit = classify(code, class)
+			return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: exceeded}
 		}
 		report.Exit = classify(code, class)
 		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
@@ -573,4 +629,81 @@ func hostUIDOf(pid int) int {
 		}
 	}
 	return -1
+}
+
+// watchLimits starts whatever watches the run's limits beyond the kernel's
+// own: the cgroup's counters, or sampling of the sandbox's process tree.
+// It returns nil when nothing needs watching.
+func watchLimits(ctx context.Context, ls *launchSpec, initPID int, log *slog.Logger) <-chan limits.Exceeded {
+	if ls.cg != nil {
+		return ls.cg.Watch(ctx, 10*time.Millisecond)
+	}
+	if ls.lim.Sample == (limits.Limits{}) {
+		return nil
+	}
+	ch, err := limits.Sample(ctx, initPID, ls.lim.Sample, limits.DefaultInterval)
+	if err != nil {
+		// The run goes on with its rlimits; the report must not claim
+		// the sampled limits held, so this is logged and surfaces as an
+		// exit the command made itself.
+		log.Warn("cannot sample the sandbox's limits", "err", err)
+		return nil
+	}
+	return ch
+}
+
+// classifyLimit says whether a limit ended the run, from what the launcher
+// did and what the kernel left behind.
+func classifyLimit(ls *launchSpec, code int, killedBy limits.Kind) limits.Kind {
+	ev := limits.Evidence{Killed: killedBy, CPULimit: ls.lim.Limits.CPUTime}
+	if code > 128 {
+		ev.Signal = code - 128
+	}
+	if ls.cg != nil {
+		if e, err := ls.cg.Events(); err == nil {
+			ev.OOMKills = e.OOMKills + e.OOMGroupKills
+			if killedBy == limits.None && e.Kind() != limits.None && code > 128 {
+				ev.Killed = e.Kind()
+			}
+		}
+		if t, err := ls.cg.CPUTime(); err == nil {
+			ev.CPUTime = t
+		}
+	}
+	return limits.Classify(ev)
+}
+
+// setupLimits plans how each limit is enforced: a cgroup of the run's own
+// where a delegated cgroup v2 offers the controllers, else rlimits and
+// sampling. A --cgroup-base that cannot be used is refused, not ignored.
+func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
+	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	// Init's own threads and bwrap's monitor live in the same tree.
+	env := limits.Env{OverheadTasks: 8}
+	var base string
+	if l.Memory > 0 || l.Pids > 0 || l.CPUTime > 0 {
+		b, err := limits.FindDelegated(p.CgroupBase)
+		switch {
+		case err == nil:
+			mem, pids, err := limits.Enabled(b)
+			if err == nil {
+				base, env.Cgroup, env.CgroupMemory, env.CgroupPids = b, true, mem, pids
+			}
+		case p.CgroupBase != "":
+			return limits.Plan{}, nil, &SetupError{What: "--cgroup-base " + p.CgroupBase, Why: err.Error(),
+				Fix: "pass a cgroup v2 directory you may write, with the memory and pids controllers enabled for its children, or drop --cgroup-base"}
+		}
+	}
+	plan, err := limits.NewPlan(l, env)
+	if err != nil {
+		return limits.Plan{}, nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits (--memory of at least 1M, --nofile of at least 4)"}
+	}
+	if base == "" || plan.Cgroup == (limits.Limits{}) {
+		return plan, nil, nil
+	}
+	cg, err := limits.Create(base, "sandbox-run-"+runID, plan.Cgroup)
+	if err != nil {
+		return limits.Plan{}, nil, &SetupError{What: "cannot create the run's cgroup in " + base, Why: err.Error(), Fix: "check the delegation of " + base + " or drop --cgroup-base"}
+	}
+	return plan, cg, nil
 }

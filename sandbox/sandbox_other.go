@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package sandbox
 
@@ -18,5 +18,5 @@ func runBwrap(context.Context, policy.Policy, []string, Options) (*Result, error
 }
 
 func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: seatbelt is not built yet: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
 }

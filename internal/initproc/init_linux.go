@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/limits"
 )
 
 // Main runs init with args (those after Arg) and returns its exit status.
@@ -79,7 +80,20 @@ func Main(args []string) int {
 		Files: []uintptr{0, 1, uintptr(c.StderrFD)},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
-	pid, err := syscall.ForkExec(path, c.Command, attr)
+	// Core dumps are off for init and everything below it. Any other
+	// rlimit goes through the exec shim so that init keeps its own
+	// descriptors and CPU for relaying.
+	limits.Apply([]limits.Rlimit{{Resource: limits.Core}})
+	exe, argv := path, c.Command
+	if c.Rlimits != "" {
+		if _, err := limits.ParseRlimits(c.Rlimits); err != nil {
+			report(Status{Error: err.Error(), Exit: 125, Readback: rb})
+			return 125
+		}
+		exe = "/proc/self/exe"
+		argv = append([]string{"sandbox-run", ExecArg, c.Rlimits, path}, c.Command...)
+	}
+	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil {
 		code := 126
 		if errors.Is(err, fs.ErrNotExist) {
@@ -191,4 +205,30 @@ func startForward(ctx context.Context, f Forward) error {
 		go forwarder.Serve(ctx, ln6, f.Socket)
 	}
 	return nil
+}
+
+// ExecMain is the exec shim: args are RLIMITS PATH ARGV0 [ARG...]. It
+// applies the rlimits to itself, lets SIGXFSZ be ignored (so that a write
+// past --fsize fails with EFBIG instead of killing the writer), and
+// becomes the command. It returns only on failure.
+func ExecMain(args []string) int {
+	if len(args) < 3 {
+		os.Stderr.WriteString("sandbox-run exec: usage\n")
+		return 125
+	}
+	rl, err := limits.ParseRlimits(args[0])
+	if err == nil {
+		err = limits.Apply(rl)
+	}
+	if err != nil {
+		os.Stderr.WriteString("sandbox-run exec: rlimits: " + err.Error() + "\n")
+		return 125
+	}
+	signal.Ignore(unix.SIGXFSZ)
+	err = syscall.Exec(args[1], args[2:], os.Environ())
+	os.Stderr.WriteString("sandbox-run exec: " + args[1] + ": " + err.Error() + "\n")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
 }

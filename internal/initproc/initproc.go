@@ -31,6 +31,11 @@ import (
 // Arg is the hidden first argument that selects init mode.
 const Arg = "__sandbox-init"
 
+// ExecArg selects the exec shim: a process that applies the run's rlimits
+// to itself and then becomes the command, so that init, which relays
+// connections and signals, is not held to the command's limits.
+const ExecArg = "__sandbox-exec"
+
 // Status is what init reports on its status descriptor, as one JSON line.
 type Status struct {
 	Started  bool      `json:"started"`
@@ -57,7 +62,10 @@ type Config struct {
 	StatusFD int
 	StderrFD int
 	Forward  []Forward
-	Command  []string
+	// Rlimits is the command's rlimits in limits.EncodeRlimits form; empty
+	// means only core dumps off.
+	Rlimits string
+	Command []string
 }
 
 // Forward asks init to listen on a loopback TCP port and relay each
@@ -75,6 +83,9 @@ func (c Config) Args() []string {
 	a := []string{"--status-fd", fmt.Sprint(c.StatusFD), "--stderr-fd", fmt.Sprint(c.StderrFD)}
 	for _, f := range c.Forward {
 		a = append(a, "--forward", fmt.Sprintf("%d=%s", f.Port, f.Socket))
+	}
+	if c.Rlimits != "" {
+		a = append(a, "--rlimits", c.Rlimits)
 	}
 	a = append(a, "--")
 	return append(a, c.Command...)
@@ -94,7 +105,7 @@ func ParseArgs(args []string) (Config, error) {
 				return c, fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
 			}
 			return c, nil
-		case "--status-fd", "--stderr-fd", "--forward":
+		case "--status-fd", "--stderr-fd", "--forward", "--rlimits":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -109,6 +120,8 @@ func ParseArgs(args []string) (Config, error) {
 				if _, err := fmt.Sscan(v, &c.StderrFD); err != nil {
 					return c, fmt.Errorf("%w: --stderr-fd %q", ErrUsage, v)
 				}
+			case "--rlimits":
+				c.Rlimits = v
 			case "--forward":
 				port, sock, ok := strings.Cut(v, "=")
 				var f Forward

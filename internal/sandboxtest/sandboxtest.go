@@ -113,3 +113,19 @@ func Chown(t testing.TB, p string) {
 		}
 	}
 }
+
+// RequireCgroupEnv turns a missing delegated cgroup v2 (with the memory and
+// pids controllers) into a failure. It is separate from RequireEnv because
+// many hosts that run bwrap fine cannot offer one (a hybrid hierarchy whose
+// memory and pids controllers sit on cgroup v1), and sandbox-run falls back
+// to rlimits plus sampling there, which the other tests cover.
+const RequireCgroupEnv = "SANDBOX_REQUIRE_CGROUP"
+
+// CgroupUnavailable skips t, or fails it under SANDBOX_REQUIRE_CGROUP=1.
+func CgroupUnavailable(t testing.TB, what, why string) {
+	t.Helper()
+	if os.Getenv(RequireCgroupEnv) == "1" {
+		t.Fatalf("%s unavailable under %s=1: %s", what, RequireCgroupEnv, why)
+	}
+	t.Skipf("%s unavailable: %s (set %s=1 to make this a failure)", what, why, RequireCgroupEnv)
+}

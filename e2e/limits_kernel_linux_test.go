@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+)
+
+func TestTimeoutKillsEveryDescendant(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	n := 8000 + int(time.Now().UnixNano()%1000)
+	t.Cleanup(func() { exec.Command("pkill", "-f", fmt.Sprintf("sleep %d", n)).Run() })
+	start := time.Now()
+	r := sandboxed(t, w, fmt.Sprintf(`setsid sleep %d.1 & (sleep %d.2 &) ; sleep 60`, n, n), "--timeout", "1s")
+	if r.code != 124 {
+		t.Fatalf("exit %d, want 124: %q", r.code, r.stderr)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the timeout took %v", time.Since(start))
+	}
+	if !waitGone(fmt.Sprintf("sleep %d", n), 5*time.Second) {
+		t.Errorf("a descendant outlived the timeout")
+	}
+}
+
+// limitRun runs script under extra limits and returns the result and the
+// report's exit class.
+func limitRun(t *testing.T, script string, extra ...string) (result, string) {
+	t.Helper()
+	w := sandboxtest.WorkDir(t)
+	rep, r := runReport(t, w, extra, script)
+	return r, rep.Exit.Class
+}
+
+func TestForkBombStopsAtPids(t *testing.T) {
+	needBwrap(t)
+	start := time.Now()
+	// Bounded: at most 2000 sleepers, each gone within 30 s anyway.
+	r, class := limitRun(t, `i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; wait`, "--pids", "50")
+	if class != "PidsLimit" || r.code != 137 {
+		t.Errorf("exit %d class %q, want 137 PidsLimit (%q)", r.code, class, r.stderr)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("stopping the bomb took %v", d)
+	}
+	// The node is still responsive: a plain fork works at once.
+	if err := exec.Command("true").Run(); err != nil {
+		t.Errorf("host cannot fork after the bomb: %v", err)
+	}
+}
+
+var usageRE = regexp.MustCompile(`\((\d+) MiB in use, limit (\d+) MiB\)`)
+
+func TestMemoryLimits(t *testing.T) {
+	needBwrap(t)
+	for name, script := range map[string]string{
+		"hog": `python3 -c '
+a = []
+for i in range(100):
+    a.append(bytearray(10 << 20))
+'`,
+		// Four processes of 40 MiB each: every one under the limit, the
+		// sum over it.
+		"spread": `for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(40 << 20); time.sleep(20)' & done; wait`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, class := limitRun(t, script, "--memory", "100M")
+			if class != "MemoryLimit" || r.code != 137 {
+				t.Fatalf("exit %d class %q, want 137 MemoryLimit (%q)", r.code, class, r.stderr)
+			}
+			m := usageRE.FindStringSubmatch(r.stderr)
+			if m == nil {
+				t.Fatalf("no usage in %q", r.stderr)
+			}
+			used, _ := strconv.Atoi(m[1])
+			limit, _ := strconv.Atoi(m[2])
+			if used >= 2*limit {
+				t.Errorf("stopped at %d MiB, not before twice the limit (%d MiB)", used, limit)
+			}
+		})
+	}
+}
+
+func TestCPUTimeLimit(t *testing.T) {
+	needBwrap(t)
+	start := time.Now()
+	r, class := limitRun(t, `while :; do :; done`, "--cpu-time", "1s")
+	if class != "CpuLimit" {
+		t.Errorf("exit %d class %q, want CpuLimit (%q)", r.code, class, r.stderr)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the spinner ran %v", time.Since(start))
+	}
+}
+
+func TestFileLimits(t *testing.T) {
+	needBwrap(t)
+	script := `head -c 100000 /dev/zero > big 2>/dev/null; echo size=$(wc -c < big)
+python3 -c '
+import os
+n = 0
+try:
+    while n < 10000:
+        os.open("/dev/null", 0); n += 1
+except OSError as e:
+    print("errno", e.errno)
+'`
+	// Positive control: without the limits the file is whole and the
+	// opens go on.
+	ctl, _ := limitRun(t, script)
+	if !strings.Contains(ctl.stdout, "size=100000") || strings.Contains(ctl.stdout, "errno") {
+		t.Fatalf("control: %q", ctl.stdout)
+	}
+	for _, mode := range []string{"bwrap", "off"} {
+		r, class := limitRun(t, script, "--sandbox", mode, "--fsize", "64K", "--nofile", "16")
+		if !strings.Contains(r.stdout, "size=65536") || !strings.Contains(r.stdout, "errno 24") || class != "exited" {
+			t.Errorf("%s: want EFBIG at 64K and EMFILE (24): %q class %s", mode, r.stdout, class)
+		}
+	}
+}
+
+func TestOwnExitIsNotALimit(t *testing.T) {
+	needBwrap(t)
+	r, class := limitRun(t, "exit 3", "--memory", "100M", "--pids", "50", "--cpu-time", "5s")
+	if r.code != 3 || class != "exited" || strings.Contains(r.stderr, "limit") {
+		t.Errorf("exit %d class %q stderr %q, want the command's own 3", r.code, class, r.stderr)
+	}
+}

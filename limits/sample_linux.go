@@ -1,0 +1,364 @@
+package limits
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, 100 on
+// every Linux architecture (it is ABI, independent of the kernel's HZ).
+const userHZ = 100
+
+// maxTree bounds one walk of the process tree, so that a walk over a tree
+// that changes under it always ends.
+const maxTree = 1 << 16
+
+// Usage is one sample of a process tree.
+type Usage struct {
+	// Memory is the sum over the tree of resident anonymous and shmem
+	// memory (RssAnon + RssShmem of /proc/PID/status), in bytes. When that
+	// sum is above the memory limit it is recomputed as the proportional
+	// set size (Pss_Anon + Pss_Shmem of smaps_rollup), which counts a page
+	// shared by n processes once in total rather than n times.
+	Memory int64
+	// Tasks is the number of tasks (threads) in the tree, zombies included.
+	Tasks int64
+	// CPU is user plus system time of the live processes and of the
+	// children they reaped.
+	CPU time.Duration
+	// Procs is the number of processes in the tree.
+	Procs int
+}
+
+// Sample watches the process tree below rootPID (rootPID included) and
+// sends one Exceeded on the returned channel when the tree is over
+// l.Memory, l.Pids or l.CPUTime (checked in that order; zero fields are
+// not checked). It is the fallback for a sandbox without a cgroup: the
+// caller ends the whole sandbox when it receives. The channel is closed
+// after that send, when ctx is done, or when rootPID has exited (or its pid
+// was reused: the process's start time is checked on every sample).
+//
+// interval picks the wait before each next sample from the usage closest
+// to its limit; nil means DefaultInterval (10 ms, 1 ms at half the limit).
+//
+// The tree is followed through /proc/PID/task/TID/children; an orphan
+// reparented to a process outside the tree (no PID namespace, no
+// subreaper) is lost to it. It returns an error wrapping fs.ErrNotExist if
+// rootPID does not exist.
+func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc) (<-chan Exceeded, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if interval == nil {
+		interval = DefaultInterval
+	}
+	start, err := startTime(rootPID)
+	if err != nil {
+		return nil, fmt.Errorf("limits: sample %d: %w", rootPID, err)
+	}
+	out := make(chan Exceeded, 1)
+	go func() {
+		defer close(out)
+		w := walker{root: rootPID}
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if st, err := startTime(rootPID); err != nil || st != start {
+				return
+			}
+			u := w.sample(l)
+			if x, ok := over(u, l); ok {
+				out <- x
+				return
+			}
+			t.Reset(interval(nearest(u, l)))
+		}
+	}()
+	return out, nil
+}
+
+// over compares u with l.
+func over(u Usage, l Limits) (Exceeded, bool) {
+	switch {
+	case l.Memory > 0 && u.Memory > l.Memory:
+		return Exceeded{Kind: MemoryLimit, Usage: u.Memory, Limit: l.Memory}, true
+	case l.Pids > 0 && u.Tasks > l.Pids:
+		return Exceeded{Kind: PidsLimit, Usage: u.Tasks, Limit: l.Pids}, true
+	case l.CPUTime > 0 && u.CPU > l.CPUTime:
+		return Exceeded{Kind: CpuLimit, Usage: int64(u.CPU), Limit: int64(l.CPUTime)}, true
+	}
+	return Exceeded{}, false
+}
+
+// nearest returns the (usage, limit) pair of memory or tasks that is the
+// largest fraction of its limit, (0, 0) if neither is limited.
+func nearest(u Usage, l Limits) (int64, int64) {
+	var bu, bl int64
+	best := -1.0
+	if l.Memory > 0 {
+		bu, bl, best = u.Memory, l.Memory, float64(u.Memory)/float64(l.Memory)
+	}
+	if l.Pids > 0 && float64(u.Tasks)/float64(l.Pids) > best {
+		bu, bl = u.Tasks, l.Pids
+	}
+	return bu, bl
+}
+
+// SampleOnce measures the tree below rootPID once, with memory as RSS
+// (anonymous + shmem) unless confirm is true, in which case it is PSS.
+// It is what Sample does on each tick, exposed for reports and tests.
+func SampleOnce(rootPID int, confirm bool) (Usage, error) {
+	if _, err := startTime(rootPID); err != nil {
+		return Usage{}, fmt.Errorf("limits: sample %d: %w", rootPID, err)
+	}
+	w := walker{root: rootPID}
+	l := Limits{CPUTime: 1}
+	if confirm {
+		l.Memory = 1 // anything above is "over", so PSS is read
+	}
+	return w.sample(l), nil
+}
+
+type walker struct {
+	root  int
+	procs []int
+	buf   []byte
+	// scan is set once /proc/PID/task/TID/children is found missing
+	// (CONFIG_PROC_CHILDREN=n): the tree is then built from every
+	// process's parent pid.
+	scan bool
+}
+
+// sample walks the tree and measures it; l decides what is read.
+func (w *walker) sample(l Limits) Usage {
+	w.walk()
+	var u Usage
+	u.Procs = len(w.procs)
+	for _, p := range w.procs {
+		mem, tasks := w.status(p)
+		u.Memory += mem
+		u.Tasks += tasks
+		if l.CPUTime > 0 {
+			u.CPU += w.cpu(p)
+		}
+	}
+	if l.Memory > 0 && u.Memory > l.Memory {
+		// RSS counts a page once per process mapping it; PSS splits it.
+		// RSS >= PSS, so checking PSS only above the limit misses nothing.
+		var pss int64
+		for _, p := range w.procs {
+			v, ok := w.pss(p)
+			if !ok {
+				mem, _ := w.status(p)
+				v = mem // unreadable: keep the larger, RSS
+			}
+			pss += v
+		}
+		u.Memory = pss
+	}
+	return u
+}
+
+// walk fills w.procs with the pids of the tree.
+func (w *walker) walk() {
+	w.procs = append(w.procs[:0], w.root)
+	seen := map[int]bool{w.root: true}
+	if w.scan {
+		w.walkByScan(seen)
+		return
+	}
+	for i := 0; i < len(w.procs) && len(w.procs) < maxTree; i++ {
+		p := w.procs[i]
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		if err != nil {
+			continue // exited
+		}
+		for _, t := range tasks {
+			b, err := w.read("/proc/" + strconv.Itoa(p) + "/task/" + t.Name() + "/children")
+			if errors.Is(err, fs.ErrNotExist) && p == w.root && i == 0 {
+				if _, serr := os.Stat("/proc/" + strconv.Itoa(p) + "/task/" + t.Name()); serr == nil {
+					w.scan = true
+					w.walkByScan(seen)
+					return
+				}
+			}
+			for _, f := range bytes.Fields(b) {
+				c, err := strconv.Atoi(string(f))
+				if err == nil && !seen[c] {
+					seen[c] = true
+					w.procs = append(w.procs, c)
+				}
+			}
+		}
+	}
+}
+
+// walkByScan builds the tree from the parent pid of every process.
+func (w *walker) walkByScan(seen map[int]bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	kids := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := w.read("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := statFields(b)
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			kids[pp] = append(kids[pp], p)
+		}
+	}
+	for i := 0; i < len(w.procs) && len(w.procs) < maxTree; i++ {
+		for _, c := range kids[w.procs[i]] {
+			if !seen[c] {
+				seen[c] = true
+				w.procs = append(w.procs, c)
+			}
+		}
+	}
+}
+
+// status returns RssAnon+RssShmem in bytes and Threads of p (0, 0 if gone).
+func (w *walker) status(p int) (mem, tasks int64) {
+	b, err := w.read("/proc/" + strconv.Itoa(p) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		switch string(k) {
+		case "RssAnon", "RssShmem":
+			mem += kB(v)
+		case "Threads":
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			tasks = n
+		}
+	}
+	if tasks == 0 {
+		tasks = 1
+	}
+	return mem, tasks
+}
+
+// pss returns Pss_Anon+Pss_Shmem of p in bytes, false if unreadable or the
+// kernel lacks the fields (before 5.9).
+func (w *walker) pss(p int) (int64, bool) {
+	b, err := w.read("/proc/" + strconv.Itoa(p) + "/smaps_rollup")
+	if err != nil {
+		return 0, errors.Is(err, fs.ErrNotExist) // gone: holds nothing
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return 0, true // a zombie's smaps_rollup is empty
+	}
+	var sum int64
+	found := false
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if ok && (string(k) == "Pss_Anon" || string(k) == "Pss_Shmem") {
+			sum += kB(v)
+			found = true
+		}
+	}
+	return sum, found
+}
+
+// cpu returns utime+stime+cutime+cstime of p.
+func (w *walker) cpu(p int) time.Duration {
+	b, err := w.read("/proc/" + strconv.Itoa(p) + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := statFields(b)
+	// statFields starts at field 3 (state); utime is field 14.
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, s := range f[11:15] {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+func (w *walker) read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if w.buf == nil {
+		w.buf = make([]byte, 16<<10)
+	}
+	n := 0
+	for {
+		m, err := f.Read(w.buf[n:])
+		n += m
+		if err != nil || m == 0 {
+			break
+		}
+		if n == len(w.buf) {
+			w.buf = append(w.buf, make([]byte, len(w.buf))...)
+		}
+	}
+	return w.buf[:n], nil
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name
+// (which may hold spaces and parentheses): state first.
+func statFields(b []byte) []string {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// startTime returns field 22 of /proc/PID/stat, the process's start time
+// since boot, which tells a process from a later one with the same pid.
+func startTime(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	f := statFields(b)
+	if len(f) < 20 {
+		return "", errors.New("short /proc/PID/stat")
+	}
+	return f[19], nil
+}
+
+// kB parses " 1234 kB" into bytes.
+func kB(v []byte) int64 {
+	v = bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))
+	n, _ := strconv.ParseInt(string(v), 10, 64)
+	return n << 10
+}

@@ -1,0 +1,140 @@
+package limits
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// spread starts count processes of mb MiB each under one parent and
+// returns the parent once all hold their memory.
+func spread(t *testing.T, count, mb int) *child {
+	t.Helper()
+	c := start(t, "spread", []string{countEnv + "=" + strconv.Itoa(count), mbEnv + "=" + strconv.Itoa(mb)}, nil)
+	if l := c.line(t); l != "ready" {
+		t.Fatalf("spread: %q", l)
+	}
+	return c
+}
+
+func TestSampleMemorySpreadOverProcesses(t *testing.T) {
+	const limit = 100 << 20
+	// Four processes of 40 MiB: each under the limit, together over it.
+	c := spread(t, 4, 40)
+	u, err := SampleOnce(c.cmd.Process.Pid, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Procs != 5 || u.Memory < 160<<20 {
+		t.Fatalf("SampleOnce = %+v, want 5 processes and at least 160 MiB", u)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := Sample(ctx, c.cmd.Process.Pid, Limits{Memory: limit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := receive(t, ch, 5*time.Second)
+	if !ok || x.Kind != MemoryLimit || x.Limit != limit || x.Usage <= limit {
+		t.Fatalf("Sample sent %+v (ok %v), want memory_limit over %d", x, ok, limit)
+	}
+	t.Logf("exceeded: %v (PSS)", x)
+	if _, open := <-ch; open {
+		t.Fatal("channel not closed after Exceeded")
+	}
+}
+
+func TestSampleUnderLimitIsQuiet(t *testing.T) {
+	// Negative control: four processes of 8 MiB stay under 200 MiB.
+	c := spread(t, 4, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := Sample(ctx, c.cmd.Process.Pid, Limits{Memory: 200 << 20, Pids: 1000, CPUTime: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, ok := receive(t, ch, 500*time.Millisecond); ok {
+		t.Fatalf("Sample sent %+v for a tree under its limits", x)
+	}
+	cancel()
+	if _, ok := receive(t, ch, time.Second); ok {
+		t.Fatal("Sample sent after cancel")
+	}
+}
+
+func TestSampleMemoryHogStoppedBeforeTwiceTheLimit(t *testing.T) {
+	const limit = 128 << 20
+	// Bounded: the hog stops allocating at 1 GiB.
+	c := start(t, "hog", []string{mbEnv + "=1024"}, nil)
+	ch, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{Memory: limit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := receive(t, ch, 10*time.Second)
+	if !ok || x.Kind != MemoryLimit {
+		t.Fatalf("Sample sent %+v (ok %v), want memory_limit", x, ok)
+	}
+	c.stop(t) // what the launcher does on Exceeded
+	if x.Usage >= 2*limit {
+		t.Fatalf("hog seen at %d bytes, not before twice the limit (%d)", x.Usage, 2*limit)
+	}
+	t.Logf("exceeded: %v", x)
+}
+
+func TestSamplePidsForkBomb(t *testing.T) {
+	const limit = 30
+	// At most 2^(6+2) processes, each gone after 5 s.
+	c := start(t, "", nil, nil, bomb(6)...)
+	if l := c.line(t); l != "ready" {
+		t.Fatalf("bomb: %q", l)
+	}
+	ch, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{Pids: limit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := receive(t, ch, 10*time.Second)
+	if !ok || x.Kind != PidsLimit || x.Usage <= limit {
+		t.Fatalf("Sample sent %+v (ok %v), want pids_limit over %d", x, ok, limit)
+	}
+	t.Logf("exceeded: %v", x)
+}
+
+func TestSampleCPUOverTheTree(t *testing.T) {
+	c := start(t, "spin", nil, nil)
+	ch, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{CPUTime: 300 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := receive(t, ch, 5*time.Second)
+	if !ok || x.Kind != CpuLimit || time.Duration(x.Usage) <= 300*time.Millisecond {
+		t.Fatalf("Sample sent %+v (ok %v), want cpu_limit", x, ok)
+	}
+}
+
+func TestSampleEndsWithRoot(t *testing.T) {
+	c := start(t, "", nil, nil, "/bin/sh", "-c", "echo ready; read x")
+	if l := c.line(t); l != "ready" {
+		t.Fatalf("sh: %q", l)
+	}
+	ch, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{Memory: 1 << 30}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stop(t) // killed and reaped: its pid is gone
+	if x, ok := receive(t, ch, 2*time.Second); ok {
+		t.Fatalf("Sample sent %+v", x)
+	}
+	select {
+	case _, open := <-ch:
+		if open {
+			t.Fatal("channel still open")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("channel not closed 2 s after the root was reaped")
+	}
+	if _, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{}, nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Sample of a reaped pid: %v, want fs.ErrNotExist", err)
+	}
+}
