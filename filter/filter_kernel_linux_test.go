@@ -398,9 +398,20 @@ func TestKernelDenied(t *testing.T) {
 			}
 			c := ctl[p.name]
 			t.Logf("filter: %s, AllowPtrace: %s, no filter: %s", got, ptraceOK[p.name], c)
+			// Without root, bwrap cannot grant the probe capabilities in its
+			// namespace (--cap-add), so the kernel itself may answer EPERM
+			// before the call could show what the filter changes: that row
+			// is untested for this user, never counted as held.
+			untested := func() bool {
+				if os.Geteuid() != 0 && c == "EPERM" {
+					t.Logf("untested as uid %d: without the filter the kernel already answers EPERM (no capabilities in the probe's namespace)", os.Geteuid())
+					return true
+				}
+				return false
+			}
 			switch {
 			case p.control == "differs":
-				if c == want {
+				if c == want && !untested() {
 					t.Errorf("control (no filter): %s, the same as the filter's answer: this row proves nothing", c)
 				}
 			case p.control == "0" || p.control == "same":
@@ -408,7 +419,7 @@ func TestKernelDenied(t *testing.T) {
 				if exp == "same" {
 					exp = want
 				}
-				if c != exp {
+				if c != exp && !untested() {
 					t.Errorf("control (no filter): %s, want %s", c, exp)
 				}
 			case strings.HasPrefix(p.control, "none: "):
