@@ -1,0 +1,608 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/seatbelt"
+)
+
+// The macOS tier 1 runs the command as
+//
+//	/usr/bin/sandbox-exec -p PROFILE -- COMMAND [ARG...]
+//
+// with the profile seatbelt.Render makes from the policy, a cleared
+// environment (the policy's variables and the proxy's, nothing of the
+// caller's), the workdir as its directory, a session of its own and, when
+// sandbox-run runs as root, the policy's unprivileged uid and gid.
+// sandbox-exec applies the profile to itself and execs the command, so the
+// exit status and signals are the command's own.
+//
+// Network: macOS has no network namespace, so the profile's only network
+// is connect(2) to localhost on the ports of this run's listeners: the
+// built-in egress proxy (when the policy has an allow list), a relay to the
+// node's egress socket (--egress-socket), and a relay to the LLM socket.
+// Each listens on 127.0.0.1:PORT and, where IPv6 is up, on [::1]:PORT too,
+// because the profile's "localhost" also admits ::1 and no other process
+// may hold that port there.
+const (
+	sandboxExecPath = "/usr/bin/sandbox-exec"
+	logPath         = "/usr/bin/log"
+	// preflightTimeout bounds the self-test run of sandbox-exec.
+	preflightTimeout = 10 * time.Second
+	// logStartTimeout bounds the wait for `log stream` to start, and
+	// logGrace is how long it keeps reading after the command ends: the
+	// unified log delivers denials late.
+	logStartTimeout = 1 * time.Second
+	logGrace        = 750 * time.Millisecond
+)
+
+func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	return runSeatbelt(ctx, p, cmd, opts)
+}
+
+func runBwrap(context.Context, policy.Policy, []string, Options) (*Result, error) {
+	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
+}
+
+func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	log := opts.logger()
+	if fi, err := os.Stat(sandboxExecPath); err != nil || fi.IsDir() {
+		why := "is a directory"
+		if err != nil {
+			why = seatbeltErrText(err)
+		}
+		return nil, seatbeltSetupErr(sandboxExecPath+" is missing", why,
+			"run on macOS, which ships it, or ask for tier 0 explicitly with --sandbox off")
+	}
+
+	// Resource limits are not applied by this runner yet; running without
+	// them would claim less than was asked, silently.
+	if p.Memory > 0 || p.Pids > 0 || p.NoFile > 0 || p.FSize > 0 || p.CPUTime > 0 {
+		return nil, seatbeltSetupErr("resource limits are not applied on macOS yet",
+			"--memory, --pids, --nofile, --fsize and --cpu-time have no seatbelt implementation",
+			"drop those limits on macOS, or run on Linux")
+	}
+
+	uid, gid := os.Getuid(), os.Getgid()
+	root := os.Geteuid() == 0
+	if root {
+		uid, gid = p.UID, p.GID
+		if uid == 0 {
+			return nil, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+		}
+	}
+
+	// Seatbelt matches the path the kernel resolved, so every path goes in
+	// resolved: /var/folders/... as /private/var/folders/..., a workdir
+	// reached through a link at its target.
+	p, err := resolvePolicyPaths(p)
+	if err != nil {
+		return nil, err
+	}
+
+	tmp, err := os.MkdirTemp("", "sandbox-run-tmp-")
+	if err != nil {
+		return nil, seatbeltSetupErr("cannot create the private TMPDIR", err.Error(), "check that $TMPDIR is writable")
+	}
+	defer os.RemoveAll(tmp)
+	if r, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = r
+	}
+	if root {
+		if err := os.Chown(tmp, uid, gid); err != nil {
+			return nil, seatbeltSetupErr("cannot hand the private TMPDIR to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+		}
+	}
+
+	runID := newRunID()
+	nw, err := seatbeltNetwork(ctx, p, runID, opts.Audit, log)
+	if err != nil {
+		return nil, err
+	}
+	defer nw.close()
+
+	prof, err := seatbelt.Render(p, seatbelt.Options{Tag: seatbelt.NewTag(), TmpDir: tmp, ProxyPort: nw.proxyPort, LLMPort: nw.llmPort})
+	if err != nil {
+		var ue *seatbelt.UnsafeStringError
+		if errors.As(err, &ue) {
+			return nil, &policy.InvalidError{Field: ue.Field, Reason: fmt.Sprintf("%q %s", ue.Value, ue.Reason),
+				Fix: "rename the path: a Seatbelt profile cannot hold it safely"}
+		}
+		return nil, err
+	}
+
+	env, err := commandEnv(p, nw.env, opts.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := p.Env["TMPDIR"]; !set {
+		for i, kv := range env {
+			if strings.HasPrefix(kv, "TMPDIR=") {
+				env[i] = "TMPDIR=" + tmp
+			}
+		}
+	}
+
+	report := Report{
+		RunID: runID, Tier: 1, Mechanism: "seatbelt", Platform: platform(),
+		HostUID: uid, HostGID: gid,
+		Writable:   append(p.Writable(), tmp),
+		ReadOnly:   p.Read,
+		Network:    nw.mode,
+		AllowHosts: p.AllowHosts,
+		Notes: []string{
+			"seatbelt profile sha256 " + prof.Digest() + ", denials tagged " + prof.Tag(),
+			"no PID namespace: a process that leaves the command's session (a double fork, setsid) is not ended with the run",
+			"/tmp is not writable; TMPDIR is a private directory (" + tmp + "), removed after the run; its size is not capped",
+		},
+	}
+	for _, pr := range p.ProtectedPaths() {
+		report.Protected = append(report.Protected, seatbelt.Canonical(pr))
+	}
+	report.Notes = append(report.Notes, nw.notes...)
+	if p.Ptrace {
+		report.Notes = append(report.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		report.EnvNames = append(report.EnvNames, k)
+	}
+	sort.Strings(report.EnvNames)
+
+	if opts.DryRun != nil {
+		fmt.Fprintf(opts.DryRun, "argv: %s -p PROFILE -- %s\n", sandboxExecPath, strings.Join(quoteArgs(cmd), " "))
+		fmt.Fprintf(opts.DryRun, "env (values redacted): %s\n", strings.Join(report.EnvNames, " "))
+		fmt.Fprintf(opts.DryRun, "profile (sha256 %s):\n%s", prof.Digest(), prof)
+		return &Result{Report: report}, nil
+	}
+	name := cmd[0]
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		name = filepath.Join(p.Workdir, name)
+	}
+	path, err := lookPathIn(name, env)
+	if err != nil {
+		code := 127
+		if errors.Is(err, os.ErrPermission) {
+			code = 126
+		}
+		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+	}
+	args := append([]string{sandboxExecPath, "-p", prof.String(), "--", path}, cmd[1:]...)
+
+	cred := (*syscall.Credential)(nil)
+	if root {
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+	if err := seatbeltPreflight(ctx, prof, p.Workdir, cred); err != nil {
+		return nil, err
+	}
+
+	var watch *denialWatch
+	if opts.Audit != nil {
+		var started bool
+		watch, started, err = startDenialWatch(prof.Tag(), func(d seatbelt.Denial) {
+			auditEvent(opts.Audit, runID, "seatbelt_deny", map[string]any{"operation": d.Operation, "target": d.Target,
+				"process": d.Process, "pid": d.PID, "log_time": d.Time})
+		})
+		switch {
+		case err != nil:
+			report.Notes = append(report.Notes, "denials not read back from the unified log: "+err.Error())
+			log.Warn("seatbelt denial log unavailable", "err", err)
+		case !started:
+			report.Notes = append(report.Notes, "denials read back from the unified log into the audit log, but "+logPath+
+				" stream had not confirmed it was streaming when the command started: early denials may be missing")
+		default:
+			report.Notes = append(report.Notes, "denials read back from the unified log into the audit log (best effort: the log is lossy and late)")
+		}
+	}
+
+	log.Debug("starting sandbox-exec", "command", path, "profile_sha256", prof.Digest())
+	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "seatbelt", "command": cmd[0],
+		"network": nw.mode, "allow_hosts": p.AllowHosts, "profile_sha256": prof.Digest()})
+	res, err := launchSeatbelt(ctx, args, env, p.Workdir, cred, report, opts)
+	if watch != nil {
+		watch.stop(logGrace)
+	}
+	end := map[string]any{}
+	if res != nil {
+		end["exit"] = res.ExitCode
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	auditEvent(opts.Audit, runID, "run_end", end)
+	return res, err
+}
+
+// launchSeatbelt starts sandbox-exec and waits for the command, relaying
+// signals to its session and ending the session when ctx is done.
+func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *syscall.Credential, report Report, opts Options) (*Result, error) {
+	c := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: dir}
+	// *os.File values are handed over as they are; nil is /dev/null. No
+	// other descriptor is inherited: Go opens everything close-on-exec.
+	if opts.Stdin != nil {
+		c.Stdin = opts.Stdin
+	}
+	if opts.Stdout != nil {
+		c.Stdout = opts.Stdout
+	}
+	if opts.Stderr != nil {
+		c.Stderr = opts.Stderr
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	if err := c.Start(); err != nil {
+		return nil, seatbeltSetupErr("cannot start "+sandboxExecPath, err.Error(), "check that it is executable")
+	}
+	done := make(chan struct{})
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		for {
+			select {
+			case s := <-opts.Signals:
+				signalGroup(c.Process, s)
+			case <-ctx.Done():
+				killGroup(c.Process)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	c.Wait()
+	close(done)
+	<-relayed
+	killGroup(c.Process) // what the command left in its session's group
+	return &Result{ExitCode: exitCode(c.ProcessState), Report: report}, ctxErr(ctx)
+}
+
+// seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec
+// reports a profile it cannot compile or apply only by its exit status and
+// stderr, which in the real run would be mistaken for the command's.
+func seatbeltPreflight(ctx context.Context, prof seatbelt.Profile, dir string, cred *syscall.Credential) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	var stderr bytes.Buffer
+	c := exec.CommandContext(ctx, sandboxExecPath, "-p", prof.String(), "--", "/usr/bin/true")
+	c.Env = []string{}
+	c.Dir = dir
+	c.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	if err := c.Run(); err != nil {
+		why := strings.TrimSpace(stderr.String())
+		if why == "" {
+			why = err.Error()
+		}
+		return seatbeltSetupErr("sandbox-exec refused the profile", why,
+			"report this as a bug in sandbox-run with the profile from --dry-run and the macOS version (sw_vers)")
+	}
+	return nil
+}
+
+// resolvePolicyPaths returns p with its paths resolved through symbolic
+// links. The workdir and --write directories must exist; --read paths
+// and absolute protected paths that do not exist keep their spelling.
+func resolvePolicyPaths(p policy.Policy) (policy.Policy, error) {
+	q := p
+	resolveDir := func(flag, d string) (string, error) {
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return "", seatbeltSetupErr(flag+" "+d, "cannot be resolved ("+seatbeltErrText(err)+")", "create the directory first")
+		}
+		fi, err := os.Stat(r)
+		if err != nil || !fi.IsDir() {
+			return "", seatbeltSetupErr(flag+" "+d, "is not a directory", "name a directory")
+		}
+		return r, nil
+	}
+	var err error
+	if q.Workdir, err = resolveDir("--workdir", p.Workdir); err != nil {
+		return p, err
+	}
+	q.Write = make([]string, len(p.Write))
+	for i, w := range p.Write {
+		if q.Write[i], err = resolveDir("--write", w); err != nil {
+			return p, err
+		}
+	}
+	soft := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = s
+			if filepath.IsAbs(s) {
+				if r, err := filepath.EvalSymlinks(s); err == nil {
+					out[i] = r
+				}
+			}
+		}
+		return out
+	}
+	q.Read = soft(p.Read)
+	q.Protect = soft(p.Protect)
+	return q, nil
+}
+
+// seatbeltNet is the run's way out on macOS: loopback listeners outside
+// the sandbox that the profile lets the command connect to.
+type seatbeltNet struct {
+	mode      string
+	proxyPort int
+	llmPort   int
+	env       map[string]string
+	notes     []string
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+func (n *seatbeltNet) close() {
+	if n.stop != nil {
+		n.stop()
+		n.wg.Wait()
+	}
+}
+
+func (n *seatbeltNet) serve(ctx context.Context, name string, lns []net.Listener, serve func(context.Context, net.Listener) error, log *slog.Logger) {
+	for _, ln := range lns {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := serve(ctx, ln); err != nil {
+				log.Warn(name+" stopped", "err", err)
+			}
+		}()
+	}
+}
+
+func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit io.Writer, log *slog.Logger) (_ *seatbeltNet, err error) {
+	n := &seatbeltNet{mode: "none", env: map[string]string{}}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.stop = cancel
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	switch {
+	case p.EgressSocket != "":
+		if err := checkSocketDarwin("--egress-socket", p.EgressSocket,
+			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
+			return nil, err
+		}
+		lns, port, note, err := listenLoopback()
+		if err != nil {
+			return nil, err
+		}
+		n.serve(sctx, "egress relay", lns, func(ctx context.Context, ln net.Listener) error {
+			return forwarder.Serve(ctx, ln, p.EgressSocket)
+		}, log)
+		n.proxyPort, n.mode = port, "proxy (socket "+p.EgressSocket+")"
+		n.notes = append(n.notes, note...)
+	case len(p.AllowHosts) > 0:
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID})
+		if err != nil {
+			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
+		}
+		lns, port, note, err := listenLoopback()
+		if err != nil {
+			return nil, err
+		}
+		n.serve(sctx, "egress proxy", lns, px.Serve, log)
+		n.proxyPort, n.mode = port, "proxy (built-in)"
+		n.notes = append(n.notes, note...)
+		n.notes = append(n.notes, "the built-in proxy listens on loopback port "+strconv.Itoa(port)+
+			", which other processes of this host can reach too (macOS has no private network namespace)")
+	}
+	if n.proxyPort != 0 {
+		url := "http://127.0.0.1:" + strconv.Itoa(n.proxyPort)
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+			"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
+			n.env[k] = url
+		}
+		n.env["NO_PROXY"] = "localhost,127.0.0.1,::1"
+		n.env["no_proxy"] = n.env["NO_PROXY"]
+		n.env["NODE_USE_ENV_PROXY"] = "1"
+	}
+	if p.LLMSocket != "" {
+		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
+			return nil, err
+		}
+		lns, port, note, err := listenLoopback()
+		if err != nil {
+			return nil, err
+		}
+		n.serve(sctx, "llm relay", lns, func(ctx context.Context, ln net.Listener) error {
+			return forwarder.Serve(ctx, ln, p.LLMSocket)
+		}, log)
+		n.llmPort = port
+		n.notes = append(n.notes, note...)
+		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		n.env["SANDBOX_LLM_URL"] = url
+		for _, name := range p.LLMEnv {
+			n.env[name] = url
+		}
+		if n.mode == "none" {
+			n.mode = "llm only"
+		}
+	}
+	return n, nil
+}
+
+// listenLoopback listens on 127.0.0.1 on a free port and on [::1] on the
+// same port, so that the profile's localhost:PORT reaches only this run's
+// listeners. When IPv6 loopback is not configured there is nothing on ::1
+// to reach, and a note says so.
+func listenLoopback() ([]net.Listener, int, []string, error) {
+	var lastErr error
+	for range 16 {
+		ln4, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return nil, 0, nil, seatbeltSetupErr("cannot listen on 127.0.0.1", err.Error(), "check the loopback interface")
+		}
+		port := ln4.Addr().(*net.TCPAddr).Port
+		ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+		if err == nil {
+			return []net.Listener{ln4, ln6}, port, nil, nil
+		}
+		lastErr = err
+		if errors.Is(err, syscall.EADDRINUSE) {
+			ln4.Close()
+			continue
+		}
+		return []net.Listener{ln4}, port, []string{"IPv6 loopback unavailable (" + seatbeltErrText(err) + "): port " +
+			strconv.Itoa(port) + " is held on 127.0.0.1 only"}, nil
+	}
+	return nil, 0, nil, seatbeltSetupErr("cannot hold a loopback port on both 127.0.0.1 and ::1", seatbeltErrText(lastErr), "free some loopback ports")
+}
+
+// checkSocketDarwin fails closed when a socket the run depends on is
+// missing, not a socket or refusing.
+func checkSocketDarwin(flag, path, fix string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return seatbeltSetupErr(flag+" "+path, "does not exist ("+seatbeltErrText(err)+")", fix)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return seatbeltSetupErr(flag+" "+path, "is not a Unix socket", fix)
+	}
+	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err != nil {
+		return seatbeltSetupErr(flag+" "+path, "refuses connections ("+seatbeltErrText(err)+")", fix)
+	}
+	c.Close()
+	return nil
+}
+
+// denialWatch streams the unified log for one run's tag.
+type denialWatch struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDenialWatch starts `log stream` for tag and waits, up to
+// logStartTimeout, for its first line (the "Filtering the log data ..."
+// banner, on stdout or stderr) so that denials of a command started
+// afterwards are seen. started is false when that line did not come in
+// time; the stream keeps running either way. Each denial is passed to fn.
+func startDenialWatch(tag string, fn func(seatbelt.Denial)) (w *denialWatch, started bool, err error) {
+	args, err := seatbelt.LogStreamArgs(tag)
+	if err != nil {
+		return nil, false, err
+	}
+	c := exec.Command(logPath, args...)
+	c.Env = []string{}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, false, err
+	}
+	errOut, err := c.StderrPipe()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, false, err
+	}
+	w = &denialWatch{cmd: c, done: make(chan struct{})}
+	ready := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		br := bufio.NewReader(out)
+		if _, err := br.ReadString('\n'); err == nil {
+			ready <- struct{}{}
+			seatbelt.ReadDenials(br, tag, fn)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		br := bufio.NewReader(errOut)
+		if _, err := br.ReadString('\n'); err == nil {
+			ready <- struct{}{}
+		}
+		io.Copy(io.Discard, br)
+	}()
+	go func() { wg.Wait(); close(w.done) }()
+	select {
+	case <-ready:
+		return w, true, nil
+	case <-w.done:
+		w.cmd.Wait()
+		return nil, false, fmt.Errorf("%s stream exited at once", logPath)
+	case <-time.After(logStartTimeout):
+		return w, false, nil
+	}
+}
+
+// stop lets the stream run for grace more, ends it and waits until every
+// line it printed has been read.
+func (w *denialWatch) stop(grace time.Duration) {
+	time.Sleep(grace)
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(2 * time.Second):
+		w.cmd.Process.Kill()
+		<-w.done
+	}
+	w.cmd.Wait() // after every read: StdoutPipe's rule
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(b []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(b), l.n)
+		l.w.Write(b[:k])
+		l.n -= k
+	}
+	return len(b), nil
+}
+
+func quoteArgs(a []string) []string {
+	out := make([]string, len(a))
+	for i, s := range a {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// seatbeltSetupErr and seatbeltErrText are this file's own copies of the
+// Linux helpers, so that the darwin build never depends on where those live.
+func seatbeltSetupErr(what, why, fix string) error {
+	return &SetupError{What: what, Why: why, Fix: fix}
+}
+
+func seatbeltErrText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

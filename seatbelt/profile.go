@@ -1,0 +1,313 @@
+package seatbelt
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// base is the fixed part of every profile (see base.sbpl).
+//
+//go:embed base.sbpl
+var base string
+
+// ErrInvalidOptions marks Options that Render cannot use (a bad tag or
+// port, a relative TmpDir).
+var ErrInvalidOptions = errors.New("seatbelt: invalid options")
+
+// Options are the facts of one run that the profile needs besides the
+// policy. They come from the runner; Render never probes the system.
+type Options struct {
+	// Tag is written into every deny rule as its message, so that the
+	// run's denials can be told apart in the unified log. It must be 8 to
+	// 64 bytes of [A-Za-z0-9_-]; NewTag makes one. Required.
+	Tag string
+	// TmpDir is the run's private temporary directory (TMPDIR), readable
+	// and writable. Absolute, with its symbolic links already resolved.
+	// Empty means none.
+	TmpDir string
+	// ProxyPort is the loopback port of the egress proxy: the command may
+	// connect to localhost on it. Zero means no egress at all.
+	ProxyPort int
+	// LLMPort is the loopback port of the LLM channel. Zero means none.
+	LLMPort int
+}
+
+// Profile is a rendered SBPL profile. Only Render makes one, so a Profile
+// always holds a policy that validated and strings that were escaped.
+type Profile struct {
+	text string
+	tag  string
+}
+
+// String returns the profile's SBPL text, as passed to sandbox-exec -p.
+func (p Profile) String() string { return p.text }
+
+// Tag returns the tag that marks the profile's denials.
+func (p Profile) Tag() string { return p.tag }
+
+// Digest returns the SHA-256 of the profile's text, in hex, for reports.
+func (p Profile) Digest() string {
+	s := sha256.Sum256([]byte(p.text))
+	return hex.EncodeToString(s[:])
+}
+
+// NewTag returns a fresh random tag for Options.Tag.
+func NewTag() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "sandbox-run-" + hex.EncodeToString(b[:])
+}
+
+func validTag(t string) bool {
+	if len(t) < 8 || len(t) > 64 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Canonical returns the spelling of an absolute path that Seatbelt matches
+// against: Seatbelt compares the path of the file as the kernel resolved
+// it, and on macOS /tmp, /var and /etc are symbolic links into /private.
+// Canonical cleans p and rewrites those three prefixes; it does not touch
+// the file system, so any other symbolic link on the way must be resolved
+// by the caller (the runner does, with filepath.EvalSymlinks).
+func Canonical(p string) string {
+	p = filepath.Clean(p)
+	for _, alias := range []string{"/tmp", "/var", "/etc"} {
+		if p == alias || strings.HasPrefix(p, alias+"/") {
+			return "/private" + p
+		}
+	}
+	return p
+}
+
+// Render turns p into a Seatbelt profile. It is a pure function of its
+// arguments.
+//
+// The profile is, in order:
+//
+//  1. (version 1) and (deny default), the default deny carrying the tag;
+//  2. the fixed rules of base.sbpl: process exec and fork, signals and
+//     process information within the sandbox, a short list of sysctls and
+//     Mach services, devices, and reads of the system directories;
+//  3. metadata reads (stat, not listing) of every directory above a path
+//     the policy names, so that getcwd and realpath work;
+//  4. reads of the --read paths;
+//  5. reads and writes of the workdir, the --write directories and TmpDir,
+//     each write rule excluding the protected paths inside it;
+//  6. network-outbound to localhost on ProxyPort and LLMPort, and nothing
+//     else: no other address, no DNS, no Unix socket, no bind;
+//  7. last, because Seatbelt applies the last rule that matches: explicit
+//     write denials of the protected paths, and of the renaming, removal
+//     or replacement by a symbolic link of the directories that lead to
+//     them, each carrying the tag.
+//
+// Every path is written in its Canonical spelling. Render returns an error
+// wrapping policy.ErrInvalid when p does not validate, ErrInvalidOptions
+// for bad options, and ErrUnsafeString (an *UnsafeStringError) when a path
+// cannot be written safely as an SBPL string.
+func Render(p policy.Policy, opts Options) (Profile, error) {
+	forms, err := render(p, opts)
+	if err != nil {
+		return Profile{}, err
+	}
+	var b strings.Builder
+	b.WriteString("(version 1)\n")
+	b.WriteString(header(opts.Tag).String())
+	b.WriteString("\n\n")
+	b.WriteString(base)
+	for _, f := range forms {
+		if f.comment != "" {
+			b.WriteString("\n;; ")
+			b.WriteString(f.comment)
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString(f.node.String())
+		b.WriteByte('\n')
+	}
+	return Profile{text: b.String(), tag: opts.Tag}, nil
+}
+
+// form is one line of the policy-made part: a rule or a comment. Comments
+// are fixed text of this package, never data.
+type form struct {
+	node    node
+	comment string
+}
+
+func header(tag string) node {
+	return list(sym("deny"), sym("default"), withMessage(tag))
+}
+
+func withMessage(tag string) node {
+	return list(sym("with"), sym("message"), str(tag))
+}
+
+// render builds the policy-made part as nodes. Tests compare what the
+// profile text reads back as with these nodes.
+func render(p policy.Policy, opts Options) ([]form, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if !validTag(opts.Tag) {
+		return nil, fmt.Errorf("%w: tag %q must be 8 to 64 bytes of [A-Za-z0-9_-]", ErrInvalidOptions, opts.Tag)
+	}
+	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
+		if port < 0 || port > 65535 {
+			return nil, fmt.Errorf("%w: port %d out of range", ErrInvalidOptions, port)
+		}
+	}
+	if opts.TmpDir != "" && !filepath.IsAbs(opts.TmpDir) {
+		return nil, fmt.Errorf("%w: tmp dir %q is not absolute", ErrInvalidOptions, opts.TmpDir)
+	}
+	p = p.WithDefaults()
+
+	var err error
+	check := func(field, s string) string {
+		if err == nil {
+			if why := checkString(s); why != "" {
+				err = &UnsafeStringError{Field: field, Value: s, Reason: why}
+			}
+		}
+		return s
+	}
+	writable := make([]string, 0, len(p.Write)+2)
+	for _, w := range p.Writable() {
+		writable = append(writable, check("write", Canonical(w)))
+	}
+	read := make([]string, 0, len(p.Read))
+	for _, r := range p.Read {
+		read = append(read, check("read", Canonical(r)))
+	}
+	protected := make([]string, 0, len(p.ProtectedPaths()))
+	for _, pr := range p.ProtectedPaths() {
+		protected = append(protected, check("protect", Canonical(pr)))
+	}
+	tmp := ""
+	if opts.TmpDir != "" {
+		tmp = check("tmp dir", Canonical(opts.TmpDir))
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	var out []form
+	rule := func(n ...node) { out = append(out, form{node: list(n...)}) }
+	comment := func(s string) { out = append(out, form{comment: s}) }
+
+	// 3. Metadata of the directories above every named path.
+	var ancestors []string
+	roots := append(append(slices.Clone(writable), read...), tmp)
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		for d := filepath.Dir(r); d != "/"; d = filepath.Dir(d) {
+			ancestors = append(ancestors, d)
+		}
+	}
+	slices.Sort(ancestors)
+	ancestors = slices.Compact(ancestors)
+	if len(ancestors) > 0 {
+		comment("Metadata (stat, not listing) of the directories above the policy's paths.")
+		for _, a := range ancestors {
+			rule(sym("allow"), sym("file-read-metadata"), list(sym("literal"), str(a)))
+		}
+	}
+
+	// 4. Read-only paths.
+	if len(read) > 0 {
+		comment("--read: read-only.")
+		for _, r := range read {
+			rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(r)))
+		}
+	}
+
+	// 5. Writable directories, minus the protected paths inside each.
+	comment("The workdir and --write directories: read and write, but not the protected paths.")
+	for _, w := range writable {
+		rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(w)))
+		filter := []node{sym("require-all"), list(sym("subpath"), str(w))}
+		for _, pr := range protected {
+			if within(pr, w) {
+				filter = append(filter, list(sym("require-not"), list(sym("subpath"), str(pr))))
+			}
+		}
+		rule(sym("allow"), sym("file-write*"), list(filter...))
+	}
+	if tmp != "" {
+		comment("The run's private TMPDIR.")
+		rule(sym("allow"), sym("file-read*"), sym("file-write*"), list(sym("subpath"), str(tmp)))
+	}
+
+	// 6. Network.
+	comment("Network: only the loopback ports of the egress proxy and the LLM channel.")
+	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
+		if port != 0 {
+			rule(sym("allow"), sym("network-outbound"),
+				list(sym("remote"), sym("ip"), str("localhost:"+strconv.Itoa(port))))
+		}
+	}
+
+	if p.Ptrace {
+		comment("--ptrace: task ports of processes in this sandbox (debuggers).")
+		rule(sym("allow"), sym("mach-priv-task-port"), list(sym("target"), sym("same-sandbox")))
+	}
+
+	// 7. Protected paths, last so that no allow above can win over them.
+	if len(protected) > 0 {
+		comment("Protected paths: never written, whether they exist or not.")
+		for _, pr := range protected {
+			rule(sym("deny"), sym("file-write*"), list(sym("subpath"), str(pr)), withMessage(opts.Tag))
+		}
+		// The directories between a writable root and a protected path
+		// (.git for .git/hooks): renaming or removing one would let the
+		// command put a directory of its own, or a symbolic link to one,
+		// where the protected path is looked up.
+		var between []string
+		for _, pr := range protected {
+			for _, w := range writable {
+				if !within(pr, w) {
+					continue
+				}
+				for d := filepath.Dir(pr); d != w && within(d, w); d = filepath.Dir(d) {
+					between = append(between, d)
+				}
+			}
+		}
+		slices.Sort(between)
+		between = slices.Compact(between)
+		if len(between) > 0 {
+			comment("The directories that lead to protected paths: not renamed, removed or made a symbolic link.")
+			for _, d := range between {
+				rule(sym("deny"), sym("file-write-unlink"), list(sym("literal"), str(d)), withMessage(opts.Tag))
+				rule(sym("deny"), sym("file-write-create"),
+					list(sym("require-all"), list(sym("literal"), str(d)), list(sym("vnode-type"), sym("SYMLINK"))),
+					withMessage(opts.Tag))
+			}
+		}
+	}
+	return out, nil
+}
+
+// within reports whether p is dir or lies below it (both clean).
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
