@@ -168,6 +168,17 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		report.EnvNames = append(report.EnvNames, k)
 	}
 	sort.Strings(report.EnvNames)
+	// What a Seatbelt profile holds; nothing here can be read back from
+	// inside the way /proc allows on Linux, so none is marked verified.
+	report.Protections = []Protection{
+		{Name: "seatbelt_profile", Configured: true, Detail: prof.Digest()},
+		{Name: "protected_paths", Configured: true},
+		{Name: "environment_cleared", Configured: true},
+		{Name: "network_only_proxy_ports", Configured: true},
+		{Name: "unprivileged_host_uid", Configured: uid != 0},
+	}
+	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
 		fmt.Fprintf(opts.DryRun, "argv: %s -p PROFILE -- %s\n", sandboxExecPath, strings.Join(quoteArgs(cmd), " "))
@@ -273,7 +284,13 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	close(done)
 	<-relayed
 	killGroup(c.Process) // what the command left in its session's group
-	return &Result{ExitCode: exitCode(c.ProcessState), Report: report}, ctxErr(ctx)
+	code := exitCode(c.ProcessState)
+	class := ""
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		class = "TimedOut"
+	}
+	report.Exit = classify(code, class)
+	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 }
 
 // seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec
