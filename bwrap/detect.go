@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
-	"regexp"
 	"strings"
 
 	goversion "github.com/hashicorp/go-version"
@@ -54,18 +53,32 @@ type Info struct {
 // ErrNotFound means no bwrap binary could be found or run.
 var ErrNotFound = errors.New("bwrap: not found")
 
-var versionRE = regexp.MustCompile(`(?m)^bubblewrap\s+v?([0-9][0-9A-Za-z.+~-]*)`)
+// versionNumber picks the version out of "bubblewrap 0.8.0". Plain string
+// work rather than a package-level regexp: every run of sandbox-run, and its
+// init inside the sandbox, would pay to compile one at start-up.
+func versionNumber(out string) (string, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "bubblewrap" {
+			v := strings.TrimPrefix(f[1], "v")
+			if v != "" && v[0] >= '0' && v[0] <= '9' {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
 
 // Parse builds an Info from the output of bwrap --version and bwrap --help.
 // It is pure, so every feature set can be tested without that binary.
 func Parse(path, versionOut, helpOut string) (*Info, error) {
-	m := versionRE.FindStringSubmatch(versionOut)
-	if m == nil {
+	num, ok := versionNumber(versionOut)
+	if !ok {
 		return nil, fmt.Errorf("bwrap: %s: unrecognised --version output %q", path, firstLine(versionOut))
 	}
-	v, err := goversion.NewVersion(m[1])
+	v, err := goversion.NewVersion(num)
 	if err != nil {
-		return nil, fmt.Errorf("bwrap: %s: version %q: %w", path, m[1], err)
+		return nil, fmt.Errorf("bwrap: %s: version %q: %w", path, num, err)
 	}
 	opts := map[string]bool{}
 	for _, line := range strings.Split(helpOut, "\n") {
