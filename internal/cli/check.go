@@ -2,9 +2,48 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sandbox-run/sandbox-run/check"
 )
 
+// checkCmd is sandbox-run check [--json] [--full]: exit 0 at tier 1, 1
+// below it, 2 when check itself could not run.
 func checkCmd(ctx context.Context, args []string, stdio IO) int {
-	return fail(stdio.Stderr, fmt.Errorf("check is not built yet; fix: use sandbox-run run --summary -- true to see what a run sets up"))
+	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print one JSON object: the tier and one entry per check")
+	full := fs.Bool("full", false, "run the whole escape matrix, not only the fast subset")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run check [--json] [--full]\n%s", fs.FlagUsages())
+			return 0
+		}
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v; fix: sandbox-run check [--json] [--full]\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: check takes no arguments; fix: sandbox-run check [--json] [--full]\n")
+		return 2
+	}
+	rep := check.Check(ctx, check.Options{Full: *full})
+	var err error
+	if *asJSON {
+		err = rep.WriteJSON(stdio.Stdout)
+	} else {
+		err = rep.WriteText(stdio.Stdout)
+	}
+	if err != nil {
+		return 2
+	}
+	return rep.ExitCode()
 }
+
+// probeCmd is the hidden sandbox-run __probe PROBE [ARG...]: one attempt
+// of the escape matrix, run inside a sandbox and unconfined as its
+// control. Not a command for people.
+func probeCmd(args []string) int { return check.Probe(args) }

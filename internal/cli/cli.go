@@ -63,6 +63,8 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return proxyCmd(ctx, args[1:], stdio, sigs)
 	case "check":
 		return checkCmd(ctx, args[1:], stdio)
+	case "__probe":
+		return probeCmd(args[1:])
 	case "version", "--version":
 		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
 		return 0

@@ -1,0 +1,148 @@
+package check
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestMatrixLoadsAndCovers(t *testing.T) {
+	cases, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Coverage(cases); err != nil {
+		t.Error(err)
+	}
+	fast := 0
+	for _, c := range cases {
+		if c.Fast {
+			fast++
+		}
+	}
+	if fast == 0 || fast > 15 {
+		t.Errorf("%d fast cases: check's default self-test wants a small subset", fast)
+	}
+}
+
+// TestEveryReportedMechanismHasAColumn ties the matrix to the code: every
+// Mechanism a sandbox report can carry, and every platform sandbox/ has a
+// file for, must be a column of egress-cases.json (which Parse then
+// requires every row to fill).
+func TestEveryReportedMechanismHasAColumn(t *testing.T) {
+	files, err := filepath.Glob("../sandbox/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sandbox sources: %v", err)
+	}
+	mechRE := regexp.MustCompile(`Mechanism:\s*"([a-z0-9-]+)"`)
+	goosRE := regexp.MustCompile(`_(linux|darwin|windows|freebsd|openbsd|netbsd|illumos|solaris|aix|dragonfly|plan9|js|wasip1|ios|android)(_test)?\.go$`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mechRE.FindAllStringSubmatch(string(b), -1) {
+			if !slices.Contains(Mechanisms, m[1]) {
+				t.Errorf("%s reports mechanism %q, which egress-cases.json has no column for", f, m[1])
+			}
+		}
+		if m := goosRE.FindStringSubmatch(f); m != nil && !slices.Contains(Platforms, m[1]) {
+			t.Errorf("sandbox/ has %s for platform %s, which egress-cases.json has no column for", filepath.Base(f), m[1])
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	full := `"expect":{"bwrap":{"linux":"held","darwin":"n/a","windows":"n/a"},"seatbelt":{"linux":"n/a","darwin":"held","windows":"n/a"},"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}}`
+	row := func(extra, expect string) string {
+		return `{"cases":[{"id":"a-b","group":"fs","tries":"t","probe":"read-file","canary":"c"` + extra + `,` + expect + `}]}`
+	}
+	if _, err := Parse([]byte(row(`,"args":["${flag}"]`, full))); err != nil {
+		t.Fatalf("a good row: %v", err)
+	}
+	tests := []struct{ name, doc, want string }{
+		{"missing platform", row("", strings.Replace(full, `,"windows":"escaped"`, "", 1)), "no expectation for mechanism none on windows"},
+		{"missing mechanism", row("", strings.Replace(full, `,"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}`, "", 1)), "no expectation for mechanism none"},
+		{"unknown mechanism", row("", strings.Replace(full, `"none":`, `"gvisor":`, 1)), `unknown mechanism "gvisor"`},
+		{"bad expectation", row("", strings.Replace(full, `"held"`, `"fine"`, 1)), `"fine"`},
+		{"unknown placeholder", row(`,"args":["${nope}"]`, full), "unknown placeholder"},
+		{"unknown probe", strings.Replace(row("", full), "read-file", "teleport", 1), `probe "teleport"`},
+		{"unknown field", row(`,"expected":1`, full), "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	run := func(out string) probeRun { return parseProbe(out) }
+	tests := []struct {
+		name, ctl, cnf, want string
+	}{
+		{"held", "SUB a reached x\nVERDICT reached x", "SUB a blocked no\nVERDICT blocked no", Held},
+		{"escaped", "SUB a reached x\nVERDICT reached x", "SUB a reached x\nVERDICT reached x", Escaped},
+		{"control failed", "SUB a blocked x\nVERDICT blocked x", "SUB a blocked x\nVERDICT blocked x", Untested},
+		{"escape where control failed is still an escape", "SUB a blocked x\nVERDICT blocked x", "SUB a reached x\nVERDICT reached x", Escaped},
+		{"partly tested", "SUB a reached x\nSUB b blocked y\nVERDICT reached", "SUB a blocked\nSUB b blocked\nVERDICT blocked", Held},
+		{"one of two escapes", "SUB a reached\nSUB b reached\nVERDICT reached", "SUB a blocked\nSUB b reached\nVERDICT reached", Escaped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, why := classify(run(tt.ctl), run(tt.cnf)); got != tt.want {
+				t.Errorf("classify = %s (%s), want %s", got, why, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseInetAton(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // "" = not an inet_aton spelling
+	}{
+		{"127.0.0.1", "127.0.0.1"}, {"127.1", "127.0.0.1"}, {"0x7f.1", "127.0.0.1"}, {"2130706433", "127.0.0.1"},
+		{"017700000001", "127.0.0.1"}, {"0177.0.0.1", "127.0.0.1"}, {"0", "0.0.0.0"}, {"10.1.256", "10.1.1.0"},
+		{"256.1.1.1", ""}, {"localhost", ""}, {"1.2.3.4.5", ""}, {"", ""}, {"1..2", ""},
+	}
+	for _, tt := range tests {
+		got, ok := parseInetAton(tt.in)
+		if tt.want == "" {
+			if ok {
+				t.Errorf("%q = %v, want not an address", tt.in, got)
+			}
+			continue
+		}
+		if !ok || got != netip.MustParseAddr(tt.want) {
+			t.Errorf("%q = %v %v, want %s", tt.in, got, ok, tt.want)
+		}
+	}
+}
+
+func TestTier(t *testing.T) {
+	ok := func(id, cat string) Item { return Item{ID: id, Category: cat, Status: StatusOK, Summary: "held: x"} }
+	items := []Item{ok("bwrap", "bwrap"), {ID: "advisory/x", Status: StatusWarn}, ok("matrix/a", "self-test/fs"), {ID: "matrix/b", Category: "self-test/fs", Status: StatusUntested, Summary: "untested: x"}}
+	if n, v := tier(items, true, "bwrap"); n != 1 {
+		t.Errorf("tier %d (%s), want 1: a warning and an untested case beside a held one", n, v)
+	}
+	if n, _ := tier(append(items, Item{ID: "matrix/c", Category: "self-test/net", Status: StatusFail, Summary: "ESCAPED: x"}), true, "bwrap"); n != 0 {
+		t.Errorf("an escape left tier %d", n)
+	}
+	if n, _ := tier(append(items, Item{ID: "matrix/d", Category: "self-test/proc", Status: StatusUntested, Summary: "untested: x"}), true, "bwrap"); n != 0 {
+		t.Errorf("a group where nothing could be tested left tier %d", n)
+	}
+	if n, _ := tier(items, false, "none"); n != 0 {
+		t.Errorf("no sandbox, yet tier %d", n)
+	}
+}

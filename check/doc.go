@@ -1,0 +1,52 @@
+// Package check says which tier a machine really has: it probes what
+// tier 1 needs (bwrap, user namespaces, seccomp, Yama, cgroups), sets up
+// one real sandbox and reads it back, and runs the escape matrix.
+//
+// # The escape matrix
+//
+// egress-cases.json, at the top of the repository and embedded in every
+// build, holds one row per attempt to get out: reading a flag file beside
+// the workdir by every spelling, writing protected paths, reaching canaries
+// on loopback, the host's address and Unix sockets, getting the egress
+// proxy to connect to loopback or metadata, reaching a process of the same
+// uid, outliving the run, pushing keystrokes, and every family of calls the
+// seccomp filter denies. Each row names the probe that makes the attempt
+// (sandbox-run __probe PROBE ARGS, a function of this package, so the
+// matrix runs wherever sandbox-run does) and the outcome expected of every
+// mechanism (bwrap, seatbelt, none) on every platform (linux, darwin,
+// windows). A mechanism or platform without an expectation fails Load.
+//
+// # Guarantees
+//
+//   - Untested is not held. Every attempt runs unconfined first (the
+//     positive control: same uid as the sandbox's command, same canary) and
+//     must reach its target; an attempt whose control fails is untested on
+//     this machine, with the control's answer as the reason. Attempts an
+//     unprivileged user cannot make unconfined either (raw sockets) run
+//     their control in a new user and network namespace, where they can.
+//   - An attempt is judged by what reached the canary, not by what the
+//     probe believed: writes are looked for on the host, survivors in the
+//     host's process table, DNS exfiltration in the DNS canary's log.
+//   - Anything that reached its canary confined is ESCAPED, whatever its
+//     control did.
+//   - The runner removes what it made (its tree under /tmp, the canaries,
+//     the marker process, every tagged survivor) before Run returns.
+//   - check reports tier 1 only when a real sandbox was set up and read back
+//     (NoNewPrivs 1, Seccomp 2, no capabilities, namespaces of its own), no
+//     check failed, and every group of the self-test held at least one
+//     attempt.
+//
+// # Non-guarantees
+//
+//   - The matrix shows that these attempts fail, not that no attempt can
+//     succeed: a kernel bug reachable through the allowed calls is outside
+//     it.
+//   - Attempts that need what this machine lacks (a cloud metadata service,
+//     NAT64, a virtual console for TIOCLINUX, a kernel that answers a call
+//     before checking privileges) stay untested here.
+//   - Only the Linux runner exists: the seatbelt and darwin/windows columns
+//     are expectations nothing in this package exercises yet.
+//   - Running the matrix as root starts the controls as the sandbox's uid
+//     (65534); the root-only attempts (a host sysctl) run their control as
+//     root and write a sysctl's own value back.
+package check

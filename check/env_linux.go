@@ -1,0 +1,291 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/sandbox"
+)
+
+// environment probes what tier 1 needs on this machine and sets up one
+// real sandbox. ready says the self-test can run.
+func environment(ctx context.Context, binary string) (items []Item, mechanism string, ready bool) {
+	timed := func(f func() Item) {
+		start := time.Now()
+		it := f()
+		it.DurationMS = time.Since(start).Milliseconds()
+		items = append(items, it)
+	}
+	timed(func() Item {
+		var u unix.Utsname
+		unix.Uname(&u)
+		return Item{ID: "platform", Category: "host", Status: StatusOK,
+			Summary: fmt.Sprintf("%s/%s, kernel %s", runtime.GOOS, runtime.GOARCH, unix.ByteSliceToString(u.Release[:]))}
+	})
+
+	bwrapOK := true
+	var info *bwrap.Info
+	timed(func() Item {
+		it := Item{ID: "bwrap", Category: "bwrap"}
+		path, err := exec.LookPath("bwrap")
+		if err == nil {
+			path, err = filepath.Abs(path)
+		}
+		if err == nil {
+			info, err = bwrap.Detect(ctx, path)
+		}
+		if err == nil {
+			err = info.Required()
+		}
+		if err != nil {
+			bwrapOK = false
+			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+oneLine(err.Error())
+			it.Remediation = "install bubblewrap 0.4.0 or newer (apt-get install -y bubblewrap, dnf install bubblewrap)"
+			return it
+		}
+		setuid := "not setuid"
+		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+			setuid = "setuid root"
+		}
+		it.Status = StatusOK
+		it.Summary = fmt.Sprintf("%s %s (%s)", path, info.Version, setuid)
+		it.Details = []string{"features: " + features(info.Features)}
+		if setuid != "not setuid" {
+			it.Status = StatusWarn
+			it.Remediation = "use a bwrap that is not setuid (chmod u-s " + path + "): sandbox-run relies on user namespaces, and a setuid bwrap is more attack surface"
+		}
+		return it
+	})
+	if info != nil {
+		for _, a := range info.Advisories() {
+			items = append(items, Item{ID: "advisory/" + a.ID, Category: "bwrap", Status: StatusWarn, Summary: a.Detail, Remediation: a.Fix})
+		}
+	}
+
+	timed(func() Item {
+		h := bwrap.ReadHost("/proc/sys")
+		it := Item{ID: "userns", Category: "kernel",
+			Details: []string{
+				fmt.Sprintf("user.max_user_namespaces = %s", sysctlText(h.MaxUserNamespaces)),
+				fmt.Sprintf("kernel.unprivileged_userns_clone = %s", sysctlText(h.UnprivilegedUsernsClone)),
+				fmt.Sprintf("kernel.apparmor_restrict_unprivileged_userns = %s", sysctlText(h.AppArmorRestrictUserns)),
+			}}
+		var se *bwrap.SetupError
+		switch err := bwrap.Preflight(h); {
+		case errors.As(err, &se):
+			bwrapOK = false
+			it.Status, it.Summary, it.Remediation = StatusFail, se.What+": "+se.Why, se.Fix
+		case h.AppArmorRestrictUserns == 1:
+			it.Status = StatusWarn
+			it.Summary = "Ubuntu's AppArmor restriction on unprivileged user namespaces is on: bwrap needs Ubuntu's own profile (never an unconfined one)"
+			it.Remediation = "apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"
+		default:
+			it.Status, it.Summary = StatusOK, "unprivileged user namespaces are enabled"
+		}
+		return it
+	})
+
+	timed(func() Item {
+		it := Item{ID: "seccomp", Category: "kernel"}
+		arch, err := filter.NativeArch()
+		status, _ := os.ReadFile("/proc/self/status")
+		switch {
+		case err != nil:
+			bwrapOK = false
+			it.Status, it.Summary, it.Remediation = StatusFail, "no seccomp filter for this machine: "+err.Error(), "run on x86_64 or aarch64"
+		case !bytes.Contains(status, []byte("\nSeccomp:")):
+			bwrapOK = false
+			it.Status, it.Summary, it.Remediation = StatusFail, "the kernel has no seccomp (no Seccomp: line in /proc/self/status)", "boot a kernel with CONFIG_SECCOMP_FILTER=y"
+		default:
+			prog, err := filter.Assemble(arch, filter.Options{})
+			if err != nil {
+				bwrapOK = false
+				it.Status, it.Summary, it.Remediation = StatusFail, "cannot assemble the seccomp filter: "+err.Error(), "report this as a bug in sandbox-run"
+				return it
+			}
+			it.Status = StatusOK
+			it.Summary = fmt.Sprintf("seccomp filter for %s, %d rules, %s", arch, len(filter.Rules()), prog.Digest()[:19])
+		}
+		return it
+	})
+
+	timed(func() Item {
+		it := Item{ID: "yama", Category: "kernel"}
+		scope, err := filter.YamaPtraceScope()
+		if perr := filter.CheckPtrace(scope, err); perr != nil {
+			it.Status = StatusWarn
+			if errors.Is(err, filter.ErrNoYama) {
+				it.Summary = "no Yama LSM: --ptrace is refused on this node (sandboxes never get ptrace here)"
+			} else {
+				it.Summary = fmt.Sprintf("kernel.yama.ptrace_scope is %d: --ptrace is refused on this node", scope)
+			}
+			it.Remediation = "only if agents need debuggers: boot with Yama and sysctl -w kernel.yama.ptrace_scope=1"
+			return it
+		}
+		it.Status, it.Summary = StatusOK, fmt.Sprintf("kernel.yama.ptrace_scope = %d: --ptrace may be allowed", scope)
+		return it
+	})
+
+	timed(cgroupItem)
+
+	timed(func() Item {
+		if os.Geteuid() == 0 {
+			return Item{ID: "user", Category: "host", Status: StatusOK,
+				Summary: fmt.Sprintf("running as root: the command runs as uid %d (--user to change), never as host uid 0", policy.DefaultUID)}
+		}
+		return Item{ID: "user", Category: "host", Status: StatusOK,
+			Summary: fmt.Sprintf("running as uid %d: the command runs as uid %d in its own user namespace", os.Getuid(), os.Getuid())}
+	})
+
+	items = append(items, Item{ID: "protected-paths", Category: "policy", Status: StatusOK,
+		Summary: fmt.Sprintf("Protected paths: on (%d paths held read-only in every writable directory)", len(policy.DefaultProtected())),
+		Details: policy.DefaultProtected()})
+
+	if !bwrapOK {
+		return items, "none", false
+	}
+	start := time.Now()
+	it := sandboxItem(ctx, binary)
+	it.DurationMS = time.Since(start).Milliseconds()
+	items = append(items, it)
+	return items, "bwrap", it.Status == StatusOK
+}
+
+func sysctlText(v int) string {
+	if v < 0 {
+		return "absent"
+	}
+	return fmt.Sprint(v)
+}
+
+func features(f bwrap.Features) string {
+	var on []string
+	for name, ok := range map[string]bool{"args": f.Args, "clearenv": f.ClearEnv, "disable-userns": f.DisableUserns,
+		"bind-fd": f.BindFD, "info-fd": f.InfoFD, "as-pid-1": f.AsPid1, "size": f.Size, "perms": f.Perms,
+		"unshare-cgroup-try": f.UnshareCgroupTry, "seccomp": f.Seccomp} {
+		if ok {
+			on = append(on, "--"+name)
+		}
+	}
+	sort.Strings(on)
+	return strings.Join(on, " ")
+}
+
+// cgroupItem reports cgroup v2 and whether this user's cgroup is delegated
+// (writable), which resource limits will need.
+func cgroupItem() Item {
+	it := Item{ID: "cgroup", Category: "kernel"}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		it.Status, it.Summary = StatusWarn, "no cgroup v2 at /sys/fs/cgroup: resource limits cannot be enforced here"
+		it.Remediation = "boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1)"
+		return it
+	}
+	own := ""
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if p, ok := strings.CutPrefix(l, "0::"); ok {
+				own = p
+			}
+		}
+	}
+	dir := filepath.Join("/sys/fs/cgroup", own)
+	delegated := unix.Access(dir, unix.W_OK) == nil
+	it.Status = StatusOK
+	it.Summary = fmt.Sprintf("cgroup v2; this process's cgroup %s is %s", own, map[bool]string{true: "writable (delegated)", false: "not writable (not delegated)"}[delegated])
+	it.Details = []string{"resource limits (--memory, --pids, --cpu-time) are refused by this build whatever the cgroup"}
+	return it
+}
+
+// sandboxItem sets up one real sandbox with the binary under test and
+// checks what init read back from inside.
+func sandboxItem(ctx context.Context, binary string) Item {
+	it := Item{ID: "sandbox", Category: "sandbox"}
+	fail := func(summary, fix string) Item {
+		it.Status, it.Summary, it.Remediation = StatusFail, summary, fix
+		return it
+	}
+	if binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail("cannot find sandbox-run's own binary: "+err.Error(), "run check from the sandbox-run binary")
+		}
+		binary = exe
+	}
+	dir, err := os.MkdirTemp("/tmp", "sbx-check-")
+	if err != nil {
+		return fail("cannot create a workdir: "+err.Error(), "make /tmp writable")
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	w := filepath.Join(dir, "w")
+	os.Mkdir(w, 0o755)
+	if os.Geteuid() == 0 {
+		os.Chown(w, policy.DefaultUID, policy.DefaultGID)
+	}
+	rep := filepath.Join(dir, "report.json")
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "run", "--workdir", w, "--report", rep, "--", "true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fail("a sandbox could not be set up: "+oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above")
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		return fail("no isolation report: "+err.Error(), "report this as a bug in sandbox-run")
+	}
+	var r sandbox.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fail("unreadable isolation report: "+err.Error(), "report this as a bug in sandbox-run")
+	}
+	rb := r.Readback
+	var problems []string
+	switch {
+	case r.Tier != 1 || r.Mechanism != "bwrap":
+		problems = append(problems, fmt.Sprintf("tier %d mechanism %s", r.Tier, r.Mechanism))
+	case rb == nil:
+		problems = append(problems, "nothing was read back from inside")
+	default:
+		if rb.NoNewPrivs != 1 {
+			problems = append(problems, "NoNewPrivs is not 1")
+		}
+		if rb.Seccomp != 2 {
+			problems = append(problems, fmt.Sprintf("Seccomp mode is %d, not 2 (filter)", rb.Seccomp))
+		}
+		if strings.Trim(rb.CapEff, "0") != "" {
+			problems = append(problems, "capabilities held: CapEff "+rb.CapEff)
+		}
+		for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts"} {
+			host, _ := os.Readlink("/proc/self/ns/" + ns)
+			if in := rb.Namespaces[ns]; in == "" || in == host {
+				problems = append(problems, ns+" namespace is the host's")
+			}
+		}
+		if os.Geteuid() == 0 && r.HostUID == 0 {
+			problems = append(problems, "the command ran as host uid 0")
+		}
+	}
+	if len(problems) > 0 {
+		return fail("the sandbox is not what tier 1 needs: "+strings.Join(problems, "; "), "report this as a bug in sandbox-run with the output of check --json")
+	}
+	it.Status = StatusOK
+	it.Summary = fmt.Sprintf("tier 1 sandbox set up and read back from inside: uid %d, NoNewPrivs 1, Seccomp 2, CapEff 0, own namespaces", rb.UID)
+	it.Details = []string{"seccomp " + r.Seccomp.Digest, "namespaces " + strings.Join(r.Namespaces, ", ")}
+	return it
+}
