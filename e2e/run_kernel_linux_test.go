@@ -157,14 +157,16 @@ func TestInheritedDescriptorInvisible(t *testing.T) {
 	if !strings.Contains(string(co), "OPEN-7") {
 		t.Fatalf("control: fd 7 not inherited unconfined (untested): %q", co)
 	}
-	c := exec.Command(bin, "run", "--workdir", w, "--", "sh", "-c", script)
-	c.ExtraFiles = extra
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if strings.Contains(string(out), "OPEN-") {
-		t.Errorf("descriptors reached the command: %q", out)
+	for _, mode := range []string{"bwrap", "off"} {
+		c := exec.Command(bin, "run", "--workdir", w, "--sandbox", mode, "--", "sh", "-c", script)
+		c.ExtraFiles = extra
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", mode, err, out)
+		}
+		if strings.Contains(string(out), "OPEN-") {
+			t.Errorf("%s: descriptors reached the command: %q", mode, out)
+		}
 	}
 }
 
