@@ -120,6 +120,36 @@ func probeLinux(o *probeOut, name string, a []string) int {
 		}
 		o.sub("clone-newuser", err == nil, "clone(CLONE_NEWUSER): "+errText(err))
 		return o.verdict("no nested user namespace")
+	case "foreign-abi":
+		// Each attempt runs in a child: the filter's answer to a call
+		// from a foreign ABI is to kill the caller.
+		for _, kind := range abiAttempts() {
+			self := "/proc/self/exe"
+			pid, err := syscall.ForkExec(self, []string{self, ProbeArg, "abi-attempt", kind}, &syscall.ProcAttr{Env: []string{}})
+			if err != nil {
+				o.sub(kind, false, "cannot start the attempt: "+errText(err))
+				continue
+			}
+			var ws syscall.WaitStatus
+			for {
+				if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+					break
+				}
+			}
+			switch {
+			case ws.Signaled():
+				o.sub(kind, false, "the caller was killed by "+ws.Signal().String())
+			default:
+				o.sub(kind, true, fmt.Sprintf("the call returned to the caller (exit %d)", ws.ExitStatus()))
+			}
+		}
+		return o.verdict("every foreign-ABI call killed its caller")
+	case "abi-attempt": // KIND: make the call and exit 0 if it returns
+		if len(a) < 1 {
+			return 2
+		}
+		abiCall(a[0])
+		return 0
 	case "seccomp": // FAMILY
 		if len(a) < 1 {
 			return 2
