@@ -99,7 +99,7 @@ var probes = []string{
 	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
 	"tcp-connect", "udp-echo", "dns-query", "unix-connect", "raw-socket", "http-get",
 	"proc-signal", "proc-environ", "ptrace", "userns", "seccomp", "tty-inject",
-	"sysctl-write", "proc-hidden", "spawn",
+	"sysctl-write", "proc-hidden", "spawn", "foreign-abi",
 }
 
 // Load parses and validates the embedded egress-cases.json.
