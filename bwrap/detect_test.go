@@ -2,8 +2,11 @@ package bwrap
 
 import (
 	"os"
+
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // without returns help text with the given options' lines removed: a
@@ -111,10 +114,7 @@ func TestRequiredNamesMissing(t *testing.T) {
 }
 
 func TestDetectRealBinary(t *testing.T) {
-	path := "/usr/bin/bwrap"
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("no /usr/bin/bwrap; the parse tests cover the logic")
-	}
+	path := sandboxtest.Bwrap(t)
 	info, err := Detect(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
