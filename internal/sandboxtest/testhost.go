@@ -31,7 +31,8 @@ func ServeTestHost() {
 
 // runTestHost is the HTTP server of the test host inside its network
 // namespace: /ok, /redirect?to=URL (302), /count (connections accepted so
-// far). It prints "ready" once listening and exits when stdin closes.
+// far), /bytes?n=N (N bytes, with a Content-Length, for throughput
+// benchmarks). It prints "ready" once listening and exits when stdin closes.
 func runTestHost(addr string) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -45,6 +46,7 @@ func runTestHost(addr string) int {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 	})
 	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, conns.Load()) })
+	mux.HandleFunc("/bytes", ServeBytes)
 	srv := &http.Server{Handler: mux, ConnState: func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -54,6 +56,32 @@ func runTestHost(addr string) int {
 	fmt.Println("ready")
 	_ = srv.Serve(ln)
 	return 1
+}
+
+// maxBytes bounds /bytes?n=: 4 GiB is more than any benchmark asks for.
+const maxBytes = 4 << 30
+
+// chunk is what /bytes writes, over and over; its content does not matter.
+var chunk = make([]byte, 1<<20)
+
+// ServeBytes answers /bytes?n=N with N zero bytes (0 <= N <= 4 GiB) and a
+// Content-Length, so that a client can measure a download of a known size.
+// Scripts that run their own test host (scripts/bench) serve it too.
+func ServeBytes(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	if err != nil || n < 0 || n > maxBytes {
+		http.Error(w, "n: want an integer between 0 and 4 GiB", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	for n > 0 {
+		k := min(n, int64(len(chunk)))
+		if _, err := w.Write(chunk[:k]); err != nil {
+			return
+		}
+		n -= k
+	}
 }
 
 // TestHost is an HTTP server in a network namespace of its own, reachable
@@ -87,8 +115,9 @@ func (h TestHost) Count(t testing.TB) int {
 // NewTestHost creates a network namespace and a veth pair with addresses
 // from 198.18.0.0/15 (names and subnet derived from the pid and idx, so
 // parallel runs do not clash), and starts the test host in it. Everything is
-// removed in t.Cleanup.
-func NewTestHost(t *testing.T, idx int) TestHost {
+// removed in t.Cleanup. Benchmarks may call it too (b.Cleanup); the
+// host then lives until the benchmark ends.
+func NewTestHost(t testing.TB, idx int) TestHost {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		Unavailable(t, "network namespaces", "run as root with iproute2")
@@ -146,8 +175,11 @@ func NewTestHost(t *testing.T, idx int) TestHost {
 
 	h := TestHost{Addr: inside, Port: 8080}
 	ctx, cancel := context.WithCancel(context.Background())
-	if dl, ok := t.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.Background(), dl)
+	// *testing.T has a deadline; a benchmark (*testing.B) has none.
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(context.Background(), dl)
+		}
 	}
 	cmd := exec.CommandContext(ctx, ipCmd, "netns", "exec", ns, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=testhost", "SANDBOX_RUN_TEST_LISTEN="+h.HostPort())
@@ -191,4 +223,3 @@ func NewTestHost(t *testing.T, idx int) TestHost {
 	}
 	return h
 }
-

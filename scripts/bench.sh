@@ -1,0 +1,38 @@
+#!/bin/sh
+# make bench / make bench-quick: sandbox-run against raw bubblewrap and srt,
+# in interleaved runs; writes docs/BENCHMARKS.md. Asserts nothing.
+#
+#   scripts/bench.sh [BIN [FLAGS...]]     BIN default: bin/sandbox-run
+#   scripts/bench.sh bin/sandbox-run -quick
+#
+# Installs srt (scripts/install-srt.sh, into .cache/srt) first; if that
+# fails, the report says why and has no srt column. The network sections
+# need root (network namespaces). FLAGS go to scripts/bench (see its doc).
+set -eu
+cd "$(dirname "$0")/.."
+bin=${1:-bin/sandbox-run}
+[ $# -gt 0 ] && shift
+
+log=$(mktemp)
+micro=$(mktemp)
+trap 'rm -f "$log" "$micro"' EXIT INT TERM
+
+if srt=$(scripts/install-srt.sh 2>"$log"); then
+	srt_err=
+else
+	cat "$log" >&2
+	srt=
+	srt_err="scripts/install-srt.sh failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+fi
+
+mkdir -p .cache/bench
+go build -o .cache/bench/sbx-bench ./scripts/bench
+
+benchtime=1s
+case " $* " in *" -quick "*) benchtime=100ms ;; esac
+echo "bench: go test -bench (benchtime $benchtime)" >&2
+go test -run '^$' -bench . -benchmem -benchtime "$benchtime" \
+	./filter/ ./bwrap/ ./pathguard/ ./forwarder/ ./scripts/bench/ 2>&1 |
+	grep -E '^(Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' >"$micro" || true
+
+exec .cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -micro "$micro" "$@"

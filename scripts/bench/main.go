@@ -1,0 +1,327 @@
+//go:build linux
+
+// Command bench measures sandbox-run against the physical floor (raw
+// bubblewrap with the same namespaces, mounts and seccomp program) and
+// against Anthropic's sandbox-runtime (srt), and writes docs/BENCHMARKS.md.
+// `make bench` runs it through scripts/bench.sh, which installs srt first.
+//
+// Every table comes from one interleaved run (A B C, B C A, ...) so that a
+// noisy machine affects every column alike; the report gives medians,
+// min/max and ratios measured in that run, never an absolute time alone.
+// Nothing here asserts a time.
+//
+// Usage:
+//
+//	bench -bin bin/sandbox-run [-srt PATH/cli.js] [-out docs/BENCHMARKS.md] [-quick]
+//	bench -bin bin/sandbox-run -startup-only     (make bench-startup: print, write nothing)
+//
+// Hidden modes used by the benchmark itself: serve ADDR (the test host in
+// its network namespace), proxy-tcp ALLOW... (the egress proxy on loopback
+// TCP), fetch -url URL [-n N] (the client, the same on every path).
+//
+// Everything it creates (a temp dir under /tmp, a network namespace and a
+// veth pair, child processes) is removed on exit and on SIGINT/SIGTERM.
+// Every loop is bounded in count and by -max-time.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// env is the benchmark's fixed setup.
+type env struct {
+	bin     string // sandbox-run
+	exe     string // this program, copied to binDir so that sandboxes can run it
+	binDir  string
+	base    string // the temp dir holding everything below
+	work    string // workdir (owned by the sandbox uid when root)
+	srtWork string // srt's workdir: the same files, owned by the caller (srt runs as the caller)
+	ro      string // files for --read growth
+	seccomp string // the seccomp program, for raw bwrap
+}
+
+// cleanups run in reverse order at exit or on a signal, once.
+var (
+	cleanupMu sync.Mutex
+	cleanups  []func()
+)
+
+func atExit(f func()) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	cleanups = append(cleanups, f)
+}
+
+func runCleanups() {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	cleanups = nil
+}
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "serve":
+			os.Exit(serveMain(os.Args[2:]))
+		case "proxy-tcp":
+			os.Exit(proxyMain(os.Args[2:]))
+		case "fetch":
+			os.Exit(fetchMain(os.Args[2:]))
+		}
+	}
+	code := run()
+	runCleanups()
+	os.Exit(code)
+}
+
+func run() int {
+	bin := flag.String("bin", "bin/sandbox-run", "sandbox-run binary")
+	srtCLI := flag.String("srt", "", "srt's dist/cli.js (empty: no srt column)")
+	srtInstallErr := flag.String("srt-error", "", "why srt could not be installed (from scripts/bench.sh)")
+	out := flag.String("out", "docs/BENCHMARKS.md", "report to write")
+	rounds := flag.Int("n", 25, "start-up rounds (each variant once per round; at least 20 for the report)")
+	quick := flag.Bool("quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
+	startupOnly := flag.Bool("startup-only", false, "measure plain exec, raw bwrap and sandbox-run only; print, write nothing")
+	size := flag.Int64("size", 256<<20, "download size in bytes")
+	netRounds := flag.Int("net-rounds", 5, "downloads per network variant")
+	latTotal := flag.Int("requests", 1000, "small GETs per network variant (in 4 interleaved batches)")
+	micro := flag.String("micro", "", "file with `go test -bench` output to include")
+	maxTime := flag.Duration("max-time", 15*time.Minute, "time bound of the whole run (checked between rounds)")
+	flag.Parse()
+	deadline := time.Now().Add(*maxTime)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "bench: %v: cleaning up\n", s)
+		runCleanups()
+		os.Exit(130)
+	}()
+
+	if *quick {
+		*rounds = min(*rounds, 10)
+		*size = min(*size, 64<<20)
+		*netRounds = min(*netRounds, 2)
+		*latTotal = min(*latTotal, 200)
+	}
+	e, err := setup(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: setup:", err)
+		return 1
+	}
+
+	if *startupOnly {
+		return startupOnlyMain(e, *rounds, deadline)
+	}
+
+	rep := &report{quick: *quick, rounds: *rounds, info: machineInfo(e.bin)}
+	srt, err := newSRT(*srtCLI, e.srtWork, e.base)
+	if err != nil && *srtInstallErr != "" {
+		err = errors.New(*srtInstallErr)
+	}
+	if err != nil {
+		rep.srtErr = err
+		fmt.Fprintln(os.Stderr, "bench: srt not measured:", err)
+	} else {
+		rep.info.srt = srt.version
+	}
+
+	vs, err := e.startupVariants(*quick, srt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "bench: start-up, %d variants x %d rounds, interleaved\n", len(vs), *rounds)
+	rep.startup, rep.startupFailed = interleave(vs, *rounds, deadline)
+
+	h, err := newTestHost(e.exe)
+	if err != nil {
+		rep.netErr = fmt.Errorf("test host: %w", err)
+	} else {
+		atExit(h.close)
+		p, err := startTCPProxy(e.exe, h.addr.String())
+		if err != nil {
+			rep.netErr = err
+		} else {
+			atExit(p.close)
+			if srt != nil {
+				if err := srt.setHost(e.base, e.srtWork, h.addr.Addr().String()); err != nil {
+					rep.netErr = err
+				}
+			}
+			nvs := e.netVariants(h, p, srt)
+			fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
+				len(nvs), *netRounds, *size>>20, *latTotal)
+			r := measureNet(nvs, h, *size, *netRounds, 4, max(1, *latTotal/4), deadline)
+			rep.net = &r
+		}
+	}
+	if *micro != "" {
+		b, err := os.ReadFile(*micro)
+		if err == nil {
+			rep.micro = string(b)
+		}
+	}
+	md := rep.markdown()
+	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Print(rep.summary())
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", *out)
+	return 0
+}
+
+// setup creates the temp tree: a workdir with the protected paths of a
+// typical checkout and p0000..p0999 (so that raw bwrap can bind the same
+// paths sandbox-run would otherwise make placeholders for), r0000..r0999
+// to --read, a copy of this program and the seccomp program.
+func setup(bin string) (*env, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	base, err := os.MkdirTemp("/tmp", "sbx-bench-")
+	if err != nil {
+		return nil, err
+	}
+	atExit(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		return nil, err
+	}
+	e := &env{bin: abs, base: base, work: filepath.Join(base, "work"), ro: filepath.Join(base, "ro"),
+		binDir: filepath.Join(base, "bin"), seccomp: filepath.Join(base, "seccomp.bpf"), srtWork: filepath.Join(base, "srtwork")}
+	for _, w := range []string{e.work, e.srtWork} {
+		for _, d := range []string{w, e.ro, e.binDir, w + "/.git/hooks", w + "/.vscode", w + "/.idea", w + "/.claude"} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+		}
+	}
+	files := []string{".git/config", ".gitmodules", ".mcp.json", ".bashrc", ".bash_profile", ".profile", ".zshrc"}
+	for i := 0; i < 1000; i++ {
+		files = append(files, fmt.Sprintf("p%04d", i))
+		if err := os.WriteFile(filepath.Join(e.ro, fmt.Sprintf("r%04d", i)), nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	for i, f := range files {
+		if err := os.WriteFile(filepath.Join(e.work, f), nil, 0o644); err != nil {
+			return nil, err
+		}
+		if i < 7 { // the protected paths of a checkout, not the growth series
+			if err := os.WriteFile(filepath.Join(e.srtWork, f), nil, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if os.Geteuid() == 0 {
+		if err := filepath.Walk(e.work, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 65534, 65534)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	e.exe = filepath.Join(e.binDir, "sbx-bench")
+	if err := copyFile(self, e.exe, 0o755); err != nil {
+		return nil, err
+	}
+	return e, writeSeccomp(e.seccomp)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// startupOnlyMain is `make bench-startup`: plain exec, raw bwrap and
+// sandbox-run, interleaved; printed, nothing written.
+func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
+	vs, err := e.startupVariants(true, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	vs = vs[:4] // plain, raw, sandbox-run, sandbox-run --allow-host
+	times, failed := interleave(vs, rounds, deadline)
+	if len(failed) > 0 {
+		return 1
+	}
+	fmt.Printf("%-52s %10s %10s %10s  (n=%d, interleaved)\n", "command", "median", "min", "max", rounds)
+	for _, v := range vs {
+		t := times[v.name]
+		fmt.Printf("%-52s %10s %10s %10s\n", v.name, ms(t.median()), ms(t.min()), ms(t.max()))
+	}
+	fmt.Printf("ratio sandbox-run / raw bwrap (medians): %s (goal <= 1.30x)\n", ratio(times[vSR].median(), times[vRaw].median()))
+	fmt.Printf("network costs (medians): %s more\n", ms(times[vSRNet].median()-times[vSR].median()))
+	return 0
+}
+
+// info is the machine and the versions, for the report's header.
+type info struct {
+	date, cpu, kernel, bwrap, sandboxRun, describe, srt, node, goVersion string
+	cores                                                                int
+}
+
+func machineInfo(bin string) info {
+	outOf := func(name string, args ...string) string {
+		b, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return "unavailable (" + err.Error() + ")"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	in := info{date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), cores: numCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				in.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		in.kernel = strings.TrimSpace(string(b))
+	}
+	in.bwrap = outOf("bwrap", "--version")
+	in.sandboxRun = outOf(bin, "version")
+	in.describe = outOf("git", "describe", "--always", "--dirty")
+	in.node = outOf("node", "--version")
+	in.srt = "not measured"
+	in.goVersion = goVersion()
+	return in
+}
