@@ -7,16 +7,26 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandbox-run/sandbox-run/internal/cli.Version=$(VERSION)
 # Packages whose tests run real bwrap; CI runs them again as an unprivileged user.
 KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/
+# The escape matrix (egress-cases.json, package check) runs bwrap too.
+KERNEL_PKGS += ./check/
 FUZZTIME ?= 20s
 
 export GOTOOLCHAIN := local
 
 .PHONY: all deps build demo test test-unit test-kernel fuzz bench bench-startup vet clean
+.PHONY: mcp-deps
+.PHONY: e2e-sandbox
+.PHONY: bench-quick bench-go
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# The real MCP servers the tests wrap, pinned in scripts/mcp-servers, into
+# .cache/mcp (needs node and npm; idempotent).
+mcp-deps:
+	@scripts/install-mcp-servers.sh
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandbox-run
@@ -31,12 +41,19 @@ vet:
 
 # Everything CI runs. SANDBOX_REQUIRE=1 turns every "cannot run bwrap here"
 # skip into a failure.
-test: deps build vet
+test: deps mcp-deps build vet
 	$(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz
 
-test-kernel: build
+test-kernel: mcp-deps build
 	$(GO) test -count=1 $(KERNEL_PKGS)
+
+# The whole escape matrix, every case with its positive control, through
+# a freshly built binary, then the tier-0 column. CI runs it (inside make
+# test and make test-kernel) as root and as an unprivileged user with
+# SANDBOX_REQUIRE=1.
+e2e-sandbox: build
+	$(GO) test -count=1 -v -run '^TestEscapeMatrix' ./check/
 
 fuzz:
 	@for t in $$(scripts/fuzz-targets.sh); do \
@@ -45,7 +62,17 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
 
+# sandbox-run against raw bwrap and srt (pinned, installed into .cache/srt),
+# interleaved; writes docs/BENCHMARKS.md. The network tables need root.
 bench: deps build
+	@scripts/bench.sh $(BIN)
+
+# A one-minute subset of `make bench`; its report goes to .cache/bench.
+bench-quick: deps build
+	@scripts/bench.sh $(BIN) -quick -out .cache/bench/BENCHMARKS.quick.md
+
+# The Go micro-benchmarks alone (`make bench` includes the hot-path ones).
+bench-go: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 bench-startup: deps build

@@ -558,7 +558,7 @@ func TestFailureMessages(t *testing.T) {
 		{"missing workdir", []string{"--workdir", "/nonexistent/dir"}, []string{"/nonexistent/dir", "does not exist", "fix:"}},
 		{"bwrap in workdir", []string{"--bwrap", copyBwrap(t, w)}, []string{"writable directory", "fix:"}},
 		{"ptrace without yama", []string{"--ptrace"}, []string{"ptrace", "fix:"}},
-		{"not yet enforced limit", []string{"--memory", "1G"}, []string{"--memory", "refused", "fix:"}},
+		{"cgroup base unusable", []string{"--memory", "1G", "--cgroup-base", "/nonexistent/cgroup"}, []string{"--cgroup-base", "fix:"}},
 		{"NUL in env", []string{"--env", "A=b\x00c"}, []string{"NUL"}},
 	}
 	for _, tt := range tests {

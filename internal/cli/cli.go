@@ -65,6 +65,8 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return checkCmd(ctx, args[1:], stdio)
 	case "__probe":
 		return probeCmd(args[1:])
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":
 		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
 		return 0
@@ -72,7 +74,7 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		usage(stdio.Stdout)
 		return 0
 	}
-	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, check or version (sandbox-run help)", args[0]))
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check or version (sandbox-run help)", args[0]))
 }
 
 func usage(w io.Writer) {
@@ -80,6 +82,7 @@ func usage(w io.Writer) {
   sandbox-run run [flags] -- COMMAND [ARG...]   run COMMAND in a sandbox
   sandbox-run check [--json]                    what holds on this machine, and the tier
   sandbox-run proxy --listen PATH [flags]       a node-wide egress proxy on a Unix socket
+  sandbox-run mcp [flags] -- SERVER [ARG...]    MCP relay in front of a sandboxed server
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.
 `)
@@ -496,8 +499,3 @@ func printOneLine(w io.Writer, res *sandbox.Result) {
 	fmt.Fprintf(w, "sandbox-run: run %s: tier %d %s, %d protections configured, %d verified from inside, network %s, exit %d%s, %s\n",
 		r.RunID, r.Tier, r.Mechanism, held, verified, r.Network, res.ExitCode, class, r.EnvironmentDigest)
 }
-
-// notYet refuses run flags whose protection this build cannot enforce; a
-// run never goes ahead with less than was asked. Every flag is enforced
-// today, so it refuses nothing.
-func (f *runFlags) notYet() error { return nil }

@@ -1,0 +1,208 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// errAmbiguous marks a JSON object that two parsers could read differently:
+// a key given twice, or two keys equal but for case (encoding/json matches
+// struct fields case-insensitively, JSON.parse does not). The relay refuses
+// such messages rather than guess which reading the other side will use.
+var errAmbiguous = errors.New("ambiguous JSON object: a key repeated or differing only in case")
+
+// object is a JSON object's top-level members, matched exactly.
+type object map[string]json.RawMessage
+
+// parseObject reads raw as one JSON object. It fails on anything else, on
+// trailing data and, with errAmbiguous, on keys that repeat or fold together.
+// The members' values are sub-slices of raw.
+func parseObject(raw []byte) (object, error) {
+	// json.Valid first: after it, the walk below can trust the syntax.
+	if !json.Valid(raw) {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("invalid JSON")
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	i++
+	obj := object{}
+	var keys []string
+	for {
+		i = skipSpace(raw, i)
+		if raw[i] == '}' {
+			break
+		}
+		end := skipString(raw, i)
+		key := string(raw[i+1 : end-1])
+		if needsDecoding(raw[i:end]) {
+			if err := json.Unmarshal(raw[i:end], &key); err != nil {
+				return nil, err
+			}
+		}
+		for _, k := range keys {
+			if strings.EqualFold(k, key) {
+				return nil, errAmbiguous
+			}
+		}
+		keys = append(keys, key)
+		i = skipSpace(raw, end) + 1 // the colon
+		i = skipSpace(raw, i)
+		vend := skipValue(raw, i)
+		obj[key] = raw[i:vend]
+		i = skipSpace(raw, vend)
+		if raw[i] == ',' {
+			i++
+		}
+	}
+	return obj, nil
+}
+
+// needsDecoding says a key holds an escape or a non-ASCII byte, which
+// encoding/json decodes (invalid UTF-8 becomes U+FFFD); plain ASCII keys are
+// their own bytes.
+func needsDecoding(quoted []byte) bool {
+	for _, c := range quoted {
+		if c == '\\' || c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// skipSpace, skipString and skipValue walk JSON that json.Valid accepted.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
+		i++
+	}
+	return i
+}
+
+// has reports whether the member exists, null or not.
+func (o object) has(k string) bool { _, ok := o[k]; return ok }
+
+// str returns a string member, "" when absent or not a string.
+func (o object) str(k string) string {
+	var s string
+	if v, ok := o[k]; ok {
+		json.Unmarshal(v, &s)
+	}
+	return s
+}
+
+// kind is what a JSON-RPC message is.
+type kind int
+
+const (
+	kindInvalid      kind = iota
+	kindRequest           // method and id
+	kindNotification      // method, no id
+	kindResponse          // id and result or error, no method
+)
+
+// envelope is one parsed JSON-RPC message.
+type envelope struct {
+	obj    object
+	kind   kind
+	method string
+	id     mcpgo.RequestId
+	idKey  string // id.String(): how mcp-go clients match responses
+}
+
+func parseEnvelope(raw []byte) (envelope, error) {
+	obj, err := parseObject(raw)
+	if err != nil {
+		return envelope{}, err
+	}
+	e := envelope{obj: obj, method: obj.str("method")}
+	hasResult := obj.has("result") || obj.has("error")
+	if obj.has("id") {
+		if err := json.Unmarshal(obj["id"], &e.id); err != nil {
+			return e, err
+		}
+		e.idKey = e.id.String()
+	}
+	switch {
+	case obj.has("method") && e.method == "":
+		return e, fmt.Errorf("method is not a non-empty string")
+	case e.method != "" && hasResult:
+		return e, fmt.Errorf("message is both a request and a response")
+	case e.method != "" && obj.has("id"):
+		e.kind = kindRequest
+	case e.method != "":
+		e.kind = kindNotification
+	case obj.has("id") && hasResult:
+		e.kind = kindResponse
+	default:
+		return e, fmt.Errorf("neither a request, a notification nor a response")
+	}
+	return e, nil
+}
+
+// params returns the message's params as an object; an absent params is an
+// empty object.
+func (e envelope) params() (object, error) {
+	raw, ok := e.obj["params"]
+	if !ok || string(raw) == "null" {
+		return object{}, nil
+	}
+	return parseObject(raw)
+}
+
+// errorLine renders a JSON-RPC error response as one line.
+func errorLine(id mcpgo.RequestId, code int, msg string, data any) []byte {
+	b, err := json.Marshal(mcpgo.NewJSONRPCError(id, code, msg, data))
+	if err != nil {
+		// data is built by this package from strings and numbers.
+		panic("BUG(sandbox-run): mcp: cannot encode an error response: " + err.Error())
+	}
+	return append(b, '\n')
+}

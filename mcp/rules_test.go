@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"read_file", "read_file", true},
+		{"read_file", "read_files", false},
+		{"read_file", "Read_file", false},
+		{"read_*", "read_file", true},
+		{"read_*", "read_", true},
+		{"read_*", "write_file", false},
+		{"*", "", true},
+		{"*", "anything/at.all", true},
+		{"*file", "read_file", true},
+		{"*_*_*", "a_b_c", true},
+		{"*_*_*", "a_b", false},
+		{"?", "é", true}, // one character, two bytes
+		{"??", "é", false},
+		{"r?ad", "read", true},
+		{"r?ad", "rad", false},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{"[a]", "a", false}, // no classes: '[' is literal
+		{"[a]", "[a]", true},
+		{"", "", true},
+		{"", "x", false},
+	} {
+		if got := Match(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestMatchLinear(t *testing.T) {
+	// A pattern that makes naive backtracking exponential.
+	p := strings.Repeat("a*", 30) + "b"
+	n := strings.Repeat("a", 5000)
+	if Match(p, n) {
+		t.Fatal("matched")
+	}
+}
+
+func TestRulesCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        Rules
+		tool     string
+		want     bool
+		wantRule string
+	}{
+		{"zero shows all", Rules{}, "anything", true, ""},
+		{"allowed", Rules{Allow: []string{"read_*"}}, "read_file", true, ""},
+		{"not allowed", Rules{Allow: []string{"read_*", "list_*"}}, "write_file", false, `no --allow-tool pattern ("read_*", "list_*")`},
+		{"denied", Rules{Deny: []string{"write_*"}}, "write_file", false, `--deny-tool "write_*"`},
+		{"deny wins", Rules{Allow: []string{"*"}, Deny: []string{"write_file"}}, "write_file", false, `--deny-tool "write_file"`},
+		{"deny other", Rules{Allow: []string{"*"}, Deny: []string{"write_file"}}, "read_file", true, ""},
+		{"empty name", Rules{Allow: []string{"read_*"}}, "", false, `no --allow-tool pattern ("read_*")`},
+	} {
+		ok, rule := tc.r.Check(tc.tool)
+		if ok != tc.want || rule != tc.wantRule {
+			t.Errorf("%s: Check(%q) = %v %q, want %v %q", tc.name, tc.tool, ok, rule, tc.want, tc.wantRule)
+		}
+	}
+}
+
+func TestRulesValidate(t *testing.T) {
+	for _, bad := range []Rules{{Allow: []string{""}}, {Deny: []string{"a\x00"}}, {Deny: []string{"a\nb"}}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	if err := (Rules{Allow: []string{"*"}, Deny: []string{"x?"}}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
