@@ -77,10 +77,20 @@ type Case struct {
 	Fast bool `json:"fast,omitempty"`
 	// Expect is the expected outcome per mechanism, then per platform.
 	Expect map[string]map[string]string `json:"expect"`
+	// Why says, per mechanism and platform, why an expectation is what it
+	// is when that is not plain: why an attempt does not apply, why a
+	// mechanism cannot hold it, or why nothing is claimed. The seatbelt
+	// column on darwin must give a reason for every expectation other
+	// than held (TestSeatbeltReasons).
+	Why map[string]map[string]string `json:"why,omitempty"`
 }
 
 // Expected returns the expectation for mechanism on platform, "" if none.
 func (c Case) Expected(mechanism, platform string) string { return c.Expect[mechanism][platform] }
+
+// Reason returns the reason given for the expectation of mechanism on
+// platform, "" if none.
+func (c Case) Reason(mechanism, platform string) string { return c.Why[mechanism][platform] }
 
 // Vars are the placeholders a case's Args and Allow may use.
 var Vars = []string{
@@ -165,6 +175,16 @@ func Parse(b []byte) ([]Case, error) {
 		for m := range c.Expect {
 			if !slices.Contains(Mechanisms, m) {
 				bad("expectation for unknown mechanism %q", m)
+			}
+		}
+		for m, byPlatform := range c.Why {
+			for p, why := range byPlatform {
+				if c.Expected(m, p) == "" {
+					bad("a reason for %s on %s, which has no expectation", m, p)
+				}
+				if strings.TrimSpace(why) == "" {
+					bad("an empty reason for %s on %s", m, p)
+				}
 			}
 		}
 		for _, m := range Mechanisms {

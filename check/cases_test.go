@@ -75,6 +75,8 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown placeholder", row(`,"args":["${nope}"]`, full), "unknown placeholder"},
 		{"unknown probe", strings.Replace(row("", full), "read-file", "teleport", 1), `probe "teleport"`},
 		{"unknown field", row(`,"expected":1`, full), "unknown field"},
+		{"reason without an expectation", row(`,"why":{"seatbelt":{"plan9":"x"}}`, full), "has no expectation"},
+		{"empty reason", row(`,"why":{"seatbelt":{"darwin":" "}}`, full), "empty reason"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,5 +146,76 @@ func TestTier(t *testing.T) {
 	}
 	if n, _ := tier(items, false, "none"); n != 0 {
 		t.Errorf("no sandbox, yet tier %d", n)
+	}
+}
+
+// darwinProbes are the probes the darwin build implements: probe.go's
+// portable ones and probe_darwin.go's.
+var darwinProbes = []string{
+	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
+	"tcp-connect", "udp-echo", "dns-query", "unix-connect", "http-get", "spawn",
+	"raw-socket", "proc-signal", "proc-environ", "tty-inject",
+}
+
+// TestSeatbeltColumn: the seatbelt column on darwin says what the profile
+// is designed to do, and gives a reason for everything that is not a
+// plain hold; every case it runs there has a macOS probe and canary.
+func TestSeatbeltColumn(t *testing.T) {
+	cases, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, c := range cases {
+		exp := c.Expected("seatbelt", "darwin")
+		if exp != ExpectHeld && c.Reason("seatbelt", "darwin") == "" {
+			t.Errorf("%s: seatbelt on darwin is %s without a reason (why)", c.ID, exp)
+		}
+		if exp == ExpectHeld {
+			held++
+		}
+		for _, p := range Platforms {
+			if p != "darwin" && c.Expected("seatbelt", p) != ExpectNA {
+				t.Errorf("%s: seatbelt exists only on darwin, yet expects %s on %s", c.ID, c.Expected("seatbelt", p), p)
+			}
+		}
+		if exp == ExpectNA {
+			continue
+		}
+		if !slices.Contains(darwinProbes, c.Probe) {
+			t.Errorf("%s: seatbelt on darwin expects %s, but probe %s has no macOS form", c.ID, exp, c.Probe)
+		}
+		for _, a := range append(slices.Clone(c.Args), c.Allow...) {
+			for _, v := range []string{"${abstract}", "${sysctl}", "${marker_key}", "/proc/"} {
+				if strings.Contains(a, v) {
+					t.Errorf("%s: argument %q needs Linux (%s)", c.ID, a, v)
+				}
+			}
+		}
+	}
+	if held == 0 {
+		t.Error("the seatbelt column holds nothing")
+	}
+}
+
+// TestKnownGap: an escape the matrix expects of the mechanism is a
+// warning, not a failure, and does not count as testing its group; an
+// escape it does not expect still fails.
+func TestKnownGap(t *testing.T) {
+	gap := resultItem(Result{ID: "life-setsid", Group: "lifecycle", Verdict: Escaped, Expected: ExpectEscaped,
+		ExpectedWhy: "no PID namespace", Reason: "reached confined: survivors"})
+	if gap.Status != StatusWarn || !strings.HasPrefix(gap.Summary, "ESCAPED") || !strings.Contains(gap.Remediation, "no PID namespace") {
+		t.Errorf("known gap = %+v", gap)
+	}
+	if it := resultItem(Result{ID: "fs-read-abs", Group: "fs", Verdict: Escaped, Expected: ExpectHeld}); it.Status != StatusFail {
+		t.Errorf("an unexpected escape is %s, want fail", it.Status)
+	}
+	ok := Item{ID: "matrix/a", Category: "self-test/fs", Status: StatusOK, Summary: "held: x"}
+	if n, v := tier([]Item{ok, gap}, true, "seatbelt"); n != 1 {
+		t.Errorf("a known gap beside a held group: tier %d (%s), want 1", n, v)
+	}
+	lone := Item{ID: "matrix/b", Category: "self-test/lifecycle", Status: StatusUntested, Summary: "untested: x"}
+	if n, _ := tier([]Item{ok, gap, lone}, true, "seatbelt"); n != 0 {
+		t.Errorf("a group with only a known gap and an untested case: tier %d, want 0", n)
 	}
 }

@@ -219,7 +219,7 @@ func Probe(args []string) int {
 		}
 		return 0
 	}
-	return probeLinux(o, name, a)
+	return probeOS(o, name, a)
 }
 
 func readSome(p string) ([]byte, error) {

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package check
 
@@ -15,7 +15,7 @@ func startDetached(string, []string, bool) error { return errNotLinux }
 func spawnSurvivor(string, string) error         { return errNotLinux }
 func markerKey(string) error                     { return errNotLinux }
 
-func probeLinux(o *probeOut, name string, _ []string) int {
+func probeOS(o *probeOut, name string, _ []string) int {
 	fmt.Fprintf(os.Stderr, "__probe %s: %v\n", name, errNotLinux)
 	return 2
 }

@@ -21,6 +21,9 @@ type Result struct {
 	Tries    string `json:"tries"`
 	Verdict  string `json:"verdict"`
 	Expected string `json:"expected"`
+	// ExpectedWhy is the matrix's reason for that expectation, if it
+	// gives one (why it does not apply, why the mechanism cannot hold it).
+	ExpectedWhy string `json:"expected_why,omitempty"`
 	// Reason says why the verdict is what it is, in one line.
 	Reason string `json:"reason"`
 	// Error marks an untested verdict caused by the runner or the probe

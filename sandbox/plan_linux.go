@@ -392,7 +392,6 @@ func accessibleAs(p string, uid, gid int, write bool) error {
 	return nil
 }
 
-
 // guardErr turns a pathguard refusal into a setup error: one line naming
 // the bind, the link, the writable dir and the fix.
 func guardErr(err error) error {

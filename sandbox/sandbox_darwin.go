@@ -204,6 +204,7 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 	if root {
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	}
+	markInheritedCloexec()
 	if err := seatbeltPreflight(ctx, prof, p.Workdir, cred); err != nil {
 		return nil, err
 	}
@@ -250,7 +251,8 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *syscall.Credential, report Report, opts Options) (*Result, error) {
 	c := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: dir}
 	// *os.File values are handed over as they are; nil is /dev/null. No
-	// other descriptor is inherited: Go opens everything close-on-exec.
+	// other descriptor is inherited: Go opens everything close-on-exec, and
+	// markInheritedCloexec has marked what sandbox-run itself inherited.
 	if opts.Stdin != nil {
 		c.Stdin = opts.Stdin
 	}
@@ -582,6 +584,30 @@ func (w *denialWatch) stop(grace time.Duration) {
 		<-w.done
 	}
 	w.cmd.Wait() // after every read: StdoutPipe's rule
+}
+
+// markInheritedCloexec sets close-on-exec on every descriptor above 2.
+// Go opens its own descriptors close-on-exec, but not the ones sandbox-run
+// inherited from its caller, and those would otherwise pass through
+// sandbox-exec to the command, which could read a file the profile denies
+// through them (the escape matrix's fs-read-inherited-fd).
+func markInheritedCloexec() {
+	if ents, err := os.ReadDir("/dev/fd"); err == nil {
+		for _, e := range ents {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				syscall.CloseOnExec(fd)
+			}
+		}
+		return
+	}
+	var lim syscall.Rlimit
+	n := 4096
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
+		n = int(lim.Cur)
+	}
+	for fd := 3; fd < n; fd++ {
+		syscall.CloseOnExec(fd)
+	}
 }
 
 // limitedWriter keeps the first n bytes written to it and drops the rest.

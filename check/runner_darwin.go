@@ -1,0 +1,121 @@
+package check
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The macOS parts of the matrix's runner (runner_unix.go): the seatbelt
+// column, controls without user namespaces, survivors found through
+// sysctl, and ptys through /dev/ptmx. None of this has run on a Mac yet
+// (docs/seatbelt.md); it compiles and vets for darwin.
+const (
+	nativeMechanism = "seatbelt"
+	// No abstract Unix socket namespace on macOS: the abstract canary is
+	// not set up, and its case is n/a here.
+	hasAbstractSockets = false
+)
+
+// resolvedDir returns the fixture's directory as the sandbox sees it:
+// /tmp is a link to /private/tmp, and Seatbelt matches resolved paths, so
+// every path the runner hands out is the resolved one.
+func resolvedDir(d string) string {
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		return r
+	}
+	return d
+}
+
+// sysProcAttr runs a control as the sandbox's uid ("") or the caller's
+// ("caller"), in a session of its own. macOS has no user namespaces: a
+// "userns" control (raw sockets, which an unprivileged user opens only
+// where it holds capabilities) runs as the caller, so it reaches its
+// canary when check runs as root and is untested otherwise.
+func (fx *fixture) sysProcAttr(control string, tty *os.File) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setsid: true}
+	if tty != nil {
+		a.Setctty, a.Ctty = true, 0
+	}
+	if control == "" && fx.root {
+		a.Credential = &syscall.Credential{Uid: uint32(fx.uid), Gid: uint32(fx.gid), Groups: []uint32{}}
+	}
+	return a
+}
+
+// tagged lists the processes whose arguments hold tag as one argument.
+// There is no PID namespace on macOS, so a survivor is in the host's
+// process table under the pid it had inside.
+func tagged(tag string) []int {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, p := range procs {
+		pid := int(p.Proc.P_pid)
+		if pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if cmdlineHas(strconv.Itoa(pid), tag) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// cmdlineHas reports whether the arguments of pid (kern.procargs2: argc,
+// the executable's path, then argv and the environment, each NUL-ended)
+// hold tag as one string. Readable for the caller's own uid, or as root.
+func cmdlineHas(pid, tag string) bool {
+	b, ok := procArgs(pid)
+	return ok && bytes.Contains(b, []byte("\x00"+tag+"\x00"))
+}
+
+// procArgs returns kern.procargs2 of pid without its leading argc, with a
+// NUL in front so that the first string is NUL-delimited too.
+func procArgs(pid string) ([]byte, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return nil, false
+	}
+	b, err := unix.SysctlRaw("kern.procargs2", n)
+	if err != nil || len(b) < 4 {
+		return nil, false
+	}
+	return append([]byte{0}, b[4:]...), true
+}
+
+// openPty opens a new pseudo-terminal pair: posix_openpt, grantpt and
+// unlockpt by hand. The slave's name is the one ptsname(3) gives,
+// /dev/ttys and the master's minor number in three digits.
+func openPty() (master, slave *os.File, err error) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd := int(m.Fd())
+	for _, req := range []uint{unix.TIOCPTYGRANT, unix.TIOCPTYUNLK} {
+		if err := unix.IoctlSetInt(fd, req, 0); err != nil {
+			m.Close()
+			return nil, nil, err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	name := fmt.Sprintf("/dev/ttys%03d", unix.Minor(uint64(st.Rdev)))
+	s, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, s, nil
+}
