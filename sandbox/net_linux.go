@@ -149,7 +149,7 @@ func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	if fi.Mode().Type() != fs.ModeSocket {
 		return setupErr(flag+" "+path, "is not a Unix socket", fix)
 	}
-	if err := accessibleAs(path, uid, gid, false); err != nil {
+	if err := accessibleAs(path, uid, gid, false, nil); err != nil {
 		return err
 	}
 	if root && !socketWritableBy(fi, uid, gid) {

@@ -137,6 +137,7 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		return nil, guardErr(err)
 	}
 	pl.guard = g
+	searchable := map[string]bool{}
 	writable := g.Writable()
 	for _, w := range writable {
 		pl.writable = append(pl.writable, w.Path)
@@ -201,7 +202,7 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		if !r.Exists {
 			return nil, setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
 		}
-		if err := accessibleAs(r.Path, uid, gid, false); err != nil {
+		if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
 			return nil, err
 		}
 		// Mounted where the caller named it; the source is the checked inode.
@@ -211,7 +212,7 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		pl.readOnly = append(pl.readOnly, src)
 	}
 	for _, w := range writable {
-		if err := accessibleAs(w.Path, uid, gid, true); err != nil {
+		if err := accessibleAs(w.Path, uid, gid, true, searchable); err != nil {
 			return nil, err
 		}
 		if err := pl.bind(bwrap.Bind, w, w.Path); err != nil {
@@ -340,8 +341,10 @@ func makePlaceholder(p string, dir bool) error {
 // every ancestor) and, when write is set, write it. It matters when
 // sandbox-run is root and bwrap runs under an unprivileged uid: bwrap would
 // otherwise fail with a bare "Permission denied". ACLs are not read; a
-// directory an ACL opens is refused here.
-func accessibleAs(p string, uid, gid int, write bool) error {
+// directory an ACL opens is refused here. searchable, when not nil, holds
+// the directories already found searchable in this run, so that many binds
+// under one tree stat its ancestors once.
+func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
@@ -363,7 +366,7 @@ func accessibleAs(p string, uid, gid int, write bool) error {
 		return bits&want == want, nil
 	}
 	dir := filepath.Dir(p)
-	for {
+	for !searchable[dir] {
 		ok, err := check(dir, 1)
 		if err != nil {
 			return setupErr("cannot inspect "+dir, err.Error(), "check the path")
@@ -372,6 +375,9 @@ func accessibleAs(p string, uid, gid int, write bool) error {
 			return setupErr(fmt.Sprintf("%s is not reachable for uid %d", p, uid),
 				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, which cannot search %s", uid, dir),
 				fmt.Sprintf("chmod o+x %s, or pass --user with a uid that can", dir))
+		}
+		if searchable != nil {
+			searchable[dir] = true
 		}
 		if dir == "/" {
 			break
