@@ -110,16 +110,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 	if egress != "" {
 		n.binds = append(n.binds, [2]string{egress, egressInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
-		url := "http://127.0.0.1:" + strconv.Itoa(egressPort)
-		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-			"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
-			n.env[k] = url
-		}
-		// The LLM channel and anything else on loopback are reached
-		// directly; the proxy would refuse loopback anyway.
-		n.env["NO_PROXY"] = "localhost,127.0.0.1,::1"
-		n.env["no_proxy"] = n.env["NO_PROXY"]
-		n.env["NODE_USE_ENV_PROXY"] = "1"
+		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {

@@ -283,3 +283,17 @@ func auditEvent(w io.Writer, runID, event string, fields map[string]any) {
 }
 
 func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }
+
+// setProxyEnv points every client convention the command may follow at the
+// egress proxy on url: the HTTP(S)_PROXY family, npm, pip, and Node's own
+// fetch. Loopback is left out (NO_PROXY): the LLM channel lives there, and
+// the proxy would refuse loopback anyway.
+func setProxyEnv(env map[string]string, url string) {
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+		"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
+		env[k] = url
+	}
+	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
+	env["no_proxy"] = env["NO_PROXY"]
+	env["NODE_USE_ENV_PROXY"] = "1"
+}

@@ -432,14 +432,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			", which other processes of this host can reach too (macOS has no private network namespace)")
 	}
 	if n.proxyPort != 0 {
-		url := "http://127.0.0.1:" + strconv.Itoa(n.proxyPort)
-		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-			"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
-			n.env[k] = url
-		}
-		n.env["NO_PROXY"] = "localhost,127.0.0.1,::1"
-		n.env["no_proxy"] = n.env["NO_PROXY"]
-		n.env["NODE_USE_ENV_PROXY"] = "1"
+		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
