@@ -107,7 +107,7 @@ python3 -c '
 import os
 n = 0
 try:
-    while n < 10000:
+    while n < 200:
         os.open("/dev/null", 0); n += 1
 except OSError as e:
     print("errno", e.errno)
