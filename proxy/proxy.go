@@ -137,8 +137,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		Proxy:                 nil,
 		DialContext:           s.dialTransport,
 		ForceAttemptHTTP2:     false,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   8,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   64, // a node-wide proxy serves many sandboxes talking to the same hosts
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

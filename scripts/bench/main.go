@@ -17,7 +17,11 @@
 //
 // Hidden modes used by the benchmark itself: serve ADDR (the test host in
 // its network namespace), proxy-tcp ALLOW... (the egress proxy on loopback
-// TCP), fetch -url URL [-n N] (the client, the same on every path).
+// TCP), fetch -url URL [-n N] (the client, the same on every path),
+// load (many concurrent clients through a proxy on a Unix socket),
+// proxy-unix SOCK ALLOW... (the proxy package, reporting its goroutines),
+// mcp-server (internal/mcptest's MCP server on stdio) and mcp-client -n N
+// -- CMD... (an mcp-go client making N tools/call round trips).
 //
 // Everything it creates (a temp dir under /tmp, a network namespace and a
 // veth pair, child processes) is removed on exit and on SIGINT/SIGTERM.
@@ -49,6 +53,7 @@ type env struct {
 	srtWork string // srt's workdir: the same files, owned by the caller (srt runs as the caller)
 	ro      string // files for --read growth
 	seccomp string // the seccomp program, for raw bwrap
+	tinyErr error  // why the tiny init (profile) could not be built
 }
 
 // cleanups run in reverse order at exit or on a signal, once.
@@ -81,6 +86,14 @@ func main() {
 			os.Exit(proxyMain(os.Args[2:]))
 		case "fetch":
 			os.Exit(fetchMain(os.Args[2:]))
+		case "load":
+			os.Exit(loadMain(os.Args[2:]))
+		case "proxy-unix":
+			os.Exit(proxyUnixMain(os.Args[2:]))
+		case "mcp-server":
+			os.Exit(mcpServerMain())
+		case "mcp-client":
+			os.Exit(mcpClientMain(os.Args[2:]))
 		}
 	}
 	code := run()
@@ -100,7 +113,15 @@ func run() int {
 	netRounds := flag.Int("net-rounds", 5, "downloads per network variant")
 	latTotal := flag.Int("requests", 1000, "small GETs per network variant (in 4 interleaved batches)")
 	micro := flag.String("micro", "", "file with `go test -bench` output to include")
-	maxTime := flag.Duration("max-time", 15*time.Minute, "time bound of the whole run (checked between rounds)")
+	maxTime := flag.Duration("max-time", 20*time.Minute, "time bound of the whole run (checked between rounds)")
+	scaleN := flag.Int("scale-n", 50, "sandboxes started at once (section 5)")
+	scaleRounds := flag.Int("scale-rounds", 3, "bursts per scale variant")
+	conns := flag.Int("conns", 500, "concurrent connections to the node-wide proxy")
+	perConn := flag.Int("per-conn", 10, "sequential requests per connection")
+	loadRounds := flag.Int("load-rounds", 2, "load runs per path (interleaved)")
+	memRounds := flag.Int("mem-rounds", 5, "runs per memory variant")
+	mcpCalls := flag.Int("mcp-calls", 1000, "tools/call round trips per MCP variant (in 4 interleaved batches)")
+	traceRuns := flag.Int("trace-runs", 11, "strace'd runs for the start-up profile")
 	flag.Parse()
 	deadline := time.Now().Add(*maxTime)
 
@@ -118,6 +139,11 @@ func run() int {
 		*size = min(*size, 64<<20)
 		*netRounds = min(*netRounds, 2)
 		*latTotal = min(*latTotal, 200)
+		*scaleRounds = min(*scaleRounds, 1)
+		*loadRounds = min(*loadRounds, 1)
+		*memRounds = min(*memRounds, 2)
+		*mcpCalls = min(*mcpCalls, 200)
+		*traceRuns = min(*traceRuns, 5)
 	}
 	e, err := setup(*bin)
 	if err != nil {
@@ -130,6 +156,10 @@ func run() int {
 	}
 
 	rep := &report{quick: *quick, rounds: *rounds, info: machineInfo(e.bin)}
+	rep.info.loadStart = loadAvg()
+	if e.tinyErr = e.buildTinyInit(); e.tinyErr != nil {
+		fmt.Fprintln(os.Stderr, "bench: tiny init:", e.tinyErr)
+	}
 	srt, err := newSRT(*srtCLI, e.srtWork, e.base)
 	if err != nil && *srtInstallErr != "" {
 		err = errors.New(*srtInstallErr)
@@ -146,8 +176,19 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
+	pvs, err := e.profileVariants()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile variants:", err)
+	}
+	vs = append(vs, pvs...)
 	fmt.Fprintf(os.Stderr, "bench: start-up, %d variants x %d rounds, interleaved\n", len(vs), *rounds)
 	rep.startup, rep.startupFailed = interleave(vs, *rounds, deadline)
+	fmt.Fprintf(os.Stderr, "bench: profile: %d traced runs\n", *traceRuns)
+	rep.profile = e.measureProfile(*traceRuns, deadline)
+	fmt.Fprintf(os.Stderr, "bench: memory: %d rounds\n", *memRounds)
+	rep.mem = e.measureMemoryAll(srt, *memRounds, deadline)
+	fmt.Fprintf(os.Stderr, "bench: mcp: %d calls per variant\n", *mcpCalls)
+	rep.mcp = e.measureMCP(4, max(1, *mcpCalls/4), deadline)
 
 	h, err := newTestHost(e.exe)
 	if err != nil {
@@ -169,6 +210,7 @@ func run() int {
 				len(nvs), *netRounds, *size>>20, *latTotal)
 			r := measureNet(nvs, h, *size, *netRounds, 4, max(1, *latTotal/4), deadline)
 			rep.net = &r
+			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, deadline)
 		}
 	}
 	if *micro != "" {
@@ -177,6 +219,7 @@ func run() int {
 			rep.micro = string(b)
 		}
 	}
+	rep.info.loadEnd = loadAvg()
 	md := rep.markdown()
 	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -294,6 +337,7 @@ func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
 // info is the machine and the versions, for the report's header.
 type info struct {
 	date, cpu, kernel, bwrap, sandboxRun, describe, srt, node, goVersion string
+	loadStart, loadEnd                                                   string
 	cores                                                                int
 }
 
@@ -324,4 +368,17 @@ func machineInfo(bin string) info {
 	in.srt = "not measured"
 	in.goVersion = goVersion()
 	return in
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unavailable"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unavailable"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
@@ -25,7 +26,7 @@ import (
 
 // serveMain is the hidden mode `serve ADDR`: the test host's HTTP server,
 // run inside its network namespace. /ok is a small answer, /bytes?n=N a
-// download of N bytes. It prints "ready" once listening and exits when
+// download of N bytes, /count the connections accepted so far. It prints "ready" once listening and exits when
 // stdin closes.
 func serveMain(args []string) int {
 	if len(args) != 1 {
@@ -37,12 +38,18 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var conns atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok from test host") })
 	mux.HandleFunc("/bytes", sandboxtest.ServeBytes)
+	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, conns.Load()) })
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
 	fmt.Println("ready")
-	_ = (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	_ = (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}}).Serve(ln)
 	return 1
 }
 

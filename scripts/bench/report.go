@@ -28,6 +28,11 @@ type report struct {
 	netErr error
 
 	micro string
+
+	profile *profileResult
+	scale   *scaleResults
+	mem     *memResults
+	mcp     *mcpResults
 }
 
 func (r *report) med(name string) time.Duration { return r.startup[name].median() }
@@ -56,16 +61,18 @@ func (r *report) markdown() string {
 	w("| date | %s |\n| machine | %s, %d cores, Linux %s |\n", in.date, in.cpu, in.cores, in.kernel)
 	w("| bubblewrap | %s |\n| sandbox-run | %s (git describe: %s) |\n", in.bwrap, in.sandboxRun, in.describe)
 	w("| srt | @anthropic-ai/sandbox-runtime %s (pinned in scripts/srt/package.json) |\n", in.srt)
-	w("| node | %s |\n| go | %s |\n\n", in.node, in.goVersion)
+	w("| node | %s |\n| go | %s |\n", in.node, in.goVersion)
+	w("| load average (1, 5, 15 min) | %s at the start, %s at the end (other work shares this machine) |\n\n", in.loadStart, in.loadEnd)
 
 	r.summaryTable(w)
 	r.startupSection(w)
+	r.profileSection(w)
 	r.growthSection(w)
 	r.netSection(w)
+	r.scaleSection(w)
+	r.memorySection(w)
+	r.mcpSection(w)
 	r.microSection(w)
-	w("## Not measured yet\n\n")
-	w("Items 5–7 of issue 10 (50 concurrent sandboxes, the node-wide proxy under 500 connections, peak RSS, " +
-		"the MCP relay round trip) are not part of this run yet.\n")
 	return b.String()
 }
 
@@ -119,6 +126,13 @@ func (r *report) goals() [][3]string {
 			rows = append(rows, [3]string{"latency: added p50 per small request < 1 ms", us(add),
 				verdict(add < time.Millisecond, "by "+us(add-time.Millisecond))})
 		}
+	}
+	rows = append(rows, r.scaleGoals()...)
+	if row, ok := r.memGoal(); ok {
+		rows = append(rows, row)
+	}
+	if row, ok := r.mcpGoal(); ok {
+		rows = append(rows, row)
 	}
 	return rows
 }

@@ -1,0 +1,477 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+)
+
+// The profile of one `sandbox-run run -- true`: extra start-up variants
+// (run in the rounds of section 1), a traced run to place the phases, and
+// in-process timings of the steps too short to see from outside.
+
+// Names of the profiling variants (section 1's rounds).
+const (
+	vTinyGo  = "tiny Go binary (initproc only; no arguments: exits at once)"
+	vSRDry   = "sandbox-run run --dry-run (detect + plan, no bwrap)"
+	vRawInit = "raw bwrap, then sandbox-run's init (14 MB binary), then true"
+	vRawTiny = "raw bwrap, then the tiny init (initproc only), then true"
+	vRawNoop = "raw bwrap, then the tiny Go binary (exits at once)"
+)
+
+// tinyInitMain is the main package of the tiny init: the init of
+// internal/initproc and nothing else. It must live inside the module to
+// import an internal package; buildTinyInit writes it into a temp dir
+// under scripts/bench and removes the dir once built.
+const tinyInitMain = `package main
+
+import (
+	"os"
+
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == initproc.Arg {
+		os.Exit(initproc.Main(os.Args[2:]))
+	}
+}
+`
+
+// buildTinyInit builds the tiny init into e.binDir and copies sandbox-run
+// there too (raw bwrap binds binDir, so both can run as init).
+func (e *env) buildTinyInit() error {
+	if err := copyFile(e.bin, filepath.Join(e.binDir, "sandbox-run"), 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("scripts/bench", "tinyinit")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	atExit(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(tinyInitMain), 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.binDir, "tinyinit"), "./"+dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %v: %s", err, lastLines(string(out), 5))
+	}
+	return nil
+}
+
+// rawWith is raw bwrap (the same sandbox as sandbox-run run, see rawBwrap)
+// with binDir bound read-only, running argv; fds 4 and 5 are /dev/null, for
+// an init's --status-fd 4 --stderr-fd 5.
+func (e *env) rawWith(argv ...string) (variant, error) {
+	dry, err := exec.Command(e.bin, "run", "--workdir", e.work, "--dry-run", "--", "/usr/bin/true").Output()
+	if err != nil {
+		return variant{}, fmt.Errorf("sandbox-run --dry-run: %w", err)
+	}
+	base, err := rawArgs(dry)
+	if err != nil {
+		return variant{}, err
+	}
+	base = append(base[:len(base)-2], "--seccomp", "3", "--ro-bind", e.binDir, e.binDir, "--")
+	full := append(base, argv...)
+	return variant{cmd: func(ctx context.Context) (*exec.Cmd, func()) {
+		c := exec.CommandContext(ctx, full[0], full[1:]...)
+		c.Env = []string{}
+		if os.Geteuid() == 0 {
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+		}
+		f, err := os.Open(e.seccomp)
+		if err != nil {
+			panic(err)
+		}
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			panic(err)
+		}
+		c.ExtraFiles = []*os.File{f, null, null}
+		return c, func() { f.Close(); null.Close() }
+	}}, nil
+}
+
+// profileVariants are the variants the start-up profile needs beyond
+// section 1's; err says why the tiny ones are missing.
+func (e *env) profileVariants() ([]variant, error) {
+	var vs []variant
+	dry := e.sandboxRun([]string{"--dry-run"}, "/usr/bin/true")
+	dry.name = vSRDry
+	vs = append(vs, dry)
+	initArgs := []string{initArg, "--status-fd", "4", "--stderr-fd", "5", "--", "/usr/bin/true"}
+	full, err := e.rawWith(append([]string{filepath.Join(e.binDir, "sandbox-run")}, initArgs...)...)
+	if err != nil {
+		return vs, err
+	}
+	full.name = vRawInit
+	vs = append(vs, full)
+	if e.tinyErr != nil {
+		return vs, e.tinyErr
+	}
+	tiny := filepath.Join(e.binDir, "tinyinit")
+	vs = append(vs, variant{name: vTinyGo, cmd: func(ctx context.Context) (*exec.Cmd, func()) {
+		return exec.CommandContext(ctx, tiny), nil
+	}})
+	t, err := e.rawWith(append([]string{tiny}, initArgs...)...)
+	if err != nil {
+		return vs, err
+	}
+	t.name = vRawTiny
+	noop, err := e.rawWith(tiny)
+	if err != nil {
+		return vs, err
+	}
+	noop.name = vRawNoop
+	return append(vs, t, noop), nil
+}
+
+// initArg is initproc.Arg, spelled out so that this program does not need
+// to import the init.
+const initArg = "__sandbox-init"
+
+// ---- the traced run -----------------------------------------------------
+
+// Phases of one `sandbox-run run -- true`, from strace's timestamps.
+var phaseNames = []string{
+	"sandbox-run exec → bwrap exec (Go start, flags, bwrap detection, planning, spawn)",
+	"bwrap exec → init exec (bwrap: namespaces, mounts, seccomp)",
+	"init exec → command exec (init: Go start, readback, fork+exec)",
+	"command exec → command exit (`true` itself)",
+	"command exit → init gone",
+	"init gone → bwrap gone",
+	"bwrap gone → sandbox-run gone (launcher teardown: status, report, exit)",
+}
+
+// traceOnce runs `strace -f --seccomp-bpf -ttt -e trace=execve,exit_group`
+// on one sandbox-run run and returns the phases' durations and the total.
+func (e *env) traceOnce(out string) ([]time.Duration, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "strace", "-f", "--seccomp-bpf", "-ttt", "-e", "trace=execve,exit_group", "-o", out,
+		e.bin, "run", "--workdir", e.work, "--", "/usr/bin/true")
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	c.WaitDelay = 5 * time.Second
+	if err := c.Run(); err != nil {
+		return nil, 0, fmt.Errorf("%v: %s", err, lastLines(stderr.String(), 3))
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	// pid → exec time; pid → "+++ exited" time.
+	var srPID, bwPID, initPID, cmdPID int
+	var t [8]float64
+	exited := map[int]float64{}
+	pending := map[int]string{} // pid → an execve line strace split ("<unfinished ...>")
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		fs := strings.SplitN(sc.Text(), " ", 3)
+		if len(fs) < 3 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(fs[0])
+		ts, err2 := strconv.ParseFloat(fs[1], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		rest := fs[2]
+		if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
+			pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
+			continue
+		}
+		if r, ok := strings.CutPrefix(rest, "<... execve resumed>"); ok {
+			rest = pending[pid] + r
+			delete(pending, pid)
+		}
+		switch {
+		case strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "= 0"):
+			switch {
+			case srPID == 0:
+				srPID, t[0] = pid, ts
+			case bwPID == 0 && strings.Contains(rest, "bwrap"):
+				bwPID, t[1] = pid, ts
+			case initPID == 0 && strings.Contains(rest, initArg):
+				initPID, t[2] = pid, ts
+			case cmdPID == 0 && strings.HasPrefix(rest, `execve("/usr/bin/true"`):
+				cmdPID, t[3] = pid, ts
+			}
+		case strings.HasPrefix(rest, "exit_group(") && pid == cmdPID && t[4] == 0:
+			t[4] = ts
+		case strings.HasPrefix(rest, "+++ exited"):
+			exited[pid] = ts
+		}
+	}
+	t[5], t[6], t[7] = exited[initPID], exited[bwPID], exited[srPID]
+	for i := range t {
+		if t[i] == 0 {
+			return nil, 0, fmt.Errorf("trace %s: event %d not found (pids %d %d %d %d)", out, i, srPID, bwPID, initPID, cmdPID)
+		}
+	}
+	ph := make([]time.Duration, len(phaseNames))
+	for i := range ph {
+		ph[i] = time.Duration((t[i+1] - t[i]) * 1e9)
+	}
+	return ph, time.Duration((t[7] - t[0]) * 1e9), nil
+}
+
+// profileResult is the start-up profile.
+type profileResult struct {
+	phases    []sample
+	traced    sample
+	traceErr  error
+	detect    time.Duration // cached bwrap detection, in-process
+	detectErr error
+	tinySize  int64
+	fullSize  int64
+	tinyErr   error
+
+	initRuns      int
+	initTotal     time.Duration // package inits of `sandbox-run version`, median
+	tinyInitTotal time.Duration // the same for the tiny binary
+	initTop       []pkgInit
+	initErr       error
+}
+
+// measureProfile traces n runs (after section 1, not interleaved: strace's
+// own overhead would distort the other variants) and times the cached
+// bwrap detection in-process.
+func (e *env) measureProfile(n int, deadline time.Time) *profileResult {
+	p := &profileResult{phases: make([]sample, len(phaseNames)), tinyErr: e.tinyErr}
+	if fi, err := os.Stat(filepath.Join(e.binDir, "tinyinit")); err == nil {
+		p.tinySize = fi.Size()
+	}
+	if fi, err := os.Stat(e.bin); err == nil {
+		p.fullSize = fi.Size()
+	}
+	if _, err := exec.LookPath("strace"); err != nil {
+		p.traceErr = fmt.Errorf("strace not found: %w", err)
+	} else {
+		out := filepath.Join(e.base, "strace.txt")
+		for i := 0; i < n; i++ {
+			if i > 0 && time.Now().After(deadline) {
+				break
+			}
+			ph, total, err := e.traceOnce(out)
+			if err != nil {
+				p.traceErr = err
+				break
+			}
+			for k := range ph {
+				p.phases[k] = append(p.phases[k], ph[k])
+			}
+			p.traced = append(p.traced, total)
+		}
+	}
+	p.initRuns = 11
+	p.initTotal, p.initTop, p.initErr = initTrace(e.bin, []string{"version"}, p.initRuns)
+	if e.tinyErr == nil && p.initErr == nil {
+		p.tinyInitTotal, _, p.initErr = initTrace(filepath.Join(e.binDir, "tinyinit"), nil, p.initRuns)
+	}
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		p.detectErr = err
+		return p
+	}
+	d := bwrap.Detector{CacheDir: filepath.Join(e.base, "bwrap-cache")}
+	if err := os.MkdirAll(d.CacheDir, 0o700); err != nil {
+		p.detectErr = err
+		return p
+	}
+	if _, err := d.Detect(context.Background(), bw); err != nil { // fills the cache
+		p.detectErr = err
+		return p
+	}
+	r := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			if _, err := d.Detect(context.Background(), bw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if r.N > 0 {
+		p.detect = time.Duration(r.NsPerOp())
+	}
+	return p
+}
+
+// pkgInit is one package's init time, from GODEBUG=inittrace=1.
+type pkgInit struct {
+	pkg string
+	d   time.Duration
+}
+
+// initTrace runs `BIN ARGS` n times with GODEBUG=inittrace=1 and returns
+// the median total of the package inits' clock time and the packages
+// whose median is largest.
+func initTrace(bin string, args []string, n int) (time.Duration, []pkgInit, error) {
+	var totals sample
+	per := map[string]sample{}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		err := c.Run()
+		cancel()
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: %v", bin, err)
+		}
+		var total time.Duration
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			// init PKG @X ms, Y ms clock, B bytes, A allocs
+			f := strings.Fields(l)
+			if len(f) < 7 || f[0] != "init" || f[5] != "ms" || f[6] != "clock," {
+				continue
+			}
+			v, err := strconv.ParseFloat(f[4], 64)
+			if err != nil {
+				continue
+			}
+			d := time.Duration(v * 1e6)
+			total += d
+			per[f[1]] = append(per[f[1]], d)
+		}
+		totals = append(totals, total)
+	}
+	var top []pkgInit
+	for k, v := range per {
+		for len(v) < n { // absent from a run: it took nothing there
+			v = append(v, 0)
+		}
+		top = append(top, pkgInit{k, v.median()})
+	}
+	slices.SortFunc(top, func(a, b pkgInit) int { return int(b.d - a.d) })
+	return totals.median(), top[:min(5, len(top))], nil
+}
+
+// profileSection is "where are the milliseconds of a start?".
+func (r *report) profileSection(w func(string, ...any)) {
+	w("## Where the milliseconds of a start go\n\n")
+	p := r.profile
+	plain, ver, dry, raw, sr := r.med(vPlain), r.med(vSRVer), r.med(vSRDry), r.med(vRaw), r.med(vSR)
+	rawInit, rawTiny, rawNoop, tiny := r.med(vRawInit), r.med(vRawTiny), r.med(vRawNoop), r.med(vTinyGo)
+	if plain == 0 || ver == 0 || dry == 0 || raw == 0 || sr == 0 || rawInit == 0 {
+		w("Not measured in this run (a variant failed; see section 1).\n\n")
+		return
+	}
+	w("Measured, not estimated: the variants below ran in the interleaved rounds of section 1 (medians, %d rounds), and each "+
+		"phase is the difference of two of them. The tiny Go binary is a main package holding only `internal/initproc` "+
+		"(built for this run into a temp dir inside the module, then deleted): run with no arguments it exits at once; "+
+		"as `tinyinit __sandbox-init --status-fd 4 --stderr-fd 5 -- true` it is sandbox-run's init, and raw bwrap starts it exactly "+
+		"as sandbox-run starts its own.\n\n", len(r.startup[vSR]))
+	w("| variant | median |\n|---|---:|\n")
+	for _, name := range []string{vPlain, vTinyGo, vSRVer, vSRDry, vRaw, vRawNoop, vRawTiny, vRawInit, vSR} {
+		if t := r.startup[name]; len(t) > 0 {
+			w("| %s | %s |\n", name, ms(t.median()))
+		} else if err := r.startupFailed[name]; err != nil {
+			w("| %s | failed: %s |\n", name, oneLine(err.Error()))
+		}
+	}
+	w("\n")
+	type row struct {
+		what, how string
+		d         time.Duration
+	}
+	goStart, planning := ver-plain, dry-ver
+	initAll := rawInit - raw
+	rest := sr - dry - (rawInit - plain)
+	rows := []row{
+		{"fork+exec+wait of a process (the floor)", "plain exec of `true`", plain},
+		{"Go process start of sandbox-run (14 MB binary, all package inits)", "`version` − plain exec", goStart},
+		{"flags, bwrap detection (cached), seccomp assembly, planning (pathguard)", "`--dry-run` − `version`", planning},
+		{"bwrap's own set-up and teardown (namespaces, mounts, seccomp)", "raw bwrap − plain exec", raw - plain},
+	}
+	haveTiny := rawTiny > 0 && rawNoop > 0
+	if haveTiny {
+		rows = append(rows,
+			row{"init: a (tiny) Go process start inside the sandbox, beyond exec'ing `true`", "raw + tiny binary − raw", rawNoop - raw},
+			row{"init: its work (readback, signals, fork+exec of `true`, wait, status)", "raw + tiny init − raw + tiny binary", rawTiny - rawNoop},
+			row{"init: sandbox-run's 14 MB binary instead of the tiny one", "raw + init − raw + tiny init", rawInit - rawTiny})
+	} else {
+		rows = append(rows, row{"the in-sandbox init (Go start of the 14 MB binary, readback, fork+exec)", "raw + init − raw", initAll})
+	}
+	rows = append(rows, row{"the rest: the launcher's spawn of bwrap, pipes and status, wait, report, teardown, and whatever differs between its bwrap call and the raw one (binds by descriptor, --info-fd)",
+		"run − `--dry-run` − (raw + init − plain)", rest})
+	w("| phase | measured as | median | share of `sandbox-run run` |\n|---|---|---:|---:|\n")
+	for _, x := range rows {
+		w("| %s | %s | %s | %.0f%% |\n", x.what, x.how, ms(x.d), 100*float64(x.d)/float64(sr))
+	}
+	w("| **sandbox-run run -- true** (the rows sum to it) | | **%s** | 100%% |\n\n", ms(sr))
+
+	if p != nil {
+		if p.initErr == nil && p.initTotal > 0 {
+			var parts []string
+			for _, t := range p.initTop {
+				parts = append(parts, fmt.Sprintf("%s %s", t.pkg, ms(t.d)))
+			}
+			w("Inside the Go start: `GODEBUG=inittrace=1 sandbox-run version` (%d runs) spends **%s** (median) in package "+
+				"initialisers, the largest: %s. The tiny binary's inits take %s. The init inside the sandbox runs the same "+
+				"initialisers, being the same binary.\n\n", p.initRuns, ms(p.initTotal), strings.Join(parts, ", "), ms(p.tinyInitTotal))
+		} else if p.initErr != nil {
+			w("Package init times could not be traced: %s.\n\n", oneLine(p.initErr.Error()))
+		}
+		if p.detectErr == nil && p.detect > 0 {
+			w("Inside the planning row: cached bwrap detection takes %s in-process (`bwrap.Detector.Detect` with a warm cache, "+
+				"testing.Benchmark); seccomp assembly is BenchmarkAssemble below (under 0.1 ms); the rest of the %s is flag parsing "+
+				"and the plan (pathguard resolutions, placeholder and access checks, descriptor opens).\n\n", us(p.detect), ms(planning))
+		} else if p.detectErr != nil {
+			w("Cached bwrap detection could not be timed in-process: %s.\n\n", oneLine(p.detectErr.Error()))
+		}
+		if p.tinyErr != nil {
+			w("The tiny init could not be built: %s.\n\n", oneLine(p.tinyErr.Error()))
+		} else if haveTiny && tiny > 0 {
+			w("Binary size: the tiny binary (%.1f MB) starts in %s outside the sandbox against %s for sandbox-run's (%.1f MB, `version`).\n\n",
+				float64(p.tinySize)/1e6, ms(tiny-plain), ms(goStart), float64(p.fullSize)/1e6)
+		}
+	}
+	if p != nil && len(p.traced) > 0 {
+		w("Placing the phases: `strace -f --seccomp-bpf -ttt -e trace=execve,exit_group` on %d runs (after the rounds above, "+
+			"not interleaved): the time between the exec and exit events of sandbox-run, bwrap, init and `true`. strace stops every "+
+			"traced process at each fork, clone and traced call, so a traced run takes %s (median) against %s untraced: read "+
+			"the shares, not the absolute times (each phase's median on its own; they need not add up to the median total).\n\n", len(p.traced), ms(p.traced.median()), ms(sr))
+		w("| phase (traced) | median | share |\n|---|---:|---:|\n")
+		for i, name := range phaseNames {
+			w("| %s | %s | %.0f%% |\n", name, ms(p.phases[i].median()), 100*float64(p.phases[i].median())/float64(p.traced.median()))
+		}
+		w("\n")
+	}
+	if p != nil && p.traceErr != nil {
+		w("Traced runs: %s.\n\n", oneLine(p.traceErr.Error()))
+	}
+	gap := sr - raw
+	pct := func(d time.Duration) string { return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(gap)) }
+	w("What it says: sandbox-run adds **%s** to raw bwrap. Of that, the launcher's Go process start is %s (%s), its planning %s (%s), "+
+		"the init inside the sandbox %s (%s), and the rest (spawn, wait, teardown) %s (%s).",
+		ms(gap), ms(goStart), pct(goStart), ms(planning), pct(planning), ms(initAll), pct(initAll), ms(rest), pct(rest))
+	if haveTiny && tiny > 0 {
+		w(" A separate, minimal init binary would save about %s of the init's %s (sandbox-run's binary against the tiny one); "+
+			"most of the rest is a Go runtime start inside the sandbox (%s, against %s for the same tiny binary outside it), "+
+			"and init's own work is %s.",
+			ms(rawInit-rawTiny), ms(initAll), ms(rawNoop-raw), ms(tiny-plain), ms(rawTiny-rawNoop))
+	}
+	w(" The two Go starts together (%s) are %s of the gap; bwrap's own %s is the floor any launcher pays. "+
+		"Each phase is a difference of two medians on a shared machine, so a phase of a millisecond or two is within the noise; "+
+		"compare it with the min/max spread of section 1.\n\n", ms(goStart+initAll), pct(goStart+initAll), ms(raw-plain))
+}
