@@ -435,30 +435,43 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		ex       exit
 		pending  []os.Signal
 	)
+	// Signals wait until init reports the command started: init, as PID
+	// 1 of its namespace, ignores any signal it has no handler for yet,
+	// and it installs its handlers before it starts the command.
+	cmdStarted := false
 	send := func(s os.Signal) {
-		if initPID > 0 {
+		if cmdStarted && initPID > 0 {
 			unix.Kill(initPID, s.(syscall.Signal))
 		} else {
 			pending = append(pending, s)
 		}
 	}
+	onPID := func(pid int) {
+		initPID = pid
+		seenUID = hostUIDOf(pid)
+		over = watchLimits(ctx, ls, pid, opts.logger())
+		pidCh = nil
+	}
 	ctxDone := ctx.Done()
 	for done := false; !done; {
 		select {
 		case pid := <-pidCh:
-			initPID = pid
-			seenUID = hostUIDOf(pid)
-			over = watchLimits(ctx, ls, pid, opts.logger())
-			pidCh = nil
-			for _, s := range pending {
-				send(s)
-			}
-			pending = nil
+			onPID(pid)
 		case s := <-statusCh:
 			status, haveStat = s, true
 			statusCh = nil
 			if s != nil && s.Started {
 				rl.start()
+				cmdStarted = true
+				if pidCh != nil {
+					// bwrap writes the pid before it starts init, so it
+					// is there to read.
+					onPID(<-pidCh)
+				}
+				for _, s := range pending {
+					send(s)
+				}
+				pending = nil
 			}
 		case s := <-opts.Signals:
 			send(s)
