@@ -124,8 +124,6 @@ type Options struct {
 	Logger *slog.Logger
 	// ProcSys is where kernel settings are read; empty means /proc/sys.
 	ProcSys string
-	// initPath is the binary bwrap starts as init; empty means this one.
-	initPath string
 }
 
 // Result is the outcome of a run whose sandbox was set up.
@@ -296,4 +294,22 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
 	env["no_proxy"] = env["NO_PROXY"]
 	env["NODE_USE_ENV_PROXY"] = "1"
+}
+
+// Reexec serves the hidden modes in which a run re-executes the running
+// binary: sandbox-run's init inside the sandbox and the exec shim that
+// applies rlimits. Run starts /proc/self/exe in those modes, so a program
+// that calls Run must call Reexec first thing in main with os.Args[1:] and
+// exit with code when handled is true.
+func Reexec(args []string) (code int, handled bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case initproc.Arg:
+		return initproc.Main(args[1:]), true
+	case initproc.ExecArg:
+		return initproc.ExecMain(args[1:]), true
+	}
+	return 0, false
 }

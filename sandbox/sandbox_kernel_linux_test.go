@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -14,13 +13,8 @@ import (
 // TestMain lets this test binary stand in for sandbox-run inside the
 // sandbox: Run starts /proc/self/exe as init.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case initproc.Arg:
-			os.Exit(initproc.Main(os.Args[2:]))
-		case initproc.ExecArg:
-			os.Exit(initproc.ExecMain(os.Args[2:]))
-		}
+	if code, ok := Reexec(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

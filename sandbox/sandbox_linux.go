@@ -558,12 +558,8 @@ func orNull(f, null *os.File) *os.File {
 	return null
 }
 
-func selfPath(o Options) string {
-	if o.initPath != "" {
-		return o.initPath
-	}
-	return "/proc/self/exe"
-}
+// selfPath is the binary bwrap starts as init: this one (see Reexec).
+func selfPath(Options) string { return "/proc/self/exe" }
 
 // relay passes bwrap's own stderr on once the command has started, and
 // holds it before, so that a setup failure becomes one line of ours.

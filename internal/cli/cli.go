@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
@@ -46,11 +45,8 @@ type IO struct {
 // the process's exit status. sigs, when set, carries the signals to relay
 // to a running command.
 func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
-	if len(args) > 0 && args[0] == initproc.Arg {
-		return initproc.Main(args[1:])
-	}
-	if len(args) > 0 && args[0] == initproc.ExecArg {
-		return initproc.ExecMain(args[1:])
+	if code, ok := sandbox.Reexec(args); ok {
+		return code
 	}
 	if len(args) == 0 {
 		usage(stdio.Stderr)
