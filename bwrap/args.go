@@ -45,6 +45,10 @@ type Mount struct {
 // Spec is everything the argument stream says. It holds no descriptors:
 // numbers in it are the ones bwrap will see, which the caller arranges.
 type Spec struct {
+	// AsPid1 makes the command PID 1 of the sandbox (--as-pid-1); the
+	// command must then reap and relay signals itself. False keeps bwrap's
+	// own PID 1, which reaps.
+	AsPid1           bool
 	UnshareCgroupTry bool
 	DisableUserns    bool
 	UID, GID         int // inside ids; -1 leaves bwrap's default (the caller's own)
@@ -75,7 +79,10 @@ func Args(s Spec) ([]string, error) {
 	if s.DisableUserns {
 		a = append(a, "--disable-userns")
 	}
-	a = append(a, "--cap-drop", "ALL", "--new-session", "--die-with-parent", "--as-pid-1")
+	a = append(a, "--cap-drop", "ALL", "--new-session", "--die-with-parent")
+	if s.AsPid1 {
+		a = append(a, "--as-pid-1")
+	}
 	if s.UID >= 0 {
 		a = append(a, "--uid", strconv.Itoa(s.UID))
 	}

@@ -12,7 +12,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func sampleSpec() Spec {
 	return Spec{
-		UnshareCgroupTry: true, DisableUserns: true, UID: -1, GID: -1, Hostname: "sandbox",
+		AsPid1: true, UnshareCgroupTry: true, DisableUserns: true, UID: -1, GID: -1, Hostname: "sandbox",
 		Mounts: []Mount{
 			{Kind: ROBind, Src: "/usr", Dst: "/usr", FD: 9},
 			{Kind: Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
@@ -56,7 +56,7 @@ func TestArgsFixedIsolation(t *testing.T) {
 	}
 	joined := " " + strings.Join(args, " ") + " "
 	for _, want := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
-		"--cap-drop ALL", "--new-session", "--die-with-parent", "--as-pid-1"} {
+		"--cap-drop ALL", "--new-session", "--die-with-parent"} {
 		if !strings.Contains(joined, " "+want+" ") {
 			t.Errorf("args lack %s: %v", want, args)
 		}

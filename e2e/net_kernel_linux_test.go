@@ -77,6 +77,11 @@ func TestEgressThroughSandbox(t *testing.T) {
 	} else {
 		conn.Close()
 	}
+	// The control's connection is counted when the canary accepts it,
+	// which may come after Dial returns: wait for it before the baseline.
+	for i := 0; i < 200 && c4.count.Load() == 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
 	before := c4.count.Load()
 	if h.Count(t) < 0 {
 		t.Fatal("control: test host unreachable")

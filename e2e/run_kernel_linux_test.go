@@ -157,8 +157,8 @@ func TestInheritedDescriptorInvisible(t *testing.T) {
 	if !strings.Contains(string(co), "OPEN-7") {
 		t.Fatalf("control: fd 7 not inherited unconfined (untested): %q", co)
 	}
-	for _, mode := range []string{"bwrap", "off"} {
-		c := exec.Command(bin, "run", "--workdir", w, "--sandbox", mode, "--", "sh", "-c", script)
+	for _, mode := range [][]string{{"--sandbox", "bwrap"}, {"--sandbox", "bwrap", "--nofile", "1024"}, {"--sandbox", "off"}} {
+		c := exec.Command(bin, append(append([]string{"run", "--workdir", w}, mode...), "--", "sh", "-c", script)...)
 		c.ExtraFiles = extra
 		out, err := c.Output()
 		if err != nil {
@@ -346,32 +346,35 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 	exec.Command("pkill", "-f", fmt.Sprintf("sleep %d", n)).Run()
 	waitGone(fmt.Sprintf("sleep %d", n), 5*time.Second)
 
-	t.Run("run ends", func(t *testing.T) {
-		r := sandboxed(t, w, escape)
-		if !strings.Contains(r.stdout, "started") {
-			t.Fatalf("%q %q", r.stdout, r.stderr)
-		}
-		if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) {
-			t.Errorf("children outlived the run")
-		}
-	})
-	t.Run("sandbox-run SIGKILLed", func(t *testing.T) {
-		c := exec.Command(bin, "run", "--workdir", w, "--", "sh", "-c", escape+"; sleep 600")
-		out, _ := c.StdoutPipe()
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, 8)
-		io.ReadFull(out, b)
-		if !alive(m1) || !alive(m2) {
-			t.Fatalf("children not started")
-		}
-		c.Process.Kill()
-		c.Wait()
-		if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) || !waitGone("sleep 600", 5*time.Second) {
-			t.Errorf("sandbox processes survived SIGKILL of sandbox-run")
-		}
-	})
+	for _, path := range launchPaths {
+		t.Run(path.name+"/run ends", func(t *testing.T) {
+			r := sandboxed(t, w, escape, path.flags...)
+			if !strings.Contains(r.stdout, "started") {
+				t.Fatalf("%q %q", r.stdout, r.stderr)
+			}
+			if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) {
+				t.Errorf("children outlived the run")
+			}
+		})
+		t.Run(path.name+"/sandbox-run SIGKILLed", func(t *testing.T) {
+			args := append(append([]string{"run", "--workdir", w}, path.flags...), "--", "sh", "-c", escape+"; sleep 600")
+			c := exec.Command(bin, args...)
+			out, _ := c.StdoutPipe()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 8)
+			io.ReadFull(out, b)
+			if !alive(m1) || !alive(m2) {
+				t.Fatalf("children not started")
+			}
+			c.Process.Kill()
+			c.Wait()
+			if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) || !waitGone("sleep 600", 5*time.Second) {
+				t.Errorf("sandbox processes survived SIGKILL of sandbox-run")
+			}
+		})
+	}
 }
 
 func TestStdio(t *testing.T) {
@@ -436,6 +439,18 @@ type countWriter struct {
 
 func (c *countWriter) Write(b []byte) (int, error) { c.n += int64(len(b)); return c.w.Write(b) }
 
+// launchPaths are the two ways a run starts its command: the fast path
+// (bwrap's own PID 1 and a sh trampoline, when nothing is forwarded and no
+// rlimit needs the exec shim) and sandbox-run's init (forced here by an
+// rlimit). Tests of the command's life run through both.
+var launchPaths = []struct {
+	name  string
+	flags []string
+}{
+	{"fast", nil},
+	{"init", []string{"--nofile", "1024"}},
+}
+
 func TestExitStatus(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
@@ -454,16 +469,19 @@ func TestExitStatus(t *testing.T) {
 		{"not found by path", []string{"/usr/bin/no-such-command-xyz"}, 127},
 		{"not executable", []string{noexec}, 126},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := run(t, "", append([]string{"run", "--workdir", w, "--"}, tt.args...)...)
-			if r.code != tt.want {
-				t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.want, r.stderr)
-			}
-			if tt.want >= 126 && tt.want <= 127 && strings.Count(r.stderr, "\n") != 1 {
-				t.Errorf("want one line on stderr, got %q", r.stderr)
-			}
-		})
+	for _, path := range launchPaths {
+		for _, tt := range tests {
+			t.Run(path.name+"/"+tt.name, func(t *testing.T) {
+				args := append(append([]string{"run", "--workdir", w}, path.flags...), "--")
+				r := run(t, "", append(args, tt.args...)...)
+				if r.code != tt.want {
+					t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.want, r.stderr)
+				}
+				if tt.want >= 126 && tt.want <= 127 && strings.Count(r.stderr, "\n") != 1 {
+					t.Errorf("want one line on stderr, got %q", r.stderr)
+				}
+			})
+		}
 	}
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()
@@ -480,29 +498,32 @@ func TestExitStatus(t *testing.T) {
 func TestSignalsReachTheCommand(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		name := strings.TrimPrefix(strings.ToUpper(sig.String()), "SIG")
-		t.Run(sig.String(), func(t *testing.T) {
-			// The shell's trap names the signal; the shell would otherwise die of it.
-			script := fmt.Sprintf(`trap 'echo got-%s; exit 7' %s; echo ready; while :; do sleep 0.05; done`, sigName(sig), sigName(sig))
-			c := exec.Command(bin, "run", "--workdir", w, "--", "sh", "-c", script)
-			out, _ := c.StdoutPipe()
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, 6)
-			io.ReadFull(out, b)
-			c.Process.Signal(sig)
-			rest, _ := io.ReadAll(out)
-			err := c.Wait()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			if !strings.Contains(string(rest), "got-"+sigName(sig)) || code != 7 {
-				t.Errorf("%s: output %q exit %d; want the command's trap to run and exit 7", name, rest, code)
-			}
-		})
+	for _, path := range launchPaths {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+			name := strings.TrimPrefix(strings.ToUpper(sig.String()), "SIG")
+			t.Run(path.name+"/"+sig.String(), func(t *testing.T) {
+				// The shell's trap names the signal; the shell would otherwise die of it.
+				script := fmt.Sprintf(`trap 'echo got-%s; exit 7' %s; echo ready; while :; do sleep 0.05; done`, sigName(sig), sigName(sig))
+				args := append(append([]string{"run", "--workdir", w}, path.flags...), "--", "sh", "-c", script)
+				c := exec.Command(bin, args...)
+				out, _ := c.StdoutPipe()
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				b := make([]byte, 6)
+				io.ReadFull(out, b)
+				c.Process.Signal(sig)
+				rest, _ := io.ReadAll(out)
+				err := c.Wait()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				}
+				if !strings.Contains(string(rest), "got-"+sigName(sig)) || code != 7 {
+					t.Errorf("%s: output %q exit %d; want the command's trap to run and exit 7", name, rest, code)
+				}
+			})
+		}
 	}
 }
 

@@ -168,7 +168,28 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if cg != nil {
 		defer cg.Close()
 	}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: nw.forwards, Command: cmd}
+	if rl := lim.Rlimits; len(rl) > 1 || (len(rl) == 1 && rl[0].Resource != limits.Core) {
+		initCfg.Rlimits = limits.EncodeRlimits(rl)
+	}
+	// Init runs only when it has work: forwarding, or rlimits for the exec
+	// shim. Otherwise the fast path: bwrap's own PID 1 and a sh trampoline.
+	fast := len(initCfg.Forward) == 0 && initCfg.Rlimits == ""
+	var argv []string
+	var notRunnable *ExecError // reported once the report exists
+	if fast {
+		visible := append(append(append([]string(nil), systemPaths...), pl.writable...), pl.readOnly...)
+		resolved, err := resolveCommand(cmd[0], p.Workdir, env, visible, uid, gid)
+		if err != nil {
+			notRunnable, resolved = err.(*ExecError), cmd[0]
+		}
+		argv = append([]string{path, "--args", fmt.Sprint(fdArgs), "--"}, trampolineArgs(resolved, cmd)...)
+	} else {
+		argv = append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
+	}
+
 	spec := bwrap.Spec{
+		AsPid1:           !fast,
 		UnshareCgroupTry: info.Features.UnshareCgroupTry,
 		DisableUserns:    info.Features.DisableUserns,
 		UID:              -1, GID: -1,
@@ -186,12 +207,6 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
-	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: nw.forwards, Command: cmd}
-	if rl := lim.Rlimits; len(rl) > 1 || (len(rl) == 1 && rl[0].Resource != limits.Core) {
-		initCfg.Rlimits = limits.EncodeRlimits(rl)
-	}
-	argv := append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
-
 	report := Report{
 		Tier: 1, Mechanism: "bwrap", Platform: platform(),
 		Bwrap:      &BwrapReport{Path: path, Version: info.Version.String(), Features: info.Features},
@@ -239,10 +254,14 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 		return &Result{Report: report}, nil
 	}
+	if notRunnable != nil {
+		report.Exit = &Exit{Code: notRunnable.Code, Class: map[int]string{126: "not_executable", 127: "not_found"}[notRunnable.Code]}
+		return &Result{ExitCode: notRunnable.Code, Report: report}, notRunnable
+	}
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
 	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
 		"network": nw.mode, "allow_hosts": p.AllowHosts})
-	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl,
+	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast,
 		uid: uid, gid: gid, root: root, host: host, report: report, opts: opts, lim: lim, cg: cg})
 	end := map[string]any{}
 	if res != nil {
@@ -272,6 +291,7 @@ type launchSpec struct {
 	opts            Options
 	lim             limits.Plan
 	cg              *limits.Cgroup // nil: no cgroup
+	fast            bool           // no init: bwrap's PID 1 and the trampoline
 }
 
 func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
@@ -308,16 +328,35 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	if err != nil {
 		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
-	self, err := os.OpenFile(selfPath(opts), unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
-	}
-	closers = append(closers, self)
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
 	}
 	closers = append(closers, devnull)
+	self := devnull // the fast path's trampoline closes the slot
+	if !ls.fast {
+		self, err = os.OpenFile(selfPath(opts), unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+		}
+		closers = append(closers, self)
+	}
+	// A descriptor sandbox-run inherited without close-on-exec would pass
+	// through bwrap to the command (Go closes only its own at exec):
+	// mark every one close-on-exec; ForkExec below places those the child
+	// needs explicitly.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		// Before Linux 5.11: one by one.
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return nil, setupErr("cannot list inherited descriptors", err.Error(), "mount /proc")
+		}
+		for _, e := range ents {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				unix.CloseOnExec(fd)
+			}
+		}
+	}
 	stdin, stdout, stderr := orNull(opts.Stdin, devnull), orNull(opts.Stdout, devnull), orNull(opts.Stderr, devnull)
 
 	// The filter is a few kilobytes, far below a pipe's buffer, so it is
@@ -407,6 +446,10 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			statusCh <- nil
 			return
 		}
+		if ls.fast {
+			statusCh <- decodeTrampoline(b)
+			return
+		}
 		s, err := initproc.DecodeStatus(b)
 		if err != nil {
 			statusCh <- &initproc.Status{Error: err.Error(), Exit: 125}
@@ -440,14 +483,27 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	// and it installs its handlers before it starts the command.
 	cmdStarted := false
 	send := func(s os.Signal) {
-		if cmdStarted && initPID > 0 {
+		switch {
+		case cmdStarted && initPID > 0 && ls.fast:
+			// The command leads its own session: its group first, so a
+			// shell's children hear it too.
+			if c := commandPID(initPID); c > 0 {
+				unix.Kill(-c, s.(syscall.Signal))
+				unix.Kill(c, s.(syscall.Signal))
+			}
+		case cmdStarted && initPID > 0:
 			unix.Kill(initPID, s.(syscall.Signal))
-		} else {
+		default:
 			pending = append(pending, s)
 		}
 	}
+	var fastNS map[string]string
 	onPID := func(pid int) {
 		initPID = pid
+		if ls.fast {
+			// Read at once: bwrap's PID 1 is gone when the run ends.
+			fastNS = namespacesOf(pid)
+		}
 		seenUID = hostUIDOf(pid)
 		over = watchLimits(ctx, ls, pid, opts.logger())
 		pidCh = nil
@@ -505,6 +561,9 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	}
 	switch {
 	case status != nil && status.Started:
+		if ls.fast && status.Readback != nil {
+			status.Readback.Namespaces = fastNS
+		}
 		if status.Readback != nil {
 			report.Readback = status.Readback
 			report.Seccomp.Readback = status.Readback.Seccomp

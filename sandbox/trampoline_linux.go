@@ -1,0 +1,180 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+)
+
+// The fast path. When nothing is forwarded and no rlimit beyond core
+// dumps needs the exec shim, sandbox-run's own init is not started: bwrap's
+// PID 1 reaps, and this POSIX sh script, run by the sandbox's /bin/sh with
+// builtins only, does init's remaining jobs in well under a millisecond
+// rather than a second Go start:
+//
+//   - it reports the kernel's view of itself (NoNewPrivs, Seccomp, CapEff,
+//     CapBnd from /proc/self/status) and "started" on the status
+//     descriptor, then closes it, so sandbox-run knows setup is over;
+//   - it gives the command the real standard error (bwrap's own goes to a
+//     pipe sandbox-run reads, so that a setup failure becomes one line);
+//   - it turns core dumps off and becomes the command.
+//
+// Signals go to the command's process group (it leads its own session);
+// sandbox-run finds it as the child of bwrap's PID 1.
+const trampoline = `while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v";; esac; done </proc/self/status >&4
+echo started >&4
+exec 4>&- 2>&5 5>&- 7>&-
+ulimit -c 0
+exec "$@"`
+
+// trampolineArgs is what bwrap runs on the fast path.
+func trampolineArgs(resolved string, cmd []string) []string {
+	return append([]string{"/bin/sh", "-c", trampoline, cmd[0], resolved}, cmd[1:]...)
+}
+
+// decodeTrampoline reads the status lines the trampoline wrote.
+func decodeTrampoline(b []byte) *initproc.Status {
+	s := &initproc.Status{Readback: &initproc.Readback{PID: -1, NoNewPrivs: -1, Seccomp: -1, Namespaces: map[string]string{}}}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "started":
+			s.Started = true
+		case "NoNewPrivs:":
+			s.Readback.NoNewPrivs, _ = strconv.Atoi(v)
+		case "Seccomp:":
+			s.Readback.Seccomp, _ = strconv.Atoi(v)
+		case "CapEff:":
+			s.Readback.CapEff = v
+		case "CapBnd:":
+			s.Readback.CapBnd = v
+		case "Uid:":
+			if f := strings.Fields(v); len(f) > 0 {
+				s.Readback.UID, _ = strconv.Atoi(f[0])
+			}
+		}
+	}
+	return s
+}
+
+// namespacesOf reads the namespaces of pid (the sandbox's PID 1, in them
+// from its birth) from the host side, for the report's read-back on the
+// fast path.
+func namespacesOf(pid int) map[string]string {
+	m := map[string]string{}
+	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + ns); err == nil {
+			m[ns] = l
+		}
+	}
+	return m
+}
+
+// commandPID finds the command on the fast path: the child of bwrap's PID
+// 1 (pid, as the host sees it). 0 when it cannot be found.
+func commandPID(pid int) int {
+	p := strconv.Itoa(pid)
+	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
+
+// resolveCommand finds cmd the way the command's PATH would inside the
+// sandbox, looking only in directories the sandbox shows at the same path
+// (the system, the writable and the --read paths). It returns an
+// *ExecError (127 or 126) when the command cannot run, before any
+// sandbox is set up.
+func resolveCommand(name, workdir string, env []string, visible []string, uid, gid int) (string, error) {
+	isVisible := func(p string) bool {
+		for _, v := range visible {
+			if within(p, v) {
+				return true
+			}
+		}
+		return false
+	}
+	try := func(p string) (string, error) {
+		if !isVisible(p) {
+			return "", fs.ErrNotExist
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		if fi.IsDir() || !executableBy(p, fi, uid, gid) {
+			return "", fs.ErrPermission
+		}
+		return p, nil
+	}
+	var found error = fs.ErrNotExist
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workdir, p)
+		}
+		r, err := try(filepath.Clean(p))
+		if err == nil {
+			return r, nil
+		}
+		found = err
+	} else {
+		path := ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			r, err := try(filepath.Join(dir, name))
+			if err == nil {
+				return r, nil
+			}
+			if errors.Is(err, fs.ErrPermission) {
+				found = err
+			}
+		}
+	}
+	if errors.Is(found, fs.ErrPermission) {
+		return "", &ExecError{Code: 126, Command: name, Reason: "not executable (for uid " + strconv.Itoa(uid) + ")"}
+	}
+	return "", &ExecError{Code: 127, Command: name, Reason: "command not found"}
+}
+
+func executableBy(p string, fi fs.FileInfo, uid, gid int) bool {
+	if os.Geteuid() != 0 {
+		// The sandbox runs as the caller: the kernel's own answer counts
+		// supplementary groups and ACLs.
+		return unix.Access(p, unix.X_OK) == nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	mode := uint32(fi.Mode().Perm())
+	switch {
+	case int(st.Uid) == uid:
+		return mode&0o100 != 0
+	case int(st.Gid) == gid:
+		return mode&0o010 != 0
+	}
+	return mode&0o001 != 0
+}
