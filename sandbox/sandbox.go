@@ -4,9 +4,13 @@
 // On Linux the command runs under bubblewrap (tier 1): its own user, mount,
 // PID, IPC, UTS and network namespaces, the system read-only, only the
 // policy's writable directories writable, a private size-capped /tmp, no
-// capabilities, a cleared environment passed inside bwrap's --args stream,
-// and sandbox-run's own init as PID 1. With policy.ModeOff it runs as a plain
-// process with a cleared environment (tier 0), and only then.
+// capabilities, a cleared environment passed inside bwrap's --args stream.
+// When something is forwarded into the sandbox (the egress proxy, the LLM
+// channel) or an rlimit needs applying, sandbox-run's own init is PID 1 and
+// runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
+// trampoline of a few builtins reports and execs the command, which saves
+// a second Go start. With policy.ModeOff it runs as a plain process with a
+// cleared environment (tier 0), and only then.
 //
 // # Guarantees
 //
@@ -17,9 +21,9 @@
 //     what the policy names; values never appear on a command line.
 //   - No descriptor reaches the command but 0, 1 and 2.
 //   - As root, the command is never host uid 0.
-//   - When Run returns, no process of the sandbox is left: init is PID 1 of
-//     the sandbox's PID namespace, bwrap dies with the thread that started
-//     it, and the command dies with bwrap.
+//   - When Run returns, no process of the sandbox is left: its PID 1 (init
+//     or bwrap's) takes the PID namespace with it, bwrap dies with the
+//     thread that started it, and PID 1 dies with bwrap.
 //   - Protected paths inside writable directories stay read-only, existing
 //     or not, and placeholders made to hold missing ones are removed.
 //
