@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -450,5 +451,29 @@ func TestControlRecheck(t *testing.T) {
 	bad := &decision{t: target{name: "public.test", port: 443}, ips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}
 	if p.permits(bad, netip.MustParseAddrPort("127.0.0.1:443")) {
 		t.Error("permits accepted loopback because a decision listed it")
+	}
+}
+
+// BenchmarkDecide is the proxy's decision for one request: parse the
+// target, match the allow-list, resolve (a fixed answer here) and judge
+// every address. It runs before every connection the proxy opens.
+func BenchmarkDecide(b *testing.B) {
+	entries := []string{"*.example.com", "api.github.com:443", "10.1.2.3"}
+	for i := 0; i < 100; i++ {
+		entries = append(entries, fmt.Sprintf("host%d.example.org", i))
+	}
+	p, err := New(Config{Allow: entries, Resolver: newResolver(map[string][]string{"www.example.com": {"93.184.216.34"}})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := parseTarget("www.example.com:443", 443)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d := p.decide(b.Context(), "CONNECT", "www.example.com:443", t); d.refusal != nil {
+			b.Fatal(d.refusal.reason)
+		}
 	}
 }
