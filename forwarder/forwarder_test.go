@@ -232,7 +232,9 @@ func TestConcurrent(t *testing.T) {
 
 func TestCancelStopsServe(t *testing.T) {
 	serverSaw := make(chan error, 1)
+	accepted := make(chan struct{})
 	sock := unixServer(t, func(c *net.UnixConn) {
+		close(accepted)
 		_, err := io.Copy(io.Discard, c) // returns when the relay closes its side
 		serverSaw <- err
 	})
@@ -241,6 +243,13 @@ func TestCancelStopsServe(t *testing.T) {
 	c := dial(t, addr)
 	if _, err := c.Write([]byte("x")); err != nil { // an open, idle relay
 		t.Fatal(err)
+	}
+	// The relay must have reached the Unix side before the cancel, or
+	// there is no open relay to close.
+	select {
+	case <-accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay never connected to the Unix socket")
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Serve after cancel: %v, want nil", err)
