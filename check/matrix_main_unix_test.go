@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,14 +40,38 @@ func TestMain(m *testing.M) {
 // assertNothingLeft: the runner removed its tree and every survivor.
 func assertNothingLeft(t *testing.T) {
 	t.Helper()
-	left, _ := filepath.Glob("/tmp/sbx-check-[0-9]*")
+	left, _ := filepath.Glob(fmt.Sprintf("/tmp/sbx-check-%d-*", os.Getpid()))
 	for _, d := range left {
 		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) < 5*time.Minute && fi.Sys() != nil {
 			t.Errorf("the runner left %s behind", d)
 		}
 	}
-	if pids := tagged("sleeper"); len(pids) > 0 {
-		// sleeper is the probe's argument for a survivor; none may be left.
+	if pids := taggedPrefix(fmt.Sprintf("survivor-%d-", os.Getpid())); len(pids) > 0 {
+		// Survivors this process's runs tagged; none may be left.
 		t.Errorf("survivors left: %v", pids)
 	}
+}
+
+// taggedPrefix lists the processes with an argument that starts with
+// prefix.
+func taggedPrefix(prefix string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, arg := range strings.Split(string(b), "\x00") {
+			if strings.HasPrefix(arg, prefix) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }

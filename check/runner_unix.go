@@ -139,7 +139,9 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	fail := func(what string, err error) error {
 		return fmt.Errorf("check: cannot set up the escape matrix: %s: %w", what, err)
 	}
-	if fx.base, err = os.MkdirTemp("/tmp", "sbx-check-"); err != nil {
+	// The pid in the name lets a test tell its own leftovers from those of
+	// another run going on at the same time.
+	if fx.base, err = os.MkdirTemp("/tmp", fmt.Sprintf("sbx-check-%d-", os.Getpid())); err != nil {
 		return nil, fail("a directory under /tmp", err)
 	}
 	fx.base = resolvedDir(fx.base)
@@ -355,7 +357,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 		if err := fx.workdir(w, c.Setup); err != nil {
 			return errResult("workdir", err)
 		}
-		vars := map[string]string{"survivor_tag": "survivor-" + newToken(), "exfil_name": "x" + newToken() + ".exfil.test",
+		vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
 			"written": filepath.Join(fx.outside, "written-"+newToken())}
 		for k, v := range fx.vars {
 			vars[k] = v
