@@ -201,7 +201,7 @@ func (r *report) startupSection(w func(string, ...any)) {
 		w("sandbox-run takes **%s** the time of the raw bwrap call that sets up the same sandbox (%s more at the median). "+
 			"Where the difference goes: starting sandbox-run's own Go process (`sandbox-run version`: %s), "+
 			"its set-up without bwrap (`--sandbox off`, which also starts the command: %s), "+
-			"and its init inside the sandbox (the raw call execs `true` directly, sandbox-run execs its own binary first, which then starts `true` and reports its status).\n\n",
+			"and the sh trampoline inside the sandbox that reports and execs `true` (sandbox-run's own Go init runs only when something is forwarded or an rlimit needs applying: see the network row).\n\n",
 			ratio(sr, raw), ms(sr-raw), ms(r.med(vSRVer)), ms(r.med(vSROff)))
 	}
 	if net := r.med(vSRNet); net > 0 && sr > 0 {
