@@ -634,11 +634,6 @@ func TestMCPNetwork(t *testing.T) {
 		})
 		t.Run(mode+"/allowed", func(t *testing.T) {
 			flags := []string{mode, "--workdir", w, "--read", filepath.Dir(srv), "--allow-host", target, "--"}
-			probe := append(append([]string(nil), flags...), "true")
-			if r := run(t, "", probe...); r.code == 125 && strings.Contains(r.stderr, "not supported by this build") {
-				// Until the network flags land; then this runs.
-				t.Skipf("--allow-host is not wired in this build yet: %s", strings.TrimSpace(r.stderr))
-			}
 			s := startMCP(t, append(flags, srv))
 			if got := s.callText(t, "fetch", map[string]any{"url": url}); got != secret {
 				t.Fatalf("fetch through the allowed proxy: %q", got)

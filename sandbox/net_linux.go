@@ -118,11 +118,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		}
 		n.binds = append(n.binds, [2]string{p.LLMSocket, llmInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
-		url := "http://127.0.0.1:" + strconv.Itoa(llmPort)
-		n.env["SANDBOX_LLM_URL"] = url
-		for _, name := range p.LLMEnv {
-			n.env[name] = url
-		}
+		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
 		if n.mode == "none" {
 			n.mode = "llm only"
 		}

@@ -317,3 +317,12 @@ func Reexec(args []string) (code int, handled bool) {
 	}
 	return 0, false
 }
+
+// setLLMEnv points the command at the LLM channel on url: SANDBOX_LLM_URL
+// and each name the policy lists (such as ANTHROPIC_BASE_URL).
+func setLLMEnv(env map[string]string, url string, names []string) {
+	env["SANDBOX_LLM_URL"] = url
+	for _, name := range names {
+		env[name] = url
+	}
+}

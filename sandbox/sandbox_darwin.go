@@ -447,11 +447,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 		}, log)
 		n.llmPort = port
 		n.notes = append(n.notes, note...)
-		url := "http://127.0.0.1:" + strconv.Itoa(port)
-		n.env["SANDBOX_LLM_URL"] = url
-		for _, name := range p.LLMEnv {
-			n.env[name] = url
-		}
+		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(port), p.LLMEnv)
 		if n.mode == "none" {
 			n.mode = "llm only"
 		}
