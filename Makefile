@@ -56,11 +56,7 @@ e2e-sandbox: build
 	$(GO) test -count=1 -v -run '^TestEscapeMatrix' ./check/
 
 fuzz:
-	@for t in $$(scripts/fuzz-targets.sh); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-	done
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # sandbox-run against raw bwrap and srt (pinned, installed into .cache/srt),
 # interleaved; writes docs/BENCHMARKS.md. The network tables need root.
