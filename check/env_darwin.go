@@ -1,13 +1,9 @@
 package check
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -125,41 +121,9 @@ func sandboxItem(ctx context.Context, binary string) Item {
 		it.Status, it.Summary, it.Remediation = StatusFail, summary, fix
 		return it
 	}
-	if binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fail("cannot find sandbox-run's own binary: "+err.Error(), "run check from the sandbox-run binary")
-		}
-		binary = exe
-	}
-	dir, err := os.MkdirTemp("/tmp", "sbx-check-")
-	if err != nil {
-		return fail("cannot create a workdir: "+err.Error(), "make /tmp writable")
-	}
-	defer os.RemoveAll(dir)
-	dir = resolvedDir(dir)
-	os.Chmod(dir, 0o755)
-	w := filepath.Join(dir, "w")
-	os.Mkdir(w, 0o755)
-	if os.Geteuid() == 0 {
-		os.Chown(w, policy.DefaultUID, policy.DefaultGID)
-	}
-	rep := filepath.Join(dir, "report.json")
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--workdir", w, "--report", rep, "--", "/usr/bin/true")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fail("a Seatbelt sandbox could not be set up: "+oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above")
-	}
-	b, err := os.ReadFile(rep)
-	if err != nil {
-		return fail("no isolation report: "+err.Error(), "report this as a bug in sandbox-run")
-	}
-	var r sandbox.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fail("unreadable isolation report: "+err.Error(), "report this as a bug in sandbox-run")
+	r, summary, fix := sandboxReport(ctx, binary, "a Seatbelt sandbox")
+	if r == nil {
+		return fail(summary, fix)
 	}
 	var problems []string
 	if r.Tier != 1 || r.Mechanism != "seatbelt" {

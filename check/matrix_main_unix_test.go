@@ -5,12 +5,13 @@ package check
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // bin is the sandbox-run binary built for this test run: the matrix runs
@@ -18,22 +19,14 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("/tmp", "sbx-check-bin-")
+	b, cleanup, err := sandboxtest.BuildSandboxRun("sbx-check-bin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Chmod(dir, 0o755)
-	bin = filepath.Join(dir, "sandbox-run")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "check: building sandbox-run:", err)
-		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	bin = b
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,21 +22,14 @@ var bin string
 
 func TestMain(m *testing.M) {
 	sandboxtest.ServeTestHost()
-	dir, err := os.MkdirTemp("/tmp", "sbx-e2e-bin-")
+	b, cleanup, err := sandboxtest.BuildSandboxRun("sbx-e2e-bin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Chmod(dir, 0o755)
-	bin = filepath.Join(dir, "sandbox-run")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building sandbox-run:", err)
 		os.Exit(1)
 	}
+	bin = b
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

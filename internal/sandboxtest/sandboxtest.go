@@ -129,3 +129,24 @@ func CgroupUnavailable(t testing.TB, what, why string) {
 	}
 	t.Skipf("%s unavailable: %s (set %s=1 to make this a failure)", what, why, RequireCgroupEnv)
 }
+
+// BuildSandboxRun builds ../cmd/sandbox-run (relative to the test's
+// package directory) into a new directory under /tmp that the sandbox's
+// uid can reach, for suites that run the binary as users do. cleanup
+// removes it. It is meant for TestMain, before m.Run.
+func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("/tmp", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	os.Chmod(dir, 0o755)
+	bin = dir + "/sandbox-run"
+	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return bin, cleanup, nil
+}

@@ -1,0 +1,60 @@
+//go:build linux || darwin
+
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/sandbox"
+)
+
+// sandboxReport sets up one real sandbox with binary (empty: this one),
+// runs /usr/bin/true in it and returns its isolation report. On failure the
+// report is nil and summary and fix say why; what names the sandbox in
+// that summary.
+func sandboxReport(ctx context.Context, binary, what string) (r *sandbox.Report, summary, fix string) {
+	if binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, "cannot find sandbox-run's own binary: " + err.Error(), "run check from the sandbox-run binary"
+		}
+		binary = exe
+	}
+	dir, err := os.MkdirTemp("/tmp", "sbx-check-")
+	if err != nil {
+		return nil, "cannot create a workdir: " + err.Error(), "make /tmp writable"
+	}
+	defer os.RemoveAll(dir)
+	dir = resolvedDir(dir)
+	os.Chmod(dir, 0o755)
+	w := filepath.Join(dir, "w")
+	os.Mkdir(w, 0o755)
+	if os.Geteuid() == 0 {
+		os.Chown(w, policy.DefaultUID, policy.DefaultGID)
+	}
+	rep := filepath.Join(dir, "report.json")
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "run", "--workdir", w, "--report", rep, "--", "/usr/bin/true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, what + " could not be set up: " + oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above"
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		return nil, "no isolation report: " + err.Error(), "report this as a bug in sandbox-run"
+	}
+	r = new(sandbox.Report)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, "unreadable isolation report: " + err.Error(), "report this as a bug in sandbox-run"
+	}
+	return r, "", ""
+}
