@@ -37,6 +37,14 @@
 //   - The host's HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored: goproxy's
 //     default transport and CONNECT dialer, which honour them, are replaced.
 //   - Every decision is written to Config.Audit as one JSON line.
+//   - A client connection that has not sent a whole request header within
+//     Config.ReadHeaderTimeout (default 10 s) of being accepted is closed
+//     without a reply, however slowly it trickles bytes; so is a kept-alive
+//     connection whose next request does not start within
+//     Config.IdleTimeout (default 2 min). Each connection is served on its
+//     own, so connections that send nothing do not delay other clients'
+//     requests. A request header larger than about 64 KiB is answered with
+//     431 and the connection closed.
 //
 // # Non-guarantees
 //
@@ -51,4 +59,16 @@
 //     obfuscated are treated as ordinary IPv6 addresses.
 //   - A failed write to the audit log is logged, not fatal: the decision
 //     stands.
+//   - Once a request's header has been read, its body, its response and a
+//     CONNECT tunnel have no time limit: a client that uploads slowly, stops
+//     reading a response or leaves a tunnel idle keeps its connection (and
+//     the upstream one) until either side closes it or Serve returns. A
+//     limit there would cut long downloads and long-lived tunnels.
+//   - The number of client connections is not capped. A cap shared by all
+//     clients would let one client that fills it lock the others out;
+//     instead each connection costs a goroutine and a file descriptor until
+//     it ends or the timeouts above reclaim it, and the process's
+//     RLIMIT_NOFILE is the bound. When descriptors run out the proxy keeps
+//     serving: it retries accepting, and its dials fail (502) until
+//     descriptors are free again.
 package proxy

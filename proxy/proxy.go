@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,10 +27,24 @@ import (
 const RefusalHeader = "X-Sandbox-Refusal"
 
 const (
-	resolveTimeout    = 10 * time.Second
-	dialTimeout       = 10 * time.Second
-	readHeaderTimeout = 30 * time.Second
-	idleTimeout       = 2 * time.Minute
+	resolveTimeout = 10 * time.Second
+	dialTimeout    = 10 * time.Second
+)
+
+// Defaults for the client-connection timeouts of Config.
+const (
+	// DefaultReadHeaderTimeout is Config.ReadHeaderTimeout when it is zero.
+	// A client on the proxy's socket sends its request header in one write
+	// as soon as it connects; ten seconds is far more than that takes, and
+	// short enough that connections which never send one are reclaimed.
+	DefaultReadHeaderTimeout = 10 * time.Second
+
+	// DefaultIdleTimeout is Config.IdleTimeout when it is zero. It is
+	// longer than the 90 s after which common HTTP clients (Go's
+	// http.Transport, curl) drop an idle connection themselves, so that
+	// the client, not the proxy, normally closes it, and a request sent
+	// just as the proxy closes is rare.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // errDialRefused is returned by the dialer when its Control hook refuses an
@@ -66,6 +81,26 @@ type Config struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
+
+	// ReadHeaderTimeout bounds how long a client connection may take to
+	// send a request header. A new connection that has not sent a whole
+	// header within ReadHeaderTimeout of being accepted is closed without
+	// a reply, whether it sent nothing, part of a header, or a header one
+	// byte at a time: the limit is a deadline, not an inactivity timer.
+	// On a kept-alive connection the limit starts when the first bytes of
+	// the next request arrive (IdleTimeout bounds the wait for them).
+	// Each connection is served on its own, so such connections do not
+	// delay other clients' requests; they cost a goroutine and a file
+	// descriptor each until then. Once a header has been read, the
+	// request body, the response and a CONNECT tunnel have no time limit
+	// (see the package documentation). Zero means
+	// DefaultReadHeaderTimeout; negative is an error.
+	ReadHeaderTimeout time.Duration
+
+	// IdleTimeout bounds how long a kept-alive client connection may wait,
+	// after a response, for the first bytes of its next request; then it
+	// is closed. Zero means DefaultIdleTimeout; negative is an error.
+	IdleTimeout time.Duration
 }
 
 type resolver interface {
@@ -83,6 +118,9 @@ type Proxy struct {
 	log      *slog.Logger
 	resolver resolver
 
+	readHeaderTimeout time.Duration
+	idleTimeout       time.Duration
+
 	// dialHook, when set (tests only), sees every address the dialer is about
 	// to connect to, before the Control re-check.
 	dialHook func(netip.AddrPort)
@@ -95,7 +133,15 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID}
+	if cfg.ReadHeaderTimeout < 0 || cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("proxy: ReadHeaderTimeout %v, IdleTimeout %v: a timeout must not be negative (zero means the default)",
+			cfg.ReadHeaderTimeout, cfg.IdleTimeout)
+	}
+	p := &Proxy{
+		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID,
+		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+	}
 	p.allow.Store(&allow)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -161,10 +207,13 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	gp.OnRequest().DoFunc(s.handleRequest)
 	gp.OnResponse().DoFunc(s.handleResponse)
 
+	// ReadHeaderTimeout and IdleTimeout bound connections that send no
+	// request (slowloris); see Config. There is deliberately no ReadTimeout
+	// or WriteTimeout: they would cut long uploads, downloads and tunnels.
 	srv := &http.Server{
 		Handler:           gp,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: p.readHeaderTimeout,
+		IdleTimeout:       p.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },

@@ -117,8 +117,14 @@ func (h TestHost) Count(t testing.TB) int {
 // parallel runs do not clash), and starts the test host in it. Everything is
 // removed in t.Cleanup. Benchmarks may call it too (b.Cleanup); the
 // host then lives until the benchmark ends.
+//
+// idx is 0 to 3: the /30 a host gets is pid*4+idx, so a larger idx would
+// take the block of another process's host.
 func NewTestHost(t testing.TB, idx int) TestHost {
 	t.Helper()
+	if idx < 0 || idx > 3 {
+		t.Fatalf("sandboxtest: NewTestHost idx %d: want 0 to 3", idx)
+	}
 	if os.Geteuid() != 0 {
 		Unavailable(t, "network namespaces", "run as root with iproute2")
 	}

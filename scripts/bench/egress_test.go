@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // The ratios between the sub-benchmarks are what matter.
 func BenchmarkEgress(b *testing.B) {
 	const size = 16 << 20
-	h := sandboxtest.NewTestHost(b, 9)
+	h := sandboxtest.NewTestHost(b, 0)
 	target := "http://" + h.HostPort() + fmt.Sprintf("/bytes?n=%d", size)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
