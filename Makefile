@@ -13,7 +13,7 @@ FUZZTIME ?= 20s
 
 export GOTOOLCHAIN := local
 
-.PHONY: all deps build demo test test-unit test-kernel fuzz bench bench-startup vet clean
+.PHONY: all deps build demo test test-unit test-kernel test-race fuzz bench bench-startup vet clean
 .PHONY: mcp-deps
 .PHONY: e2e-sandbox
 .PHONY: bench-quick bench-go
@@ -44,6 +44,13 @@ vet:
 test: deps mcp-deps build vet
 	$(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory test-race
+
+# The unit and integration suites once more under the race detector (the
+# sandbox-run binary the e2e tests build is not instrumented; the packages
+# they drive in-process are).
+test-race: mcp-deps
+	$(GO) test -race -count=1 ./...
 
 test-kernel: mcp-deps build
 	$(GO) test -count=1 $(KERNEL_PKGS)

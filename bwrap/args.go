@@ -1,10 +1,16 @@
 package bwrap
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
+
+// ErrNUL is wrapped by the errors of Args and Encode for an argument that
+// holds a NUL byte. bwrap reads the --args stream as NUL-terminated strings,
+// so such an argument would become two and shift every option after it.
+var ErrNUL = errors.New("argument holds a NUL byte, which would resynchronise bwrap's --args stream")
 
 // MountKind is one bwrap mount operation.
 type MountKind int
@@ -63,8 +69,10 @@ type Spec struct {
 }
 
 // Args returns the option stream for bwrap --args FD: everything but the
-// command. It refuses a NUL byte anywhere and a variable name that bwrap
-// would misread.
+// command. It refuses a NUL byte anywhere (an error wrapping ErrNUL, naming
+// the argument's index but not its value, which may be a secret), an
+// environment entry that is not KEY=VALUE with a non-empty KEY, and an
+// unknown mount kind.
 //
 // The namespace set is fixed: user, pid, ipc, uts and net are always
 // unshared, all capabilities dropped, the command in a new session and
@@ -92,7 +100,7 @@ func Args(s Spec) ([]string, error) {
 	if s.Hostname != "" {
 		a = append(a, "--hostname", s.Hostname)
 	}
-	for _, m := range s.Mounts {
+	for i, m := range s.Mounts {
 		switch m.Kind {
 		case ROBind, Bind:
 			opt := "--ro-bind"
@@ -120,7 +128,7 @@ func Args(s Spec) ([]string, error) {
 		case Dir:
 			a = append(a, "--dir", m.Dst)
 		default:
-			return nil, fmt.Errorf("bwrap: mount %d: unknown kind %v", len(a), m.Kind)
+			return nil, fmt.Errorf("bwrap: mount %d: unknown kind %v", i, m.Kind)
 		}
 	}
 	if s.ClearEnv {
@@ -142,17 +150,20 @@ func Args(s Spec) ([]string, error) {
 	if s.Chdir != "" {
 		a = append(a, "--chdir", s.Chdir)
 	}
-	for i, arg := range a {
-		if strings.IndexByte(arg, 0) >= 0 {
-			return nil, fmt.Errorf("bwrap: argument %d holds a NUL byte: refused, it would resynchronise the --args stream", i)
-		}
+	if err := checkNUL(a); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
 
 // Encode joins an option stream the way bwrap --args reads it: each
-// argument followed by a NUL.
-func Encode(args []string) []byte {
+// argument followed by a NUL, so that bwrap reads back exactly args. An
+// argument holding a NUL byte cannot be encoded: Encode then returns nil and
+// an error wrapping ErrNUL that names the argument's index (not its value).
+func Encode(args []string) ([]byte, error) {
+	if err := checkNUL(args); err != nil {
+		return nil, err
+	}
 	n := 0
 	for _, s := range args {
 		n += len(s) + 1
@@ -162,7 +173,18 @@ func Encode(args []string) []byte {
 		b = append(b, s...)
 		b = append(b, 0)
 	}
-	return b
+	return b, nil
+}
+
+// checkNUL returns an error wrapping ErrNUL for the first argument that
+// holds a NUL byte.
+func checkNUL(args []string) error {
+	for i, arg := range args {
+		if strings.IndexByte(arg, 0) >= 0 {
+			return fmt.Errorf("bwrap: argument %d: %w", i, ErrNUL)
+		}
+	}
+	return nil
 }
 
 // Redact returns a copy of an option stream with every --setenv value

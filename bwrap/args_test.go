@@ -2,7 +2,9 @@ package bwrap
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -64,30 +66,77 @@ func TestArgsFixedIsolation(t *testing.T) {
 }
 
 func TestArgsRefusesNUL(t *testing.T) {
-	for _, s := range []Spec{
-		{Env: []string{"K=a\x00--bind"}},
-		{Mounts: []Mount{{Kind: ROBind, Src: "/a\x00b", Dst: "/a", FD: -1}}},
-		{Chdir: "/w\x00"},
+	for _, tc := range []struct {
+		name string
+		s    Spec
+	}{
+		{"env value", Spec{Env: []string{"K=a\x00--bind"}}},
+		{"env key", Spec{Env: []string{"K\x00=v"}}},
+		{"bind source", Spec{Mounts: []Mount{{Kind: ROBind, Src: "/a\x00b", Dst: "/a", FD: -1}}}},
+		{"bind destination", Spec{Mounts: []Mount{{Kind: Bind, Src: "/a", Dst: "/a\x00/etc", FD: -1}}}},
+		{"bind-fd destination", Spec{Mounts: []Mount{{Kind: ROBind, Src: "/a", Dst: "\x00", FD: 9}}}},
+		{"symlink target", Spec{Mounts: []Mount{{Kind: Symlink, Src: "usr/bin\x00", Dst: "/bin", FD: -1}}}},
+		{"tmpfs", Spec{Mounts: []Mount{{Kind: Tmpfs, Dst: "/tmp\x00", FD: -1}}}},
+		{"proc", Spec{Mounts: []Mount{{Kind: Proc, Dst: "/proc\x00", FD: -1}}}},
+		{"dev", Spec{Mounts: []Mount{{Kind: Dev, Dst: "/dev\x00", FD: -1}}}},
+		{"remount", Spec{Mounts: []Mount{{Kind: RemountRO, Dst: "\x00/", FD: -1}}}},
+		{"dir", Spec{Mounts: []Mount{{Kind: Dir, Dst: "/d\x00", FD: -1}}}},
+		{"chdir", Spec{Chdir: "/w\x00"}},
+		{"hostname", Spec{Hostname: "sand\x00box"}},
 	} {
-		s.UID, s.GID, s.SeccompFD, s.InfoFD = -1, -1, -1, -1
-		if _, err := Args(s); err == nil {
-			t.Errorf("Args(%+v) accepted a NUL byte", s)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			s.UID, s.GID, s.SeccompFD, s.InfoFD = -1, -1, -1, -1
+			args, err := Args(s)
+			if !errors.Is(err, ErrNUL) {
+				t.Fatalf("Args(%+v) = %q, %v; want an error wrapping ErrNUL", s, args, err)
+			}
+			if strings.Contains(err.Error(), "--bind") || strings.Contains(err.Error(), "=a") {
+				t.Fatalf("error %q repeats the value", err)
+			}
+		})
 	}
 	if _, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Env: []string{"NOEQUALS"}}); err == nil {
 		t.Error("Args accepted an env entry without =")
 	}
+	if _, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Mounts: []Mount{{Kind: Dir, Dst: "/a", FD: -1}, {Kind: MountKind(99), FD: -1}}}); err == nil || !strings.Contains(err.Error(), "mount 1:") {
+		t.Errorf("Args with an unknown mount kind = %v, want an error naming mount 1", err)
+	}
 }
 
-func TestRedactAndEncode(t *testing.T) {
+func TestEncode(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" with wantIdx >= 0: refused
+		idx  int    // index named in the error, -1 = accepted
+	}{
+		{nil, "", -1},
+		{[]string{"--a", "b"}, "--a\x00b\x00", -1},
+		{[]string{""}, "\x00", -1},
+		{[]string{"", ""}, "\x00\x00", -1},
+		{[]string{"a b", "\xff\n"}, "a b\x00\xff\n\x00", -1},
+		{[]string{"--bind", "/a\x00--bind", "/"}, "", 1},
+		{[]string{"\x00"}, "", 0},
+		{[]string{"ok", "ok", "x\x00", "y\x00"}, "", 2},
+	} {
+		got, err := Encode(tc.args)
+		if tc.idx < 0 {
+			if err != nil || string(got) != tc.want {
+				t.Errorf("Encode(%q) = %q, %v; want %q", tc.args, got, err, tc.want)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNUL) || got != nil || !strings.Contains(err.Error(), fmt.Sprintf("argument %d:", tc.idx)) {
+			t.Errorf("Encode(%q) = %q, %v; want nil and an error wrapping ErrNUL naming argument %d", tc.args, got, err, tc.idx)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
 	args, _ := Args(sampleSpec())
 	red := strings.Join(Redact(args), " ")
 	if strings.Contains(red, "s3cret") || !strings.Contains(red, "--setenv TOKEN <redacted>") {
 		t.Errorf("Redact left the value or lost the name: %s", red)
-	}
-	enc := Encode([]string{"--a", "b"})
-	if string(enc) != "--a\x00b\x00" {
-		t.Errorf("Encode = %q", enc)
 	}
 }
 

@@ -30,8 +30,9 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
-// mcpTimeout bounds every MCP test, server start included.
-const mcpTimeout = 20 * time.Second
+// mcpTimeout bounds every MCP test, server start included (the client
+// here runs under the race detector in `make test-race`).
+const mcpTimeout = 20 * time.Second * sandboxtest.Slowdown
 
 var (
 	goServerOnce sync.Once
@@ -545,7 +546,7 @@ func TestMCPRelayFlood(t *testing.T) {
 	s := startMCP(t, []string{"mcp", "--workdir", w, "--read", filepath.Dir(srv), "--", srv})
 	const count, size = 16000, 4096 // 62.5 MiB of notifications
 	s.callText(t, "flood", map[string]any{"count": count, "size": size})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second * sandboxtest.Slowdown)
 	for {
 		s.mu.Lock()
 		n := s.logs

@@ -585,6 +585,9 @@ func TestFailureMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"run", "--workdir", w}, tt.args...)
+			if tt.name == "missing workdir" {
+				args = append([]string{"run"}, tt.args...) // --workdir takes one value
+			}
 			if tt.name == "NUL in env" {
 				// argv cannot carry NUL; a profile can.
 				prof := filepath.Join(sandboxtest.WorkDir(t), "p.json")

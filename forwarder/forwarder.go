@@ -12,15 +12,25 @@
 //   - Backpressure is end to end: a relay reads only as fast as the other
 //     side accepts writes; nothing is buffered beyond one copy buffer per
 //     direction.
-//   - When the socket cannot be dialed, the accepted connection is closed;
-//     nothing is sent on it.
+//   - When the socket cannot be dialed (the proxy outside is down, or its
+//     socket is gone), the accepted connection gets a minimal
+//     "HTTP/1.1 502 Bad Gateway" response whose body names the socket and
+//     the dial error, and is then closed. Every client of the forwarded
+//     ports speaks HTTP to them (plain proxy requests, CONNECT, the LLM
+//     channel), so the failure reads as a clear error instead of an empty
+//     reply. This happens only before any byte was relayed: a relay that
+//     was established and then broke is closed (or reset), never answered
+//     with bytes the forwarder made up. Serve keeps serving and dials
+//     afresh for every new connection.
 //   - When Serve returns, the listener and every relayed connection are
 //     closed and every goroutine Serve started has finished.
 //
 // # Non-guarantees
 //
 //   - The forwarder does not look at the bytes: policy is the job of whatever
-//     serves the socket (package proxy for egress).
+//     serves the socket (package proxy for egress). The 502 above is written
+//     whatever the client sent; a client that does not speak HTTP reads it
+//     as garbage followed by EOF.
 //   - Anything that can connect to the listener can use the socket; the
 //     sandbox's network namespace is what limits who that is.
 //   - Idle connections are not timed out; they last until a peer closes or
@@ -38,6 +48,12 @@ import (
 )
 
 const dialTimeout = 10 * time.Second
+
+// lingerTimeout bounds how long a client that was answered 502 may keep
+// sending before its connection is closed. Reading what it sent before
+// closing keeps the kernel from resetting the connection (unread data at
+// close means RST), which could discard the 502 before the client reads it.
+const lingerTimeout = 2 * time.Second
 
 // Serve accepts connections on ln (normally 127.0.0.1:PORT inside the
 // sandbox) and relays each, in both directions with half-close, to a new
@@ -138,6 +154,9 @@ func relay(ctx context.Context, client net.Conn, socketPath string, track func(n
 	d := net.Dialer{Timeout: dialTimeout}
 	up, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
+		if ctx.Err() == nil {
+			badGateway(client, socketPath, err)
+		}
 		return // client is closed by the caller
 	}
 	if !track(up) {
@@ -157,6 +176,27 @@ func relay(ctx context.Context, client net.Conn, socketPath string, track func(n
 		_ = client.Close()
 		_ = up.Close()
 	}
+}
+
+// badGateway answers client, whose relay could not be set up, with a 502
+// that says why, half-closes it and drains what it sends for at most
+// lingerTimeout (64 KiB at most) so that closing it does not reset it.
+func badGateway(client net.Conn, socketPath string, err error) {
+	why := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		why = oe.Err.Error() // "connect: connection refused", not the address again
+	}
+	body := fmt.Sprintf("sandbox-run: the proxy socket %s is unreachable (%s): the proxy outside the sandbox is not answering; nothing was forwarded\n", socketPath, why)
+	_ = client.SetDeadline(time.Now().Add(lingerTimeout))
+	_, werr := fmt.Fprintf(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	if werr != nil {
+		return
+	}
+	if cw, ok := client.(closeWriter); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(client, 64<<10))
 }
 
 type closeWriter interface{ CloseWrite() error }

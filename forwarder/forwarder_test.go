@@ -1,6 +1,7 @@
 package forwarder_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,22 +276,125 @@ func TestCancelStopsServe(t *testing.T) {
 	}
 }
 
-func TestSocketMissing(t *testing.T) {
-	addr, _ := startForwarder(t, filepath.Join(t.TempDir(), "absent.sock"))
+// readBadGateway parses what the forwarder answered on c and fails unless
+// it is the 502 that names the socket, with nothing after it.
+func readBadGateway(t *testing.T, c net.Conn, sock string) {
+	t.Helper()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no HTTP response from a relay whose socket is unreachable: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("reading the 502 body: %v", err)
+	}
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("status %q, want 502 Bad Gateway", resp.Status)
+	}
+	for _, want := range []string{"proxy socket " + sock, "unreachable"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("body %q lacks %q", body, want)
+		}
+	}
+}
+
+func TestSocketUnreachable(t *testing.T) {
+	// A socket file that nobody serves any more (a proxy that was killed)
+	// and a socket that was removed: both are answered 502.
+	dead := filepath.Join(t.TempDir(), "dead.sock")
+	l, err := net.Listen("unix", dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	tests := []struct {
+		name, sock, request string
+	}{
+		{"refused/plain proxy request", dead, "GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n"},
+		{"refused/CONNECT", dead, "CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n"},
+		{"missing/plain proxy request", filepath.Join(t.TempDir(), "absent.sock"), "GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n"},
+		// The request has not ended (no blank line) and the client keeps
+		// its write side open: the answer still comes, and the connection
+		// ends after it.
+		{"missing/request still being sent", filepath.Join(t.TempDir(), "absent.sock"), "POST http://example.test/ HTTP/1.1\r\nContent-Length: 100000\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, _ := startForwarder(t, tt.sock)
+			// Twice: Serve keeps serving and dials afresh each time.
+			for range 2 {
+				c := dial(t, addr)
+				if _, err := io.WriteString(c, tt.request); err != nil {
+					t.Fatal(err)
+				}
+				readBadGateway(t, c, tt.sock)
+			}
+		})
+	}
+}
+
+func TestSocketUnreachableLargeRequest(t *testing.T) {
+	// The client sends a 32 KiB body before it reads, which the forwarder
+	// never relays: the 502 still arrives whole (the forwarder reads what
+	// the client sent before closing, so that the close is not a reset).
+	sock := filepath.Join(t.TempDir(), "absent.sock")
+	addr, _ := startForwarder(t, sock)
 	c := dial(t, addr)
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	b, err := io.ReadAll(c)
-	if len(b) != 0 {
-		t.Fatalf("read %q from a relay whose socket is missing", b)
+	body := bytes.Repeat([]byte("x"), 32<<10)
+	req := fmt.Sprintf("POST http://example.test/ HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("connection left open although the socket is missing")
+	readBadGateway(t, c, sock)
+}
+
+func TestSocketComesBack(t *testing.T) {
+	// The proxy is restarted at the same path: the next connection is
+	// relayed again.
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	addr, _ := startForwarder(t, sock)
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+	readBadGateway(t, c, sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Serve keeps serving: a second connection gets the same treatment.
-	c2 := dial(t, addr)
-	if b, _ := io.ReadAll(c2); len(b) != 0 {
-		t.Fatalf("second connection read %q", b)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { echo(c.(*net.UnixConn)); c.Close() }()
+		}
+	}()
+	got, err := roundTrip(dial(t, addr), []byte("back"))
+	if err != nil || string(got) != "back" {
+		t.Fatalf("after the socket came back: %q, %v; want the echo", got, err)
+	}
+}
+
+func TestBrokenRelayIsNotAnswered(t *testing.T) {
+	// The server sends part of a response and dies: the client gets those
+	// bytes and then the end of the connection, never a 502 made up by
+	// the forwarder in the middle of the server's bytes.
+	const partial = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial"
+	sock := unixServer(t, func(c *net.UnixConn) {
+		buf := make([]byte, 512)
+		c.Read(buf)
+		io.WriteString(c, partial)
+		// c is closed by unixServer: the server is gone mid-response.
+	})
+	addr, _ := startForwarder(t, sock)
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+	got, _ := io.ReadAll(c) // EOF or a reset: either ends the relay
+	if string(got) != partial {
+		t.Fatalf("client read %q, want exactly the server's bytes %q", got, partial)
 	}
 }
 

@@ -15,6 +15,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,19 +171,86 @@ func invalid(field, reason, fix string) error {
 	return &InvalidError{Field: field, Reason: reason, Fix: fix}
 }
 
+// MaxProfileSize is the largest profile Parse reads. A profile is a short
+// list of paths and hosts; anything bigger is a mistake or an attack on the
+// parser.
+const MaxProfileSize = 1 << 20
+
 // Parse reads a profile (JSON, the same field names as the flags). Unknown
-// fields are refused so that a typo never silently drops a restriction.
+// fields, a field given twice, a profile over MaxProfileSize and anything
+// after the object are refused, so that a typo or a smuggled second value
+// never silently changes a restriction.
 func Parse(r io.Reader) (Policy, error) {
-	var p Policy
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	b, err := io.ReadAll(io.LimitReader(r, MaxProfileSize+1))
+	if err != nil {
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
-	if dec.More() {
+	if len(b) > MaxProfileSize {
+		return Policy{}, fmt.Errorf("policy: profile: larger than %d bytes", MaxProfileSize)
+	}
+	if err := uniqueKeys(b); err != nil {
+		return Policy{}, fmt.Errorf("policy: profile: %w", err)
+	}
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return Policy{}, fmt.Errorf("policy: profile: field %q: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		return Policy{}, fmt.Errorf("policy: profile: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return Policy{}, fmt.Errorf("policy: profile: trailing data after the JSON object")
 	}
 	return p, nil
+}
+
+// jsonKind names a Go kind the way a profile's author knows it.
+func jsonKind(k string) string {
+	switch k {
+	case "slice", "array":
+		return "a list"
+	case "map", "struct":
+		return "an object"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return "a number"
+}
+
+// uniqueKeys refuses a profile that is not one JSON object or that names a
+// field twice: encoding/json would keep the last value without a word.
+// Decode reports any other syntax error.
+func uniqueKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("not a JSON object; a profile is {\"workdir\": ..., ...}")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return fmt.Errorf("field %q given twice", k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // systemRoots are directories that a writable bind would expose to the
@@ -219,7 +287,10 @@ func (p Policy) Validate() error {
 		if err := noNUL("protect", pr); err != nil {
 			return err
 		}
-		if pr == "" || pr == "." || strings.HasPrefix(filepath.Clean(pr), "..") {
+		if err := CheckPath("protect", pr); err != nil {
+			return err
+		}
+		if pr == "." || strings.HasPrefix(filepath.Clean(pr), "..") {
 			return invalid("protect", fmt.Sprintf("%q does not name a path inside a writable directory", pr), "name a path such as .envrc")
 		}
 	}
@@ -282,11 +353,37 @@ func (p Policy) Validate() error {
 }
 
 func checkPath(field, p string) error {
-	if err := noNUL(field, p); err != nil {
+	if err := CheckPath(field, p); err != nil {
 		return err
 	}
 	if !filepath.IsAbs(p) {
 		return invalid(field, fmt.Sprintf("%q is not an absolute path", p), "give an absolute path")
+	}
+	return nil
+}
+
+// CheckPath refuses a path that cannot mean what it looks like: empty, with
+// a NUL byte (it would split bwrap's argument stream), with a control
+// character (it would forge lines in messages and audit logs), or with a
+// ".." component (resolved by string, not through the file system: with a
+// symlink before it, "a/link/../b" names another place than the kernel
+// would reach). It does not require the path to be absolute: Validate does.
+func CheckPath(field, p string) error {
+	if p == "" {
+		return invalid(field, "empty path", "name a path")
+	}
+	if err := noNUL(field, p); err != nil {
+		return err
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return invalid(field, fmt.Sprintf("%q holds a control character", p), "rename the path, or pass one without control characters")
+		}
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return invalid(field, fmt.Sprintf("%q has a '..' component", p), "pass the path as the file system resolves it (realpath prints it)")
+		}
 	}
 	return nil
 }

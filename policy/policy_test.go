@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -61,9 +63,54 @@ func TestParseProfile(t *testing.T) {
 	if p.Workdir != "/w" || len(p.Write) != 1 || p.Env["A"] != "1" || time.Duration(p.Timeout) != 90*time.Second || p.AllowHosts[0] != "example.com" {
 		t.Errorf("Parse = %+v", p)
 	}
-	for _, bad := range []string{`{"workdri":"/w"}`, `{"timeout":5}`, `{} {}`, `[`} {
-		if _, err := Parse(strings.NewReader(bad)); err == nil {
-			t.Errorf("Parse(%s) accepted", bad)
+	for bad, want := range map[string]string{
+		`{"workdri":"/w"}`:                      `unknown field "workdri"`,
+		`{"timeout":5}`:                         "duration",
+		`{} {}`:                                 "trailing",
+		`{}x`:                                   "trailing",
+		`[`:                                     "not a JSON object",
+		`"x"`:                                   "not a JSON object",
+		`{"read":["/a"],"read":["/b"]}`:         `"read" given twice`,
+		`{"env":{"A":"1"},"write":[],"env":{}}`: `"env" given twice`,
+		`{"memory":"1G"}`:                       `"memory": a JSON string where a number is expected`,
+		`{"read":"/a"}`:                         `"read": a JSON string where a list is expected`,
+		`{"env":"` + strings.Repeat("a", MaxProfileSize) + `"}`: "larger than",
+	} {
+		_, err := Parse(strings.NewReader(bad))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%.40s) = %v; want an error holding %q", bad, err, want)
+		}
+	}
+	// Duplicates deeper than the top level are encoding/json's business:
+	// only the profile's own fields are checked.
+	if _, err := Parse(strings.NewReader(`{"env":{"A":"1"}}`)); err != nil {
+		t.Errorf("a valid profile refused: %v", err)
+	}
+}
+
+func TestCheckPath(t *testing.T) {
+	for _, tt := range []struct {
+		p, want string // want "" = accepted
+	}{
+		{"/usr/share", ""},
+		{"rel/dir", ""},
+		{"/a/..b/c", ""},
+		{"", "empty"},
+		{"/a\x00b", "NUL"},
+		{"/a\nb", "control character"},
+		{"/a\tb", "control character"},
+		{"/a\x7fb", "control character"},
+		{"/a/../b", "'..'"},
+		{"..", "'..'"},
+		{"/a/..", "'..'"},
+	} {
+		p := tt.p
+		err := CheckPath("read", p)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckPath(%q) = %v, want nil", p, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalid)):
+			t.Errorf("CheckPath(%q) = %v, want an ErrInvalid holding %q", p, err, tt.want)
 		}
 	}
 }
@@ -79,6 +126,19 @@ func FuzzParse(f *testing.F) {
 		// A parsed profile either validates or says why, never panics.
 		if verr := p.Validate(); verr != nil && !errors.Is(verr, ErrInvalid) {
 			t.Fatalf("Validate error not ErrInvalid: %v", verr)
+		}
+		// What was accepted is what is written back: marshalling and
+		// parsing again changes nothing.
+		b1, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("Marshal: %v", err)
+		}
+		q, err := Parse(bytes.NewReader(b1))
+		if err != nil {
+			t.Fatalf("Parse refuses its own output %s: %v", b1, err)
+		}
+		if b2, _ := json.Marshal(q); !bytes.Equal(b1, b2) {
+			t.Fatalf("round trip changed the profile:\n%s\n%s", b1, b2)
 		}
 	})
 }

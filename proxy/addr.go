@@ -137,6 +137,23 @@ func embeddedV4(ip netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// embeddedV4Prefix returns the IPv4 range carried by the addresses of p
+// when p lies wholly inside the NAT64, IPv4-compatible or 6to4 range, whose
+// addresses classify judges by that IPv4 address.
+func embeddedV4Prefix(p netip.Prefix) (netip.Prefix, bool) {
+	var bits int
+	switch a := p.Addr(); {
+	case p.Bits() >= nat64Prefix.Bits() && (nat64Prefix.Contains(a) || v4Compatible.Contains(a)):
+		bits = p.Bits() - nat64Prefix.Bits()
+	case p.Bits() >= sixToFour.Bits() && sixToFour.Contains(a):
+		bits = min(p.Bits()-sixToFour.Bits(), 32)
+	default:
+		return netip.Prefix{}, false
+	}
+	v4, _ := embeddedV4(p.Addr())
+	return netip.PrefixFrom(v4, bits).Masked(), true
+}
+
 // target is a parsed destination: a host name or an address, and a port.
 type target struct {
 	name string     // normalized host name (lowercase, no trailing dot); empty for addresses
@@ -303,11 +320,14 @@ func parseLegacyIPv4(s string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
+// maxHostLen is the longest host name, in bytes, without a trailing dot.
+const maxHostLen = 253
+
 // checkHostname accepts lowercase LDH labels (plus "_", which real DNS
 // names use), each 1 to 63 bytes, 253 bytes in all.
 func checkHostname(h string) error {
-	if len(h) > 253 {
-		return fmt.Errorf("longer than 253 bytes")
+	if len(h) > maxHostLen {
+		return fmt.Errorf("longer than %d bytes", maxHostLen)
 	}
 	for _, label := range strings.Split(h, ".") {
 		if label == "" || len(label) > 63 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +180,11 @@ func TestParseAllow(t *testing.T) {
 		{"fd00::1", kindAddr, 0},
 		{"[fd00::1]", kindAddr, 0},
 		{"[fd00::1]:8443", kindAddr, 8443},
+		{"[fd00::1]:*", kindAddr, anyPort},
+		{"example.com:08443", kindHost, 8443},
+		{"*." + strings.Repeat("a.", 124) + "com", kindSuffix, 0}, // x.<that> is 253 bytes
+		{"64:ff9b::a00:0/104", kindPrefix, anyPort},               // NAT64 of 10.0.0.0/8
+		{"2002:808:800::/40", kindPrefix, anyPort},
 		{"10.0.0.0/8", kindPrefix, anyPort},
 		{"198.18.0.0/15", kindPrefix, anyPort},
 		{"fc00::/7", kindPrefix, anyPort},
@@ -226,6 +232,35 @@ func TestParseAllow(t *testing.T) {
 		{"example.com:", "port"},
 		{"bücher.example", "punycode"},
 		{"[example.com]", "brackets"},
+		// IPv6 zones: an entry names an address, not an interface.
+		{"fe80::1%eth0", `zone "%eth0"`},
+		{"[fe80::1%25eth0]:443", `zone "%25eth0"`},
+		{"fd00::1%eth0", "write fd00::1"},
+		// Ports: 1 to 65535 or *, and never empty.
+		{"example.com:65536", "1 to 65535"},
+		{"example.com:-1", "1 to 65535"},
+		{"example.com:", "1 to 65535"},
+		{"[fd00::1]:", "1 to 65535"}, // was accepted as the web ports
+		{"[fd00::1]:0", "1 to 65535"},
+		{"fd00::1:*", "[addr]:port"},
+		// Patterns: '*' only as the whole first label.
+		{"*.", "bare *"},
+		{"**.example.com", "*.example.com"},
+		{"a*.example.com", "*.example.com"},
+		{"*.example.*", "'*'"},
+		// URLs and paths: an entry is a host, not a location.
+		{"http://example.com", `URL is not an entry: write its host, as host or host:port (here: "example.com")`},
+		{"https://example.com:8443/x", `"example.com:8443"`},
+		{"example.com/path", `no path (here: "example.com")`},
+		{"10.0.0/8", "CIDR"},
+		// Ranges that carry only never-reachable IPv4 addresses.
+		{"64:ff9b::7f00:0/104", "127.0.0.0/8"},
+		{"2002:7f00::/24", "127.0.0.0/8"},
+		{"2002:a9fe:a9fe::/48", "169.254.169.254/32 (cloud metadata endpoint)"},
+		{"2002:a9fe:a900::/40", "inside 169.254.0.0/16 (link-local)"},
+		{"::/104", "0.0.0.0/8"},
+		// A suffix no subdomain of fits in a host name.
+		{"*." + strings.Repeat("a.", 125) + "com", "no subdomain"},
 	}
 	for _, tt := range invalid {
 		t.Run("invalid/"+tt.in, func(t *testing.T) {
@@ -235,6 +270,9 @@ func TestParseAllow(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.mention) || strings.Contains(err.Error(), "BUG(") {
 				t.Fatalf("ParseAllow(%q) error %q should mention %q", tt.in, err, tt.mention)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(tt.in)) || strings.Contains(err.Error(), `"ok.example"`) {
+				t.Fatalf("ParseAllow(%q) error %q should name that entry, and only it", tt.in, err)
 			}
 		})
 	}

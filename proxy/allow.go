@@ -65,12 +65,15 @@ func (e entry) portOK(port uint16) bool {
 // address and CIDR entries make private ranges (10/8, 172.16/12, 192.168/16,
 // 100.64/10, 198.18/15, fc00::/7) reachable. Entries naming a range the proxy
 // never connects to (loopback, link-local, metadata, multicast, ...),
-// non-standard IPv4 spellings (0x7f.1, 2130706433), IPv4-mapped IPv6 forms,
-// a bare "*" and CIDRs with host bits set are refused. No entries is valid
-// and allows nothing.
+// including NAT64, 6to4 and IPv4-compatible CIDRs that carry only such IPv4
+// addresses, non-standard IPv4 spellings (0x7f.1, 2130706433), IPv4-mapped
+// IPv6 forms, IPv6 zones (fe80::1%eth0), ports outside 1..65535 or empty,
+// URLs and paths, '*' anywhere but as the whole first label or the port, a
+// bare "*", a *.domain too long to have a subdomain, and CIDRs with host bits
+// set are refused. No entries is valid and allows nothing.
 //
-// Every error wraps ErrInvalidEntry and names the entry; the errors of all
-// bad entries are joined.
+// Every error wraps ErrInvalidEntry, names the entry and says what is
+// expected instead; the errors of all bad entries are joined.
 func ParseAllow(entries []string) (AllowList, error) {
 	var (
 		list AllowList
@@ -93,15 +96,23 @@ func ParseAllow(entries []string) (AllowList, error) {
 func parseEntry(raw string) (entry, error) {
 	e := entry{raw: raw}
 	if raw == "" {
-		return e, fmt.Errorf("empty")
+		return e, fmt.Errorf("empty; want a host, host:port, *.domain, an IP address or a CIDR")
 	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return e, fmt.Errorf("contains whitespace or control characters")
 	}
-	if strings.Contains(raw, "/") {
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		return e, fmt.Errorf("a URL is not an entry: write its host, as host or host:port%s", didYouMean(host))
+	}
+	if before, _, ok := strings.Cut(raw, "/"); ok {
+		if _, err := netip.ParseAddr(before); err != nil {
+			return e, fmt.Errorf("'/' is only accepted in a CIDR (a.b.c.d/n or x::/n): an entry is a host, host:port or address, with no path%s",
+				didYouMean(before))
+		}
 		return parsePrefixEntry(raw)
 	}
-	host, portStr := raw, ""
+	host, portStr, hasPort := raw, "", false
 	switch {
 	case strings.HasPrefix(raw, "["):
 		h, p, err := net.SplitHostPort(raw)
@@ -110,6 +121,8 @@ func parseEntry(raw string) (entry, error) {
 				return e, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
 			}
 			h = raw[1 : len(raw)-1]
+		} else {
+			hasPort = true
 		}
 		host, portStr = h, p
 		if !strings.Contains(host, ":") {
@@ -117,27 +130,33 @@ func parseEntry(raw string) (entry, error) {
 		}
 	case strings.Count(raw, ":") == 1:
 		i := strings.LastIndexByte(raw, ':')
-		host, portStr = raw[:i], raw[i+1:]
-		if portStr == "" {
-			return e, fmt.Errorf("empty port after ':'")
-		}
+		host, portStr, hasPort = raw[:i], raw[i+1:], true
 	}
-	switch portStr {
-	case "":
+	switch {
+	case !hasPort:
 		e.port = 0
-	case "*":
+	case portStr == "":
+		return e, fmt.Errorf("empty port after ':'; want a number from 1 to 65535, or * for every port")
+	case portStr == "*":
 		e.port = anyPort
 	default:
 		p, err := parsePort(portStr)
 		if err != nil {
-			return e, err
+			return e, fmt.Errorf("port %q: want a number from 1 to 65535, or * for every port", portStr)
 		}
 		e.port = int(p)
 	}
 	if strings.Contains(host, ":") { // IPv6
 		ip, err := netip.ParseAddr(host)
-		if err != nil || ip.Zone() != "" {
-			return e, fmt.Errorf("%q is not a valid IPv6 address", host)
+		if err != nil {
+			return e, fmt.Errorf("%q is not a valid IPv6 address (a port goes after brackets: [addr]:port)", host)
+		}
+		if z := ip.Zone(); z != "" {
+			msg := fmt.Sprintf("IPv6 zone %q is not accepted: an entry names an address, not an interface; write %s", "%"+z, ip.WithZone(""))
+			if _, err := addrEntry(e, ip.WithZone("")); err != nil {
+				msg = fmt.Sprintf("IPv6 zone %q is not accepted, and %v", "%"+z, err)
+			}
+			return e, errors.New(msg)
 		}
 		return addrEntry(e, ip)
 	}
@@ -167,6 +186,9 @@ func parseEntry(raw string) (entry, error) {
 		return e, err
 	}
 	if e.kind == kindSuffix {
+		if len(name) > maxHostLen-2 {
+			return e, fmt.Errorf("no subdomain of a %d-byte domain fits in a host name (%d bytes at most)", len(name), maxHostLen)
+		}
 		e.name = "." + name
 	} else {
 		e.name = name
@@ -208,8 +230,31 @@ func parsePrefixEntry(raw string) (entry, error) {
 			}
 		}
 	}
+	if v4, ok := embeddedV4Prefix(p); ok {
+		for _, r := range neverV4 {
+			if r.prefix.Bits() <= v4.Bits() && r.prefix.Contains(v4.Addr()) {
+				inside := ""
+				if r.prefix != v4 {
+					inside = fmt.Sprintf(", inside %s", r.prefix)
+				}
+				return e, fmt.Errorf("carries the IPv4 range %s%s (%s), which the proxy never connects to",
+					v4, inside, r.what)
+			}
+		}
+	}
 	e.prefix = p
 	return e, nil
+}
+
+// didYouMean returns a hint naming s when s alone is a valid entry.
+func didYouMean(s string) string {
+	if s == "" || strings.Contains(s, "/") {
+		return ""
+	}
+	if _, err := parseEntry(s); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (here: %s)", strconv.Quote(s))
 }
 
 // hostEntry returns the first host or suffix entry that allows name:port.

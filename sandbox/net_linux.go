@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -31,27 +32,105 @@ const (
 )
 
 // network is the run's way out: the Unix sockets bound in, what init
-// forwards, the variables that point the command at them, and the built-in
-// proxy when the run serves its own.
+// forwards, the variables that point the command at them, and what serves
+// the sockets outside (the built-in proxy, or relays to the node's).
 type network struct {
 	mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	binds    [][2]string
 	forwards []initproc.Forward
 	env      map[string]string
-	dir      string // the built-in proxy's runtime dir, removed by close
+	dir      string // the run's runtime dir, removed by close or release
+	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 }
 
-// close stops the built-in proxy and removes its runtime directory.
+// close stops what serves the sockets and removes the runtime directory.
 func (n *network) close() {
 	if n.stop != nil {
 		n.stop()
 		n.wg.Wait()
 	}
+	n.release()
+}
+
+// release removes the runtime directory once the sandbox holds its sockets
+// by their bind mounts: the listeners keep serving the bound inodes, and a
+// sandbox-run killed later leaves no directory behind.
+func (n *network) release() {
 	if n.dir != "" {
 		os.RemoveAll(n.dir)
+		n.dir = ""
 	}
+}
+
+// listen creates the run's runtime directory on first use and a socket
+// named name in it that only the sandbox's uid may reach: the directory
+// stays 0700 (MkdirTemp), and as root both are handed to that uid so that
+// bwrap, running as it, can bind the socket.
+func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
+	if n.dir == "" {
+		dir, err := os.MkdirTemp("", "sandbox-run-")
+		if err != nil {
+			return nil, "", setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
+		}
+		n.dir = dir
+		if err := accessibleAs(dir, uid, gid, false, nil); err != nil {
+			why := err.Error()
+			var se *SetupError
+			if errors.As(err, &se) {
+				why = se.Why
+			}
+			return nil, "", setupErr("the run's runtime directory "+dir+" is out of reach of the sandbox", why,
+				"point TMPDIR at a directory every user can search, such as /tmp")
+		}
+		if root {
+			if err := os.Chown(dir, uid, gid); err != nil {
+				return nil, "", setupErr("cannot hand the runtime directory to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+			}
+		}
+		n.ctx, n.stop = context.WithCancel(context.Background())
+	}
+	path := filepath.Join(n.dir, name)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, "", setupErr("cannot listen on "+path, err.Error(), "check that $TMPDIR is writable")
+	}
+	err = os.Chmod(path, 0o600)
+	if err == nil && root {
+		err = os.Chown(path, uid, gid)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, "", setupErr("cannot hand the socket "+path+" to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+	}
+	return ln, path, nil
+}
+
+// serve runs f in the background until close.
+func (n *network) serve(f func(ctx context.Context) error, log *slog.Logger, what string) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := f(n.ctx); err != nil {
+			log.Warn(what+" stopped", "err", err)
+		}
+	}()
+}
+
+// relay serves a socket named name in the runtime directory that forwards
+// each connection to the node's socket at target, dialled by path every
+// time: a node proxy that is stopped, or whose socket is removed, is gone
+// for the sandbox at once (new connections get a 502 from the forwarder),
+// and one restarted at the same path is reached again. Binding target
+// itself would pin the inode it had when the run started.
+func (n *network) relay(name, target string, uid, gid int, root bool, log *slog.Logger) (string, error) {
+	ln, path, err := n.listen(name, uid, gid, root)
+	if err != nil {
+		return "", err
+	}
+	n.serve(func(ctx context.Context) error { return forwarder.Serve(ctx, ln, target) }, log, "relay to "+target)
+	return path, nil
 }
 
 // setupNetwork decides the run's network. With no allow-list, no egress
@@ -64,47 +143,28 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			n.close()
 		}
 	}()
-	egress := p.EgressSocket
+	var egress string // the socket bound in as the egress proxy
 	switch {
-	case egress != "":
-		if err := checkSocket("--egress-socket", egress, uid, gid, root,
-			"start the node's proxy (sandbox-run proxy --listen "+egress+") or fix the path"); err != nil {
+	case p.EgressSocket != "":
+		if err := checkSocket("--egress-socket", p.EgressSocket, uid, gid, root,
+			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, err
 		}
-		n.mode = "proxy (socket " + egress + ")"
+		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, log); err != nil {
+			return nil, err
+		}
+		n.mode = "proxy (socket " + p.EgressSocket + ")"
 	case len(p.AllowHosts) > 0:
 		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID})
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
-		dir, err := os.MkdirTemp("", "sandbox-run-")
+		ln, path, err := n.listen("egress.sock", uid, gid, root)
 		if err != nil {
-			return nil, setupErr("cannot create the proxy's runtime directory", err.Error(), "check that $TMPDIR is writable")
+			return nil, err
 		}
-		n.dir = dir
-		egress = filepath.Join(dir, "egress.sock")
-		ln, err := net.Listen("unix", egress)
-		if err != nil {
-			return nil, setupErr("cannot listen on "+egress, err.Error(), "check that $TMPDIR is writable")
-		}
-		// Only the sandbox's uid may reach the socket; the directory stays
-		// 0700 (MkdirTemp), owned by that uid so that bwrap can bind it.
-		if err := os.Chmod(egress, 0o600); err == nil && root {
-			err = errors.Join(os.Chown(egress, uid, gid), os.Chown(dir, uid, gid))
-			if err != nil {
-				ln.Close()
-				return nil, setupErr("cannot hand the proxy socket to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
-			}
-		}
-		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		n.stop = cancel
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			if err := px.Serve(pctx, ln); err != nil {
-				log.Warn("egress proxy stopped", "err", err)
-			}
-		}()
+		egress = path
+		n.serve(func(ctx context.Context) error { return px.Serve(ctx, ln) }, log, "egress proxy")
 		n.mode = "proxy (built-in)"
 	}
 	if egress != "" {
@@ -116,7 +176,11 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
-		n.binds = append(n.binds, [2]string{p.LLMSocket, llmInside})
+		llm, err := n.relay("llm.sock", p.LLMSocket, uid, gid, root, log)
+		if err != nil {
+			return nil, err
+		}
+		n.binds = append(n.binds, [2]string{llm, llmInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
 		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
 		if n.mode == "none" {

@@ -139,6 +139,14 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 	pl.guard = g
 	searchable := map[string]bool{}
 	writable := g.Writable()
+	// A writable directory named through a symlink would be mounted at its
+	// real path, not where the caller (and the command's cwd) named it.
+	for _, w := range p.Writable() {
+		if r, err := pathguard.Resolve(w); err == nil && r.Exists && r.Path != w {
+			return nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
+				"pass the real path, --workdir "+r.Path+" (or --write)")
+		}
+	}
 	for _, w := range writable {
 		pl.writable = append(pl.writable, w.Path)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +26,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/limits"
-	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -123,11 +123,6 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		return nil, &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
 	}
 
-	// Inside, the workdir exists at its resolved path only.
-	if r, err := pathguard.Resolve(p.Workdir); err == nil && r.Exists {
-		p.Workdir = r.Path
-	}
-
 	uid, gid := os.Getuid(), os.Getgid()
 	root := os.Geteuid() == 0
 	if root {
@@ -207,6 +202,10 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
+	if err := bwrap.CheckArgCount(argv, args); err != nil {
+		return nil, setupErr("command line too long for bwrap", err.Error(),
+			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
+	}
 	report := Report{
 		Tier: 1, Mechanism: "bwrap", Platform: platform(),
 		Bwrap:      &BwrapReport{Path: path, Version: info.Version.String(), Features: info.Features},
@@ -261,7 +260,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
 	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
 		"network": nw.mode, "allow_hosts": p.AllowHosts})
-	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast,
+	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast, started: nw.release,
 		uid: uid, gid: gid, root: root, host: host, report: report, opts: opts, lim: lim, cg: cg})
 	end := map[string]any{}
 	if res != nil {
@@ -282,16 +281,19 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 // descriptors stay owned by their values.
 type launchSpec struct {
 	cmd, argv, args []string
-	seccomp         []byte
-	pl              *plan
-	uid, gid        int
-	root            bool
-	host            bwrap.Host
-	report          Report
-	opts            Options
-	lim             limits.Plan
-	cg              *limits.Cgroup // nil: no cgroup
-	fast            bool           // no init: bwrap's PID 1 and the trampoline
+	// started, when set, runs once the command has started: every mount
+	// is in place.
+	started  func()
+	seccomp  []byte
+	pl       *plan
+	uid, gid int
+	root     bool
+	host     bwrap.Host
+	report   Report
+	opts     Options
+	lim      limits.Plan
+	cg       *limits.Cgroup // nil: no cgroup
+	fast     bool           // no init: bwrap's PID 1 and the trampoline
 }
 
 func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
@@ -311,6 +313,10 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			closers = append(closers, r, w)
 		}
 		return r, w, err
+	}
+	stream, err := bwrap.Encode(args)
+	if err != nil {
+		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
 	}
 	argsR, argsW, err := pipe()
 	if err != nil {
@@ -429,7 +435,7 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	pl.close()
 
 	go func() {
-		argsW.Write(bwrap.Encode(args))
+		argsW.Write(stream)
 		argsW.Close()
 	}()
 
@@ -477,6 +483,8 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		haveStat bool
 		ex       exit
 		pending  []os.Signal
+		// killedBwrap: sandbox-run itself sent bwrap SIGKILL (ctx done).
+		killedBwrap bool
 	)
 	// Signals wait until init reports the command started: init, as PID
 	// 1 of its namespace, ignores any signal it has no handler for yet,
@@ -519,6 +527,9 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			if s != nil && s.Started {
 				rl.start()
 				cmdStarted = true
+				if ls.started != nil {
+					ls.started()
+				}
 				if pidCh != nil {
 					// bwrap writes the pid before it starts init, so it
 					// is there to read.
@@ -545,6 +556,7 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 				unix.Kill(initPID, unix.SIGKILL)
 			}
 			unix.Kill(pid, unix.SIGKILL)
+			killedBwrap = true
 		case ex = <-exited:
 			done = true
 		}
@@ -558,6 +570,16 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	code := 125
 	if ex.err == nil {
 		code = waitCode(ex.ws)
+	}
+	// A command that dies of signal N makes bwrap exit normally with
+	// 128+N; bwrap itself dying of a signal that sandbox-run did not send
+	// and no limit explains means someone killed it. --die-with-parent
+	// has ended the sandbox with it; the command's status is lost.
+	if ex.err == nil && ex.ws.Signaled() && !killedBwrap && classifyLimit(ls, code, killedBy) == limits.None {
+		return nil, fmt.Errorf("bwrap was killed by signal %d (%v); the sandbox was ended", int(ex.ws.Signal()), ex.ws.Signal())
+	}
+	if n := fullNotes(report.Writable); len(n) > 0 {
+		report.Notes = append(slices.Clip(report.Notes), n...)
 	}
 	switch {
 	case status != nil && status.Started:
@@ -608,6 +630,32 @@ func waitCode(ws syscall.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+// fullNotes names the writable directories whose file system is full once
+// the command has ended (no block or no inode left for an unprivileged
+// writer), so that a command that failed with ENOSPC is explained in the
+// report. writable[0] is the workdir; a file system is named once.
+func fullNotes(writable []string) []string {
+	var notes []string
+	seen := map[uint64]bool{}
+	for i, dir := range writable {
+		var st unix.Stat_t
+		var fs unix.Statfs_t
+		if unix.Stat(dir, &st) != nil || unix.Statfs(dir, &fs) != nil || seen[st.Dev] {
+			continue
+		}
+		seen[st.Dev] = true
+		if fs.Bavail > 0 && (fs.Files == 0 || fs.Ffree > 0) {
+			continue
+		}
+		what := "the file system of writable directory " + dir
+		if i == 0 {
+			what = "the workdir's file system (" + dir + ")"
+		}
+		notes = append(notes, what+" is full: writes there fail with ENOSPC (No space left on device)")
+	}
+	return notes
 }
 
 func orNull(f, null *os.File) *os.File {

@@ -222,12 +222,15 @@ func TestRenderRefuses(t *testing.T) {
 		{"no workdir", policy.Policy{}, Options{Tag: testTag}, policy.ErrInvalid},
 		{"relative", policy.Policy{Workdir: "job"}, Options{Tag: testTag}, policy.ErrInvalid},
 		{"nul", policy.Policy{Workdir: "/a\x00b"}, Options{Tag: testTag}, policy.ErrInvalid},
-		{"newline", policy.Policy{Workdir: "/a\nb"}, Options{Tag: testTag}, ErrUnsafeString},
-		{"escape", policy.Policy{Workdir: "/a", Read: []string{"/b\x1b[0m"}}, Options{Tag: testTag}, ErrUnsafeString},
-		{"del", policy.Policy{Workdir: "/a", Write: []string{"/b\x7f"}}, Options{Tag: testTag}, ErrUnsafeString},
+		// Control characters in paths are refused by policy.Validate
+		// before quoting is reached; quote's own refusal of them is
+		// tested in TestQuote and FuzzQuote.
+		{"newline", policy.Policy{Workdir: "/a\nb"}, Options{Tag: testTag}, policy.ErrInvalid},
+		{"escape", policy.Policy{Workdir: "/a", Read: []string{"/b\x1b[0m"}}, Options{Tag: testTag}, policy.ErrInvalid},
+		{"del", policy.Policy{Workdir: "/a", Write: []string{"/b\x7f"}}, Options{Tag: testTag}, policy.ErrInvalid},
 		{"invalid utf-8", policy.Policy{Workdir: "/a\xff\"b"}, Options{Tag: testTag}, ErrUnsafeString},
 		{"too long", policy.Policy{Workdir: "/" + strings.Repeat("a", MaxStringLen)}, Options{Tag: testTag}, ErrUnsafeString},
-		{"protect newline", policy.Policy{Workdir: "/a", Protect: []string{"x\ny"}}, Options{Tag: testTag}, ErrUnsafeString},
+		{"protect newline", policy.Policy{Workdir: "/a", Protect: []string{"x\ny"}}, Options{Tag: testTag}, policy.ErrInvalid},
 		{"no tag", policy.Policy{Workdir: "/a"}, Options{}, ErrInvalidOptions},
 		{"tag quote", policy.Policy{Workdir: "/a"}, Options{Tag: `abcdefgh")(allow default`}, ErrInvalidOptions},
 		{"port", policy.Policy{Workdir: "/a"}, Options{Tag: testTag, ProxyPort: 70000}, ErrInvalidOptions},

@@ -18,6 +18,7 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print one JSON object: the tier and one entry per check")
 	full := fs.Bool("full", false, "run the whole escape matrix, not only the fast subset")
+	strict(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run check [--json] [--full]\n%s", fs.FlagUsages())

@@ -143,8 +143,14 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	strict(fs, runNonEmpty...)
 	return f
 }
+
+// runNonEmpty are the run flags whose value may not be empty: an empty path
+// would silently mean the current directory.
+var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
+	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
@@ -161,33 +167,37 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		}
 	}
 	changed := f.fs.Changed
-	if changed("workdir") {
-		p.Workdir = f.workdir
-	}
-	if p.Workdir == "" {
-		wd, err := getwd()
-		if err != nil {
-			return p, fmt.Errorf("cannot read the current directory: %w; fix: pass --workdir DIR", err)
-		}
-		p.Workdir = wd
-	}
+	// Paths from flags may be relative to the current directory; paths in
+	// a profile must be absolute (Validate refuses others): relative to
+	// what would depend on where the harness happened to start us.
 	abs := func(flag string, s []string) ([]string, error) {
 		out := make([]string, 0, len(s))
 		for _, v := range s {
-			if strings.IndexByte(v, 0) >= 0 {
-				return nil, fmt.Errorf("--%s holds a NUL byte; fix: remove it", flag)
-			}
-			a, err := filepath.Abs(v)
+			a, err := absPath(flag, v)
 			if err != nil {
-				return nil, fmt.Errorf("--%s %s: %w", flag, v, err)
+				return nil, err
 			}
 			out = append(out, a)
 		}
 		return out, nil
 	}
 	var err error
-	if p.Workdir, err = absOne(p.Workdir); err != nil {
-		return p, err
+	if changed("workdir") {
+		if p.Workdir, err = absPath("workdir", f.workdir); err != nil {
+			return p, err
+		}
+	}
+	if p.Workdir == "" {
+		wd, err := getwd()
+		if err == nil {
+			// $PWD may name the directory through a symlink; the sandbox
+			// binds the directory itself, at its real path.
+			wd, err = filepath.EvalSymlinks(wd)
+		}
+		if err != nil {
+			return p, fmt.Errorf("cannot read the current directory: %w; fix: pass --workdir DIR", err)
+		}
+		p.Workdir = wd
 	}
 	if changed("write") {
 		if p.Write, err = abs("write", f.write); err != nil {
@@ -228,12 +238,12 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.AllowHosts = f.allowHost
 	}
 	if changed("egress-socket") {
-		if p.EgressSocket, err = absOne(f.egressSocket); err != nil {
+		if p.EgressSocket, err = absPath("egress-socket", f.egressSocket); err != nil {
 			return p, err
 		}
 	}
 	if changed("llm-socket") {
-		if p.LLMSocket, err = absOne(f.llmSocket); err != nil {
+		if p.LLMSocket, err = absPath("llm-socket", f.llmSocket); err != nil {
 			return p, err
 		}
 	}
@@ -281,14 +291,14 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.CPUTime = policy.Duration(f.cpuTime)
 	}
 	if changed("cgroup-base") {
-		if p.CgroupBase, err = absOne(f.cgroupBase); err != nil {
+		if p.CgroupBase, err = absPath("cgroup-base", f.cgroupBase); err != nil {
 			return p, err
 		}
 	}
 	if changed("tmp-size") {
 		n, err := policy.ParseSize(f.tmpSize)
 		if err != nil {
-			return p, fmt.Errorf("--tmp-size: %w", err)
+			return p, fmt.Errorf("--tmp-size: %w; fix: e.g. --tmp-size 256M", err)
 		}
 		if n == 0 {
 			return p, fmt.Errorf("--tmp-size 0 would leave /tmp uncapped; fix: pass a size such as 256M")
@@ -308,24 +318,33 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 	return p, nil
 }
 
-func absOne(p string) (string, error) {
+// absPath checks the path given to --flag and makes it absolute against
+// the current directory.
+func absPath(flag, p string) (string, error) {
+	if err := policy.CheckPath("--"+flag, p); err != nil {
+		return "", err
+	}
 	a, err := filepath.Abs(p)
 	if err != nil {
-		return "", fmt.Errorf("--workdir %s: %w", p, err)
+		return "", fmt.Errorf("--%s %q: %w; fix: pass an absolute path", flag, p, err)
 	}
 	return a, nil
 }
 
+// maxID is the largest uid or gid the kernel accepts: (uid_t)-1 means "no
+// change" to setresuid.
+const maxID = 1<<32 - 2
+
 func parseUser(s string) (int, int, error) {
 	us, gs, hasG := strings.Cut(s, ":")
 	var uid, gid int
-	if _, err := fmt.Sscanf(us, "%d", &uid); err != nil || uid <= 0 || fmt.Sprint(uid) != us {
-		return 0, 0, fmt.Errorf("--user %q: want UID[:GID] with numeric ids above 0; fix: pass e.g. --user 65534", s)
+	if _, err := fmt.Sscanf(us, "%d", &uid); err != nil || uid <= 0 || uid > maxID || fmt.Sprint(uid) != us {
+		return 0, 0, fmt.Errorf("--user %q: want UID[:GID], numeric ids from 1 to %d; fix: pass e.g. --user 65534", s, maxID)
 	}
 	gid = uid
 	if hasG {
-		if _, err := fmt.Sscanf(gs, "%d", &gid); err != nil || gid <= 0 || fmt.Sprint(gid) != gs {
-			return 0, 0, fmt.Errorf("--user %q: want UID[:GID] with numeric ids above 0; fix: pass e.g. --user 65534:65534", s)
+		if _, err := fmt.Sscanf(gs, "%d", &gid); err != nil || gid <= 0 || gid > maxID || fmt.Sprint(gid) != gs {
+			return 0, 0, fmt.Errorf("--user %q: want UID[:GID], numeric ids from 1 to %d; fix: pass e.g. --user 65534:65534", s, maxID)
 		}
 	}
 	return uid, gid, nil
@@ -357,6 +376,9 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return fail(stdio.Stderr, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
 	}
 	p, err := f.policy(os.Getwd)
+	if err == nil {
+		err = p.Validate()
+	}
 	if err != nil {
 		return fail(stdio.Stderr, err)
 	}
@@ -378,10 +400,15 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
+	if f.report != "" {
+		if err := checkOutput("report", f.report); err != nil {
+			return fail(stdio.Stderr, err)
+		}
+	}
+	var af *auditFile
 	if f.audit != "" && !f.dryRun {
-		af, err := os.OpenFile(f.audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fail(stdio.Stderr, fmt.Errorf("--audit %s: %w; fix: pass a writable file", f.audit, err))
+		if af, err = openAudit(f.audit); err != nil {
+			return fail(stdio.Stderr, err)
 		}
 		defer af.Close()
 		opts.Audit = af
@@ -409,6 +436,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	case err != nil && res != nil:
 		// cancelled: the command's status stands
 	case err != nil:
+		af.discard()
 		return fail(stdio.Stderr, err)
 	}
 	if f.report != "" {
@@ -426,6 +454,49 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// auditFile is an --audit file opened before the run. One this run
+// created is removed again when the run is refused, so that a refusal
+// leaves nothing behind.
+type auditFile struct {
+	*os.File
+	created bool
+}
+
+func openAudit(path string) (*auditFile, error) {
+	_, err := os.Lstat(path)
+	created := errors.Is(err, os.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--audit %s: %w; fix: pass a writable file", path, err)
+	}
+	return &auditFile{File: f, created: created}, nil
+}
+
+// discard removes the file if this run created it and nothing was written.
+// A nil a does nothing.
+func (a *auditFile) discard() {
+	if a == nil || !a.created {
+		return
+	}
+	if fi, err := a.Stat(); err == nil && fi.Size() == 0 {
+		os.Remove(a.Name())
+	}
+}
+
+// checkOutput refuses, before anything runs, an output file that could not
+// be written afterwards: a run whose report is lost is a run the harness
+// cannot account for.
+func checkOutput(flag, path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("--%s %s: exists and is not a regular file; fix: name a file", flag, path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--%s %s: directory %s does not exist; fix: create it or name a file in an existing directory", flag, path, dir)
+	}
+	return nil
 }
 
 func writeReport(path string, r sandbox.Report) error {

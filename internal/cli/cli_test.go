@@ -43,6 +43,13 @@ func TestRefusalsAreOneLine(t *testing.T) {
 		{"bad mode", []string{"run", "--workdir", wd, "--sandbox", "docker", "--", "true"}, "sandbox"},
 		{"llm-env alone", []string{"run", "--workdir", wd, "--llm-env", "X", "--", "true"}, "llm"},
 		{"proxy without listen", []string{"proxy"}, "--listen"},
+		{"repeated flag", []string{"run", "--workdir", wd, "--workdir", "/", "--", "true"}, "more than once"},
+		{"repeated proxy flag", []string{"proxy", "--mode", "0600", "--mode", "0660"}, "more than once"},
+		{"empty workdir", []string{"run", "--workdir", "", "--", "true"}, "empty"},
+		{"dot-dot", []string{"run", "--workdir", wd + "/..", "--", "true"}, "'..'"},
+		{"relative profile path", []string{"run", "--config", writeFile(t, `{"workdir":"rel"}`), "--", "true"}, "absolute"},
+		{"max-message", []string{"mcp", "--workdir", wd, "--max-message", "10", "--", "true"}, "--max-message"},
+		{"report dir", []string{"run", "--workdir", wd, "--report", wd + "/no/r.json", "--", "true"}, "--report"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tt.args...)
@@ -100,4 +107,14 @@ func TestScrubEnvValues(t *testing.T) {
 	if got != "--env TOKEN=****** --env=K=** --workdir /w -- --env X=keep" {
 		t.Errorf("scrubbed argv = %q", got)
 	}
+}
+
+// writeFile writes s to a new file and returns its path.
+func writeFile(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

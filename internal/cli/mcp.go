@@ -16,6 +16,13 @@ import (
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
+// The bounds of --max-message: below a few KiB an initialize result does
+// not fit; above 1 GiB one message could exhaust the node.
+const (
+	minMaxMessage = 4 << 10
+	maxMaxMessage = 1 << 30
+)
+
 // mcpCmd is `sandbox-run mcp [run flags] [relay flags] -- SERVER [ARG...]`:
 // the harness speaks MCP on our stdio, the server runs in the sandbox.
 func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
@@ -32,6 +39,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	fs.StringArrayVar(&deny, "deny-tool", nil, "hide and refuse tools matching this glob (repeatable; wins over --allow-tool)")
 	fs.BoolVar(&auditArgs, "audit-args", false, "record each call's argument values in the --audit file, not only their size")
 	fs.IntVar(&maxMessage, "max-message", mcp.DefaultMaxMessage, "largest JSON-RPC message accepted from either side, in bytes")
+	strict(fs, "max-message")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
@@ -48,6 +56,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if len(cmd) == 0 {
 		return fail(stdio.Stderr, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
 	}
+	if maxMessage < minMaxMessage || maxMessage > maxMaxMessage {
+		return fail(stdio.Stderr, fmt.Errorf("--max-message %d: want a size from %d to %d bytes; fix: leave it out for %d", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage))
+	}
 	if f.dryRun {
 		return fail(stdio.Stderr, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
@@ -59,6 +70,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return fail(stdio.Stderr, err)
 	}
 	p, err := f.policy(os.Getwd)
+	if err == nil {
+		err = p.Validate()
+	}
 	if err != nil {
 		return fail(stdio.Stderr, err)
 	}
@@ -81,10 +95,15 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			LookupEnv:  os.LookupEnv,
 		},
 	}
+	if f.report != "" {
+		if err := checkOutput("report", f.report); err != nil {
+			return fail(stdio.Stderr, err)
+		}
+	}
+	var af *auditFile
 	if auditPath != "" {
-		af, err := os.OpenFile(auditPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fail(stdio.Stderr, fmt.Errorf("--audit: %w; fix: pass a writable file", err))
+		if af, err = openAudit(auditPath); err != nil {
+			return fail(stdio.Stderr, err)
 		}
 		defer af.Close()
 		// Calls and the sandbox's own records (egress decisions) in one
@@ -103,6 +122,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	code := 0
 	switch {
 	case res == nil:
+		af.discard()
 		return fail(stdio.Stderr, err)
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())

@@ -27,6 +27,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	config := fs.String("config", "", "profile whose allow_hosts is the allow-list; re-read on SIGHUP")
 	audit := fs.String("audit", "", "append every decision as a JSON line")
 	mode := fs.String("mode", "0600", "socket permissions: 0600 (this user) or 0660 (this user's group too)")
+	strict(fs, "listen", "config", "audit", "mode")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run proxy --listen PATH [flags]\n%s", fs.FlagUsages())
@@ -63,24 +64,31 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	}
 	list, err := entries()
 	if err != nil {
-		return fail(stdio.Stderr, fmt.Errorf("proxy: --config: %w; fix: pass a readable profile", err))
+		return fail(stdio.Stderr, fmt.Errorf("proxy: --config: %w; fix: pass a readable profile and correct it", err))
 	}
 	log := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := proxy.Config{Allow: list, Logger: log}
+	// The allow-list is checked before the audit file is opened, so that a
+	// refused start leaves no file behind.
+	if _, err := proxy.ParseAllow(list); err != nil {
+		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
+	}
+	var af *auditFile
 	if *audit != "" {
-		af, err := os.OpenFile(*audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fail(stdio.Stderr, fmt.Errorf("proxy: --audit: %w; fix: pass a writable file", err))
+		if af, err = openAudit(*audit); err != nil {
+			return fail(stdio.Stderr, err)
 		}
 		defer af.Close()
 		cfg.Audit = af
 	}
 	px, err := proxy.New(cfg)
 	if err != nil {
-		return fail(stdio.Stderr, fmt.Errorf("proxy: %w; fix: correct the allow-list", err))
+		af.discard()
+		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
 	}
 	ln, err := listenUnix(*listen, perm)
 	if err != nil {
+		af.discard()
 		return fail(stdio.Stderr, err)
 	}
 	defer os.Remove(*listen)

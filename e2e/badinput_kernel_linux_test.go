@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+)
+
+// badInput is one malformed call of sandbox-run. In args, {W} is a usable
+// workdir, {D} the directory around it, {F} a regular file, {L} a symlink
+// to {W}, {P} the profile (written from profile when that is set) and {M}
+// a marker that names this row's command in /proc if it ever runs.
+type badInput struct {
+	name    string
+	args    []string
+	profile string
+	env     []string // added to the environment, after {X} substitution
+	code    int      // 0 means 125
+	want    []string // each must appear in the one line
+}
+
+// cmdArgs is the command of every row that takes one: it would be found
+// in /proc by its marker if a refused run started it anyway.
+// ("; :" keeps sh from exec'ing sleep, which would drop the marker.)
+var cmdArgs = []string{"--", "/bin/sh", "-c", "sleep 5; :", "{M}"}
+
+func withCmd(a ...string) []string { return append(a, cmdArgs...) }
+
+func badInputs() []badInput {
+	many := func(n int, a ...string) []string {
+		var out []string
+		for range n {
+			out = append(out, a...)
+		}
+		return out
+	}
+	huge := append([]string{"run", "--workdir", "{W}", "--", "/bin/true"}, many(9001, "x")...)
+	return []badInput{
+		// flags
+		{name: "unknown flag", args: withCmd("run", "--workdir", "{W}", "--frob"), want: []string{"--frob"}},
+		{name: "unknown subcommand", args: []string{"frobnicate"}, want: []string{`"frobnicate"`}},
+		{name: "repeated workdir", args: withCmd("run", "--workdir", "{W}", "--workdir", "{D}"), want: []string{"--workdir", "more than once"}},
+		{name: "repeated timeout", args: withCmd("run", "--workdir", "{W}", "--timeout", "1s", "--timeout", "1h"), want: []string{"--timeout", "more than once"}},
+		{name: "repeated bool", args: withCmd("run", "--workdir", "{W}", "--dry-run", "--dry-run"), want: []string{"--dry-run", "more than once"}},
+		{name: "command without --", args: []string{"run", "--workdir", "{W}", "/bin/sh", "-c", "sleep 5; :", "{M}"}, want: []string{"must follow --"}},
+		{name: "no command", args: []string{"run", "--workdir", "{W}"}, want: []string{"no command"}},
+		// paths
+		{name: "empty workdir", args: withCmd("run", "--workdir", ""), want: []string{"--workdir", "empty"}},
+		{name: "empty read", args: withCmd("run", "--workdir", "{W}", "--read", ""), want: []string{"--read", "empty"}},
+		{name: "empty write", args: withCmd("run", "--workdir", "{W}", "--write", ""), want: []string{"--write", "empty"}},
+		{name: "relative workdir in profile", args: withCmd("run", "--config", "{P}"), profile: `{"workdir":"w"}`, want: []string{`"w"`, "absolute"}},
+		{name: "relative read in profile", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"read":["etc"]}`, want: []string{`"etc"`, "absolute"}},
+		{name: "newline in path", args: withCmd("run", "--workdir", "{W}", "--read", "/usr/sh\nare"), want: []string{`"/usr/sh\nare"`, "control character"}},
+		{name: "dot-dot in workdir", args: withCmd("run", "--workdir", "{W}/../w"), want: []string{"/../w", "'..'"}},
+		{name: "dot-dot in read", args: withCmd("run", "--workdir", "{W}", "--read", "/usr/../etc"), want: []string{"/usr/../etc", "'..'"}},
+		{name: "dot-dot in profile", args: withCmd("run", "--config", "{P}"), profile: `{"workdir":"/tmp/../etc"}`, want: []string{"/tmp/../etc", "'..'"}},
+		{name: "nonexistent read", args: withCmd("run", "--workdir", "{W}", "--read", "{D}/absent"), want: []string{"/absent", "does not exist"}},
+		{name: "unreadable read", args: withCmd("run", "--workdir", "{W}", "--read", "{D}/closed/inner"), want: []string{"/closed"}},
+		{name: "nonexistent workdir", args: withCmd("run", "--workdir", "{D}/absent"), want: []string{"/absent", "does not exist"}},
+		{name: "workdir is a file", args: withCmd("run", "--workdir", "{F}"), want: []string{"{F}", "not a directory"}},
+		{name: "symlinked workdir", args: withCmd("run", "--workdir", "{L}"), want: []string{"{L}", "symlink", "{W}"}},
+		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
+		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
+		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
+		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
+		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},
+		{name: "report dir missing", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/absent/r.json"), want: []string{"--report", "/absent"}},
+		{name: "audit left by refusal", args: withCmd("run", "--workdir", "{W}", "--audit", "{D}/audit.jsonl", "--read", "{D}/absent"), want: []string{"/absent"}},
+		// sizes of things
+		{name: "command over bwrap's 9000 arguments", args: huge, want: []string{"9000"}},
+		{name: "binds over bwrap's 9000 arguments", args: withCmd(append([]string{"run", "--workdir", "{W}"}, many(3001, "--read", "/usr/share")...)...), want: []string{"9000"}},
+		// allow-list
+		{name: "allow-host star star", args: withCmd("run", "--workdir", "{W}", "--allow-host", "**.example.com"), want: []string{`"**.example.com"`}},
+		{name: "allow-host bare star", args: withCmd("run", "--workdir", "{W}", "--allow-host", "*"), want: []string{`"*"`}},
+		{name: "allow-host url", args: withCmd("run", "--workdir", "{W}", "--allow-host", "http://example.com"), want: []string{`"http://example.com"`}},
+		{name: "allow-host IPv6 zone", args: withCmd("run", "--workdir", "{W}", "--allow-host", "fe80::1%eth0"), want: []string{`"fe80::1%eth0"`}},
+		{name: "allow-host bracketed zone", args: withCmd("run", "--workdir", "{W}", "--allow-host", "[fe80::1%25eth0]:443"), want: []string{"fe80::1%25eth0"}},
+		{name: "allow-host port too big", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com:65536"), want: []string{"65536", "1 to 65535"}},
+		{name: "allow-host port zero", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com:0"), want: []string{`"example.com:0"`}},
+		{name: "allow-host empty", args: withCmd("run", "--workdir", "{W}", "--allow-host", ""), want: []string{"allow-host", "empty"}},
+		// profiles
+		{name: "profile not JSON", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"workdir":`, want: []string{"{P}", "profile"}},
+		{name: "profile unknown field", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"alow_hosts":["x.com"]}`, want: []string{`"alow_hosts"`}},
+		{name: "profile field twice", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"allow_hosts":[],"allow_hosts":["*.com"]}`, want: []string{`"allow_hosts"`, "twice"}},
+		{name: "profile oversized", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"env":{"A":"` + strings.Repeat("x", 2<<20) + `"}}`, want: []string{"larger than"}},
+		{name: "profile trailing data", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{} {}`, want: []string{"trailing"}},
+		{name: "profile not an object", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `["x"]`, want: []string{"not a JSON object"}},
+		{name: "profile wrong type", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"memory":"lots"}`, want: []string{"memory"}},
+		{name: "profile bad duration", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"timeout":"soon"}`, want: []string{`"soon"`}},
+		{name: "profile NUL in env value", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"env":{"A":"x\u0000y"}}`, want: []string{"NUL"}},
+		{name: "profile env name with =", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"env":{"A=B":"c"}}`, want: []string{`"A=B"`}},
+		{name: "profile missing", args: withCmd("run", "--workdir", "{W}", "--config", "{D}/absent.json"), want: []string{"absent.json"}},
+		// environment
+		{name: "env without name", args: withCmd("run", "--workdir", "{W}", "--env", "=x"), want: []string{"--env", "KEY=VALUE"}},
+		{name: "env without =", args: withCmd("run", "--workdir", "{W}", "--env", "NOVALUE"), want: []string{"--env", "KEY=VALUE"}},
+		{name: "pass-env with =", args: withCmd("run", "--workdir", "{W}", "--pass-env", "A=B"), want: []string{`"A=B"`}},
+		{name: "llm-env without socket", args: withCmd("run", "--workdir", "{W}", "--llm-env", "X"), want: []string{"llm-socket"}},
+		// sizes and durations
+		{name: "memory unit", args: withCmd("run", "--workdir", "{W}", "--memory", "12X"), want: []string{`"12X"`}},
+		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
+		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
+		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
+		{name: "pids fraction", args: withCmd("run", "--workdir", "{W}", "--pids", "1.5"), want: []string{`"1.5"`}},
+		{name: "timeout word", args: withCmd("run", "--workdir", "{W}", "--timeout", "soon"), want: []string{`"soon"`, "--timeout"}},
+		{name: "timeout negative", args: withCmd("run", "--workdir", "{W}", "--timeout", "-5s"), want: []string{"timeout", "negative"}},
+		{name: "cpu-time zero", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "0s"), want: []string{"--cpu-time"}},
+		{name: "user zero", args: withCmd("run", "--workdir", "{W}", "--user", "0"), want: []string{`"0"`}},
+		{name: "user too big", args: withCmd("run", "--workdir", "{W}", "--user", "4294967296"), want: []string{`"4294967296"`}},
+		{name: "unknown mode", args: withCmd("run", "--workdir", "{W}", "--sandbox", "docker"), want: []string{`"docker"`}},
+		// proxy
+		{name: "proxy without listen", args: []string{"proxy"}, want: []string{"--listen"}},
+		{name: "proxy listen dir missing", args: []string{"proxy", "--listen", "{D}/absent/p.sock"}, want: []string{"/absent/p.sock"}},
+		{name: "proxy listen on a file", args: []string{"proxy", "--listen", "{F}"}, want: []string{"{F}", "not a socket"}},
+		{name: "proxy bad allow-list", args: []string{"proxy", "--listen", "{D}/p.sock", "--audit", "{D}/p.audit", "--allow-host", "*."}, want: []string{`"*."`}},
+		{name: "proxy bad mode", args: []string{"proxy", "--listen", "{D}/p.sock", "--mode", "777"}, want: []string{`"777"`}},
+		{name: "proxy bad profile", args: []string{"proxy", "--listen", "{D}/p.sock", "--config", "{P}"}, profile: `{"allow_hosts":"x.com"}`, want: []string{"allow_hosts"}},
+		{name: "proxy listen twice", args: []string{"proxy", "--listen", "{D}/p.sock", "--listen", "{D}/q.sock"}, want: []string{"--listen", "more than once"}},
+		// mcp
+		{name: "mcp without server", args: []string{"mcp", "--workdir", "{W}"}, want: []string{"no server"}},
+		{name: "mcp max-message negative", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "-1"), want: []string{"--max-message -1"}},
+		{name: "mcp max-message huge", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "99999999999"), want: []string{"--max-message"}},
+		{name: "mcp empty tool pattern", args: withCmd("mcp", "--workdir", "{W}", "--allow-tool", ""), want: []string{"--allow-tool", "empty"}},
+		{name: "mcp dry-run", args: withCmd("mcp", "--workdir", "{W}", "--dry-run"), want: []string{"--dry-run"}},
+		{name: "mcp repeated workdir", args: withCmd("mcp", "--workdir", "{W}", "--workdir", "{W}"), want: []string{"--workdir", "more than once"}},
+		{name: "mcp symlinked workdir", args: withCmd("mcp", "--workdir", "{L}"), want: []string{"{L}", "symlink"}},
+		// check: its usage code is 2
+		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
+		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},
+		{name: "check repeated flag", args: []string{"check", "--json", "--json"}, code: 2, want: []string{"--json", "more than once"}},
+	}
+}
+
+// TestBadInput feeds sandbox-run malformed input of every kind. Each must be
+// refused with its exit status and one line naming the input and a fix:
+// never a panic or a stack trace, never a command started, never a file or
+// directory left behind.
+func TestBadInput(t *testing.T) {
+	needBwrap(t)
+	rows := badInputs()
+	if len(rows) < 40 {
+		t.Fatalf("%d rows; the table promises at least 40", len(rows))
+	}
+	cache := t.TempDir()
+	t.Run("control", func(t *testing.T) {
+		// The same command, not refused, is found running by its marker.
+		w := sandboxtest.WorkDir(t)
+		marker := "sbx-bad-" + randHex(t)
+		c := exec.Command(bin, "run", "--workdir", w, "--", "/bin/sh", "-c", "sleep 5; :", marker)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Wait()
+		defer c.Process.Kill()
+		for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("control: a command that does run is never seen by its marker")
+			}
+		}
+	})
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			d := sandboxtest.WorkDir(t)
+			w := filepath.Join(d, "w")
+			mustMkdir(t, w)
+			sandboxtest.Chown(t, w)
+			f := filepath.Join(d, "file")
+			mustWrite(t, f, "x")
+			l := filepath.Join(d, "link")
+			if err := os.Symlink(w, l); err != nil {
+				t.Fatal(err)
+			}
+			closed := filepath.Join(d, "closed")
+			mustMkdir(t, filepath.Join(closed, "inner"))
+			if err := os.Chmod(closed, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() != 0 {
+				// As ourselves only a mode that shuts us out too does it.
+				os.Chmod(closed, 0)
+				t.Cleanup(func() { os.Chmod(closed, 0o700) })
+			}
+			p := filepath.Join(d, "profile.json")
+			if tt.profile != "" {
+				mustWrite(t, p, tt.profile)
+			}
+			tmp := filepath.Join(d, "tmp")
+			mustMkdir(t, tmp)
+			marker := "sbx-bad-" + randHex(t)
+			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker)
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = subst.Replace(a)
+			}
+			before := tree(t, d)
+
+			env := []string{"TMPDIR=" + tmp, "XDG_CACHE_HOME=" + cache}
+			for _, e := range tt.env {
+				env = append(env, subst.Replace(e))
+			}
+			r := runEnv(t, env, "", args...)
+
+			want := tt.code
+			if want == 0 {
+				want = 125
+			}
+			if r.code != want {
+				t.Fatalf("exit %d, want %d; stderr: %.300s", r.code, want, r.stderr)
+			}
+			msg := strings.TrimSuffix(r.stderr, "\n")
+			if msg == "" || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "sandbox-run: ") {
+				t.Errorf("stderr is not one line starting sandbox-run: %.500q", r.stderr)
+			}
+			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
+				t.Errorf("stderr shows a panic: %.500s", r.stderr)
+			}
+			if want == 125 && !strings.Contains(msg, "fix:") {
+				t.Errorf("message names no fix: %.300s", msg)
+			}
+			for _, s := range tt.want {
+				if s = subst.Replace(s); !strings.Contains(msg, s) {
+					t.Errorf("message lacks %q: %.300s", s, msg)
+				}
+			}
+			t.Log(msg)
+			if r.stdout != "" {
+				t.Errorf("stdout is not empty: %.200q", r.stdout)
+			}
+			if after := tree(t, d); !slices.Equal(before, after) {
+				t.Errorf("left behind or removed: before %v, after %v", before, after)
+			}
+			if pids := processesWith(marker); len(pids) > 0 {
+				t.Errorf("the refused command runs anyway: pids %v", pids)
+			}
+		})
+	}
+}
+
+// tree lists every path under root, relative to it and sorted.
+func tree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // the closed directory, as non-root
+		}
+		rel, _ := filepath.Rel(root, p)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// processesWith returns the pids whose command line holds marker.
+func processesWith(marker string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func randHex(t *testing.T) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
