@@ -610,6 +610,7 @@ echo wrote`
 				}
 				var report struct {
 					Notes []string `json:"notes"`
+					Full  []string `json:"full_filesystems"`
 				}
 				if b, err := os.ReadFile(rep); err != nil {
 					t.Fatalf("no report: %v", err)
@@ -625,8 +626,13 @@ echo wrote`
 					if !strings.Contains(r.stderr, "No space left on device") {
 						t.Errorf("the command did not see ENOSPC: %q", r.stderr)
 					}
-					if !hasNote || !strings.Contains(r.stderr, "note         "+note) {
-						t.Errorf("report notes %q / summary %q: want %q", report.Notes, r.stderr, note)
+					if !hasNote || !strings.Contains(r.stderr, "note         "+note) || !slices.Equal(report.Full, []string{w}) {
+						t.Errorf("report notes %q, full_filesystems %q / summary %q: want %q", report.Notes, report.Full, r.stderr, note)
+					}
+					// Without --summary, one line on stderr says it.
+					r2 := run(t, "", append(append([]string{"run", "--workdir", w}, path.flags...), "--", "sh", "-c", "echo x > g; rc=$?; rm -f g; exit $rc")...)
+					if r2.code == 0 || !strings.Contains(r2.stderr, "sandbox-run: note: the file system of "+w+" is full") {
+						t.Errorf("a write to the full workdir: exit %d, stderr %q; want a failure and sandbox-run's note", r2.code, r2.stderr)
 					}
 				} else {
 					if r.code != 0 || !strings.Contains(r.stdout, "wrote") || strings.Contains(r.stderr, "No space") {

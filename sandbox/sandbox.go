@@ -141,25 +141,28 @@ type Result struct {
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
-	RunID      string             `json:"run_id"`
-	Tier       int                `json:"tier"`
-	Mechanism  string             `json:"mechanism"`
-	Platform   string             `json:"platform"`
-	Bwrap      *BwrapReport       `json:"bwrap,omitempty"`
-	Namespaces []string           `json:"namespaces,omitempty"`
-	HostUID    int                `json:"host_uid"`
-	HostGID    int                `json:"host_gid"`
-	Seccomp    *SeccompReport     `json:"seccomp,omitempty"`
-	Writable   []string           `json:"writable"`
-	ReadOnly   []string           `json:"read_only,omitempty"`
-	Protected  []string           `json:"protected,omitempty"`
-	TmpSize    int64              `json:"tmp_size,omitempty"`
-	BindsByFD  bool               `json:"binds_by_fd"`
-	Network    string             `json:"network"`
-	AllowHosts []string           `json:"allow_hosts,omitempty"`
-	EnvNames   []string           `json:"env"`
-	Notes      []string           `json:"notes,omitempty"`
-	Readback   *initproc.Readback `json:"readback,omitempty"`
+	RunID      string         `json:"run_id"`
+	Tier       int            `json:"tier"`
+	Mechanism  string         `json:"mechanism"`
+	Platform   string         `json:"platform"`
+	Bwrap      *BwrapReport   `json:"bwrap,omitempty"`
+	Namespaces []string       `json:"namespaces,omitempty"`
+	HostUID    int            `json:"host_uid"`
+	HostGID    int            `json:"host_gid"`
+	Seccomp    *SeccompReport `json:"seccomp,omitempty"`
+	Writable   []string       `json:"writable"`
+	ReadOnly   []string       `json:"read_only,omitempty"`
+	Protected  []string       `json:"protected,omitempty"`
+	TmpSize    int64          `json:"tmp_size,omitempty"`
+	BindsByFD  bool           `json:"binds_by_fd"`
+	Network    string         `json:"network"`
+	AllowHosts []string       `json:"allow_hosts,omitempty"`
+	EnvNames   []string       `json:"env"`
+	Notes      []string       `json:"notes,omitempty"`
+	// FullFilesystems lists the writable directories whose file system
+	// was full when the command ended (Linux only).
+	FullFilesystems []string           `json:"full_filesystems,omitempty"`
+	Readback        *initproc.Readback `json:"readback,omitempty"`
 	// Protections lists each protection, configured and verified.
 	Protections []Protection `json:"protections"`
 	Limits      []Limit      `json:"limits,omitempty"`

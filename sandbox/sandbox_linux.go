@@ -578,8 +578,17 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	if ex.err == nil && ex.ws.Signaled() && !killedBwrap && classifyLimit(ls, code, killedBy) == limits.None {
 		return nil, fmt.Errorf("bwrap was killed by signal %d (%v); the sandbox was ended", int(ex.ws.Signal()), ex.ws.Signal())
 	}
-	if n := fullNotes(report.Writable); len(n) > 0 {
-		report.Notes = append(slices.Clip(report.Notes), n...)
+	if full := fullDirs(report.Writable); len(full) > 0 {
+		report.FullFilesystems = full
+		notes := slices.Clip(report.Notes)
+		for i, dir := range full {
+			what := "the file system of writable directory " + dir
+			if i == 0 && dir == report.Writable[0] {
+				what = "the workdir's file system (" + dir + ")"
+			}
+			notes = append(notes, what+" is full: writes there fail with ENOSPC (No space left on device)")
+		}
+		report.Notes = notes
 	}
 	switch {
 	case status != nil && status.Started:
@@ -632,30 +641,25 @@ func waitCode(ws syscall.WaitStatus) int {
 	return ws.ExitStatus()
 }
 
-// fullNotes names the writable directories whose file system is full once
-// the command has ended (no block or no inode left for an unprivileged
-// writer), so that a command that failed with ENOSPC is explained in the
-// report. writable[0] is the workdir; a file system is named once.
-func fullNotes(writable []string) []string {
-	var notes []string
+// fullDirs returns the writable directories whose file system is full
+// once the command has ended (no block or no inode left for an
+// unprivileged writer), so that a command that failed with ENOSPC is
+// explained. A file system is named once, by its first directory.
+func fullDirs(writable []string) []string {
+	var full []string
 	seen := map[uint64]bool{}
-	for i, dir := range writable {
+	for _, dir := range writable {
 		var st unix.Stat_t
 		var fs unix.Statfs_t
 		if unix.Stat(dir, &st) != nil || unix.Statfs(dir, &fs) != nil || seen[st.Dev] {
 			continue
 		}
 		seen[st.Dev] = true
-		if fs.Bavail > 0 && (fs.Files == 0 || fs.Ffree > 0) {
-			continue
+		if fs.Bavail == 0 || (fs.Files > 0 && fs.Ffree == 0) {
+			full = append(full, dir)
 		}
-		what := "the file system of writable directory " + dir
-		if i == 0 {
-			what = "the workdir's file system (" + dir + ")"
-		}
-		notes = append(notes, what+" is full: writes there fail with ENOSPC (No space left on device)")
 	}
-	return notes
+	return full
 }
 
 func orNull(f, null *os.File) *os.File {

@@ -449,6 +449,8 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.summary {
 		printSummary(stdio.Stderr, res)
+	} else {
+		printFull(stdio.Stderr, res.Report)
 	}
 	if f.verbose {
 		printOneLine(stdio.Stderr, res)
@@ -535,6 +537,14 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note         %s\n", n)
+	}
+}
+
+// printFull says which writable directories ended on a full file system:
+// the command's ENOSPC is then the disk's doing, not the sandbox's.
+func printFull(w io.Writer, r sandbox.Report) {
+	for _, d := range r.FullFilesystems {
+		fmt.Fprintf(w, "sandbox-run: note: the file system of %s is full: writes there failed with ENOSPC (No space left on device)\n", d)
 	}
 }
 

@@ -155,6 +155,8 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.summary {
 		printSummary(stdio.Stderr, res.Sandbox)
+	} else if res.Sandbox != nil {
+		printFull(stdio.Stderr, res.Sandbox.Report)
 	}
 	return code
 }
