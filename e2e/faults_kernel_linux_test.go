@@ -281,7 +281,8 @@ func TestFaultBwrapKilled(t *testing.T) {
 	needBwrap(t)
 	for _, path := range faultPaths {
 		t.Run(path.name, func(t *testing.T) {
-			r, ns, marker := startSleeping(t, path.flags)
+			rep := filepath.Join(sandboxtest.WorkDir(t), "report.json")
+			r, ns, marker := startSleeping(t, append([]string{"--report", rep}, path.flags...))
 			bw := bwrapOf(t, r.cmd.Process.Pid)
 			killed := time.Now()
 			if err := syscall.Kill(bw, syscall.SIGKILL); err != nil {
@@ -295,6 +296,19 @@ func TestFaultBwrapKilled(t *testing.T) {
 			}
 			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "bwrap was killed by signal 9") || !strings.Contains(msg, "the sandbox was ended") {
 				t.Errorf("stderr %q: want one line saying bwrap was killed by signal 9 and the sandbox was ended", msg)
+			}
+			// The report is written and says what ended the run.
+			var report struct {
+				RunID string `json:"run_id"`
+				Exit  struct {
+					Code  int    `json:"code"`
+					Class string `json:"class"`
+				} `json:"exit"`
+			}
+			if b, err := os.ReadFile(rep); err != nil {
+				t.Errorf("no report: %v", err)
+			} else if err := json.Unmarshal(b, &report); err != nil || report.RunID == "" || report.Exit.Code != 125 || report.Exit.Class != "mechanism_killed" {
+				t.Errorf("report exit %+v (%v); want 125, mechanism_killed", report.Exit, err)
 			}
 		})
 	}

@@ -80,6 +80,19 @@ type ExecError struct {
 
 func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
 
+// KilledError means the mechanism itself (bwrap) died of a signal that
+// sandbox-run did not send and no limit explains: someone killed it. The
+// sandbox ended with it; the command's own status is lost. The Result that
+// comes with it holds exit status 125 and the report.
+type KilledError struct {
+	Mechanism string
+	Signal    int
+}
+
+func (e *KilledError) Error() string {
+	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
+}
+
 // LimitError means a resource limit ended the whole sandbox. The Result
 // that comes with it holds the exit status and the report.
 type LimitError struct {

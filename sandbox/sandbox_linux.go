@@ -575,9 +575,7 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 	// 128+N; bwrap itself dying of a signal that sandbox-run did not send
 	// and no limit explains means someone killed it. --die-with-parent
 	// has ended the sandbox with it; the command's status is lost.
-	if ex.err == nil && ex.ws.Signaled() && !killedBwrap && classifyLimit(ls, code, killedBy) == limits.None {
-		return nil, fmt.Errorf("bwrap was killed by signal %d (%v); the sandbox was ended", int(ex.ws.Signal()), ex.ws.Signal())
-	}
+	bwrapKilled := ex.err == nil && ex.ws.Signaled() && !killedBwrap && classifyLimit(ls, code, killedBy) == limits.None
 	if full := fullDirs(report.Writable); len(full) > 0 {
 		report.FullFilesystems = full
 		notes := slices.Clip(report.Notes)
@@ -591,6 +589,14 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		report.Notes = notes
 	}
 	switch {
+	case bwrapKilled:
+		if status != nil && status.Readback != nil {
+			report.Readback = status.Readback
+			report.Seccomp.Readback = status.Readback.Seccomp
+			verify(report.Protections, status.Readback)
+		}
+		report.Exit = &Exit{Code: 125, Class: "mechanism_killed"}
+		return &Result{ExitCode: 125, Report: report}, &KilledError{Mechanism: "bwrap", Signal: int(ex.ws.Signal())}
 	case status != nil && status.Started:
 		if ls.fast && status.Readback != nil {
 			status.Readback.Namespaces = fastNS

@@ -425,9 +425,12 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	res, err := sandbox.Run(runCtx, p, cmd, opts)
 	var ee *sandbox.ExecError
 	var le *sandbox.LimitError
+	var ke *sandbox.KilledError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
+	case errors.As(err, &ke) && res != nil:
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
 	case errors.As(err, &le) && res != nil:
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
 	case err != nil && res != nil && errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:

@@ -124,8 +124,8 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	case res == nil:
 		af.discard()
 		return fail(stdio.Stderr, err)
-	case errors.As(err, &ee):
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
+	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
 		code = res.Sandbox.ExitCode
 	case errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
