@@ -1,7 +1,8 @@
 // Package forwarder is the in-sandbox half of sandbox-run's network path: it
 // accepts TCP connections on a loopback listener inside the sandbox and
 // relays each one to a Unix socket bound in from outside (the egress proxy,
-// the LLM proxy).
+// the LLM proxy). sandbox-run also runs it outside, on a Unix listener,
+// to reach a node-wide proxy's socket by its path for every connection.
 //
 // # Guarantees
 //
