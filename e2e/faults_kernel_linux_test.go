@@ -48,6 +48,8 @@ type bgRun struct {
 	stderr lockedBuffer
 	exited chan struct{}
 	code   int // valid once exited is closed; -1: killed by a signal
+	// workdir is the run's workdir, when the test made it (startSleeping).
+	workdir string
 }
 
 // startRun starts sandbox-run with args. It is killed, if still running,
@@ -227,6 +229,7 @@ func startSleeping(t *testing.T, flags []string) (*bgRun, string, string) {
 	marker := sleepMarker()
 	w := sandboxtest.WorkDir(t)
 	r := startRun(t, append(append([]string{"run", "--workdir", w}, flags...), "--", "sh", "-c", sandboxScript(marker))...)
+	r.workdir = w
 	ns := r.line(t, "ns ", 30*time.Second)
 	host, _ := os.Readlink("/proc/self/ns/pid")
 	if !strings.HasPrefix(ns, "pid:[") || ns == host {
@@ -350,6 +353,25 @@ func TestFaultSandboxRunKilled(t *testing.T) {
 			}
 			if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
 				t.Errorf("left in TMPDIR after the kill: %s", ents[0].Name())
+			}
+			// The placeholders that held missing protected paths outlive
+			// the kill (the control) until the next run of the same user
+			// sweeps them, whatever its workdir.
+			w := r.workdir
+			for _, name := range []string{".mcp.json", ".git/hooks"} {
+				if _, err := os.Lstat(filepath.Join(w, name)); err != nil {
+					t.Fatalf("control: placeholder %s not there after the kill (untested): %v", name, err)
+				}
+			}
+			if r := run(t, "", "run", "--workdir", sandboxtest.WorkDir(t), "--", "true"); r.code != 0 {
+				t.Fatalf("the next run: exit %d, %s", r.code, r.stderr)
+			}
+			if ents, _ := os.ReadDir(w); len(ents) > 0 {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("left in the workdir after the next run: %v", names)
 			}
 		})
 	}

@@ -132,14 +132,31 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	jdir := journalDir(opts.BwrapCache)
+	if jdir != "" {
+		sweepJournals(jdir)
+	}
 	pl, err := newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
 	if err != nil {
 		return nil, err
 	}
-	defer pl.cleanup()
+	runID := newRunID()
+	var jpath string
+	if jdir != "" && len(pl.placeholders) > 0 {
+		if jpath, err = writeJournal(jdir, runID, pl.placeholders); err != nil {
+			pl.close()
+			pl.cleanup()
+			return nil, setupErr("cannot record the run's placeholders in "+jdir, err.Error(), "check that the cache directory is writable")
+		}
+	}
+	defer func() {
+		pl.cleanup()
+		if jpath != "" {
+			os.Remove(jpath)
+		}
+	}()
 	defer pl.close()
 
-	runID := newRunID()
 	nw, err := setupNetwork(ctx, p, uid, gid, root, runID, opts.Audit, log)
 	if err != nil {
 		return nil, err
