@@ -67,6 +67,9 @@ var (
 	}
 	privateV6 = []rangeRule{
 		mustRule("fc00::/7", false, reasonPrivate, "unique local address, RFC 4193"),
+		// Where a local-use NAT64 prefix puts the IPv4 address depends on
+		// the length the operator chose, so it cannot be judged by it.
+		mustRule("64:ff9b:1::/48", false, reasonPrivate, "local-use NAT64, RFC 8215 (the IPv4 address it carries cannot be told)"),
 	}
 	// IPv6 forms that carry an IPv4 address, judged by that address.
 	nat64Prefix  = netip.MustParsePrefix("64:ff9b::/96")

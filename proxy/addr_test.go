@@ -50,6 +50,9 @@ func TestClassify(t *testing.T) {
 		{"198.20.0.1", "", false},
 		{"fc00::1", reasonPrivate, false},
 		{"fd12:3456::1", reasonPrivate, false},
+		{"64:ff9b:1::7f00:1", reasonPrivate, false}, // local-use NAT64: where the IPv4 sits is the operator's choice
+		{"64:ff9b:1:7f00:1::", reasonPrivate, false},
+		{"64:ff9b:2::1", "", false},
 		// IPv4 inside IPv6: judged by the IPv4 address.
 		{"::ffff:127.0.0.1", reasonLoopback, true},
 		{"::ffff:7f00:1", reasonLoopback, true},
