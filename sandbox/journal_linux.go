@@ -39,7 +39,7 @@ type placeholder struct {
 	Ctime int64  `json:"ctime_ns"`
 }
 
-func ctimeNs(st *unix.Stat_t) int64 { return st.Ctim.Sec*1e9 + st.Ctim.Nsec }
+func ctimeNs(st *unix.Stat_t) int64 { return int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec) }
 
 // journalDir is where the journals of the runs of the user whose cache is
 // cache are kept; "" (no journal) without a cache.

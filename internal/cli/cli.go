@@ -168,8 +168,9 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 	}
 	changed := f.fs.Changed
 	// Paths from flags may be relative to the current directory; paths in
-	// a profile must be absolute (Validate refuses others): relative to
-	// what would depend on where the harness happened to start us.
+	// a profile must be absolute (Validate refuses others), since what they
+	// would be relative to depends on where the harness happened to start
+	// sandbox-run.
 	abs := func(flag string, s []string) ([]string, error) {
 		out := make([]string, 0, len(s))
 		for _, v := range s {
@@ -333,17 +334,17 @@ func absPath(flag, p string) (string, error) {
 
 // maxID is the largest uid or gid the kernel accepts: (uid_t)-1 means "no
 // change" to setresuid.
-const maxID = 1<<32 - 2
+const maxID int64 = 1<<32 - 2
 
 func parseUser(s string) (int, int, error) {
 	us, gs, hasG := strings.Cut(s, ":")
 	var uid, gid int
-	if _, err := fmt.Sscanf(us, "%d", &uid); err != nil || uid <= 0 || uid > maxID || fmt.Sprint(uid) != us {
+	if _, err := fmt.Sscanf(us, "%d", &uid); err != nil || uid <= 0 || int64(uid) > maxID || fmt.Sprint(uid) != us {
 		return 0, 0, fmt.Errorf("--user %q: want UID[:GID], numeric ids from 1 to %d; fix: pass e.g. --user 65534", s, maxID)
 	}
 	gid = uid
 	if hasG {
-		if _, err := fmt.Sscanf(gs, "%d", &gid); err != nil || gid <= 0 || gid > maxID || fmt.Sprint(gid) != gs {
+		if _, err := fmt.Sscanf(gs, "%d", &gid); err != nil || gid <= 0 || int64(gid) > maxID || fmt.Sprint(gid) != gs {
 			return 0, 0, fmt.Errorf("--user %q: want UID[:GID], numeric ids from 1 to %d; fix: pass e.g. --user 65534:65534", s, maxID)
 		}
 	}
