@@ -48,26 +48,69 @@ const (
 const DefaultTmpSize = 256 << 20
 
 // DefaultProtected lists the paths, relative to every writable directory,
-// that stay read-only inside the sandbox whether or not they exist: the files
-// a later host-side tool (git, a shell, an editor, an agent harness) reads
-// and would act on.
+// that the command cannot change as a host-side tool would read them: what
+// a later shell, editor, agent harness, package manager or CI reads and
+// acts on by running a program or loading a server. An existing one is held
+// read-only for the whole run; a missing one the command creates is moved
+// to a quarantine once the run (and every concurrent run on the same
+// directory) has ended (see the sandbox package).
+//
+// Deliberately not listed: AGENTS.md, CLAUDE.md, Makefiles, package.json
+// and its scripts, and source files in general. They are the agent's own
+// work product; a host tool reads them, but a person reviews them.
 var defaultProtected = []string{
-	".git/hooks", ".git/config", ".gitmodules", ".mcp.json",
-	".bashrc", ".bash_profile", ".profile", ".zshrc",
-	".vscode", ".idea", ".claude",
+	// Shell startup and logout files of sh, bash, zsh and fish.
+	".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
+	".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".config/fish",
+	// direnv runs .envrc when a shell enters the directory.
+	".envrc",
+	// Agent and editor configs that load tools or servers on their own.
+	".mcp.json", ".claude", ".codex", ".cursor", ".gemini", ".vscode", ".idea",
+	".zed", ".amazonq", ".roo", ".continue", ".devcontainer",
+	// Package-manager rc files that run code or redirect registries.
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs",
+	// Git: submodule URLs; CI that runs on the next push.
+	".gitmodules", ".github/workflows",
 }
+
+// GitHeld lists the parts of a git directory that make git run a program
+// (core.fsmonitor, core.hooksPath, filters, aliases, hooks) or say where
+// the rest is read from (commondir). They are held in every git directory
+// a writable directory holds; the rest (objects, refs, HEAD, the index,
+// logs) stays writable, so that commit, branch and checkout work.
+var gitHeld = []string{"config", "config.worktree", "hooks", "commondir", "info/attributes"}
+
+// GitHeld returns a copy of the held parts of a git directory.
+func GitHeld() []string { return append([]string(nil), gitHeld...) }
 
 // DefaultProtected returns a copy of the built-in protected paths.
 func DefaultProtected() []string { return append([]string(nil), defaultProtected...) }
 
-// ProtectedIsDir reports whether a protected name denotes a directory when it
-// does not exist yet (so that a placeholder of the right kind can hold it).
-func ProtectedIsDir(name string) bool {
-	switch name {
-	case ".git/hooks", ".vscode", ".idea", ".claude":
-		return true
+// IsDefaultProtected reports whether name is one of DefaultProtected.
+func IsDefaultProtected(name string) bool {
+	for _, d := range defaultProtected {
+		if d == name {
+			return true
+		}
 	}
-	return strings.HasSuffix(name, "/")
+	return false
+}
+
+// ProtectedNames returns the protected paths of p relative to each
+// writable directory (and the absolute ones of Protect): the defaults minus
+// Unprotect, then Protect.
+func (p Policy) ProtectedNames() []string {
+	drop := map[string]bool{}
+	for _, u := range p.Unprotect {
+		drop[filepath.Clean(u)] = true
+	}
+	var out []string
+	for _, d := range defaultProtected {
+		if !drop[d] {
+			out = append(out, d)
+		}
+	}
+	return append(out, p.Protect...)
 }
 
 // Policy says what a sandboxed command may do. The zero value, once given a
@@ -83,6 +126,10 @@ type Policy struct {
 	// Protect adds protected paths: relative ones apply inside every
 	// writable directory, absolute ones must lie in one.
 	Protect []string `json:"protect,omitempty"`
+	// Unprotect removes built-in protected paths (DefaultProtected) by
+	// name. It exists only in profiles, and every removal is a warning in
+	// the run's report.
+	Unprotect []string `json:"unprotect,omitempty"`
 	// Env is the command's environment on top of DefaultEnv. Nothing of the
 	// caller's environment is passed unless named here or in PassEnv.
 	Env map[string]string `json:"env,omitempty"`
@@ -294,6 +341,12 @@ func (p Policy) Validate() error {
 			return invalid("protect", fmt.Sprintf("%q does not name a path inside a writable directory", pr), "name a path such as .envrc")
 		}
 	}
+	for _, u := range p.Unprotect {
+		if !IsDefaultProtected(filepath.Clean(u)) {
+			return invalid("unprotect", fmt.Sprintf("%q is not a built-in protected path", u),
+				"name one of "+strings.Join(defaultProtected, ", "))
+		}
+	}
 	for k, v := range p.Env {
 		if err := checkEnvName(k); err != nil {
 			return err
@@ -441,15 +494,22 @@ func (p Policy) Writable() []string {
 }
 
 // ProtectedPaths returns every protected path as an absolute path inside
-// each writable directory, built-in ones first, in a stable order.
+// each writable directory, built-in ones first, then the held parts of a
+// top-level .git directory (GitHeld), in a stable order. Mechanisms that
+// match paths (Seatbelt) deny writes to exactly these; bwrap finds git
+// directories at any depth itself.
 func (p Policy) ProtectedPaths() []string {
 	var out []string
+	names := p.ProtectedNames()
 	for _, w := range p.Writable() {
-		for _, name := range append(DefaultProtected(), p.Protect...) {
+		for _, name := range names {
 			if filepath.IsAbs(name) {
 				continue
 			}
 			out = append(out, filepath.Join(w, name))
+		}
+		for _, g := range gitHeld {
+			out = append(out, filepath.Join(w, ".git", g))
 		}
 	}
 	for _, name := range p.Protect {

@@ -10,24 +10,35 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// A journal records the placeholders a run created in the user's tree
-// (empty files and directories that hold missing protected paths), so that
-// when the run is killed before its own cleanup (SIGKILL, a crash), the
-// next run of the same user removes them: an empty .mcp.json, or a .git
-// directory holding only hooks/, would change what later tools do there.
+// A journal records what a run found at its start in its writable
+// directories: the protected paths that were missing (and so could not be
+// held without making a mount point in the user's tree) and the git
+// directories that existed. Whatever the command created there is
+// neutralised (see quarantine) once the run has ended and no other live
+// run shares a writable directory with it: by the run itself as it ends,
+// by the last concurrent run to end, or, when they were all killed, by the
+// next run of the same user. Protection is per directory, not per run.
 //
-// A placeholder is removed only while it is what the run made: the same
-// inode, and still empty. Anything the command or the user put there
-// stays.
+// Journals of older versions also list placeholders (empty files and
+// directories that held missing paths); they are removed while they are
+// still the empty inodes that run made.
 type journal struct {
-	PID          int           `json:"pid"`
-	Start        uint64        `json:"start"`   // the process's start time, in clock ticks after boot
-	BootID       string        `json:"boot_id"` // a journal of an earlier boot is stale whatever its pid
-	Placeholders []placeholder `json:"placeholders"`
+	PID    int    `json:"pid"`
+	Start  uint64 `json:"start"`   // the process's start time, in clock ticks after boot
+	BootID string `json:"boot_id"` // a journal of an earlier boot is stale whatever its pid
+	// Ended: the run is over though its process may go on (a library
+	// caller, an mcp relay); its journal waits for the overlapping runs.
+	Ended        bool          `json:"ended,omitempty"`
+	RunID        string        `json:"run_id,omitempty"`
+	Writable     []string      `json:"writable,omitempty"`
+	Watched      []string      `json:"watched,omitempty"`
+	Gits         []string      `json:"gits,omitempty"`
+	Placeholders []placeholder `json:"placeholders,omitempty"`
 }
 
 // placeholder names what a run made: the inode at Path, told from a later
@@ -50,52 +61,83 @@ func journalDir(cache string) string {
 	return filepath.Join(cache, "runs")
 }
 
-// writeJournal records the placeholders of run runID and returns the
-// journal's path, which the run removes once it has removed them itself.
-func writeJournal(dir, runID string, paths []string) (string, error) {
+// writeJournal records run runID's start state and returns the journal's
+// path.
+func writeJournal(dir, runID string, writable []string, pr protection) (string, error) {
 	start, boot, err := selfStart()
 	if err != nil {
 		return "", err
 	}
-	j := journal{PID: os.Getpid(), Start: start, BootID: boot}
-	for _, p := range paths {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return "", err
-		}
-		j.Placeholders = append(j.Placeholders, placeholder{Path: p, Dev: st.Dev, Ino: st.Ino, Ctime: ctimeNs(&st)})
-	}
+	j := journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
+		Writable: writable, Watched: pr.watched, Gits: pr.gits}
+	path := filepath.Join(dir, runID+".json")
+	return path, saveJournal(dir, path, &j)
+}
+
+// saveJournal writes j whole to path, then renames it: a sweep never reads
+// half a journal.
+func saveJournal(dir, path string, j *journal) error {
 	b, err := json.Marshal(j)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return err
 	}
-	// Written whole, then renamed: a sweep never reads half a journal.
 	tmp, err := os.CreateTemp(dir, ".journal-*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, werr := tmp.Write(b)
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
-	path := filepath.Join(dir, runID+".json")
 	if werr == nil {
 		werr = os.Rename(tmp.Name(), path)
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
-		return "", werr
 	}
-	return path, nil
+	return werr
 }
 
-// sweepJournals removes what runs that are gone left behind: the
-// placeholders of every journal whose process no longer runs (or runs
-// since another boot), deepest first, then the journal.
-func sweepJournals(dir string) {
+// lockJournals takes the journal directory's lock: starting a run (sweep,
+// plan, journal) and ending one (settle) exclude each other, so that a run
+// never starts on a path another run is quarantining. The wait is bounded.
+func lockJournals(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(filepath.Join(dir, ".lock"), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Flock(fd, unix.LOCK_UN); unix.Close(fd) }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			unix.Close(fd)
+			if err == nil || errors.Is(err, unix.EWOULDBLOCK) {
+				err = fmt.Errorf("another run held %s for %s", filepath.Join(dir, ".lock"), lockWait)
+			}
+			return nil, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lockWait bounds the wait for the journal lock; a holder's work is
+// bounded by the walk's bounds.
+const lockWait = 30 * time.Second
+
+// settleJournals handles the journals of runs that are over (self, the caller's
+// own journal, counts as over): a journal whose writable directories no
+// live run shares is neutralised into q and removed; one that still shares
+// them waits, marked ended. The caller holds the lock.
+func settleJournals(dir, self string, q *quarantine) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -104,6 +146,8 @@ func sweepJournals(dir string) {
 	if err != nil {
 		return
 	}
+	var live, over []*journal
+	paths := map[*journal]string{}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
@@ -113,24 +157,63 @@ func sweepJournals(dir string) {
 		if err != nil {
 			continue
 		}
-		var j journal
-		if json.Unmarshal(b, &j) != nil {
+		j := new(journal)
+		if json.Unmarshal(b, j) != nil {
 			continue
 		}
-		if j.BootID == boot && alive(j.PID, j.Start) {
+		paths[j] = path
+		if path != self && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
+			live = append(live, j)
+		} else {
+			over = append(over, j)
+		}
+	}
+	walks := map[string]*gitFinds{}
+	for _, j := range over {
+		if overlaps(j, live) {
+			if !j.Ended {
+				j.Ended = true
+				saveJournal(dir, paths[j], j)
+			}
 			continue
 		}
-		// Identities first: removing a child changes its parent's ctime.
-		var same []placeholder
-		for _, ph := range j.Placeholders {
-			if unchanged(ph) {
-				same = append(same, ph)
+		sweepPlaceholders(j.Placeholders)
+		key := strings.Join(j.Writable, "\x00")
+		if walks[key] == nil {
+			walks[key] = findGit(j.Writable)
+		}
+		q.neutralise(j, walks[key])
+		os.Remove(paths[j])
+	}
+}
+
+// overlaps says whether a live run shares a writable directory (or one
+// inside another) with j.
+func overlaps(j *journal, live []*journal) bool {
+	for _, l := range live {
+		for _, a := range j.Writable {
+			for _, b := range l.Writable {
+				if within(a, b) || within(b, a) {
+					return true
+				}
 			}
 		}
-		for i := len(same) - 1; i >= 0; i-- {
-			removeEmpty(same[i].Path)
+	}
+	return false
+}
+
+// sweepPlaceholders removes an older version's placeholders while they
+// are the empty inodes it made, deepest first.
+func sweepPlaceholders(phs []placeholder) {
+	// Identities first: removing a child changes its parent's ctime.
+	var same []placeholder
+	for _, ph := range phs {
+		if unchanged(ph) {
+			same = append(same, ph)
 		}
-		os.Remove(path)
+	}
+	for i := len(same) - 1; i >= 0; i-- {
+		removeEmpty(same[i].Path)
 	}
 }
 

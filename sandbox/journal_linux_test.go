@@ -3,61 +3,124 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
-// TestSweepJournals: the placeholders of a run that is gone are removed
-// while they are still the empty inodes it made; a live run's, and
-// anything with content or replaced since, stay.
-func TestSweepJournals(t *testing.T) {
-	w, dir := t.TempDir(), t.TempDir()
-	mk := func(name string, dir bool) string {
-		p := filepath.Join(w, name)
-		if err := makePlaceholder(p, dir); err != nil {
-			t.Fatal(err)
-		}
-		return p
+// legacyPlaceholder makes an empty file or directory as older versions
+// did to hold a missing protected path.
+func legacyPlaceholder(t *testing.T, p string, dir bool) placeholder {
+	t.Helper()
+	var err error
+	if dir {
+		err = os.Mkdir(p, 0o755)
+	} else {
+		err = os.WriteFile(p, nil, 0o644)
 	}
-	gitDir, hooks, mcp := mk(".git", true), mk(".git/hooks", true), mk(".mcp.json", false)
-	written, replaced := mk(".bashrc", false), mk(".profile", false)
-	live := mk(".zshrc", false)
-
-	gone, err := writeJournal(dir, "gone", []string{gitDir, hooks, mcp, written, replaced})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeJournal(dir, "live", []string{live}); err != nil {
+	return identity(t, p)
+}
+
+func identity(t *testing.T, p string) placeholder {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
 		t.Fatal(err)
 	}
-	// The "gone" run: this process's pid with another start time, as a
-	// reused pid would look.
-	b, _ := os.ReadFile(gone)
-	j := string(b)
-	start, _, _ := selfStart()
-	if !strings.Contains(j, `"start":`+strconv.FormatUint(start, 10)+",") {
-		t.Fatalf("journal %s does not hold this process's start time", j)
-	}
-	j = strings.Replace(j, `"start":`+strconv.FormatUint(start, 10), `"start":`+strconv.FormatUint(start+1, 10), 1)
-	if err := os.WriteFile(gone, []byte(j), 0o600); err != nil {
+	return placeholder{Path: p, Dev: st.Dev, Ino: st.Ino, Ctime: ctimeNs(&st)}
+}
+
+// goneJournal writes a journal of a run that is gone: this process's pid
+// with another start time, as a reused pid looks.
+func goneJournal(t *testing.T, dir, id string, j journal) {
+	t.Helper()
+	start, boot, err := selfStart()
+	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(written, []byte("mine"), 0o644)
-	os.Remove(replaced)
-	os.WriteFile(replaced, nil, 0o644) // empty, but not the inode the run made
+	j.PID, j.Start, j.BootID, j.RunID = os.Getpid(), start+1, boot, id
+	if err := saveJournal(dir, filepath.Join(dir, id+".json"), &j); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	sweepJournals(dir)
+// TestSweepLegacyPlaceholders: an older version's placeholders are removed
+// while they are still the empty inodes it made; anything with content or
+// replaced since stays.
+func TestSweepLegacyPlaceholders(t *testing.T) {
+	w, dir := t.TempDir(), t.TempDir()
+	legacyPlaceholder(t, filepath.Join(w, ".git"), true)
+	hooks := legacyPlaceholder(t, filepath.Join(w, ".git/hooks"), true)
+	gitDir := identity(t, filepath.Join(w, ".git")) // after its child, as the old runs did
+	mcp := legacyPlaceholder(t, filepath.Join(w, ".mcp.json"), false)
+	written := legacyPlaceholder(t, filepath.Join(w, ".bashrc"), false)
+	replaced := legacyPlaceholder(t, filepath.Join(w, ".profile"), false)
+	goneJournal(t, dir, "gone", journal{Writable: []string{w}, Placeholders: []placeholder{gitDir, hooks, mcp, written, replaced}})
+	os.WriteFile(written.Path, []byte("mine"), 0o644)
+	os.Remove(replaced.Path)
+	os.WriteFile(replaced.Path, nil, 0o644) // empty, but not the inode the run made
 
-	for p, want := range map[string]bool{gitDir: false, hooks: false, mcp: false, written: true, replaced: true, live: true} {
+	q := &quarantine{dir: filepath.Join(t.TempDir(), "q")}
+	settleJournals(dir, "", q)
+
+	for p, want := range map[string]bool{gitDir.Path: false, hooks.Path: false, mcp.Path: false, written.Path: true, replaced.Path: true} {
 		if _, err := os.Lstat(p); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}
 	}
-	if _, err := os.Stat(gone); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "gone.json")); err == nil {
 		t.Error("the swept journal is still there")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "live.json")); err != nil {
-		t.Errorf("a live run's journal was swept: %v", err)
+}
+
+// TestSettleWaitsForLiveRuns: an ended run's watched paths are quarantined
+// only once no live run shares its writable directory; a run on another
+// directory does not hold it back.
+func TestSettleWaitsForLiveRuns(t *testing.T) {
+	w, other, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	mcp := filepath.Join(w, ".mcp.json")
+	goneJournal(t, dir, "ended", journal{Writable: []string{w}, Watched: []string{mcp}})
+	os.WriteFile(mcp, []byte(`{"mcpServers":{}}`), 0o644)
+
+	// A live run on another directory: no reason to wait.
+	// A live run on the same one: the ended run's journal waits.
+	live, err := writeJournal(dir, "live", []string{w}, protection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeJournal(dir, "elsewhere", []string{other}, protection{}); err != nil {
+		t.Fatal(err)
+	}
+	q := &quarantine{dir: filepath.Join(t.TempDir(), "q")}
+	settleJournals(dir, "", q)
+	if _, err := os.Stat(mcp); err != nil || len(q.items) != 0 {
+		t.Fatalf("quarantined while a run on %s was live: %v %v", w, err, q.items)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "ended.json"))
+	if !strings.Contains(string(b), `"ended":true`) {
+		t.Errorf("the waiting journal is not marked ended: %s", b)
+	}
+	// The live run ends (settles with its own journal as self): now the
+	// ended run's path goes, and both journals with it.
+	settleJournals(dir, live, q)
+	if _, err := os.Lstat(mcp); err == nil {
+		t.Fatalf("%s still in the tree after the last run", mcp)
+	}
+	if len(q.items) != 1 || q.items[0].Path != mcp || q.items[0].Run != "ended" {
+		t.Fatalf("quarantined %+v", q.items)
+	}
+	if b, err := os.ReadFile(q.items[0].To); err != nil || !strings.Contains(string(b), "mcpServers") {
+		t.Errorf("quarantine %s: %q %v", q.items[0].To, b, err)
+	}
+	for _, id := range []string{"ended", "live"} {
+		if _, err := os.Stat(filepath.Join(dir, id+".json")); err == nil {
+			t.Errorf("journal %s left", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "elsewhere.json")); err != nil {
+		t.Errorf("a live run's journal was removed: %v", err)
 	}
 }

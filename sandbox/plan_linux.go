@@ -28,20 +28,21 @@ var (
 )
 
 // plan is the mount plan of one run and the host-side handles it holds.
-// Its files are the descriptors bwrap binds by (--ro-bind-fd/--bind-fd);
-// placeholders are what the run created in the user's tree to hold
-// missing protected paths, removed by cleanup.
+// Its files are the descriptors bwrap binds by (--ro-bind-fd/--bind-fd).
+// The plan creates nothing in the user's tree: watched are the protected
+// paths that were missing (see protect_linux.go).
 type plan struct {
-	guard        *pathguard.Guard
-	mounts       []bwrap.Mount
-	files        []*os.File // in the order of their fd numbers, starting at fdBase
-	fdBase       int
-	byFD         bool
-	placeholders []string // deepest last
-	writable     []string
-	readOnly     []string
-	protected    []string
-	notes        []string
+	guard       *pathguard.Guard
+	mounts      []bwrap.Mount
+	files       []*os.File // in the order of their fd numbers, starting at fdBase
+	fdBase      int
+	byFD        bool
+	writable    []string
+	readOnly    []string
+	protected   []string
+	notes       []string
+	prot        protection
+	quarantined []Quarantined // what the run's start neutralised of earlier runs
 }
 
 func (pl *plan) close() {
@@ -49,22 +50,6 @@ func (pl *plan) close() {
 		f.Close()
 	}
 	pl.files = nil
-}
-
-// cleanup removes the placeholders the run created, deepest first, and only
-// while they are still empty: what the command put there is left alone.
-func (pl *plan) cleanup() {
-	for i := len(pl.placeholders) - 1; i >= 0; i-- {
-		p := pl.placeholders[i]
-		fi, err := os.Lstat(p)
-		if err != nil {
-			continue
-		}
-		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() {
-			os.Remove(p) // fails, as it should, on a non-empty directory
-		}
-	}
-	pl.placeholders = nil
 }
 
 // bind adds a bind of the vetted source r at dst. Where bwrap can, it binds
@@ -125,7 +110,6 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 	defer func() {
 		if err != nil {
 			pl.close()
-			pl.cleanup()
 		}
 	}()
 	if !byFD {
@@ -227,122 +211,10 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 			return nil, setupErr("cannot open writable dir "+w.Path, err.Error(), "pass a directory that exists")
 		}
 	}
-	if err := pl.protect(p, g, pl.writable); err != nil {
+	if err := pl.protect(p, g); err != nil {
 		return nil, err
 	}
 	return pl, nil
-}
-
-// protect holds every protected path read-only. A missing one gets an empty
-// placeholder of its kind, created here (so the run knows it made it) and
-// removed by cleanup; every existing directory on the way is bound onto
-// itself, which makes it a mount point that cannot be renamed or removed
-// from inside (so ".git -> g2, then a new .git" fails with EBUSY).
-func (pl *plan) protect(p policy.Policy, g *pathguard.Guard, writable []string) error {
-	pinned := map[string]bool{}
-	for _, w := range writable {
-		names := append(policy.DefaultProtected(), p.Protect...)
-		for _, name := range names {
-			if filepath.IsAbs(name) {
-				rel, err := filepath.Rel(w, name)
-				if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || rel == "." {
-					continue
-				}
-				name = rel
-			}
-			if err := pl.protectOne(g, w, filepath.Clean(name), pinned); err != nil {
-				return err
-			}
-		}
-	}
-	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !insideAny(name, writable) {
-			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
-		}
-	}
-	return nil
-}
-
-func (pl *plan) protectOne(g *pathguard.Guard, w, name string, pinned map[string]bool) error {
-	hold := func(kind bwrap.MountKind, p string) error {
-		r, err := pl.resolveSelf(g, p)
-		if err != nil {
-			return guardErr(err)
-		}
-		if err := pl.bind(kind, r, p); err != nil {
-			return setupErr("cannot open protected path "+p, err.Error(), "check the path")
-		}
-		return nil
-	}
-	parts := strings.Split(name, "/")
-	cur := w
-	for i, part := range parts {
-		cur = filepath.Join(cur, part)
-		last := i == len(parts)-1
-		fi, err := os.Lstat(cur)
-		switch {
-		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-			t, _ := os.Readlink(cur)
-			return setupErr("protected path "+cur+" is a symbolic link (to "+t+")",
-				"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+cur+") or replace it with the real file")
-		case err == nil && !last && !fi.IsDir():
-			// A file where a directory is expected, such as the .git file of
-			// a worktree: it names where git looks, so it is held itself.
-			if !pinned[cur] {
-				pinned[cur] = true
-				if err := hold(bwrap.ROBind, cur); err != nil {
-					return err
-				}
-				pl.protected = append(pl.protected, cur)
-			}
-			return nil
-		case err == nil && !last:
-			if !pinned[cur] {
-				pinned[cur] = true
-				if err := hold(bwrap.Bind, cur); err != nil {
-					return err
-				}
-			}
-		case err == nil && last:
-			if !pinned[cur] {
-				pinned[cur] = true
-				if err := hold(bwrap.ROBind, cur); err != nil {
-					return err
-				}
-				pl.protected = append(pl.protected, cur)
-			}
-		case errors.Is(err, fs.ErrNotExist):
-			dir := !last || policy.ProtectedIsDir(name)
-			if err := makePlaceholder(cur, dir); err != nil {
-				return setupErr("cannot hold missing protected path "+cur, err.Error(), "make the writable directory writable for sandbox-run")
-			}
-			pl.placeholders = append(pl.placeholders, cur)
-			pinned[cur] = true
-			kind := bwrap.ROBind
-			if !last {
-				kind = bwrap.Bind
-			} else {
-				pl.protected = append(pl.protected, cur)
-			}
-			if err := hold(kind, cur); err != nil {
-				return err
-			}
-		default:
-			return setupErr("cannot inspect protected path "+cur, err.Error(), "check the directory's permissions")
-		}
-	}
-	return nil
-}
-
-func makePlaceholder(p string, dir bool) error {
-	if dir {
-		return unix.Mkdir(p, 0o755)
-	}
-	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return err
-	}
-	return unix.Close(fd)
 }
 
 // accessibleAs checks, from mode bits, that uid/gid can reach p (search on

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,18 +13,25 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// TestPlanProtected: existing protected paths are bound onto themselves
-// read-only, missing ones get placeholders that cleanup removes, and the
-// directories on the way are pinned by a self-bind.
+// TestPlanProtected: existing protected paths and the held parts of a
+// git directory are bound onto themselves read-only, the directories on
+// the way are pinned by a writable self-bind, missing ones are watched,
+// and the plan creates nothing in the user's tree.
 func TestPlanProtected(t *testing.T) {
 	w := t.TempDir()
 	os.MkdirAll(filepath.Join(w, ".git", "hooks"), 0o755)
+	os.MkdirAll(filepath.Join(w, ".git", "objects"), 0o755)
+	os.MkdirAll(filepath.Join(w, ".git", "refs"), 0o755)
+	os.WriteFile(filepath.Join(w, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(w, ".git", "config"), []byte("[core]\n"), 0o644)
 	os.WriteFile(filepath.Join(w, ".bashrc"), []byte("x"), 0o644)
+	before := fileSnapshot(t, w)
 	p := policy.Policy{Workdir: w}.WithDefaults()
 	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer pl.close()
 	kinds := map[string]bwrap.MountKind{}
 	for _, m := range pl.mounts {
 		if strings.HasPrefix(m.Dst, w) {
@@ -31,29 +40,37 @@ func TestPlanProtected(t *testing.T) {
 	}
 	for dst, want := range map[string]bwrap.MountKind{
 		w: bwrap.Bind, w + "/.git": bwrap.Bind, w + "/.git/hooks": bwrap.ROBind,
-		w + "/.git/config": bwrap.ROBind, w + "/.bashrc": bwrap.ROBind, w + "/.mcp.json": bwrap.ROBind, w + "/.vscode": bwrap.ROBind,
+		w + "/.git/config": bwrap.ROBind, w + "/.bashrc": bwrap.ROBind,
 	} {
 		if got, ok := kinds[dst]; !ok || got != want {
 			t.Errorf("%s: mount %v (present %v), want %v", dst, got, ok, want)
 		}
 	}
-	// Placeholders exist during the run...
-	if _, err := os.Stat(filepath.Join(w, ".mcp.json")); err != nil {
-		t.Errorf("no placeholder for .mcp.json: %v", err)
-	}
-	pl.close()
-	pl.cleanup()
-	// ...and are gone afterwards, while what the user had stays.
-	for _, gone := range []string{".mcp.json", ".vscode", ".git/config", ".zshrc"} {
-		if _, err := os.Lstat(filepath.Join(w, gone)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("placeholder %s left behind", gone)
+	for _, missing := range []string{".mcp.json", ".vscode", ".git/commondir", ".zshrc", ".github/workflows"} {
+		if _, ok := kinds[filepath.Join(w, missing)]; ok {
+			t.Errorf("missing %s is mounted: bwrap would create it on the host", missing)
+		}
+		if !slices.Contains(pl.prot.watched, filepath.Join(w, missing)) {
+			t.Errorf("missing %s is not watched: %v", missing, pl.prot.watched)
 		}
 	}
-	for _, kept := range []string{".git/hooks", ".bashrc"} {
-		if _, err := os.Stat(filepath.Join(w, kept)); err != nil {
-			t.Errorf("%s of the user's tree was removed", kept)
-		}
+	if after := fileSnapshot(t, w); after != before {
+		t.Errorf("newPlan changed the user's tree:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+}
+
+// fileSnapshot records what is under dir.
+func fileSnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			rel, _ := filepath.Rel(dir, p)
+			fmt.Fprintf(&b, "%s %v %d\n", rel, fi.Mode(), fi.Size())
+		}
+		return nil
+	})
+	return b.String()
 }
 
 func TestPlanRefusesProtectedSymlink(t *testing.T) {

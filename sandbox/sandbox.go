@@ -166,12 +166,21 @@ type Report struct {
 	Writable   []string       `json:"writable"`
 	ReadOnly   []string       `json:"read_only,omitempty"`
 	Protected  []string       `json:"protected,omitempty"`
-	TmpSize    int64          `json:"tmp_size,omitempty"`
-	BindsByFD  bool           `json:"binds_by_fd"`
-	Network    string         `json:"network"`
-	AllowHosts []string       `json:"allow_hosts,omitempty"`
-	EnvNames   []string       `json:"env"`
-	Notes      []string       `json:"notes,omitempty"`
+	// Watched lists the protected paths that were missing at start:
+	// writable during the run, neutralised (Quarantined) once the last
+	// run on their directory has ended.
+	Watched []string `json:"watched,omitempty"`
+	// ProtectWalk is the start-up walk for git directories (Linux).
+	ProtectWalk *WalkReport `json:"protect_walk,omitempty"`
+	// Quarantined lists what was moved out of the writable directories
+	// by this run, at its start (of ended runs) or its end.
+	Quarantined []Quarantined `json:"quarantined,omitempty"`
+	TmpSize     int64         `json:"tmp_size,omitempty"`
+	BindsByFD   bool          `json:"binds_by_fd"`
+	Network     string        `json:"network"`
+	AllowHosts  []string      `json:"allow_hosts,omitempty"`
+	EnvNames    []string      `json:"env"`
+	Notes       []string      `json:"notes,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`

@@ -132,29 +132,15 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
-	jdir := journalDir(opts.BwrapCache)
-	if jdir != "" {
-		sweepJournals(jdir)
-	}
-	pl, err := newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
+	runID := newRunID()
+	pl, pend, err := startProtection(p, opts.BwrapCache, runID, func() (*plan, error) {
+		return newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
+	})
 	if err != nil {
 		return nil, err
 	}
-	runID := newRunID()
-	var jpath string
-	if jdir != "" && len(pl.placeholders) > 0 {
-		if jpath, err = writeJournal(jdir, runID, pl.placeholders); err != nil {
-			pl.close()
-			pl.cleanup()
-			return nil, setupErr("cannot record the run's placeholders in "+jdir, err.Error(), "check that the cache directory is writable")
-		}
-	}
-	defer func() {
-		pl.cleanup()
-		if jpath != "" {
-			os.Remove(jpath)
-		}
-	}()
+	var res *Result
+	defer func() { pend.finish(res, opts.Stderr) }()
 	defer pl.close()
 
 	nw, err := setupNetwork(ctx, p, uid, gid, root, runID, opts.Audit, log)
@@ -229,6 +215,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    uid, HostGID: gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
+		Watched: pl.prot.watched, ProtectWalk: &pl.prot.walk, Quarantined: pl.quarantined,
 		TmpSize:    p.TmpSize,
 		BindsByFD:  info.Features.BindFD,
 		RunID:      runID,
@@ -277,7 +264,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
 	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
 		"network": nw.mode, "allow_hosts": p.AllowHosts})
-	res, err := launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast, started: nw.release,
+	res, err = launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast, started: nw.release,
 		uid: uid, gid: gid, root: root, host: host, report: report, opts: opts, lim: lim, cg: cg})
 	end := map[string]any{}
 	if res != nil {

@@ -1,0 +1,197 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// How a protected path is held. The layout never asks for a mount onto a
+// path that does not exist: bwrap would create the mount point in the
+// user's tree (the workdir is a bind of the host's directory), where git,
+// an editor or another run would see it.
+type holdOp int
+
+const (
+	// opPin binds an existing directory onto itself, writable: a mount
+	// point cannot be renamed or removed (EBUSY), so the path to a held
+	// part cannot be swapped for another directory.
+	opPin holdOp = iota
+	// opHold binds an existing file or directory onto itself read-only.
+	opHold
+	// opWatch marks a missing path: it cannot be held without a mount
+	// point on the host, so what the command creates there is neutralised
+	// once the last run on the directory has ended (quarantine, or for a
+	// new git directory, stripping what runs a program).
+	opWatch
+)
+
+func (o holdOp) String() string { return [...]string{"pin", "hold", "watch"}[o] }
+
+// entryKind is what the layout needs to know of a path: whether it exists,
+// and as what (links are never followed).
+type entryKind int
+
+const (
+	kindMissing entryKind = iota
+	kindDir
+	kindFile
+	kindLink
+)
+
+// holdAction is one step of the layout.
+type holdAction struct {
+	Path string
+	Op   holdOp
+}
+
+// LinkError refuses a symbolic link where a protected path (or a directory
+// on the way to one) is: the sandbox's bind, or a later host tool, would
+// follow it.
+type LinkError struct{ Path string }
+
+func (e *LinkError) Error() string { return e.Path + " is a symbolic link" }
+
+// protectLayout computes how every protected path of every writable
+// directory is held, from what exists (kindOf, which must not follow
+// links) and the git directories and .git files a walk found. It is pure:
+// the same inputs give the same actions, sorted so that a directory comes
+// before what lies below it (bwrap mounts in order), and nothing below a
+// held path (a read-only bind covers it).
+//
+// names are relative to each writable directory; absolute ones apply to the
+// writable directory that holds them. Every git directory gets its held
+// parts (policy.GitHeld) and is pinned, as is every directory on the way
+// from its writable directory; a .git file is held.
+func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) entryKind) ([]holdAction, error) {
+	acts := map[string]holdOp{}
+	add := func(p string, op holdOp) {
+		if old, ok := acts[p]; !ok || op > old {
+			acts[p] = op
+		}
+	}
+	for _, w := range writable {
+		for _, name := range names {
+			rel := name
+			if filepath.IsAbs(name) {
+				r, err := filepath.Rel(w, name)
+				if err != nil || r == "." || r == ".." || strings.HasPrefix(r, "../") {
+					continue
+				}
+				rel = r
+			}
+			if err := layoutPath(w, filepath.Clean(rel), false, kindOf, add); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, g := range gitDirs {
+		w := owner(g, writable)
+		if w == "" {
+			continue
+		}
+		rel, _ := filepath.Rel(w, g)
+		if rel != "." {
+			if err := layoutPath(w, rel, true, kindOf, add); err != nil {
+				return nil, err
+			}
+		}
+		for _, part := range policy.GitHeld() {
+			if err := layoutPath(w, filepath.Join(rel, part), false, kindOf, add); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range gitFiles {
+		if w := owner(f, writable); w != "" {
+			rel, _ := filepath.Rel(w, f)
+			if err := layoutPath(w, rel, false, kindOf, add); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return sortActions(acts), nil
+}
+
+// layoutPath lays out one path below w, component by component: existing
+// directories on the way are pinned, the path itself is held when it
+// exists (pinned instead when pinLast, for a git directory whose parts are
+// held one by one), and watched from where it stops existing. A file where
+// a directory is expected (the .git file of a worktree) is held: it names
+// where git looks.
+func layoutPath(w, rel string, pinLast bool, kindOf func(string) entryKind, add func(string, holdOp)) error {
+	parts := strings.Split(rel, "/")
+	cur := w
+	for i, part := range parts {
+		cur = filepath.Join(cur, part)
+		last := i == len(parts)-1
+		switch kindOf(cur) {
+		case kindLink:
+			return &LinkError{Path: cur}
+		case kindMissing:
+			add(filepath.Join(w, rel), opWatch)
+			return nil
+		case kindDir:
+			if !last || pinLast {
+				add(cur, opPin)
+				continue
+			}
+			add(cur, opHold)
+		default:
+			add(cur, opHold)
+			return nil
+		}
+	}
+	return nil
+}
+
+// owner returns the innermost writable directory holding p, "" if none.
+func owner(p string, writable []string) string {
+	best := ""
+	for _, w := range writable {
+		if within(p, w) && len(w) > len(best) {
+			best = w
+		}
+	}
+	return best
+}
+
+// sortActions orders the actions by path (a directory sorts before what it
+// holds) and drops what lies below a held path.
+func sortActions(acts map[string]holdOp) []holdAction {
+	paths := make([]string, 0, len(acts))
+	for p := range acts {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var out []holdAction
+	held := map[string]bool{}
+	for _, p := range paths {
+		if heldAbove(p, held) {
+			continue
+		}
+		op := acts[p]
+		if op == opHold {
+			held[p] = true
+		}
+		out = append(out, holdAction{Path: p, Op: op})
+	}
+	return out
+}
+
+// heldAbove says whether a directory above p is in held.
+func heldAbove(p string, held map[string]bool) bool {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if held[d] {
+			return true
+		}
+		if d == "/" || d == "." {
+			return false
+		}
+	}
+}
+
+func (a holdAction) String() string { return fmt.Sprintf("%s %s", a.Op, a.Path) }

@@ -1,0 +1,255 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// quarantine moves what the run's commands created out of the way. q is
+// where items go (made on first use); every step holds the parent by a
+// descriptor and never follows a link in the writable directory.
+type quarantine struct {
+	dir   string
+	run   string
+	items []Quarantined
+	made  bool
+}
+
+// neutralise handles the journal of a run that has ended and shares its
+// writable directories with no live run: every watched path that now exists
+// (or a link on the way to it) is quarantined, every git directory that did
+// not exist at its start is stripped, and a .git link made since is
+// quarantined.
+func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
+	q.run = j.RunID
+	for _, p := range j.Watched {
+		if w := owner(p, j.Writable); w != "" {
+			q.moveAt(w, p, "created during the run where a protected path was missing")
+		}
+	}
+	old := map[string]bool{}
+	for _, g := range j.Gits {
+		old[g] = true
+	}
+	for _, d := range finds.dirs {
+		if !old[d] {
+			q.stripGitDir(d, j.Writable)
+		}
+	}
+	for _, l := range finds.links {
+		if !old[l] {
+			if w := owner(l, j.Writable); w != "" {
+				q.moveAt(w, l, "a .git link created during the run")
+			}
+		}
+	}
+}
+
+// stripGitDir removes from a git directory the command created whatever
+// makes git run a program: settings outside gitKeep in config and
+// config.worktree, hooks other than git's *.sample ones, and
+// info/attributes. Refs, objects and the index stay: the repository is the
+// command's work.
+func (q *quarantine) stripGitDir(d string, writable []string) {
+	w := owner(d, writable)
+	if w == "" {
+		return
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		q.stripConfig(w, filepath.Join(d, name))
+	}
+	if names, err := readNames(filepath.Join(d, "hooks")); err == nil {
+		var hooks []string
+		for n := range names {
+			if !strings.HasSuffix(n, ".sample") {
+				hooks = append(hooks, n)
+			}
+		}
+		sort.Strings(hooks)
+		for _, n := range hooks {
+			q.moveAt(w, filepath.Join(d, "hooks", n), "a hook in a git directory created during the run")
+		}
+	}
+	q.moveAt(w, filepath.Join(d, "info", "attributes"), "attributes of a git directory created during the run")
+}
+
+// stripConfig rewrites a new git directory's config file without the
+// settings gitKeep does not allow; the original goes to the quarantine.
+func (q *quarantine) stripConfig(w, p string) {
+	parent, name, err := openParent(w, p)
+	if err != nil {
+		return
+	}
+	defer unix.Close(parent)
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), p)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		q.moveAt(w, p, "not a regular file where a new git directory's config is")
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	f.Close()
+	if err != nil {
+		return
+	}
+	kept, dropped := stripGitConfig(string(b))
+	if !dropped {
+		return
+	}
+	to, err := q.take(parent, name, p)
+	if err != nil {
+		q.items = append(q.items, Quarantined{Path: p, Why: "cannot quarantine: " + errText(err), Run: q.run})
+		return
+	}
+	nfd, err := unix.Openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(st.Mode&0o666))
+	if err == nil {
+		unix.Write(nfd, []byte(kept))
+		unix.Fchown(nfd, int(st.Uid), int(st.Gid))
+		unix.Close(nfd)
+	}
+	q.items = append(q.items, Quarantined{Path: p, To: to,
+		Why: "a git directory created during the run: its settings that can run a program were removed, the rest kept", Run: q.run})
+}
+
+// moveAt quarantines p (below writable directory w) if it exists; a link
+// on the way to it is quarantined instead, since it is what a host tool
+// would follow.
+func (q *quarantine) moveAt(w, p, why string) {
+	parent, name, err := openParent(w, p)
+	var le *LinkError
+	if errors.As(err, &le) {
+		p, why = le.Path, "a symbolic link on the way to a protected path, made during the run"
+		parent, name, err = openParent(w, le.Path)
+	}
+	if err != nil {
+		return
+	}
+	defer unix.Close(parent)
+	var st unix.Stat_t
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	to, err := q.take(parent, name, p)
+	if err != nil {
+		q.items = append(q.items, Quarantined{Path: p, Why: why + "; cannot quarantine: " + errText(err), Run: q.run})
+		return
+	}
+	q.items = append(q.items, Quarantined{Path: p, To: to, Why: why, Run: q.run})
+}
+
+// take moves name (in the directory parent, which is p's) into the
+// quarantine, keeping p's path below it.
+func (q *quarantine) take(parent int, name, p string) (string, error) {
+	if !q.made {
+		if err := os.MkdirAll(q.dir, 0o700); err != nil {
+			return "", err
+		}
+		q.made = true
+	}
+	to := filepath.Join(q.dir, strings.TrimPrefix(p, "/"))
+	if _, err := os.Lstat(to); err == nil {
+		to += "." + strconv.Itoa(len(q.items))
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return "", err
+	}
+	err := unix.Renameat(parent, name, unix.AT_FDCWD, to)
+	if errors.Is(err, unix.EXDEV) {
+		// Another file system: copy, then remove. Nothing is followed.
+		src := fmt.Sprintf("/proc/self/fd/%d/%s", parent, name)
+		if err = copyTree(src, to); err == nil {
+			err = os.RemoveAll(src)
+		}
+	}
+	return to, err
+}
+
+// openParent opens p's directory by descriptor, component by component
+// from w, refusing a link on the way (a *LinkError naming it).
+func openParent(w, p string) (int, string, error) {
+	rel, err := filepath.Rel(w, p)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return -1, "", fmt.Errorf("%s is not below %s", p, w)
+	}
+	fd, err := unix.Open(w, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	parts := strings.Split(rel, "/")
+	cur := w
+	for _, part := range parts[:len(parts)-1] {
+		cur = filepath.Join(cur, part)
+		next, err := unix.Openat(fd, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			var st unix.Stat_t
+			if unix.Fstatat(fd, part, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = &LinkError{Path: cur}
+			}
+			unix.Close(fd)
+			return -1, "", err
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	return fd, parts[len(parts)-1], nil
+}
+
+// copyTree copies regular files, directories and links (as links) from
+// src to dst; anything else is left out.
+func copyTree(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		t, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(t, dst)
+	case fi.IsDir():
+		if err := os.Mkdir(dst, 0o700); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fi.Mode().IsRegular():
+		in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// protection is what a run's plan knows of its protected paths: what was
+// held, what was missing (watched), which git directories and .git files
+// existed at start, and the walk that found them. A run's journal records
+// it, so that whatever the command created where nothing could be held is
+// neutralised once the last run on the directory has ended.
+//
+// Guarantees: nothing is created in the user's tree (no placeholder, no
+// mount point: only existing paths are bound onto themselves). Existing
+// protected paths and the held parts of every git directory found are
+// read-only for the whole run. Non-guarantees: a missing protected path is
+// writable while the run lasts (the live window) and is neutralised
+// afterwards; a git directory past the walk's bounds is not held.
+type protection struct {
+	watched []string // protected paths missing at start
+	gits    []string // git directories, .git files and .git links at start
+	walk    WalkReport
+}
+
+// protect lays out and binds the protected paths of p (see protectLayout).
+func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
+	for _, name := range p.Protect {
+		if filepath.IsAbs(name) && !insideAny(name, pl.writable) {
+			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
+		}
+	}
+	finds := findGit(pl.writable)
+	pl.prot.walk = finds.report
+	for _, l := range finds.links {
+		t, _ := os.Readlink(l)
+		return setupErr("git directory "+l+" is a symbolic link (to "+t+")",
+			"git follows it, and a link cannot be held read-only in place",
+			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
+	}
+	acts, err := protectLayout(pl.writable, p.ProtectedNames(), finds.dirs, finds.files, lstatKind)
+	var le *LinkError
+	if errors.As(err, &le) {
+		t, _ := os.Readlink(le.Path)
+		return setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
+			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
+	}
+	if err != nil {
+		return setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+	}
+	for _, a := range acts {
+		switch a.Op {
+		case opWatch:
+			pl.prot.watched = append(pl.prot.watched, a.Path)
+			continue
+		case opHold:
+			pl.protected = append(pl.protected, a.Path)
+		}
+		kind := bwrap.ROBind
+		if a.Op == opPin {
+			kind = bwrap.Bind
+		}
+		r, err := pl.resolveSelf(g, a.Path)
+		if err != nil {
+			return guardErr(err)
+		}
+		if err := pl.bind(kind, r, a.Path); err != nil {
+			return setupErr("cannot open protected path "+a.Path, err.Error(), "check the path")
+		}
+	}
+	pl.prot.gits = append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...)
+	for _, u := range p.Unprotect {
+		pl.notes = append(pl.notes, "warning: built-in protected path "+filepath.Clean(u)+" is not protected (the profile's unprotect)")
+	}
+	if !finds.report.Complete {
+		pl.notes = append(pl.notes, "warning: the walk for git directories was incomplete; a repository it did not reach is not held (see protect_walk.skipped)")
+	}
+	return nil
+}
+
+// lstatKind says what is at p, without following a link.
+func lstatKind(p string) entryKind {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return kindMissing
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return kindDir
+	case unix.S_IFLNK:
+		return kindLink
+	}
+	return kindFile
+}
+
+// pendingProtection is a started run's side of its journal: what its
+// start quarantined of earlier runs, and how it settles at its end.
+type pendingProtection struct {
+	jdir, jpath string
+	cache       string
+	runID       string
+	own         *journal // the run's state when it keeps no journal
+	started     []Quarantined
+}
+
+// startProtection sweeps what ended runs left to neutralise, builds the
+// plan (through mk) and records the run's journal, all under the journal
+// lock, so that no run starts on a path another one is quarantining.
+// Without a cache directory there is no journal: the run neutralises what
+// its own command created as it ends, whatever runs alongside.
+func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache)}
+	if pend.jdir == "" {
+		pl, err := mk()
+		if err != nil {
+			return nil, nil, err
+		}
+		pend.own = &journal{RunID: runID, Writable: pl.writable, Watched: pl.prot.watched, Gits: pl.prot.gits}
+		return pl, pend, nil
+	}
+	unlock, err := lockJournals(pend.jdir)
+	if err != nil {
+		return nil, nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+	}
+	defer unlock()
+	q := pend.quarantine()
+	settleJournals(pend.jdir, "", q)
+	pend.started = q.items
+	pl, err := mk()
+	if err != nil {
+		return nil, nil, err
+	}
+	pl.quarantined = pend.started
+	if pend.jpath, err = writeJournal(pend.jdir, runID, pl.writable, pl.prot); err != nil {
+		pl.close()
+		return nil, nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+	}
+	return pl, pend, nil
+}
+
+func (pend *pendingProtection) quarantine() *quarantine {
+	if pend.cache != "" {
+		return &quarantine{dir: filepath.Join(pend.cache, "quarantine", pend.runID)}
+	}
+	return &quarantine{}
+}
+
+// finish settles the run's journal (and those of ended runs that waited
+// for it), adds what was quarantined to res's report and prints one line
+// per item on stderr.
+func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
+	q := pend.quarantine()
+	switch {
+	case pend.own != nil:
+		d, err := os.MkdirTemp("", "sandbox-run-quarantine-")
+		if err != nil {
+			return
+		}
+		q.dir, q.made = d, true
+		q.neutralise(pend.own, findGit(pend.own.Writable))
+		if len(q.items) == 0 {
+			os.Remove(d)
+		}
+	default:
+		unlock, err := lockJournals(pend.jdir)
+		if err != nil {
+			if stderr != nil {
+				fmt.Fprintf(stderr, "sandbox-run: warning: cannot lock %s (%v): what this run created at missing protected paths is neutralised by the next run\n", pend.jdir, err)
+			}
+			return
+		}
+		settleJournals(pend.jdir, pend.jpath, q)
+		unlock()
+	}
+	if res != nil {
+		res.Report.Quarantined = append(res.Report.Quarantined, q.items...)
+	}
+	if stderr != nil {
+		for _, it := range q.items {
+			fmt.Fprintln(stderr, it.Line())
+		}
+	}
+}
