@@ -240,10 +240,14 @@ func TestProtectedPaths(t *testing.T) {
 	attack := `mkdir -p .git 2>/dev/null; for f in .git/config .gitmodules .mcp.json .bashrc .bash_profile .profile .zshrc; do echo evil >> $f 2>/dev/null && echo WROTE-$f; done
 for d in .git/hooks .vscode .idea .claude; do mkdir -p $d 2>/dev/null; echo evil > $d/planted 2>/dev/null && echo WROTE-$d; done
 true`
-	for _, present := range []bool{true, false} {
+	// Missing ones: TestProtectedDefaultsEach (created, then quarantined).
+	for _, present := range []bool{true} {
 		t.Run(fmt.Sprintf("present=%v", present), func(t *testing.T) {
 			w := sandboxtest.WorkDir(t)
 			if present {
+				os.MkdirAll(filepath.Join(w, ".git/objects"), 0o755)
+				os.MkdirAll(filepath.Join(w, ".git/refs"), 0o755)
+				os.WriteFile(filepath.Join(w, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 				for _, d := range dirs {
 					os.MkdirAll(filepath.Join(w, d), 0o755)
 				}
@@ -280,7 +284,10 @@ func TestProtectedRenameTrick(t *testing.T) {
 		t.Run(fmt.Sprintf("git-present=%v", present), func(t *testing.T) {
 			w := sandboxtest.WorkDir(t)
 			if present {
+				// A repository as git makes it: hooks/ exists (a missing one
+				// is writable while the run lasts, then quarantined).
 				os.MkdirAll(filepath.Join(w, ".git/objects"), 0o755)
+				os.MkdirAll(filepath.Join(w, ".git/hooks"), 0o755)
 				os.WriteFile(filepath.Join(w, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 				filepath.Walk(w, func(p string, _ os.FileInfo, _ error) error { sandboxtest.Chown(t, p); return nil })
 			}
@@ -294,13 +301,15 @@ func TestProtectedRenameTrick(t *testing.T) {
 			}
 			before := fileSnapshot(t, w)
 			r := sandboxed(t, w, attack)
-			if strings.Contains(r.stdout, "PLANTED") {
+			// Without a .git at start the command may make one (the live
+			// window); its hook is quarantined as the run ends.
+			if present && strings.Contains(r.stdout, "PLANTED") {
 				t.Errorf("hook planted through the rename trick")
 			}
 			if _, err := os.Stat(filepath.Join(w, ".git/hooks/pre-commit")); err == nil {
 				t.Errorf("pre-commit hook exists on the host")
 			}
-			if after := fileSnapshot(t, w); after != before {
+			if after := fileSnapshot(t, w); present && after != before {
 				t.Errorf("the run changed the user's tree:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})

@@ -114,8 +114,13 @@ func (q *quarantine) stripConfig(w, p string) {
 		q.items = append(q.items, Quarantined{Path: p, Why: "cannot quarantine: " + errText(err), Run: q.run})
 		return
 	}
-	nfd, err := unix.Openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(st.Mode&0o666))
-	if err == nil {
+	// A config with nothing left to keep is not rewritten: sandbox-run
+	// makes no file in the user's tree that the command did not make.
+	nfd, err := -1, error(nil)
+	if kept != "" {
+		nfd, err = unix.Openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(st.Mode&0o666))
+	}
+	if nfd >= 0 && err == nil {
 		unix.Write(nfd, []byte(kept))
 		unix.Fchown(nfd, int(st.Uid), int(st.Gid))
 		unix.Close(nfd)

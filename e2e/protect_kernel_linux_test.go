@@ -1,0 +1,458 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// The protected-path suite: every default held when present and
+// neutralised when created; nothing of sandbox-run's left in the tree; git
+// metadata at depth 1, 2 and 3, judged by what a host `git status` runs;
+// parallel runs on one workdir in both end orders, one of them killed.
+
+// cacheEnv gives a test its own cache (journals and quarantine), so that
+// runs of other tests never settle its journals.
+func cacheEnv(t *testing.T) []string {
+	t.Helper()
+	return []string{"XDG_CACHE_HOME=" + t.TempDir()}
+}
+
+// inSandbox runs sh -c script in a sandbox on w with the test's cache.
+func inSandbox(t *testing.T, env []string, w, script string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"run", "--workdir", w}, extra...)
+	args = append(args, "--", "sh", "-c", script)
+	return runEnv(t, env, "", args...)
+}
+
+// hostGit runs the host's git in dir as a user would (safe.directory
+// opened, since the tree belongs to the sandbox's uid when the test runs
+// as root) and returns its output.
+func hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	c.Env = append(os.Environ(), "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, _ := c.CombinedOutput()
+	return string(out)
+}
+
+// chownAll gives the whole tree to the sandbox's uid (when root).
+func chownAll(t *testing.T, dir string) {
+	t.Helper()
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { sandboxtest.Chown(t, p); return nil })
+}
+
+// needGit gates a test on the host's git.
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		sandboxtest.Unavailable(t, "git", "apt-get install -y git")
+	}
+}
+
+// TestProtectedDefaultsEach: every default protected path (and the held
+// parts of a top-level .git) is read-only when it exists; when it does
+// not, what the command creates there is gone from the tree after the
+// run, named on stderr, and kept in the quarantine. Control: unconfined,
+// every write lands and stays.
+func TestProtectedDefaultsEach(t *testing.T) {
+	needBwrap(t)
+	names := policy.DefaultProtected()
+	for _, g := range policy.GitHeld() {
+		names = append(names, ".git/"+g)
+	}
+	for _, name := range names {
+		for _, present := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/present=%v", name, present), func(t *testing.T) {
+				t.Parallel()
+				env := cacheEnv(t)
+				p := filepath.Join("$PWD", name)
+				// A directory default gets a file inside, a file default is
+				// written; either way the script says WROTE on success.
+				attack := fmt.Sprintf(`mkdir -p "$(dirname %[1]s)" 2>/dev/null; if [ -d %[1]s ]; then echo evil > %[1]s/planted 2>/dev/null && echo WROTE; else echo evil >> %[1]s 2>/dev/null && echo WROTE; fi; true`, p)
+				setup := func(w string) {
+					if strings.HasPrefix(name, ".git/") {
+						os.MkdirAll(filepath.Join(w, ".git", "objects"), 0o755)
+						os.MkdirAll(filepath.Join(w, ".git", "refs"), 0o755)
+						os.WriteFile(filepath.Join(w, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+					}
+					if present {
+						os.MkdirAll(filepath.Dir(filepath.Join(w, name)), 0o755)
+						if dirDefault(name) {
+							os.MkdirAll(filepath.Join(w, name), 0o755)
+						} else {
+							os.WriteFile(filepath.Join(w, name), []byte("orig\n"), 0o644)
+						}
+					}
+					chownAll(t, w)
+				}
+				cw := sandboxtest.WorkDir(t)
+				setup(cw)
+				if ctl := unconfined(t, cw, attack); !strings.Contains(ctl.stdout, "WROTE") {
+					t.Fatalf("control: unconfined write to %s failed (untested): %q %q", name, ctl.stdout, ctl.stderr)
+				}
+				w := sandboxtest.WorkDir(t)
+				setup(w)
+				before := fileSnapshot(t, w)
+				r := inSandbox(t, env, w, attack)
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				if present && strings.Contains(r.stdout, "WROTE") {
+					t.Errorf("%s written while held", name)
+				}
+				if !present && !strings.Contains(r.stdout, "WROTE") {
+					t.Fatalf("the command could not create %s (the live window is expected to allow it): %q", name, r.stderr)
+				}
+				if !present && !strings.Contains(r.stderr, "sandbox-run: quarantined "+filepath.Join(w, name)) {
+					t.Errorf("no quarantine line for %s on stderr: %q", name, r.stderr)
+				}
+				after := fileSnapshot(t, w)
+				if present && after != before {
+					t.Errorf("the run changed the tree:\nbefore:\n%s\nafter:\n%s", before, after)
+				}
+				if _, err := os.Lstat(filepath.Join(w, name)); !present && err == nil {
+					t.Errorf("%s created by the command is still in the tree", name)
+				}
+			})
+		}
+	}
+}
+
+// dirDefault: the defaults that are directories.
+func dirDefault(name string) bool {
+	switch name {
+	case ".claude", ".codex", ".cursor", ".gemini", ".vscode", ".idea", ".zed", ".amazonq", ".roo",
+		".continue", ".devcontainer", ".config/fish", ".github/workflows", ".git/hooks":
+		return true
+	}
+	return false
+}
+
+// TestProtectNoClutter: in a fresh workdir and in an existing repository,
+// the everyday tools work inside the sandbox, and a host `git status`
+// afterwards shows only what the command made: no protected-path entry,
+// no placeholder. A local git config write in an existing repository
+// fails; the global one works.
+func TestProtectNoClutter(t *testing.T) {
+	needBwrap(t)
+	needGit(t)
+	tools := `set -e
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@a
+export GOTELEMETRY=off GOCACHE=/tmp/gocache GOPATH=/tmp/gopath GOTOOLCHAIN=local GOFLAGS=-mod=mod npm_config_cache=/tmp/npm
+[ -d .git ] || git init -q
+printf 'module example.com/m\n\ngo 1.21\n' > go.mod
+printf 'package main\n\nfunc main() {}\n' > main.go
+git add -A && git commit -qm one
+"$GO" build -o /tmp/m . && "$GO" version -m /tmp/m | grep -q vcs.revision && echo GO-VCS-OK
+if command -v npm >/dev/null; then npm init -y >/dev/null && echo NPM-OK; else echo NPM-OK; fi
+git config --global user.name me && echo GLOBAL-OK
+git config user.email me@me 2>/tmp/err && echo LOCAL-WROTE || echo LOCAL-REFUSED
+git checkout -qb topic && git commit -q --allow-empty -m two && echo BRANCH-OK
+`
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		sandboxtest.Unavailable(t, "go on PATH", "install Go")
+	}
+	goBin, _ = filepath.EvalSymlinks(goBin)
+	goRoot := filepath.Dir(filepath.Dir(goBin))
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
+			w := sandboxtest.WorkDir(t)
+			if existing {
+				hostGit(t, w, "init", "-q")
+				hostGit(t, w, "commit", "-q", "--allow-empty", "-m", "init")
+				chownAll(t, w)
+			}
+			r := inSandbox(t, cacheEnv(t), w, tools, "--read", goRoot, "--env", "GO="+goBin)
+			for _, want := range []string{"GO-VCS-OK", "NPM-OK", "GLOBAL-OK", "BRANCH-OK"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("no %s: exit %d, stdout %q, stderr %q", want, r.code, r.stdout, r.stderr)
+				}
+			}
+			if existing && !strings.Contains(r.stdout, "LOCAL-REFUSED") {
+				t.Errorf("a local git config write in an existing repository landed: %q", r.stdout)
+			}
+			if !existing && !strings.Contains(r.stdout, "LOCAL-WROTE") {
+				t.Errorf("a git config write in the command's own repository failed: %q", r.stdout)
+			}
+			st := hostGit(t, w, "status", "--porcelain", "--ignored", "-uall")
+			for _, line := range strings.Split(strings.TrimSpace(st), "\n") {
+				f := strings.TrimSpace(line)
+				if len(f) > 3 {
+					f = f[3:]
+				}
+				switch f {
+				case "", "go.mod", "main.go", "package.json", ".gitconfig":
+					continue
+				}
+				if strings.HasPrefix(f, ".config/go/") { // the go command's telemetry, under HOME
+					continue
+				}
+				t.Errorf("host git status shows %q, which the command did not make", line)
+			}
+		})
+	}
+}
+
+// gitVector is one way to make a host `git status` run a program by
+// writing git metadata; plant runs inside the repository (at depth d of
+// the workdir), judge is the directory the host's git status runs in.
+type gitVector struct {
+	name  string
+	setup func(t *testing.T, repo string)
+	plant string
+	extra func(repo string) []string // further flags (--write)
+	judge func(repo string) string
+}
+
+// fsmonitorConfig is a config whose core.fsmonitor touches marker.
+func fsmonitorLine(marker string) string {
+	return fmt.Sprintf("[core]\n\tfsmonitor = \"touch %s; false\"\n", marker)
+}
+
+func gitVectors(marker string) []gitVector {
+	plain := func(t *testing.T, repo string) {
+		hostGit(t, repo, "init", "-q")
+		hostGit(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	}
+	return []gitVector{
+		{name: "config fsmonitor", setup: plain,
+			plant: fmt.Sprintf(`printf '%s' >> .git/config`, fsmonitorLine(marker)),
+			judge: func(r string) string { return r }},
+		{name: "commondir", setup: plain,
+			plant: fmt.Sprintf(`mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && printf '[core]\n\trepositoryformatversion = 0\n%s' > evil/config && echo ../evil > .git/commondir`, strings.TrimPrefix(fsmonitorLine(marker), "[core]\n")),
+			judge: func(r string) string { return r }},
+		{name: "submodule config", setup: func(t *testing.T, repo string) {
+			src := filepath.Join(filepath.Dir(repo), filepath.Base(repo)+"-src")
+			os.MkdirAll(src, 0o755)
+			plain(t, src)
+			plain(t, repo)
+			hostGit(t, repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", src, "sm")
+			hostGit(t, repo, "commit", "-qm", "sm")
+		},
+			plant: fmt.Sprintf(`printf '%s' >> .git/modules/sm/config`, fsmonitorLine(marker)),
+			judge: func(r string) string { return r }},
+		{name: "worktree, main .git passed with --write", setup: func(t *testing.T, repo string) {
+			// The main repository lies outside the workdir; the worktree is
+			// at the vector's depth, and the main .git is passed with --write.
+			main := mainOf(repo)
+			os.MkdirAll(main, 0o755)
+			t.Cleanup(func() { os.RemoveAll(main) })
+			plain(t, main)
+			hostGit(t, main, "worktree", "add", "-q", repo)
+			chownAll(t, main)
+		},
+			plant: fmt.Sprintf(`printf '%s' >> "$(sed -n 's/^gitdir: //p' .git)/../../config"`, fsmonitorLine(marker)),
+			extra: func(r string) []string { return []string{"--write", mainOf(r) + "/.git"} },
+			judge: func(r string) string { return r }},
+		{name: "new nested repository", setup: func(t *testing.T, repo string) { os.MkdirAll(repo, 0o755) },
+			plant: fmt.Sprintf(`git init -q new && printf '%s' >> new/.git/config`, fsmonitorLine(marker)),
+			judge: func(r string) string { return filepath.Join(r, "new") }},
+	}
+}
+
+// mainOf is where the worktree vector keeps the main repository of a
+// worktree at repo: outside every workdir.
+func mainOf(repo string) string {
+	return filepath.Join(os.TempDir(), "sbx-main"+strings.ReplaceAll(repo, "/", "_"))
+}
+
+// TestGitMetadataAtDepth: each git vector at depth 1, 2 and 3 of the
+// workdir. Control: the same planting, unconfined, makes the host's git
+// status run the planted program; under sandbox-run it never does.
+func TestGitMetadataAtDepth(t *testing.T) {
+	needBwrap(t)
+	needGit(t)
+	for depth := 1; depth <= 3; depth++ {
+		for vi := range gitVectors("") {
+			t.Run(fmt.Sprintf("%s/depth=%d", gitVectors("")[vi].name, depth), func(t *testing.T) {
+				t.Parallel()
+				rel := strings.Repeat("d/", depth-1)
+				try := func(sandbox bool) bool {
+					w := sandboxtest.WorkDir(t)
+					marker := filepath.Join(t.TempDir(), "ran")
+					v := gitVectors(marker)[vi]
+					repo := filepath.Join(w, rel)
+					os.MkdirAll(repo, 0o755)
+					v.setup(t, repo)
+					chownAll(t, w)
+					os.Chmod(filepath.Dir(marker), 0o777)
+					script := "cd " + repo + " && " + v.plant + "; true"
+					var r result
+					var extra []string
+					if v.extra != nil {
+						extra = v.extra(repo)
+					}
+					if sandbox {
+						r = inSandbox(t, cacheEnv(t), w, script, extra...)
+					} else {
+						r = unconfined(t, w, script, extra...)
+					}
+					if r.code != 0 {
+						t.Fatalf("sandbox=%v: exit %d: %s", sandbox, r.code, r.stderr)
+					}
+					hostGit(t, v.judge(repo), "status")
+					_, err := os.Stat(marker)
+					return err == nil
+				}
+				if !try(false) {
+					t.Fatal("control: unconfined, the planted setting did not run on the host's git status (untested)")
+				}
+				if try(true) {
+					t.Error("the planted setting ran on the host's git status after a sandboxed run")
+				}
+			})
+		}
+	}
+}
+
+// startHeldRun starts sandbox-run on w with a command that waits for the file
+// release (written from outside), then runs script.
+func startHeldRun(t *testing.T, env []string, w, release, script string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	wait := fmt.Sprintf(`i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; `, release)
+	c := exec.Command(bin, "run", "--workdir", w, "--", "sh", "-c", wait+script)
+	c.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c, &out
+}
+
+// TestParallelRuns: N runs on one workdir that holds a repository; they
+// end one by one (first started first, or last started first, or with one
+// SIGKILLed). Each run, as it ends, has the ones still running try to plant
+// a hook and a config setting (refused while any run lives), and the last
+// one creates .mcp.json (the live window). After the last has ended,
+// .mcp.json is gone from the tree; after a killed last run, the next run
+// removes it. Control: the same writes, unconfined, land.
+func TestParallelRuns(t *testing.T) {
+	needBwrap(t)
+	needGit(t)
+	attack := `echo x > .git/hooks/pre-commit 2>/dev/null && echo HOOK-WROTE; echo "[core] fsmonitor = x" >> .git/config 2>/dev/null && echo CONFIG-WROTE; echo '{}' > .mcp.json && echo MCP-WROTE; true`
+	cw := sandboxtest.WorkDir(t)
+	hostGit(t, cw, "init", "-q")
+	chownAll(t, cw)
+	if ctl := unconfined(t, cw, attack); !strings.Contains(ctl.stdout, "HOOK-WROTE") || !strings.Contains(ctl.stdout, "CONFIG-WROTE") {
+		t.Fatalf("control: unconfined writes failed (untested): %q", ctl.stdout)
+	}
+	for _, n := range []int{2, 8} {
+		for _, order := range []string{"first-ends-first", "last-ends-first", "one-killed", "last-killed"} {
+			t.Run(fmt.Sprintf("n=%d/%s", n, order), func(t *testing.T) {
+				env := cacheEnv(t)
+				w := sandboxtest.WorkDir(t)
+				hostGit(t, w, "init", "-q")
+				chownAll(t, w)
+				rel := sandboxtest.WorkDir(t) // release files, outside the workdir
+				cmds := make([]*exec.Cmd, n)
+				outs := make([]*bytes.Buffer, n)
+				for i := range cmds {
+					release := filepath.Join(rel, fmt.Sprint(i))
+					cmds[i], outs[i] = startHeldRun(t, env, w, release, attack)
+				}
+				time.Sleep(500 * time.Millisecond) // every sandbox up
+				idx := make([]int, n)
+				for i := range idx {
+					idx[i] = i
+					if order == "last-ends-first" {
+						idx[i] = n - 1 - i
+					}
+				}
+				for k, i := range idx {
+					kill := (order == "one-killed" && k == 0) || (order == "last-killed" && k == n-1)
+					if kill {
+						// The killed run still plants first: its .mcp.json must
+						// not survive the runs after it.
+						os.WriteFile(filepath.Join(rel, fmt.Sprint(i)), nil, 0o644)
+						time.Sleep(300 * time.Millisecond)
+						cmds[i].Process.Signal(syscall.SIGKILL)
+						cmds[i].Wait()
+						continue
+					}
+					os.WriteFile(filepath.Join(rel, fmt.Sprint(i)), nil, 0o644)
+					cmds[i].Wait()
+					out := outs[i].String()
+					if strings.Contains(out, "HOOK-WROTE") || strings.Contains(out, "CONFIG-WROTE") {
+						t.Errorf("run %d (ended %d of %d) wrote git metadata: %q", i, k+1, n, out)
+					}
+					if !strings.Contains(out, "MCP-WROTE") {
+						t.Errorf("run %d could not create .mcp.json: %q", i, out)
+					}
+					_, err := os.Lstat(filepath.Join(w, ".mcp.json"))
+					if k < n-1 && err != nil {
+						t.Errorf("run %d quarantined .mcp.json while %d runs were still live", i, n-1-k)
+					}
+				}
+				if order == "last-killed" {
+					if _, err := os.Lstat(filepath.Join(w, ".mcp.json")); err != nil {
+						t.Fatalf("no .mcp.json left by the killed last run, so nothing is tested: %v", err)
+					}
+					inSandbox(t, env, sandboxtest.WorkDir(t), "true")
+				}
+				if _, err := os.Lstat(filepath.Join(w, ".mcp.json")); err == nil {
+					t.Errorf(".mcp.json still in the tree after the last run")
+				}
+				if _, err := os.Lstat(filepath.Join(w, ".git/hooks/pre-commit")); err == nil {
+					t.Errorf("a pre-commit hook reached the host")
+				}
+				if strings.Contains(hostGit(t, w, "config", "--local", "--list"), "fsmonitor") {
+					t.Errorf("a config setting reached the host")
+				}
+			})
+		}
+	}
+}
+
+// TestProtectWalkReport: the start-up walk is in the report, with the
+// git directories it found at depth.
+func TestProtectWalkReport(t *testing.T) {
+	needBwrap(t)
+	needGit(t)
+	w := sandboxtest.WorkDir(t)
+	for _, d := range []string{"a", "a/b/c"} {
+		os.MkdirAll(filepath.Join(w, d), 0o755)
+		hostGit(t, filepath.Join(w, d), "init", "-q")
+	}
+	chownAll(t, w)
+	rep := filepath.Join(t.TempDir(), "r.json")
+	r := runEnv(t, cacheEnv(t), "", "run", "--workdir", w, "--report", rep, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(rep)
+	var got struct {
+		Walk *struct {
+			GitDirs  int  `json:"git_dirs"`
+			Complete bool `json:"complete"`
+		} `json:"protect_walk"`
+		Protected []string `json:"protected"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Walk == nil {
+		t.Fatalf("report: %v: %s", err, b)
+	}
+	if got.Walk.GitDirs != 2 || !got.Walk.Complete {
+		t.Errorf("walk found %d git dirs (complete %v), want 2", got.Walk.GitDirs, got.Walk.Complete)
+	}
+	if !slices.Contains(got.Protected, filepath.Join(w, "a/b/c/.git/config")) {
+		t.Errorf("a/b/c/.git/config not held: %v", got.Protected)
+	}
+}
