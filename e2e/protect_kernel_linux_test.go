@@ -328,7 +328,9 @@ func TestGitMetadataAtDepth(t *testing.T) {
 func startHeldRun(t *testing.T, env []string, w, release, script string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	wait := fmt.Sprintf(`i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; `, release)
-	c := exec.Command(bin, "run", "--workdir", w, "--", "sh", "-c", wait+script)
+	// A run whose release.hold exists stays after script, to be killed.
+	hold := fmt.Sprintf(`; if [ -e %s.hold ]; then sleep 30; fi`, release)
+	c := exec.Command(bin, "run", "--workdir", w, "--read", filepath.Dir(release), "--", "sh", "-c", wait+script+hold)
 	c.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
@@ -348,7 +350,7 @@ func startHeldRun(t *testing.T, env []string, w, release, script string) (*exec.
 func TestParallelRuns(t *testing.T) {
 	needBwrap(t)
 	needGit(t)
-	attack := `echo x > .git/hooks/pre-commit 2>/dev/null && echo HOOK-WROTE; echo "[core] fsmonitor = x" >> .git/config 2>/dev/null && echo CONFIG-WROTE; echo '{}' > .mcp.json && echo MCP-WROTE; true`
+	attack := `echo x > .git/hooks/pre-commit 2>/dev/null && echo HOOK-WROTE; echo "[core] fsmonitor = x" >> .git/config 2>/dev/null && echo CONFIG-WROTE; echo '{}' > .mcp.json && echo MCP-WROTE`
 	cw := sandboxtest.WorkDir(t)
 	hostGit(t, cw, "init", "-q")
 	chownAll(t, cw)
@@ -362,7 +364,7 @@ func TestParallelRuns(t *testing.T) {
 				w := sandboxtest.WorkDir(t)
 				hostGit(t, w, "init", "-q")
 				chownAll(t, w)
-				rel := sandboxtest.WorkDir(t) // release files, outside the workdir
+				rel := sandboxtest.WorkDir(t) // release files, outside the workdir, read-only inside
 				cmds := make([]*exec.Cmd, n)
 				outs := make([]*bytes.Buffer, n)
 				for i := range cmds {
@@ -382,6 +384,7 @@ func TestParallelRuns(t *testing.T) {
 					if kill {
 						// The killed run still plants first: its .mcp.json must
 						// not survive the runs after it.
+						os.WriteFile(filepath.Join(rel, fmt.Sprint(i)+".hold"), nil, 0o644)
 						os.WriteFile(filepath.Join(rel, fmt.Sprint(i)), nil, 0o644)
 						time.Sleep(300 * time.Millisecond)
 						cmds[i].Process.Signal(syscall.SIGKILL)

@@ -3,9 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
