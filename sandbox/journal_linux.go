@@ -37,8 +37,29 @@ type journal struct {
 	RunID        string        `json:"run_id,omitempty"`
 	Writable     []string      `json:"writable,omitempty"`
 	Watched      []string      `json:"watched,omitempty"`
-	Gits         []string      `json:"gits,omitempty"`
+	Gits         []gitID       `json:"gits,omitempty"`
 	Placeholders []placeholder `json:"placeholders,omitempty"`
+}
+
+// gitID names a git directory or .git file that existed at a run's start:
+// its path and inode, so that one put in its place during the run (the old
+// one renamed away, a new one made) counts as new.
+type gitID struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// gitIDs identifies paths as they are now; one that is gone is left out.
+func gitIDs(paths []string) []gitID {
+	out := make([]gitID, 0, len(paths))
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil {
+			out = append(out, gitID{Path: p, Dev: st.Dev, Ino: st.Ino})
+		}
+	}
+	return out
 }
 
 // placeholder names what a run made: the inode at Path, told from a later

@@ -64,8 +64,8 @@ func (e *LinkError) Error() string { return e.Path + " is a symbolic link" }
 //
 // names are relative to each writable directory; absolute ones apply to the
 // writable directory that holds them. Every git directory gets its held
-// parts (policy.GitHeld) and is pinned, as is every directory on the way
-// from its writable directory; a .git file is held.
+// parts (policy.GitHeld) and is pinned; a .git file is held, with the
+// directories on the way to it pinned.
 func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) entryKind) ([]holdAction, error) {
 	acts := map[string]holdOp{}
 	add := func(p string, op holdOp) {
@@ -93,14 +93,21 @@ func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf 
 		if w == "" {
 			continue
 		}
+		// The git directory is pinned, so that it cannot be renamed away
+		// and replaced while the run lasts; the directories above it are
+		// not (a bind each costs bwrap about half a millisecond): one
+		// replaced through them is a new git directory to the end-of-run
+		// walk, which tells them apart by inode.
 		rel, _ := filepath.Rel(w, g)
 		if rel != "." {
-			if err := layoutPath(w, rel, true, kindOf, add); err != nil {
-				return nil, err
+			if k := kindOf(g); k == kindLink {
+				return nil, &LinkError{Path: g}
+			} else if k == kindDir {
+				add(g, opPin)
 			}
 		}
 		for _, part := range policy.GitHeld() {
-			if err := layoutPath(w, filepath.Join(rel, part), false, kindOf, add); err != nil {
+			if err := layoutPath(g, part, false, kindOf, add); err != nil {
 				return nil, err
 			}
 		}

@@ -35,17 +35,24 @@ func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
 			q.moveAt(w, p, "created during the run where a protected path was missing")
 		}
 	}
-	old := map[string]bool{}
+	old := map[gitID]bool{}
 	for _, g := range j.Gits {
 		old[g] = true
 	}
+	now := func(p string) gitID {
+		ids := gitIDs([]string{p})
+		if len(ids) == 0 {
+			return gitID{Path: p}
+		}
+		return ids[0]
+	}
 	for _, d := range finds.dirs {
-		if !old[d] {
+		if !old[now(d)] {
 			q.stripGitDir(d, j.Writable)
 		}
 	}
 	for _, l := range finds.links {
-		if !old[l] {
+		if !old[now(l)] {
 			if w := owner(l, j.Writable); w != "" {
 				q.moveAt(w, l, "a .git link created during the run")
 			}

@@ -27,7 +27,7 @@ import (
 // afterwards; a git directory past the walk's bounds is not held.
 type protection struct {
 	watched []string // protected paths missing at start
-	gits    []string // git directories, .git files and .git links at start
+	gits    []gitID  // git directories, .git files and .git links at start
 	walk    WalkReport
 }
 
@@ -76,7 +76,7 @@ func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
 			return setupErr("cannot open protected path "+a.Path, err.Error(), "check the path")
 		}
 	}
-	pl.prot.gits = append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...)
+	pl.prot.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
 	for _, u := range p.Unprotect {
 		pl.notes = append(pl.notes, "warning: built-in protected path "+filepath.Clean(u)+" is not protected (the profile's unprotect)")
 	}

@@ -32,7 +32,7 @@ benchtime=1s
 case " $* " in *" -quick "*) benchtime=100ms ;; esac
 echo "bench: go test -bench (benchtime $benchtime)" >&2
 go test -run '^$' -bench . -benchmem -benchtime "$benchtime" \
-	./filter/ ./bwrap/ ./pathguard/ ./forwarder/ ./scripts/bench/ 2>&1 |
+	./filter/ ./bwrap/ ./pathguard/ ./forwarder/ ./sandbox/ ./scripts/bench/ 2>&1 |
 	grep -E '^(Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' >"$micro" || true
 
 exec .cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -micro "$micro" "$@"
