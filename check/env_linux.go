@@ -151,7 +151,7 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 	})
 
 	items = append(items, Item{ID: "protected-paths", Category: "policy", Status: StatusOK,
-		Summary: fmt.Sprintf("Protected paths: on (%d paths held read-only in every writable directory)", len(policy.DefaultProtected())),
+		Summary: fmt.Sprintf("Protected paths: on (%d paths and the config and hooks of every git directory held read-only where they exist; created ones quarantined after the run)", len(policy.DefaultProtected())),
 		Details: policy.DefaultProtected()})
 
 	if !bwrapOK {

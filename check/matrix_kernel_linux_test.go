@@ -9,7 +9,9 @@ import (
 )
 
 // TestEscapeMatrix runs every case of egress-cases.json under bwrap with
-// its positive control. An escape fails; so does an attempt the runner
+// its positive control. An escape fails unless the matrix expects it (a
+// documented window, such as a missing protected path while the run
+// lasts); so does an attempt the runner
 // could not run. An attempt whose control could not reach its canary on
 // this machine is untested and logged with the reason, never held.
 func TestEscapeMatrix(t *testing.T) {
@@ -30,6 +32,10 @@ func TestEscapeMatrix(t *testing.T) {
 		counts[r.Verdict]++
 		t.Run(r.ID, func(t *testing.T) {
 			switch {
+			case r.Verdict == Escaped && r.Expected == ExpectEscaped:
+				// A documented window (the case's why says which), not a
+				// claim: logged, never counted as held.
+				t.Logf("escaped, as the matrix expects: %s", r.Reason)
 			case r.Verdict == Escaped:
 				t.Errorf("ESCAPED under bwrap (expected %s): %s\ncontrol: %q\nconfined: %q", r.Expected, r.Reason, r.Control, r.Confined)
 			case r.Error:

@@ -464,7 +464,11 @@ func (fx *fixture) workdir(w string, setup []string) error {
 				mk = append(mk, filepath.Join(w, f))
 			}
 		case "git-present":
-			os.MkdirAll(filepath.Join(w, ".git/objects"), 0o755)
+			// A repository as git makes one: hooks/ is there (a missing one
+			// is writable while the run lasts, then quarantined).
+			for _, d := range []string{".git/objects", ".git/refs", ".git/hooks"} {
+				os.MkdirAll(filepath.Join(w, d), 0o755)
+			}
 			mk = append(mk, filepath.Join(w, ".git/HEAD"))
 		case "flag-link":
 			if err := os.Symlink(fx.flag, filepath.Join(w, "flaglink")); err != nil {

@@ -98,19 +98,21 @@ func IsDefaultProtected(name string) bool {
 
 // ProtectedNames returns the protected paths of p relative to each
 // writable directory (and the absolute ones of Protect): the defaults minus
-// Unprotect, then Protect.
+// Unprotect, then Protect, each once.
 func (p Policy) ProtectedNames() []string {
 	drop := map[string]bool{}
 	for _, u := range p.Unprotect {
 		drop[filepath.Clean(u)] = true
 	}
 	var out []string
-	for _, d := range defaultProtected {
-		if !drop[d] {
-			out = append(out, d)
+	seen := map[string]bool{}
+	for _, n := range append(append([]string(nil), defaultProtected...), p.Protect...) {
+		if !drop[n] && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
 	}
-	return append(out, p.Protect...)
+	return out
 }
 
 // Policy says what a sandboxed command may do. The zero value, once given a
