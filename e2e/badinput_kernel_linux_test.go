@@ -71,6 +71,7 @@ func badInputs() []badInput {
 		{name: "symlinked workdir", args: withCmd("run", "--workdir", "{L}"), want: []string{"{L}", "symlink", "{W}"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
+		{name: "unprotect not a default", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"unprotect":["Makefile"]}`, want: []string{`"Makefile"`, "not a built-in protected path", "fix:"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},

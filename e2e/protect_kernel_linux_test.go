@@ -459,3 +459,39 @@ func TestProtectWalkReport(t *testing.T) {
 		t.Errorf("a/b/c/.git/config not held: %v", got.Protected)
 	}
 }
+
+// TestProtectAddAndRemove: --protect adds a path (held when present); a
+// profile's unprotect removes a default, which the command can then write,
+// and the report warns of it. Control: the same writes, unconfined.
+func TestProtectAddAndRemove(t *testing.T) {
+	needBwrap(t)
+	attack := `echo x >> custom.cfg 2>/dev/null && echo CUSTOM-WROTE; echo x > .vscode/tasks.json 2>/dev/null && echo VSCODE-WROTE; true`
+	setup := func() string {
+		w := sandboxtest.WorkDir(t)
+		os.WriteFile(filepath.Join(w, "custom.cfg"), []byte("orig\n"), 0o644)
+		os.Mkdir(filepath.Join(w, ".vscode"), 0o755)
+		chownAll(t, w)
+		return w
+	}
+	if ctl := unconfined(t, setup(), attack); !strings.Contains(ctl.stdout, "CUSTOM-WROTE") || !strings.Contains(ctl.stdout, "VSCODE-WROTE") {
+		t.Fatalf("control: unconfined writes failed (untested): %q", ctl.stdout)
+	}
+	w := setup()
+	prof := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(prof, []byte(`{"unprotect":[".vscode"]}`), 0o644)
+	rep := filepath.Join(t.TempDir(), "r.json")
+	r := inSandbox(t, cacheEnv(t), w, attack, "--protect", "custom.cfg", "--config", prof, "--report", rep)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "CUSTOM-WROTE") {
+		t.Error("--protect custom.cfg was written")
+	}
+	if !strings.Contains(r.stdout, "VSCODE-WROTE") {
+		t.Error("an unprotected .vscode stayed read-only")
+	}
+	b, _ := os.ReadFile(rep)
+	if !strings.Contains(string(b), "built-in protected path .vscode is not protected") {
+		t.Errorf("no warning in the report: %s", b)
+	}
+}

@@ -88,6 +88,19 @@ func TestPlanRefusesProtectedSymlink(t *testing.T) {
 	}
 }
 
+// TestPlanRefusesGitLink: a .git that is a symbolic link, at any depth, is
+// refused: git follows it, and it cannot be held in place.
+func TestPlanRefusesGitLink(t *testing.T) {
+	w, other := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(w, "a/b"), 0o755)
+	os.Symlink(other, filepath.Join(w, "a/b/.git"))
+	p := policy.Policy{Workdir: w}.WithDefaults()
+	_, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), filepath.Join(w, "a/b/.git")) || !strings.Contains(err.Error(), "fix:") {
+		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
+	}
+}
+
 func TestCommandEnv(t *testing.T) {
 	p := policy.Policy{Workdir: "/w", Env: map[string]string{"HTTP_PROXY": "mine"}}
 	env, err := commandEnv(p, map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128", "HTTPS_PROXY": "http://127.0.0.1:3128"}, nil)
