@@ -24,8 +24,12 @@
 //   - When Run returns, no process of the sandbox is left: its PID 1 (init
 //     or bwrap's) takes the PID namespace with it, bwrap dies with the
 //     thread that started it, and PID 1 dies with bwrap.
-//   - Protected paths inside writable directories stay read-only, existing
-//     or not, and placeholders made to hold missing ones are removed.
+//   - Protected paths inside writable directories, and the config, hooks,
+//     commondir and info/attributes of every git directory the start-up
+//     walk finds, stay read-only where they exist. Nothing is created in
+//     the user's tree; what the command creates at a missing protected
+//     path, and a new git directory's hooks and program-running settings,
+//     are quarantined once no run on that directory is left.
 //
 // # Non-guarantees
 //
@@ -34,8 +38,11 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
-//   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
-//     but placeholders for missing protected paths stay behind (empty).
+//   - A missing protected path is writable while the run (and any
+//     concurrent run on the same directory) lasts: the live window. If
+//     every such run is killed with SIGKILL, its quarantine waits for the
+//     next run of the same user. A git directory past the walk's bounds
+//     is not held.
 package sandbox
 
 import (
