@@ -163,7 +163,7 @@ git add -A && git commit -qm one
 "$GO" build -o /tmp/m . && "$GO" version -m /tmp/m | grep -q vcs.revision && echo GO-VCS-OK
 if command -v npm >/dev/null; then npm init -y >/dev/null && echo NPM-OK; else echo NPM-OK; fi
 git config --global user.name me && echo GLOBAL-OK
-git config user.email me@me 2>/tmp/err && echo LOCAL-WROTE || echo LOCAL-REFUSED
+git config user.email me@me 2>/tmp/err && echo LOCAL-WROTE || { echo LOCAL-REFUSED; grep -q "git config --global" /tmp/err && grep -q "git -c" /tmp/err && echo LOCAL-HINT; }
 git checkout -qb topic && git commit -q --allow-empty -m two && echo BRANCH-OK
 `
 	goBin, err := exec.LookPath("go")
@@ -188,6 +188,9 @@ git checkout -qb topic && git commit -q --allow-empty -m two && echo BRANCH-OK
 			}
 			if existing && !strings.Contains(r.stdout, "LOCAL-REFUSED") {
 				t.Errorf("a local git config write in an existing repository landed: %q", r.stdout)
+			}
+			if existing && !strings.Contains(r.stdout, "LOCAL-HINT") {
+				t.Errorf("the refused git config write does not name git config --global and git -c: %q", r.stdout)
 			}
 			if !existing && !strings.Contains(r.stdout, "LOCAL-WROTE") {
 				t.Errorf("a git config write in the command's own repository failed: %q", r.stdout)

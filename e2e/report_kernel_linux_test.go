@@ -82,7 +82,7 @@ func TestEnvironmentDigest(t *testing.T) {
 	if a.RunID == b.RunID {
 		t.Errorf("two runs share run id %s", a.RunID)
 	}
-	for _, extra := range [][]string{{"--tmp-size", "64M"}, {"--timeout", "1h"}, {"--protect", ".envrc"}, {"--sandbox", "off"}} {
+	for _, extra := range [][]string{{"--tmp-size", "64M"}, {"--timeout", "1h"}, {"--protect", "deploy.key"}, {"--sandbox", "off"}} {
 		c, _ := runReport(t, w, extra, "true")
 		if c.Digest == a.Digest {
 			t.Errorf("%v did not change the environment digest", extra)

@@ -158,6 +158,8 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	env, hintDone := pl.bindGitHint(p, env, uid, gid)
+	defer hintDone()
 
 	lim, cg, err := setupLimits(p, runID)
 	if err != nil {
