@@ -224,11 +224,11 @@ wait`, marker)
 // run, the sandbox's PID namespace and the sleeps' marker, once the host
 // sees the sandbox's processes: the positive control for the checks that
 // none is left.
-func startSleeping(t *testing.T, flags []string) (*bgRun, string, string) {
+func startSleeping(t *testing.T, flags []string, first ...string) (*bgRun, string, string) {
 	t.Helper()
 	marker := sleepMarker()
 	w := sandboxtest.WorkDir(t)
-	r := startRun(t, append(append([]string{"run", "--workdir", w}, flags...), "--", "sh", "-c", sandboxScript(marker))...)
+	r := startRun(t, append(append([]string{"run", "--workdir", w}, flags...), "--", "sh", "-c", strings.Join(first, "")+sandboxScript(marker))...)
 	r.workdir = w
 	ns := r.line(t, "ns ", 30*time.Second)
 	host, _ := os.Readlink("/proc/self/ns/pid")
@@ -341,7 +341,9 @@ func TestFaultSandboxRunKilled(t *testing.T) {
 			// the socket, so a kill after the start leaves nothing.
 			tmp := sandboxtest.WorkDir(t)
 			t.Setenv("TMPDIR", tmp)
-			r, ns, marker := startSleeping(t, path.flags)
+			// The command creates .mcp.json, missing at start: it must not
+			// outlive the kill for good.
+			r, ns, marker := startSleeping(t, path.flags, `echo '{}' > .mcp.json && `)
 			bw := bwrapOf(t, r.cmd.Process.Pid)
 			killed := time.Now()
 			if err := r.cmd.Process.Kill(); err != nil {
@@ -354,14 +356,12 @@ func TestFaultSandboxRunKilled(t *testing.T) {
 			if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
 				t.Errorf("left in TMPDIR after the kill: %s", ents[0].Name())
 			}
-			// The placeholders that held missing protected paths outlive
-			// the kill (the control) until the next run of the same user
-			// sweeps them, whatever its workdir.
+			// What the command created at a missing protected path
+			// outlives the kill (the control) until the next run of the
+			// same user quarantines it, whatever its workdir.
 			w := r.workdir
-			for _, name := range []string{".mcp.json", ".git/hooks"} {
-				if _, err := os.Lstat(filepath.Join(w, name)); err != nil {
-					t.Fatalf("control: placeholder %s not there after the kill (untested): %v", name, err)
-				}
+			if _, err := os.Lstat(filepath.Join(w, ".mcp.json")); err != nil {
+				t.Fatalf("control: the command's .mcp.json not there after the kill (untested): %v", err)
 			}
 			if r := run(t, "", "run", "--workdir", sandboxtest.WorkDir(t), "--", "true"); r.code != 0 {
 				t.Fatalf("the next run: exit %d, %s", r.code, r.stderr)
@@ -625,10 +625,12 @@ func mountTmpfs(t *testing.T, size string) string {
 func TestFaultWorkdirFull(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t) // mounting a tmpfs
-	// 2 MiB in 64 KiB writes; the placeholders of the protected paths
-	// are listed while the command runs, so that the check that none is
-	// left behind has something to check.
-	const script = `echo "during $(ls -A | tr '\n' ' ')"
+	// 2 MiB in 64 KiB writes; the command first creates an empty .mcp.json (a
+	// missing protected path, quarantined as the run ends; empty, it takes
+	// no block of the full file system), listed while
+	// it runs, so that the check that the workdir ends with only f has
+	// something to check.
+	const script = `: > .mcp.json; echo "during $(ls -A | tr '\n' ' ')"
 dd if=/dev/zero of=f bs=64k count=32 || exit 3
 echo wrote`
 	for _, path := range launchPaths {
@@ -641,8 +643,8 @@ echo wrote`
 				rep := filepath.Join(sandboxtest.WorkDir(t), "report.json")
 				args := append(append([]string{"run", "--workdir", w, "--report", rep, "--summary"}, path.flags...), "--", "sh", "-c", script)
 				r := run(t, "", args...)
-				if !strings.Contains(r.stdout, "during ") || !strings.Contains(r.stdout, ".git") {
-					t.Fatalf("control: no placeholder seen during the run (untested): %q %q", r.stdout, r.stderr)
+				if !strings.Contains(r.stdout, "during ") || !strings.Contains(r.stdout, ".mcp.json") {
+					t.Fatalf("control: no .mcp.json seen during the run (untested): %q %q", r.stdout, r.stderr)
 				}
 				var report struct {
 					Notes []string `json:"notes"`
