@@ -530,7 +530,10 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	if len(r.ReadOnly) > 0 {
 		fmt.Fprintf(w, "  read-only    %s\n", strings.Join(r.ReadOnly, ", "))
 	}
-	fmt.Fprintf(w, "  protected    %d paths\n", len(r.Protected))
+	fmt.Fprintf(w, "  protected    %d paths held read-only, %d missing (quarantined if created)\n", len(r.Protected), len(r.Watched))
+	if r.ProtectWalk != nil && !r.ProtectWalk.Complete {
+		fmt.Fprintf(w, "  git walk     incomplete: %d skipped (see the report's protect_walk)\n", len(r.ProtectWalk.Skipped))
+	}
 	fmt.Fprintf(w, "  network      %s\n", r.Network)
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
 	if rb := r.Readback; rb != nil {
