@@ -75,9 +75,9 @@ func (q *quarantine) stripGitDir(d string, writable []string) {
 	}
 	if names, err := readNames(filepath.Join(d, "hooks")); err == nil {
 		var hooks []string
-		for n := range names {
-			if !strings.HasSuffix(n, ".sample") {
-				hooks = append(hooks, n)
+		for _, e := range names {
+			if !strings.HasSuffix(e.name, ".sample") {
+				hooks = append(hooks, e.name)
 			}
 		}
 		sort.Strings(hooks)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Bounds of the walk that finds git directories in the writable
@@ -34,10 +36,10 @@ type gitFinds struct {
 
 // isGitDir says, from a directory's entry names, whether git would take it
 // for a git directory: HEAD, objects and refs.
-func isGitDir(names map[string]fs.FileMode) bool {
-	h, ok1 := names["HEAD"]
-	o, ok2 := names["objects"]
-	r, ok3 := names["refs"]
+func isGitDir(names dirents) bool {
+	h, ok1 := names.get("HEAD")
+	o, ok2 := names.get("objects")
+	r, ok3 := names.get("refs")
 	return ok1 && ok2 && ok3 && h.IsRegular() && o.IsDir() && r.IsDir()
 }
 
@@ -87,7 +89,8 @@ func findGit(writable []string) *gitFinds {
 			g.gitDirInside(it.path, names, addDir)
 			continue
 		}
-		for name, mode := range names {
+		for _, e := range names {
+			name, mode := e.name, e.mode
 			p := filepath.Join(it.path, name)
 			switch {
 			case name == ".git" && mode.IsDir():
@@ -117,17 +120,17 @@ func findGit(writable []string) *gitFinds {
 
 // gitDirInside adds the git directories git keeps inside one: submodules
 // (modules/NAME, NAME possibly nested) and worktrees (worktrees/NAME).
-func (g *gitFinds) gitDirInside(dir string, names map[string]fs.FileMode, add func(string)) {
-	if m, ok := names["worktrees"]; ok && m.IsDir() {
+func (g *gitFinds) gitDirInside(dir string, names dirents, add func(string)) {
+	if m, ok := names.get("worktrees"); ok && m.IsDir() {
 		if sub, err := readNames(filepath.Join(dir, "worktrees")); err == nil {
-			for n, mode := range sub {
-				if mode.IsDir() {
-					add(filepath.Join(dir, "worktrees", n))
+			for _, e := range sub {
+				if e.mode.IsDir() {
+					add(filepath.Join(dir, "worktrees", e.name))
 				}
 			}
 		}
 	}
-	if m, ok := names["modules"]; ok && m.IsDir() {
+	if m, ok := names.get("modules"); ok && m.IsDir() {
 		g.modules(filepath.Join(dir, "modules"), 0, add)
 	}
 }
@@ -144,11 +147,11 @@ func (g *gitFinds) modules(dir string, depth int, add func(string)) {
 	if err != nil {
 		return
 	}
-	for n, mode := range sub {
-		if !mode.IsDir() {
+	for _, e := range sub {
+		if !e.mode.IsDir() {
 			continue
 		}
-		p := filepath.Join(dir, n)
+		p := filepath.Join(dir, e.name)
 		names, err := readNames(p)
 		if err != nil {
 			continue
@@ -234,21 +237,42 @@ func readSmall(p string) ([]byte, error) {
 	return b[:n], nil
 }
 
-// readNames lists a directory's entries with their types (from getdents:
-// no stat per entry).
-func readNames(dir string) (map[string]fs.FileMode, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
+// dirent is a directory entry's name and type.
+type dirent struct {
+	name string
+	mode fs.FileMode
+}
+
+// dirents is a directory's listing, in the order getdents gave it.
+type dirents []dirent
+
+// get finds name in the listing (a linear scan: a git directory's names are
+// looked up only in directories the walk already lists).
+func (d dirents) get(name string) (fs.FileMode, bool) {
+	for _, e := range d {
+		if e.name == name {
+			return e.mode, true
+		}
 	}
+	return 0, false
+}
+
+// readNames lists a directory's entries with their types (from getdents:
+// no stat per entry), without following a link at its last component.
+func readNames(dir string) (dirents, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	ents, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]fs.FileMode, len(ents))
-	for _, e := range ents {
-		out[e.Name()] = e.Type()
+	out := make(dirents, len(ents))
+	for i, e := range ents {
+		out[i] = dirent{e.Name(), e.Type()}
 	}
 	return out, nil
 }
