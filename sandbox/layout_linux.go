@@ -83,39 +83,20 @@ func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf 
 				}
 				rel = r
 			}
-			if err := layoutPath(w, filepath.Clean(rel), false, kindOf, add); err != nil {
+			if err := layoutPath(w, filepath.Clean(rel), kindOf, add); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, g := range gitDirs {
-		w := owner(g, writable)
-		if w == "" {
-			continue
-		}
-		// The git directory is pinned, so that it cannot be renamed away
-		// and replaced while the run lasts; the directories above it are
-		// not (a bind each costs bwrap about half a millisecond): one
-		// replaced through them is a new git directory to the end-of-run
-		// walk, which tells them apart by inode.
-		rel, _ := filepath.Rel(w, g)
-		if rel != "." {
-			if k := kindOf(g); k == kindLink {
-				return nil, &LinkError{Path: g}
-			} else if k == kindDir {
-				add(g, opPin)
-			}
-		}
-		for _, part := range policy.GitHeld() {
-			if err := layoutPath(g, part, false, kindOf, add); err != nil {
-				return nil, err
-			}
+		if err := layoutGitDir(g, writable, kindOf, add); err != nil {
+			return nil, err
 		}
 	}
 	for _, f := range gitFiles {
 		if w := owner(f, writable); w != "" {
 			rel, _ := filepath.Rel(w, f)
-			if err := layoutPath(w, rel, false, kindOf, add); err != nil {
+			if err := layoutPath(w, rel, kindOf, add); err != nil {
 				return nil, err
 			}
 		}
@@ -123,13 +104,38 @@ func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf 
 	return sortActions(acts), nil
 }
 
+// layoutGitDir lays out one git directory: the directory pinned (unless
+// it is a writable directory itself), each of policy.GitHeld held or
+// watched. The directories above it are not pinned (a bind each costs
+// bwrap about half a millisecond): one replaced through them is a new git
+// directory to the end-of-run walk, which tells them apart by inode.
+func layoutGitDir(g string, writable []string, kindOf func(string) entryKind, add func(string, holdOp)) error {
+	w := owner(g, writable)
+	if w == "" {
+		return nil
+	}
+	if g != w {
+		switch kindOf(g) {
+		case kindLink:
+			return &LinkError{Path: g}
+		case kindDir:
+			add(g, opPin)
+		}
+	}
+	for _, part := range policy.GitHeld() {
+		if err := layoutPath(g, part, kindOf, add); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // layoutPath lays out one path below w, component by component: existing
 // directories on the way are pinned, the path itself is held when it
-// exists (pinned instead when pinLast, for a git directory whose parts are
-// held one by one), and watched from where it stops existing. A file where
+// exists, and watched from where it stops existing. A file where
 // a directory is expected (the .git file of a worktree) is held: it names
 // where git looks.
-func layoutPath(w, rel string, pinLast bool, kindOf func(string) entryKind, add func(string, holdOp)) error {
+func layoutPath(w, rel string, kindOf func(string) entryKind, add func(string, holdOp)) error {
 	parts := strings.Split(rel, "/")
 	cur := w
 	for i, part := range parts {
@@ -142,7 +148,7 @@ func layoutPath(w, rel string, pinLast bool, kindOf func(string) entryKind, add 
 			add(filepath.Join(w, rel), opWatch)
 			return nil
 		case kindDir:
-			if !last || pinLast {
+			if !last {
 				add(cur, opPin)
 				continue
 			}
