@@ -498,3 +498,44 @@ func TestProtectAddAndRemove(t *testing.T) {
 		t.Errorf("no warning in the report: %s", b)
 	}
 }
+
+// TestQuarantineInReport: what the command created at a missing protected
+// path is named in the report with where it went, and is there, as the
+// command wrote it. Control: unconfined, the file stays in the workdir.
+func TestQuarantineInReport(t *testing.T) {
+	needBwrap(t)
+	script := `echo '{"mcpServers":{"x":{"command":"evil"}}}' > .mcp.json`
+	cw := sandboxtest.WorkDir(t)
+	if unconfined(t, cw, script); !fileHas(filepath.Join(cw, ".mcp.json"), "evil") {
+		t.Fatal("control: unconfined, .mcp.json was not written (untested)")
+	}
+	w := sandboxtest.WorkDir(t)
+	rep := filepath.Join(t.TempDir(), "r.json")
+	r := inSandbox(t, cacheEnv(t), w, script, "--report", rep)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var got struct {
+		Quarantined []struct{ Path, To, Why, Run string } `json:"quarantined"`
+		RunID       string                                `json:"run_id"`
+	}
+	b, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Quarantined) != 1 || got.Quarantined[0].Path != filepath.Join(w, ".mcp.json") || got.Quarantined[0].Run != got.RunID {
+		t.Fatalf("report quarantined %+v", got.Quarantined)
+	}
+	if !fileHas(got.Quarantined[0].To, "evil") {
+		t.Errorf("the quarantine %s does not hold what the command wrote", got.Quarantined[0].To)
+	}
+	if fileHas(filepath.Join(w, ".mcp.json"), "") {
+		t.Errorf(".mcp.json still in the workdir")
+	}
+}
+
+// fileHas says whether p is a file that holds s.
+func fileHas(p, s string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && strings.Contains(string(b), s)
+}
