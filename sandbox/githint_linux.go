@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -41,35 +44,27 @@ fi
 exit $s
 `
 
-// bindGitHint puts the hint wrapper at gitHintDir/git: written into a
-// fresh directory of the host's TMPDIR that the sandbox's user can reach
-// (the cache may not be, as root), bound read-only, and removed by the
-// returned func once the run is over. It is left out, with no loss of
-// protection, when the policy sets PATH itself, when git is not there, or
-// when anything in the way fails.
-func (pl *plan) bindGitHint(p policy.Policy, env []string, uid, gid int) ([]string, func()) {
-	none := func() {}
+// bindGitHint puts the hint wrapper at gitHintDir/git, bound read-only
+// from one file per host user that the sandbox's user can reach: in the
+// cache for an unprivileged user (the sandbox runs as that user), in
+// /run/sandbox-run for root (the sandbox runs as another uid, which cannot
+// reach root's cache). Nothing of it is made per run. It is left out, with
+// no loss of protection, when the policy sets PATH itself, when git is not
+// there, or when anything in the way fails.
+func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gid int) []string {
 	if _, ok := p.Env["PATH"]; ok {
-		return env, none
+		return env
 	}
 	if _, err := os.Stat("/usr/bin/git"); err != nil {
-		return env, none
+		return env
 	}
-	dir, err := os.MkdirTemp("", "sandbox-run-git-")
-	if err != nil {
-		return env, none
-	}
-	done := func() { os.RemoveAll(dir) }
-	path := filepath.Join(dir, "git")
-	if os.Chmod(dir, 0o755) != nil || os.WriteFile(path, []byte(gitHintScript), 0o755) != nil ||
-		os.Chmod(path, 0o755) != nil || accessibleAs(path, uid, gid, false, nil) != nil {
-		done()
-		return env, none
+	path, err := gitHintSource(cache)
+	if err != nil || accessibleAs(path, uid, gid, false, nil) != nil {
+		return env
 	}
 	r, err := pl.guard.CheckRead(path)
 	if err != nil || !r.Exists || pl.bind(bwrap.ROBind, r, filepath.Join(gitHintDir, "git")) != nil {
-		done()
-		return env, none
+		return env
 	}
 	out := make([]string, len(env))
 	for i, kv := range env {
@@ -79,5 +74,52 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, uid, gid int) ([]stri
 		out[i] = kv
 	}
 	pl.notes = append(pl.notes, "git on PATH is "+gitHintDir+"/git, which runs /usr/bin/git and explains a refused write to a held .git/config")
-	return out, done
+	return out
+}
+
+// gitHintSource returns the host file holding gitHintScript, written when
+// it is missing or differs. Its directory must be this user's own and no
+// link.
+func gitHintSource(cache string) (string, error) {
+	dir, mode := filepath.Join(cache, "bin"), os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		dir, mode = "/run/sandbox-run", 0o755
+	} else if cache == "" {
+		return "", os.ErrNotExist
+	}
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return "", fmt.Errorf("%s is not a directory of this user's, closed to others", dir)
+	}
+	path := filepath.Join(dir, "git-hint")
+	if b, err := os.ReadFile(path); err == nil && string(b) == gitHintScript {
+		if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o777 == 0o755 {
+			return path, nil
+		}
+	}
+	tmp, err := os.CreateTemp(dir, ".git-hint-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.WriteString(gitHintScript)
+	if err := tmp.Chmod(0o755); werr == nil {
+		werr = err
+	}
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return "", werr
+	}
+	return path, nil
 }

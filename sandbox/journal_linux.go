@@ -74,13 +74,20 @@ type placeholder struct {
 func ctimeNs(st *unix.Stat_t) int64 { return int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec) }
 
 // journalDir is where the journals of the runs of the user whose cache is
-// cache are kept; "" (no journal) without a cache.
+// cache are kept; "" (no journal) without a cache. It is not the "runs"
+// directory of older versions: their sweep removes every journal of a dead
+// run after removing its placeholders, so it would drop what a run of
+// this version has yet to quarantine.
 func journalDir(cache string) string {
 	if cache == "" {
 		return ""
 	}
-	return filepath.Join(cache, "runs")
+	return filepath.Join(cache, "journals")
 }
+
+// legacyJournalDir is where older versions recorded their placeholders;
+// each run sweeps those of ended runs.
+func legacyJournalDir(cache string) string { return filepath.Join(cache, "runs") }
 
 // writeJournal records run runID's start state and returns the journal's
 // path.

@@ -133,6 +133,7 @@ func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, err
 	defer unlock()
 	q := pend.quarantine()
 	settleJournals(pend.jdir, "", q)
+	settleJournals(legacyJournalDir(cache), "", q)
 	pend.started = q.items
 	pl, err := mk()
 	if err != nil {

@@ -158,8 +158,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	env, hintDone := pl.bindGitHint(p, env, uid, gid)
-	defer hintDone()
+	env = pl.bindGitHint(p, env, opts.BwrapCache, uid, gid)
 
 	lim, cg, err := setupLimits(p, runID)
 	if err != nil {
@@ -266,10 +265,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	log.Debug("starting bwrap", "bwrap_argv", argv, "mounts", len(pl.mounts))
 	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "bwrap", "command": cmd[0],
 		"network": nw.mode, "allow_hosts": p.AllowHosts})
-	// Once the command runs, every mount is in place: the runtime dir and
-	// the git hint's source are no longer needed on the host.
-	started := func() { nw.release(); hintDone() }
-	res, err = launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast, started: started,
+	res, err = launch(ctx, &launchSpec{cmd: cmd, argv: argv, args: args, seccomp: prog.Bytes(), pl: pl, fast: fast, started: nw.release,
 		uid: uid, gid: gid, root: root, host: host, report: report, opts: opts, lim: lim, cg: cg})
 	end := map[string]any{}
 	if res != nil {
