@@ -2,6 +2,7 @@ package pathguard
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -306,5 +307,41 @@ func TestOpenPrivateDirOtherOwner(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(p, &st); err != nil || st.Uid != 0 {
 		t.Errorf("rebuilt dir: uid %d, %v", st.Uid, err)
+	}
+}
+
+func TestListenUnix(t *testing.T) {
+	root := tempRoot(t)
+	build(t, root, "d/", "other/", "l => $R/other", "d/file")
+	p := at(root, "d/p.sock")
+	ln, err := ListenUnix(p, 0o660)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("%s: %v %v, want a socket of mode 0660", p, fi, err)
+	}
+	if _, err := ListenUnix(p, 0o600); !errors.Is(err, ErrInUse) {
+		t.Errorf("second listen: %v, want ErrInUse", err)
+	}
+	ln.Close()
+	if _, err := os.Lstat(p); err == nil {
+		t.Errorf("%s left after Close", p)
+	}
+	if _, err := ListenUnix(at(root, "d/file"), 0o600); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("listen on a file: %v, want ErrNotRegular", err)
+	}
+	// Through a link: the control binds there, ListenUnix does not.
+	if ln, err := net.Listen("unix", at(root, "l/c.sock")); err != nil {
+		t.Fatalf("control: %v (untested)", err)
+	} else {
+		ln.Close()
+	}
+	if ln, err := ListenUnix(at(root, "l/p.sock"), 0o600); err == nil {
+		ln.Close()
+		t.Error("listened through a link")
+	}
+	if _, err := os.Lstat(at(root, "other/p.sock")); err == nil {
+		t.Error("a socket was made through the link")
 	}
 }

@@ -95,13 +95,11 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			LookupEnv:  os.LookupEnv,
 		},
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return fail(stdio.Stderr, err)
-		}
+	if err := f.hostFiles(p); err != nil {
+		return fail(stdio.Stderr, err)
 	}
 	var af *auditFile
-	if auditPath != "" {
+	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
 			return fail(stdio.Stderr, err)
 		}
