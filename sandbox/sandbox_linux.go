@@ -152,7 +152,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	defer func() {
 		pl.cleanup()
 		if jpath != "" {
-			os.Remove(jpath)
+			removeJournal(jpath)
 		}
 	}()
 	defer pl.close()
