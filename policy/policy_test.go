@@ -191,3 +191,52 @@ func TestProtectedPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestHostCheckWritable(t *testing.T) {
+	h := Host{Home: []string{"/home/u", "/srv/home/u"}, State: []string{"/var/cache/u/sandbox-run"}}
+	for _, tt := range []struct {
+		dir     string
+		refused string // a word of the reason; "" means accepted
+	}{
+		{"/home/u/src/proj", ""},
+		{"/home/u/.x-not-a-dot-dir-of-a-parent/..no", "dot-directory"},
+		{"/home/u", "home directory"},
+		{"/home", "holds your home"},
+		{"/srv", "holds your home"},
+		{"/home/u/.config", "dot-directory"},
+		{"/home/u/.config/app", "dot-directory"},
+		{"/home/u/.ssh", "dot-directory"},
+		{"/home/u/.cache/sandbox-run", "dot-directory"},
+		{"/srv/home/u/.local/share", "dot-directory"},
+		{"/home/u/src/.config", ""}, // a project's own dot-dir is the project's
+		{"/home/user2", ""},
+		{"/home/u2/.config", ""},
+		{"/var/cache/u/sandbox-run", "own state"},
+		{"/var/cache/u/sandbox-run/runs", "own state"},
+		{"/var/cache/u", "own state"},
+		{"/var/cache/u2", ""},
+		{"/etc", "system directory"},
+		{"/", "system directory"},
+	} {
+		err := h.CheckWritable(tt.dir, tt.dir)
+		if tt.refused == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", tt.dir, err)
+			}
+			continue
+		}
+		var ie *InvalidError
+		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.refused) ||
+			!strings.Contains(err.Error(), tt.dir) || ie.Fix == "" {
+			t.Errorf("%s: %v, want a refusal naming %q and a fix", tt.dir, err, tt.refused)
+		}
+	}
+	// The zero Host refuses only the system directories.
+	if err := (Host{}).CheckWritable("/home/u", "/home/u"); err != nil {
+		t.Errorf("zero Host: %v", err)
+	}
+	// The resolved spelling is named with the given one.
+	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {
+		t.Errorf("resolved spelling: %v", err)
+	}
+}

@@ -48,7 +48,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sort"
 	"strings"
 	"time"
@@ -240,6 +243,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, err
 	}
 	p = p.WithDefaults()
+	if err := checkHost(p, opts); err != nil {
+		return nil, err
+	}
 	switch p.Sandbox {
 	case policy.ModeOff:
 		return runOff(ctx, p, cmd, opts)
@@ -341,4 +347,48 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 	for _, name := range names {
 		env[name] = url
 	}
+}
+
+// hostOf returns the caller's own directories that no writable directory
+// may expose: the home directory as $HOME names it and as the passwd entry
+// of the effective uid does (a hostile $HOME is the caller's own doing, but
+// the cache directory is derived from it, so both count), and
+// sandbox-run's cache, each as given and resolved.
+func hostOf(opts Options) policy.Host {
+	var h policy.Host
+	spellings := func(p string) []string {
+		if p == "" || !filepath.IsAbs(p) {
+			return nil
+		}
+		p = filepath.Clean(p)
+		out := []string{p}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+		return out
+	}
+	h.Home = spellings(os.Getenv("HOME"))
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
+		h.Home = append(h.Home, spellings(u.HomeDir)...)
+	}
+	h.State = spellings(opts.BwrapCache)
+	return h
+}
+
+// checkHost refuses a writable directory of p that exposes the system or
+// the caller's own state (policy.Host.CheckWritable), at either spelling:
+// as given and resolved.
+func checkHost(p policy.Policy, opts Options) error {
+	h := hostOf(opts)
+	for _, w := range p.Writable() {
+		if err := h.CheckWritable(w, w); err != nil {
+			return err
+		}
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			if err := h.CheckWritable(w, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
