@@ -51,8 +51,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
