@@ -285,7 +285,7 @@ type Host struct {
 // the reason and the fix. CheckWritable compares strings; resolving links
 // is the caller's (call it once per spelling).
 func (h Host) CheckWritable(spelled, d string) error {
-	const field = "writable dir"
+	const field = "write"
 	named := spelled
 	if d != spelled {
 		named = fmt.Sprintf("%s (%s)", spelled, d)

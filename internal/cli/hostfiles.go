@@ -37,12 +37,12 @@ func checkHostFiles(p policy.Policy, files ...hostFile) error {
 		err := g.CheckHost(f.path)
 		var ee *pathguard.EscapeError
 		if errors.As(err, &ee) {
-			via := ""
+			how := "lies in"
 			if ee.Link != "" {
-				via = fmt.Sprintf(" through symlink %s -> %s", ee.Link, ee.Target)
+				how = fmt.Sprintf("reaches, through symlink %s -> %s,", ee.Link, ee.Target)
 			}
-			return fmt.Errorf("--%s %s: reaches writable dir %s%s, where the sandboxed command could swap it for a link; fix: name a file outside every --workdir and --write dir",
-				f.flag, f.path, ee.Writable, via)
+			return fmt.Errorf("--%s %s: %s writable dir %s, where the sandboxed command could swap it for a link; fix: name a file outside every --workdir and --write dir",
+				f.flag, f.path, how, ee.Writable)
 		}
 		if err != nil {
 			return fmt.Errorf("--%s %s: %v; fix: name a file by its real path", f.flag, f.path, err)
@@ -110,10 +110,11 @@ func (f *runFlags) hostFiles(p policy.Policy) error {
 			return err
 		}
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return err
-		}
+	if err := checkHostFiles(p, hostFile{"config", f.config}, hostFile{"report", f.report}, hostFile{"audit", f.audit}); err != nil {
+		return err
 	}
-	return checkHostFiles(p, hostFile{"config", f.config}, hostFile{"report", f.report}, hostFile{"audit", f.audit})
+	if f.report != "" {
+		return checkOutput("report", f.report)
+	}
+	return nil
 }
