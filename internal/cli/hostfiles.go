@@ -37,12 +37,12 @@ func checkHostFiles(p policy.Policy, files ...hostFile) error {
 		err := g.CheckHost(f.path)
 		var ee *pathguard.EscapeError
 		if errors.As(err, &ee) {
-			how := "lies in"
+			how := "lies in writable dir " + ee.Writable
 			if ee.Link != "" {
-				how = fmt.Sprintf("reaches, through symlink %s -> %s,", ee.Link, ee.Target)
+				how = fmt.Sprintf("reaches writable dir %s (via symlink %s -> %s)", ee.Writable, ee.Link, ee.Target)
 			}
-			return fmt.Errorf("--%s %s: %s writable dir %s, where the sandboxed command could swap it for a link; fix: name a file outside every --workdir and --write dir",
-				f.flag, f.path, how, ee.Writable)
+			return fmt.Errorf("--%s %s: %s, where the sandboxed command could swap it for a link; fix: name a file outside every --workdir and --write dir",
+				f.flag, f.path, how)
 		}
 		if err != nil {
 			return fmt.Errorf("--%s %s: %v; fix: name a file by its real path", f.flag, f.path, err)
