@@ -151,8 +151,11 @@ func openParent(p string) (int, string, error) {
 	}
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	dfd, err := openNoSymlinks(dir, unix.O_DIRECTORY)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return -1, "", fmt.Errorf("pathguard: %s: a component of %s is a symbolic link, which is not followed, or not a directory: %w", p, dir, err)
+	}
 	if err != nil {
-		return -1, "", fmt.Errorf("pathguard: directory of %s (a symbolic link on the way is not followed): %w", p, err)
+		return -1, "", fmt.Errorf("pathguard: directory of %s: %w", p, err)
 	}
 	return dfd, name, nil
 }
