@@ -26,6 +26,11 @@
 //     thread that started it, and PID 1 dies with bwrap.
 //   - Protected paths inside writable directories stay read-only, existing
 //     or not, and placeholders made to hold missing ones are removed.
+//   - No writable directory exposes the caller's own state: one that is a
+//     system directory, the home (as $HOME and the passwd entry name it),
+//     a parent of it, a directory in one of its dot-directories, or
+//     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
+//     spelling (see policy.Host).
 //
 // # Non-guarantees
 //
@@ -124,8 +129,11 @@ type Options struct {
 	// of the policy.
 	BwrapPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
-	// binary is kept between runs (see bwrap.Detector); empty probes bwrap
-	// on every run.
+	// binary is kept between runs (see bwrap.Detector), and the run
+	// journals under runs/; empty probes bwrap on every run and keeps no
+	// journal. It is opened without following links and rebuilt when
+	// another uid owns it or others may write it, and a writable directory
+	// that is, holds or lies in it is refused.
 	BwrapCache string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
