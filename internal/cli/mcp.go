@@ -145,7 +145,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Sandbox.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
 			if code == 0 {
 				code = ExitRefused
 			}
