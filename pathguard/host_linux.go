@@ -191,7 +191,10 @@ type Dir struct {
 // ENOTDIR or ELOOP. The directory itself must be owned by the effective
 // uid and not writable by group or others; one that is not (or that is a
 // link, or not a directory) is untrusted: it is renamed aside to
-// p.untrusted-PID-NANOS, its content unread, and p is made again, empty.
+// p.untrusted-PID-NANOS, its content unread, and p is made again, empty,
+// provided p's parent is itself the effective uid's and closed to others;
+// otherwise OpenPrivateDir fails with an error wrapping [ErrUntrusted] and
+// leaves everything as it is.
 func OpenPrivateDir(p string) (*Dir, error) {
 	if err := checkPath(p); err != nil {
 		return nil, err
@@ -259,6 +262,16 @@ func trustOrRebuild(dir int, p, name string) error {
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR && untrustedWhy(&st) == "" {
 		return nil
+	}
+	// Set aside only in a directory of our own: root must not take over a
+	// user's cache (sudo keeping HOME), nor anyone rename in a directory
+	// others share.
+	var parent unix.Stat_t
+	if err := unix.Fstat(dir, &parent); err != nil {
+		return &fs.PathError{Op: "fstat", Path: filepath.Dir(p), Err: err}
+	}
+	if why := untrustedWhy(&parent); why != "" {
+		return fmt.Errorf("pathguard: private dir %s is untrusted, and its directory (%s) is not this user's to rebuild it in: %w", p, why, ErrUntrusted)
 	}
 	aside := name + ".untrusted-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	if err := unix.Renameat(dir, name, dir, aside); err != nil {

@@ -275,6 +275,23 @@ func TestOpenPrivateDir(t *testing.T) {
 		t.Errorf("the link's target was touched: %v", err)
 	}
 
+	// An untrusted dir in a directory others may write is not rebuilt
+	// there: nothing is renamed, and the dir is not used.
+	shared := at(root, "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	os.Mkdir(filepath.Join(shared, "sandbox-run"), 0o777)
+	os.Chmod(filepath.Join(shared, "sandbox-run"), 0o777)
+	if d, err := OpenPrivateDir(filepath.Join(shared, "sandbox-run")); !errors.Is(err, ErrUntrusted) {
+		if err == nil {
+			d.Close()
+		}
+		t.Errorf("untrusted dir in a shared parent: %v, want ErrUntrusted", err)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(shared, "*.untrusted-*")); len(aside) != 0 {
+		t.Errorf("set aside in a shared directory: %v", aside)
+	}
+
 	// A link among the parents is not followed.
 	build(t, root, "real/", "via => $R/real")
 	if d, err := OpenPrivateDir(at(root, "via/sandbox-run")); err == nil {
