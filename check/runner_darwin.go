@@ -1,7 +1,6 @@
 package check
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 )
 
 // The macOS parts of the matrix's runner (runner_unix.go): the seatbelt
-// column, controls without user namespaces, survivors found through
+// column, controls without user namespaces, the process listing through
 // sysctl, and ptys through /dev/ptmx. None of this has run on a Mac yet
 // (docs/seatbelt.md); it compiles and vets for darwin.
 const (
@@ -48,33 +47,29 @@ func (fx *fixture) sysProcAttr(control string, tty *os.File) *syscall.SysProcAtt
 	return a
 }
 
-// tagged lists the processes whose arguments hold tag as one argument.
-// There is no PID namespace on macOS, so a survivor is in the host's
-// process table under the pid it had inside.
-func tagged(tag string) []int {
-	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+// listProcesses lists the host's processes through sysctl (kern.proc.all,
+// then kern.procargs2 for each): there is no PID namespace on macOS, so a
+// survivor is in the host's process table under the pid it had inside.
+// Arguments are readable for the caller's own uid, or as root; a process
+// whose arguments cannot be read is listed without them.
+func listProcesses() ([]proc, error) {
+	kp, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("list processes: sysctl kern.proc.all: %w", err)
 	}
-	var pids []int
-	for _, p := range procs {
-		pid := int(p.Proc.P_pid)
-		if pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if cmdlineHas(strconv.Itoa(pid), tag) {
-			pids = append(pids, pid)
-		}
+	if len(kp) == 0 {
+		return nil, fmt.Errorf("list processes: sysctl kern.proc.all listed nothing")
 	}
-	return pids
-}
-
-// cmdlineHas reports whether the arguments of pid (kern.procargs2: argc,
-// the executable's path, then argv and the environment, each NUL-ended)
-// hold tag as one string. Readable for the caller's own uid, or as root.
-func cmdlineHas(pid, tag string) bool {
-	b, ok := procArgs(pid)
-	return ok && bytes.Contains(b, []byte("\x00"+tag+"\x00"))
+	out := make([]proc, 0, len(kp))
+	for _, k := range kp {
+		pid := int(k.Proc.P_pid)
+		p := proc{pid: pid}
+		if b, err := unix.SysctlRaw("kern.procargs2", pid); err == nil {
+			p.args, _ = parseProcArgs2(b)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // procArgs returns kern.procargs2 of pid without its leading argc, with a

@@ -621,7 +621,13 @@ func judgeSurvivors(pr probeRun, tag string, control bool) probeRun {
 	deadline := time.Now().Add(wait)
 	var alive []int
 	for {
-		alive = tagged(tag)
+		var err error
+		if alive, err = tagged(tag); err != nil {
+			// No listing is no judgement: the case could not run.
+			pr.verdict = ""
+			pr.lines = append(pr.lines, "survivors not judged: "+err.Error())
+			return pr
+		}
 		if len(alive) == 0 && !control || time.Now().After(deadline) {
 			break
 		}
