@@ -1,11 +1,15 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -113,4 +117,49 @@ func openPty() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	return m, s, nil
+}
+
+// pkgStateDirs are where a package manager keeps services' data, in the
+// order tried: Homebrew on Apple silicon, then on Intel.
+var pkgStateDirs = []string{"/opt/homebrew/var", "/usr/local/var"}
+
+// osCanaries sets up the macOS-only canaries: ${pkg_flag}, a file holding
+// the flag token in a package manager's var directory (on GitHub's runners
+// Homebrew's prefix belongs to the runner user). Where no such directory
+// is writable there is no ${pkg_flag}, and the cases that read it are
+// untested. The returned func removes it.
+func osCanaries(fx *fixture, v map[string]string) func() {
+	for _, d := range pkgStateDirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		f := filepath.Join(d, fmt.Sprintf("sbx-check-%d-pkgflag", os.Getpid()))
+		if err := os.WriteFile(f, []byte(fx.token+"\n"), 0o644); err != nil {
+			continue
+		}
+		v["pkg_flag"] = f
+		return func() { os.Remove(f) }
+	}
+	return nil
+}
+
+// afterCase removes the launchd job a case may have submitted
+// (${launchd_label}), confined or not, so that launchd does not restart
+// it after the run. An error means there was no such job.
+func afterCase(vars map[string]string) {
+	if l := vars["launchd_label"]; l != "" {
+		exec.Command("/bin/launchctl", "remove", l).Run()
+	}
+}
+
+// pasteboardHas reports whether the host's general pasteboard holds s, as
+// pbpaste prints it for the caller.
+func pasteboardHas(s string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/pbpaste").Output()
+	if err != nil {
+		return false, fmt.Errorf("pbpaste: %w", err)
+	}
+	return strings.Contains(string(out), s), nil
 }

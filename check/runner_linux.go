@@ -89,3 +89,14 @@ func openPty() (master, slave *os.File, err error) {
 	}
 	return m, s, nil
 }
+
+// osCanaries sets up the canaries that exist only on macOS; none here.
+func osCanaries(*fixture, map[string]string) func() { return nil }
+
+// afterCase undoes what a macOS-only case left with a host service.
+func afterCase(map[string]string) {}
+
+// pasteboardHas: Linux has no system pasteboard the matrix judges.
+func pasteboardHas(string) (bool, error) {
+	return false, fmt.Errorf("no pasteboard on Linux")
+}
