@@ -19,8 +19,8 @@ var fakeListing = []proc{
 	{pid: 1, args: []string{"/sbin/launchd"}},
 	{pid: 100, args: []string{"sleep", "3600", "survivor-4242-abc"}},
 	{pid: 101, args: []string{"sh", "-c", "echo survivor-4242-abc"}}, // the tag inside a longer argument
-	{pid: 102, args: nil},                                            // arguments not readable (another uid)
-	{pid: 4242, args: []string{"check.test", "survivor-4242-abc"}},   // the test itself
+	{pid: 102, args: nil}, // arguments not readable (another uid)
+	{pid: 4242, args: []string{"check.test", "survivor-4242-abc"}}, // the test itself
 	{pid: 103, args: []string{"sleep", "survivor-4242-abcdef"}},
 }
 
