@@ -1,6 +1,8 @@
 package seatbelt
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -175,4 +177,43 @@ func TestCIRegex(t *testing.T) {
 			t.Errorf("ciRegex(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzRegexLiteral: a path written with regexLiteral matches itself and
+// nothing longer or shorter; ciRegex also matches its upper- and
+// lower-case spellings. (Go's regexp reads POSIX ERE escapes the same way
+// for the metacharacters regexLiteral escapes.)
+func FuzzRegexLiteral(f *testing.F) {
+	for _, s := range []string{"/Users/alice/job", `/a.b*c+d?(e)[f]{g}|h^$\i`, "/ü 名前", ".git", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkString(s) != "" {
+			return
+		}
+		re, err := regexp.Compile("^" + regexLiteral(s) + "$")
+		if err != nil {
+			t.Fatalf("regexLiteral(%q) does not compile: %v", s, err)
+		}
+		if !re.MatchString(s) || re.MatchString(s+"x") || (s != "" && re.MatchString(s[:len(s)-1])) {
+			t.Fatalf("regexLiteral(%q) = %q does not match exactly itself", s, regexLiteral(s))
+		}
+		ci := regexp.MustCompile("^" + ciRegex(s) + "$")
+		for _, v := range []string{s, strings.ToUpper(s), strings.ToLower(s)} {
+			if asciiFold(v) == asciiFold(s) && !ci.MatchString(v) {
+				t.Fatalf("ciRegex(%q) does not match %q", s, v)
+			}
+		}
+	})
+}
+
+// asciiFold lower-cases ASCII letters only, as ciRegex folds them.
+func asciiFold(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
