@@ -137,22 +137,9 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		return nil, err
 	}
 
-	env, err := commandEnv(p, nw.env, opts.LookupEnv)
+	env, err := seatbeltEnv(p, nw.env, tmp, opts.LookupEnv)
 	if err != nil {
 		return nil, err
-	}
-	if _, set := p.Env["TMPDIR"]; !set {
-		for i, kv := range env {
-			if strings.HasPrefix(kv, "TMPDIR=") {
-				env[i] = "TMPDIR=" + tmp
-			}
-		}
-	}
-	// clang (and swiftc) keep their module cache under the user's
-	// ~/Library/Caches, which the profile does not open; the private
-	// TMPDIR is writable and goes with the run.
-	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CLANG_MODULE_CACHE_PATH=") }) {
-		env = append(env, "CLANG_MODULE_CACHE_PATH="+filepath.Join(tmp, "clang-module-cache"))
 	}
 
 	report := Report{
@@ -172,16 +159,7 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		report.Protected = append(report.Protected, seatbelt.Canonical(pr))
 	}
 	report.Notes = append(report.Notes, nw.notes...)
-	if devDir != "" {
-		report.Notes = append(report.Notes, "developer directory (xcode-select) readable: "+devDir)
-	}
-	if len(terminals) > 0 {
-		report.Notes = append(report.Notes, "inherited terminal open to ioctl (isatty, raw mode): "+strings.Join(terminals, ", ")+
-			"; the command has no controlling terminal (new session), so TIOCSTI is refused by the kernel")
-	}
-	if nw.proxyPort != 0 {
-		report.Notes = append(report.Notes, "TLS verification reaches trustd, which fetches OCSP responses and CRLs itself, outside the egress proxy")
-	}
+	report.Notes = append(report.Notes, seatbeltNotes(devDir, terminals, nw.proxyPort != 0)...)
 	if p.Ptrace {
 		report.Notes = append(report.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
 	}
@@ -269,6 +247,47 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 	}
 	auditEvent(opts.Audit, runID, "run_end", end)
 	return res, err
+}
+
+// seatbeltEnv is the command's environment: commandEnv's, with TMPDIR
+// at the private directory unless the policy sets it, and clang's module
+// cache in it unless the environment names one.
+func seatbeltEnv(p policy.Policy, extra map[string]string, tmp string, lookup func(string) (string, bool)) ([]string, error) {
+	env, err := commandEnv(p, extra, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := p.Env["TMPDIR"]; !set {
+		for i, kv := range env {
+			if strings.HasPrefix(kv, "TMPDIR=") {
+				env[i] = "TMPDIR=" + tmp
+			}
+		}
+	}
+	// clang (and swiftc) keep their module cache under the user's
+	// ~/Library/Caches, which the profile does not open; the private
+	// TMPDIR is writable and goes with the run.
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CLANG_MODULE_CACHE_PATH=") }) {
+		env = append(env, "CLANG_MODULE_CACHE_PATH="+filepath.Join(tmp, "clang-module-cache"))
+	}
+	return env, nil
+}
+
+// seatbeltNotes are the report's notes on what issue 22 opened: the
+// developer directory, the inherited terminals, and trustd.
+func seatbeltNotes(devDir string, terminals []string, proxy bool) []string {
+	var notes []string
+	if devDir != "" {
+		notes = append(notes, "developer directory (xcode-select) readable: "+devDir)
+	}
+	if len(terminals) > 0 {
+		notes = append(notes, "inherited terminal open to ioctl (isatty, raw mode): "+strings.Join(terminals, ", ")+
+			"; the command has no controlling terminal (new session), so TIOCSTI is refused by the kernel")
+	}
+	if proxy {
+		notes = append(notes, "TLS verification reaches trustd, which fetches OCSP responses and CRLs itself, outside the egress proxy")
+	}
+	return notes
 }
 
 // launchSeatbelt starts sandbox-exec and waits for the command, relaying
