@@ -47,6 +47,10 @@ const (
 // DefaultTmpSize caps the private /tmp when the policy names no size.
 const DefaultTmpSize = 256 << 20
 
+// DefaultShmSize caps the private /dev/shm (POSIX shared memory) when the
+// policy names no size; 64 MiB is what container runtimes give by default.
+const DefaultShmSize = 64 << 20
+
 // DefaultProtected lists the paths, relative to every writable directory,
 // that stay read-only inside the sandbox whether or not they exist: the files
 // a later host-side tool (git, a shell, an editor, an agent harness) reads
@@ -110,6 +114,8 @@ type Policy struct {
 	GID int `json:"gid,omitempty"`
 	// TmpSize caps the private /tmp in bytes; zero means DefaultTmpSize.
 	TmpSize int64 `json:"tmp_size,omitempty"`
+	// ShmSize caps the private /dev/shm in bytes; zero means DefaultShmSize.
+	ShmSize int64 `json:"shm_size,omitempty"`
 	// Timeout ends the whole sandbox after this long; zero means none.
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
@@ -405,6 +411,9 @@ func (p Policy) Validate() error {
 	if p.TmpSize < 0 {
 		return invalid("tmp-size", "negative size", "pass a size such as 256M")
 	}
+	if p.ShmSize < 0 {
+		return invalid("shm-size", "negative size", "pass a size such as 64M")
+	}
 	for f, v := range map[string]int64{"memory": p.Memory, "pids": p.Pids, "nofile": p.NoFile, "fsize": p.FSize, "cpu-time": int64(p.CPUTime)} {
 		if v < 0 {
 			return invalid(f, "negative", "pass a positive value, or leave it out for no limit")
@@ -489,6 +498,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if q.TmpSize == 0 {
 		q.TmpSize = DefaultTmpSize
+	}
+	if q.ShmSize == 0 {
+		q.ShmSize = DefaultShmSize
 	}
 	return q
 }

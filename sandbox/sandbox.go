@@ -178,11 +178,17 @@ type Report struct {
 	ReadOnly   []string       `json:"read_only,omitempty"`
 	Protected  []string       `json:"protected,omitempty"`
 	TmpSize    int64          `json:"tmp_size,omitempty"`
-	BindsByFD  bool           `json:"binds_by_fd"`
-	Network    string         `json:"network"`
-	AllowHosts []string       `json:"allow_hosts,omitempty"`
-	EnvNames   []string       `json:"env"`
-	Notes      []string       `json:"notes,omitempty"`
+	// Tmpfs lists every file system in memory that the sandbox mounts
+	// writable or holds read-only, with its ceiling and how it is held.
+	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
+	// ReadScan is the search of the --read paths for sockets and FIFOs
+	// (Linux, when there are --read paths).
+	ReadScan   *ReadScanReport `json:"read_scan,omitempty"`
+	BindsByFD  bool            `json:"binds_by_fd"`
+	Network    string          `json:"network"`
+	AllowHosts []string        `json:"allow_hosts,omitempty"`
+	EnvNames   []string        `json:"env"`
+	Notes      []string        `json:"notes,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`

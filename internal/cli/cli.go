@@ -105,6 +105,7 @@ type runFlags struct {
 	memory, pids, nofile, fsize string
 	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
+	shmSize                     string
 	cgroupBase                  string
 	dryRun, summary, verbose    bool
 }
@@ -139,6 +140,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G")
 	fs.StringVar(&f.cgroupBase, "cgroup-base", "", "delegated cgroup v2 directory for the run's cgroup (default: find one)")
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
+	fs.StringVar(&f.shmSize, "shm-size", "", "size of the private /dev/shm (default 64M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
@@ -151,7 +153,7 @@ func newRunFlags() *runFlags {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
+	"cgroup-base", "bwrap", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
@@ -304,6 +306,16 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			return p, fmt.Errorf("--tmp-size 0 would leave /tmp uncapped; fix: pass a size such as 256M")
 		}
 		p.TmpSize = n
+	}
+	if changed("shm-size") {
+		n, err := policy.ParseSize(f.shmSize)
+		if err != nil {
+			return p, fmt.Errorf("--shm-size: %w; fix: e.g. --shm-size 64M", err)
+		}
+		if n == 0 {
+			return p, fmt.Errorf("--shm-size 0 would leave /dev/shm uncapped; fix: pass a size such as 64M")
+		}
+		p.ShmSize = n
 	}
 	if changed("user") {
 		uid, gid, err := parseUser(f.user)
