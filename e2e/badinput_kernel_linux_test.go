@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +19,10 @@ import (
 
 // badInput is one malformed call of sandbox-run. In args, {W} is a usable
 // workdir, {D} the directory around it, {F} a regular file, {L} a symlink
-// to {W}, {P} the profile (written from profile when that is set) and {M}
-// a marker that names this row's command in /proc if it ever runs.
+// to {W}, {P} the profile (written from profile when that is set), {M}
+// a marker that names this row's command in /proc if it ever runs, {R} a
+// symlink to /, {S} a Unix socket's inode and {N} a directory nested 66
+// levels deep.
 type badInput struct {
 	name    string
 	args    []string
@@ -69,6 +72,16 @@ func badInputs() []badInput {
 		{name: "nonexistent workdir", args: withCmd("run", "--workdir", "{D}/absent"), want: []string{"/absent", "does not exist"}},
 		{name: "workdir is a file", args: withCmd("run", "--workdir", "{F}"), want: []string{"{F}", "not a directory"}},
 		{name: "symlinked workdir", args: withCmd("run", "--workdir", "{L}"), want: []string{"{L}", "symlink", "{W}"}},
+		{name: "read of /", args: withCmd("run", "--workdir", "{W}", "--read", "/"), want: []string{"--read /", "/proc, /dev, /tmp"}},
+		{name: "read of /proc", args: withCmd("run", "--workdir", "{W}", "--read", "/proc"), want: []string{"--read /proc", "host's /proc"}},
+		{name: "read of a host pid", args: withCmd("run", "--workdir", "{W}", "--read", "/proc/1"), want: []string{"--read /proc/1", "host's /proc"}},
+		{name: "read of /dev/shm", args: withCmd("run", "--workdir", "{W}", "--read", "/dev/shm"), want: []string{"--read /dev/shm", "host's /dev"}},
+		{name: "read of /tmp", args: withCmd("run", "--workdir", "{W}", "--read", "/tmp"), want: []string{"--read /tmp", "host's /tmp"}},
+		{name: "read of /sys", args: withCmd("run", "--workdir", "{W}", "--read", "/sys"), want: []string{"--read /sys", "host's /sys"}},
+		{name: "read of /run", args: withCmd("run", "--workdir", "{W}", "--read", "/run"), want: []string{"--read /run", "host's /run"}},
+		{name: "read of / through a link", args: withCmd("run", "--workdir", "{W}", "--read", "{R}"), want: []string{"--read {R}", "resolves to /,"}},
+		{name: "read of a socket", args: withCmd("run", "--workdir", "{W}", "--read", "{S}"), want: []string{"--read {S}", "is a socket", "not supported"}},
+		{name: "read too deep to search", args: withCmd("run", "--workdir", "{W}", "--read", "{N}"), want: []string{"--read {N}", "deeper than 64", "narrower"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
@@ -128,6 +141,11 @@ func badInputs() []badInput {
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
+		{name: "shm-size negative", args: withCmd("run", "--workdir", "{W}", "--shm-size", "-1"), want: []string{"--shm-size", "-1"}},
+		{name: "shm-size zero", args: withCmd("run", "--workdir", "{W}", "--shm-size", "0"), want: []string{"--shm-size 0", "uncapped"}},
+		{name: "shm-size word", args: withCmd("run", "--workdir", "{W}", "--shm-size", "lots"), want: []string{"--shm-size", `"lots"`}},
+		{name: "shm-size empty", args: withCmd("run", "--workdir", "{W}", "--shm-size", ""), want: []string{"--shm-size"}},
+		{name: "profile shm_size negative", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"shm_size":-1}`, want: []string{"shm-size", "negative"}},
 		{name: "pids fraction", args: withCmd("run", "--workdir", "{W}", "--pids", "1.5"), want: []string{`"1.5"`}},
 		{name: "timeout word", args: withCmd("run", "--workdir", "{W}", "--timeout", "soon"), want: []string{`"soon"`, "--timeout"}},
 		{name: "timeout negative", args: withCmd("run", "--workdir", "{W}", "--timeout", "-5s"), want: []string{"timeout", "negative"}},
@@ -207,6 +225,14 @@ func TestBadInput(t *testing.T) {
 				os.Chmod(closed, 0)
 				t.Cleanup(func() { os.Chmod(closed, 0o700) })
 			}
+			rootLink := filepath.Join(d, "rootlink")
+			if err := os.Symlink("/", rootLink); err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(d, "svc.sock")
+			mkSocketInode(t, sock)
+			deep := filepath.Join(d, "deep")
+			mustMkdir(t, filepath.Join(deep, strings.Repeat("d/", 65)))
 			p := filepath.Join(d, "profile.json")
 			if tt.profile != "" {
 				mustWrite(t, p, tt.profile)
@@ -214,7 +240,8 @@ func TestBadInput(t *testing.T) {
 			tmp := filepath.Join(d, "tmp")
 			mustMkdir(t, tmp)
 			marker := "sbx-bad-" + randHex(t)
-			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker)
+			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker,
+				"{R}", rootLink, "{S}", sock, "{N}", deep)
 			args := make([]string, len(tt.args))
 			for i, a := range tt.args {
 				args[i] = subst.Replace(a)
@@ -319,4 +346,16 @@ func mustWrite(t *testing.T, p, s string) {
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mkSocketInode leaves a Unix socket's inode at p, as a service that bound
+// it and ended does.
+func mkSocketInode(t *testing.T, p string) {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
 }

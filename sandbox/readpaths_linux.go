@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
@@ -50,7 +51,8 @@ func readCoversOwn(p string) (string, bool) {
 type readScan struct {
 	entries int
 	elapsed time.Duration
-	covered []string // paths inside the sandbox, each covered by /dev/null
+	covered []string              // paths inside the sandbox, each covered by /dev/null
+	done    map[string]scanResult // by real path: a path named twice is searched once
 }
 
 // addRead vets the --read path src, refuses one that would cover the
@@ -76,9 +78,17 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 	if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
 		return err
 	}
-	res, err := scanSpecial(r.Path, lim)
-	pl.scan.entries += res.entries
-	pl.scan.elapsed += res.elapsed
+	res, seen := pl.scan.done[r.Path]
+	if !seen {
+		lim.usedEntries, lim.usedCovered = pl.scan.entries, len(pl.scan.covered)
+		res, err = scanSpecial(r.Path, lim)
+		pl.scan.entries += res.entries
+		pl.scan.elapsed += res.elapsed
+		if pl.scan.done == nil {
+			pl.scan.done = map[string]scanResult{}
+		}
+		pl.scan.done[r.Path] = res
+	}
 	if err != nil {
 		return setupErr("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+errText(err),
 			"pass narrower --read paths (the search stops at "+fmt.Sprint(lim.entries)+" entries, "+fmt.Sprint(lim.depth)+" levels)")
@@ -92,9 +102,13 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 		return setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
 	}
 	for _, f := range res.found {
+		// Covered again when the path is named again: the second bind
+		// of it lies over the first one's covers.
 		dst := filepath.Join(src, f.rel)
 		pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
-		pl.scan.covered = append(pl.scan.covered, dst)
+		if !slices.Contains(pl.scan.covered, dst) {
+			pl.scan.covered = append(pl.scan.covered, dst)
+		}
 	}
 	pl.readOnly = append(pl.readOnly, src)
 	return nil

@@ -23,9 +23,10 @@ import (
 // (bwrap's binds are nodev). Nothing is created on the host: the mount
 // point is the existing inode.
 //
-// The search is bounded: scanMaxEntries directory entries and scanMaxDepth
-// levels per --read path, and scanMaxCovered covered inodes per run. A path
-// over a bound is refused (exit 125), never bound half-checked.
+// The search is bounded: scanMaxEntries directory entries and
+// scanMaxCovered covered inodes for all --read paths of a run together (a
+// path named twice is searched once), and scanMaxDepth levels below each.
+// A path over a bound is refused (exit 125), never bound half-checked.
 //
 // Non-guarantee: a socket or FIFO made under a --read path after the scan
 // (while the run is going on) is reachable; so is one in a directory the
@@ -36,10 +37,12 @@ const (
 	scanMaxCovered = 1024
 )
 
-// scanLimits bounds one search; the constants above in production, small
-// ones in tests.
+// scanLimits bounds the search of one run; the constants above in
+// production, small ones in tests. Used counts what earlier --read paths of
+// the same run spent of the entries and covered budgets.
 type scanLimits struct {
 	entries, depth, covered int
+	usedEntries, usedCovered int
 }
 
 var defaultScanLimits = scanLimits{entries: scanMaxEntries, depth: scanMaxDepth, covered: scanMaxCovered}
@@ -70,9 +73,9 @@ func (e *ScanBoundError) Error() string {
 	case "depth":
 		return fmt.Sprintf("%s is nested deeper than %d directories", e.Path, e.Limit)
 	case "covered":
-		return fmt.Sprintf("%s holds more than %d sockets and FIFOs", e.Path, e.Limit)
+		return fmt.Sprintf("the --read paths hold more than %d sockets and FIFOs in all (the search stopped in %s)", e.Limit, e.Path)
 	}
-	return fmt.Sprintf("%s holds more than %d directory entries", e.Path, e.Limit)
+	return fmt.Sprintf("the --read paths hold more than %d directory entries in all (the search stopped in %s)", e.Limit, e.Path)
 }
 
 // scanSpecial walks the directory tree at root (a real path: no link on
@@ -120,12 +123,12 @@ func scanDir(fd int, root, rel string, depth int, lim scanLimits, res *scanResul
 		ents, err := dir.ReadDir(1024)
 		for _, e := range ents {
 			res.entries++
-			if res.entries > lim.entries {
+			if lim.usedEntries+res.entries > lim.entries {
 				return &ScanBoundError{Path: root, Bound: "entries", Limit: lim.entries}
 			}
 			name := filepath.Join(rel, e.Name())
 			if k := specialKind(e.Type()); k != "" {
-				if len(res.found) >= lim.covered {
+				if lim.usedCovered+len(res.found) >= lim.covered {
 					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
 				}
 				res.found = append(res.found, specialFound{rel: name, kind: k})

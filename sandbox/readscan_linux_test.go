@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -243,4 +244,55 @@ func TestPlanTmpfs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPlanReadTwice: a path named twice is searched once (the run-wide
+// budget is not spent twice) and covered after each of its binds, since
+// the second bind lies over the first one's covers.
+func TestPlanReadTwice(t *testing.T) {
+	root, _ := specialTree(t)
+	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root, root}}.WithDefaults()
+	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.cleanup()
+	defer pl.close()
+	if pl.scan.entries != 7 || len(pl.scan.covered) != 3 {
+		t.Errorf("entries %d, covered %q: want 7 and 3", pl.scan.entries, pl.scan.covered)
+	}
+	sock := filepath.Join(root, "agent.sock")
+	var lastRead, lastCover int
+	for i, m := range pl.mounts {
+		switch m.Dst {
+		case root:
+			lastRead = i
+		case sock:
+			lastCover = i
+		}
+	}
+	if lastCover < lastRead {
+		t.Errorf("the last bind of %s (%d) lies over the last cover of %s (%d)", root, lastRead, sock, lastCover)
+	}
+}
+
+// TestScanBudgetIsPerRun: the entries budget is shared by all --read paths.
+func TestScanBudgetIsPerRun(t *testing.T) {
+	a, _ := specialTree(t)
+	b, _ := specialTree(t)
+	p := policy.Policy{Workdir: t.TempDir(), Read: []string{a, b}}.WithDefaults()
+	pl := &plan{}
+	g, err := pathguard.New(p.Writable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := scanLimits{entries: 10, depth: 64, covered: 64}
+	if err := pl.addRead(g, a, os.Getuid(), os.Getgid(), nil, lim); err != nil {
+		t.Fatalf("first path, 7 of 10 entries: %v", err)
+	}
+	err = pl.addRead(g, b, os.Getuid(), os.Getgid(), nil, lim)
+	if err == nil || !strings.Contains(err.Error(), "more than 10 directory entries in all") {
+		t.Fatalf("second path, 14 of 10 entries: %v, want the run-wide bound", err)
+	}
+	pl.close()
 }
