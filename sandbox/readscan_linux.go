@@ -41,7 +41,7 @@ const (
 // production, small ones in tests. Used counts what earlier --read paths of
 // the same run spent of the entries and covered budgets.
 type scanLimits struct {
-	entries, depth, covered int
+	entries, depth, covered  int
 	usedEntries, usedCovered int
 }
 
