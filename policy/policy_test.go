@@ -31,6 +31,8 @@ func TestValidate(t *testing.T) {
 		{"empty allow", Policy{Workdir: "/w", AllowHosts: []string{" "}}, "allow-host"},
 		{"negative timeout", Policy{Workdir: "/w", Timeout: Duration(-time.Second)}, "timeout"},
 		{"relative socket", Policy{Workdir: "/w", LLMSocket: "s.sock"}, "llm-socket"},
+		{"negative tmp size", Policy{Workdir: "/w", TmpSize: -1}, "tmp-size"},
+		{"negative shm size", Policy{Workdir: "/w", ShmSize: -1}, "shm-size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,5 +240,21 @@ func TestHostCheckWritable(t *testing.T) {
 	// The resolved spelling is named with the given one.
 	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {
 		t.Errorf("resolved spelling: %v", err)
+	}
+}
+
+// TestTmpfsDefaults: zero sizes get the documented ceilings, given ones stay.
+func TestTmpfsDefaults(t *testing.T) {
+	d := Policy{Workdir: "/w"}.WithDefaults()
+	if d.TmpSize != 256<<20 || d.ShmSize != 64<<20 {
+		t.Errorf("defaults: tmp %d, shm %d; want 256 MiB and 64 MiB", d.TmpSize, d.ShmSize)
+	}
+	g := Policy{Workdir: "/w", TmpSize: 1 << 20, ShmSize: 2 << 20}.WithDefaults()
+	if g.TmpSize != 1<<20 || g.ShmSize != 2<<20 {
+		t.Errorf("given sizes changed: tmp %d, shm %d", g.TmpSize, g.ShmSize)
+	}
+	p, err := Parse(strings.NewReader(`{"workdir":"/w","shm_size":1048576}`))
+	if err != nil || p.ShmSize != 1<<20 {
+		t.Errorf("profile shm_size: %d, %v", p.ShmSize, err)
 	}
 }
