@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,7 +229,7 @@ func TestBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			sock := filepath.Join(d, "svc.sock")
-			mkSocketInode(t, sock)
+			sandboxtest.SocketInode(t, sock)
 			deep := filepath.Join(d, "deep")
 			mustMkdir(t, filepath.Join(deep, strings.Repeat("d/", 65)))
 			p := filepath.Join(d, "profile.json")
@@ -346,16 +345,4 @@ func mustWrite(t *testing.T, p, s string) {
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// mkSocketInode leaves a Unix socket's inode at p, as a service that bound
-// it and ended does.
-func mkSocketInode(t *testing.T, p string) {
-	t.Helper()
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.SetUnlinkOnClose(false)
-	l.Close()
 }

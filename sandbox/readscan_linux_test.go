@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,21 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
-
-// mkSocket leaves a Unix socket inode at p, as a service that bound it
-// does (the listener is closed, the inode stays).
-func mkSocket(t *testing.T, p string) {
-	t.Helper()
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.SetUnlinkOnClose(false)
-	l.Close()
-}
 
 // specialTree makes a tree with a socket and a FIFO at depth 1 and 3, a
 // regular file, and a link to a socket elsewhere (a link is not followed).
@@ -34,13 +22,13 @@ func specialTree(t *testing.T) (root, outside string) {
 	t.Helper()
 	root, outside = t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
-	mkSocket(t, filepath.Join(root, "agent.sock"))
-	mkSocket(t, filepath.Join(root, "a", "b", "docker.sock"))
+	sandboxtest.SocketInode(t, filepath.Join(root, "agent.sock"))
+	sandboxtest.SocketInode(t, filepath.Join(root, "a", "b", "docker.sock"))
 	if err := unix.Mkfifo(filepath.Join(root, "a", "pipe"), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644)
-	mkSocket(t, filepath.Join(outside, "far.sock"))
+	sandboxtest.SocketInode(t, filepath.Join(outside, "far.sock"))
 	os.Symlink(filepath.Join(outside, "far.sock"), filepath.Join(root, "link.sock"))
 	return root, outside
 }
@@ -110,7 +98,7 @@ func TestScanSpecialUnlistable(t *testing.T) {
 			root := t.TempDir()
 			d := filepath.Join(root, "shut")
 			os.Mkdir(d, 0o700)
-			mkSocket(t, filepath.Join(d, "s"))
+			sandboxtest.SocketInode(t, filepath.Join(d, "s"))
 			os.Chmod(d, tt.mode)
 			t.Cleanup(func() { os.Chmod(d, 0o700) })
 			_, err := scanSpecial(root, defaultScanLimits)
@@ -172,7 +160,7 @@ func TestPlanReadRefusals(t *testing.T) {
 	d := t.TempDir()
 	os.Symlink("/", filepath.Join(d, "rootlink"))
 	os.Symlink("/proc/self", filepath.Join(d, "proclink"))
-	mkSocket(t, filepath.Join(d, "svc.sock"))
+	sandboxtest.SocketInode(t, filepath.Join(d, "svc.sock"))
 	deep := d
 	for range scanMaxDepth + 1 {
 		deep = filepath.Join(deep, "d")
