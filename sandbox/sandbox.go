@@ -3,8 +3,8 @@
 //
 // On Linux the command runs under bubblewrap (tier 1): its own user, mount,
 // PID, IPC, UTS and network namespaces, the system read-only, only the
-// policy's writable directories writable, a private size-capped /tmp, no
-// capabilities, a cleared environment passed inside bwrap's --args stream.
+// policy's writable directories writable, a private size-capped /tmp and
+// /dev/shm, a read-only /dev, no capabilities, a cleared environment passed inside bwrap's --args stream.
 // When something is forwarded into the sandbox (the egress proxy, the LLM
 // channel) or an rlimit needs applying, sandbox-run's own init is PID 1 and
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
@@ -31,6 +31,14 @@
 //     a parent of it, a directory in one of its dot-directories, or
 //     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
 //     spelling (see policy.Host).
+//   - A read-only path hands in files, not services: every Unix socket and
+//     FIFO under a --read path when the run starts has /dev/null bound over
+//     it (the search is bounded; over the bound the run is refused). A
+//     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
+//     brings in the host's /sys or /run: such a path is refused.
+//   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
+//     where bwrap has --size; the report lists each one and says "none"
+//     where it has not.
 //
 // # Non-guarantees
 //
@@ -39,6 +47,10 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
+//   - A socket or FIFO made under a --read path after the run started is
+//     reachable. A tmpfs's inode count is not capped (bwrap has no option
+//     for it): only a cgroup memory limit bounds the kernel memory of many
+//     empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
