@@ -124,7 +124,7 @@ func TestTmpfsReport(t *testing.T) {
 		got[tf.Path] = fmt.Sprintf("%d %s", tf.Size, tf.Enforced)
 	}
 	for path, want := range map[string]string{
-		"/tmp": "268435456 tmpfs size=", "/dev/shm": "8388608 tmpfs size=", "/dev": "0 read-only",
+		"/tmp": "268435456 tmpfs size=", "/dev/shm": "8388608 tmpfs size=", "/dev": "0 read-only", "/": "0 read-only",
 	} {
 		if !strings.HasPrefix(got[path], want) {
 			t.Errorf("report tmpfs %s: %q, want %q...", path, got[path], want)

@@ -116,16 +116,19 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 
 // addOwnMounts mounts the sandbox's /dev and /tmp and records each file
 // system in memory with its ceiling. /dev is bwrap's (device nodes, a
-// devpts, no size option), so it is made read-only once every mount under
-// it is made (late); /dev/shm, a directory of /dev until then, gets a tmpfs
-// of its own with a size. Without bwrap's --size neither /tmp nor /dev/shm
-// has a ceiling, and the report says so.
+// devpts, no size option, owned by the sandbox's uid), so it is made
+// read-only once every mount under it is made (late); /dev/shm, a
+// directory of /dev until then, gets a tmpfs of its own with a size. The
+// root, bwrap's unsized tmpfs, is made read-only last. Without bwrap's
+// --size neither /tmp nor /dev/shm has a ceiling, and the report says so.
 func (pl *plan) addOwnMounts(p policy.Policy, sizeOption bool) {
 	pl.mounts = append(pl.mounts,
 		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
 		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/dev/shm", FD: -1, Size: p.ShmSize},
 		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
-	pl.late = append(pl.late, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1})
+	pl.late = append(pl.late,
+		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1},
+		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
 	how, tmp, shm := "tmpfs size= (bwrap --size)", p.TmpSize, p.ShmSize
 	if !sizeOption {
 		how, tmp, shm = "none: bwrap lacks --size", 0, 0
@@ -134,7 +137,8 @@ func (pl *plan) addOwnMounts(p policy.Policy, sizeOption bool) {
 	pl.tmpfs = append(pl.tmpfs,
 		TmpfsReport{Path: "/tmp", Size: tmp, Enforced: how},
 		TmpfsReport{Path: "/dev/shm", Size: shm, Enforced: how},
-		TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"})
+		TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"},
+		TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
 }
 
 // report is the search's part of the isolation report; nil without --read.

@@ -213,8 +213,8 @@ func TestPlanTmpfs(t *testing.T) {
 		if dev < 0 || shm < dev {
 			t.Errorf("/dev/shm tmpfs at %d, /dev at %d: the tmpfs must follow", shm, dev)
 		}
-		if !slices.Contains(pl.late, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}) {
-			t.Errorf("late mounts %v: /dev is not made read-only", pl.late)
+		if want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.late, want) {
+			t.Errorf("late mounts %v, want %v: /dev, then / (last) made read-only", pl.late, want)
 		}
 		wantTmp, wantShm := int64(policy.DefaultTmpSize), int64(16<<20)
 		if !sizeOption {

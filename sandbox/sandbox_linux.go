@@ -218,7 +218,6 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		InfoFD:     fdInfo,
 		SizeOption: info.Features.Size,
 	}
-	spec.Mounts = append(spec.Mounts, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
 	args, err := bwrap.Args(spec)
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
