@@ -560,6 +560,8 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 		}
 		if c.Launch == "sigkill" {
 			control = "caller" // sandbox-run --sandbox off runs the probe as the caller
+			// sandbox-run refuses a workdir that is the caller's home.
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + fx.base}
 		}
 	} else {
 		cmd.Env = os.Environ()
