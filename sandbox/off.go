@@ -59,10 +59,7 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	if err != nil {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
-	report.Limits = append(report.Limits, limitReport(lim)...)
-	if p.Timeout > 0 {
-		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
-	}
+	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
 	c := exec.Command(path, cmd[1:]...)
 	c.Args[0] = cmd[0]
@@ -86,6 +83,7 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	over := sampleOff(ctx, c.Process.Pid, lim.Sample)
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)
+	cancelled := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
@@ -96,8 +94,10 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 				if ok {
 					killed <- e
 					killGroup(c.Process)
+					return
 				}
 			case <-ctx.Done():
+				cancelled <- struct{}{}
 				killGroup(c.Process)
 				return
 			case <-done:
@@ -109,18 +109,17 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	close(done)
 	killGroup(c.Process) // what the command left in its group
 	code := exitCode(c.ProcessState)
-	class := ""
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		class = "TimedOut"
-	}
+	report.Exit = classify(code, "")
 	select {
 	case e := <-killed:
 		report.Exit = classify(code, limitClass(e.Kind))
 		return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: e}
+	case <-cancelled:
+		// Ended because ctx was done; Run classifies its own timer.
+		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 	default:
 	}
-	report.Exit = classify(code, class)
-	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	return &Result{ExitCode: code, Report: report}, nil
 }
 
 func lookPathIn(name string, env []string) (string, error) {

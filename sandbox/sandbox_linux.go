@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -250,10 +249,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	sort.Strings(report.EnvNames)
 	report.Protections = bwrapProtections(info.Features.DisableUserns, info.Features.BindFD, info.Features.UnshareCgroupTry, uid, prog.Digest())
 	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	if p.Timeout > 0 {
-		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
-	}
-	report.Limits = append(report.Limits, limitReport(lim)...)
+	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
@@ -573,7 +569,8 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 				unix.Kill(initPID, unix.SIGKILL)
 			}
 			unix.Kill(pid, unix.SIGKILL)
-			killedBwrap = true
+			// A limit that ended the sandbox first stays the reason.
+			killedBwrap = killedBy == limits.None
 		case ex = <-exited:
 			done = true
 		}
@@ -624,19 +621,21 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			verify(report.Protections, status.Readback)
 		}
 		verifyHostUID(report.Protections, seenUID)
-		class := ""
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			class = "TimedOut"
-		} else if k := classifyLimit(ls, code, killedBy); k != limits.None {
-			class = limitClass(k)
+		if killedBwrap {
+			// Ended because ctx was done (Run's timer or the caller):
+			// ctx's error says which, and Run classifies a timer's end.
+			report.Exit = classify(code, "")
+			return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+		}
+		if k := classifyLimit(ls, code, killedBy); k != limits.None {
 			if killedBy == limits.None {
 				exceeded = limits.Exceeded{Kind: k}
 			}
-			report.Exit = classify(code, class)
+			report.Exit = classify(code, limitClass(k))
 			return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: exceeded}
 		}
-		report.Exit = classify(code, class)
-		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+		report.Exit = classify(code, "")
+		return &Result{ExitCode: code, Report: report}, nil
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
 		report.Readback = status.Readback
 		verify(report.Protections, status.Readback)

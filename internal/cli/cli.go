@@ -22,7 +22,7 @@ import (
 
 // Exit statuses of sandbox-run run, beyond the command's own.
 const (
-	ExitTimeout       = 124 // --timeout ended the run
+	ExitTimeout       = sandbox.ExitTimeout // --timeout ended the run
 	ExitRefused       = 125 // sandbox-run refused or could not set up
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
@@ -417,16 +417,11 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
-	runCtx := ctx
-	var cancel context.CancelFunc
-	if p.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
-		defer cancel()
-	}
-	res, err := sandbox.Run(runCtx, p, cmd, opts)
+	res, err := sandbox.Run(ctx, p, cmd, opts)
 	var ee *sandbox.ExecError
 	var le *sandbox.LimitError
 	var ke *sandbox.KilledError
+	var te *sandbox.TimeoutError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
@@ -434,9 +429,13 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
 	case errors.As(err, &le) && res != nil:
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
-	case err != nil && res != nil && errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
-		res.ExitCode = ExitTimeout
+	case errors.As(err, &te) && res != nil:
+		// Run's own timer ended it; res holds 124 and the report.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", te.Error())
+	case errors.As(err, &te):
+		af.discard()
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", te.Error())
+		return ExitTimeout
 	case err != nil && res != nil:
 		// cancelled: the command's status stands
 	case err != nil:
