@@ -23,7 +23,7 @@ import (
 // Exit statuses of sandbox-run run, beyond the command's own.
 const (
 	ExitTimeout       = sandbox.ExitTimeout // --timeout ended the run
-	ExitRefused       = 125 // sandbox-run refused or could not set up
+	ExitRefused       = 125                 // sandbox-run refused or could not set up
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
 )
