@@ -47,6 +47,13 @@ const (
 // DefaultTmpSize caps the private /tmp when the policy names no size.
 const DefaultTmpSize = 256 << 20
 
+// DefaultPids is the process ceiling of a run whose policy names none
+// (Pids zero): tasks (processes and threads) of the whole sandbox, where
+// the mechanism can hold one (Linux: bwrap and tier 0). Podman's default;
+// far above what a build or a tool server needs, far below what exhausts
+// a node's pid space.
+const DefaultPids = 2048
+
 // DefaultProtected lists the paths, relative to every writable directory,
 // that stay read-only inside the sandbox whether or not they exist: the files
 // a later host-side tool (git, a shell, an editor, an agent harness) reads
@@ -114,7 +121,8 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
 	// CPUTime its CPU time; NoFile each process's open files; FSize the
-	// size of a file it writes. Zero means no limit.
+	// size of a file it writes. Zero means no limit, except for Pids, where
+	// zero means DefaultPids on Linux.
 	Memory  int64    `json:"memory,omitempty"`
 	Pids    int64    `json:"pids,omitempty"`
 	CPUTime Duration `json:"cpu_time,omitempty"`

@@ -319,6 +319,15 @@ func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*R
 	return res, &TimeoutError{Timeout: d, Started: true}
 }
 
+// pidsCeiling is the run's process ceiling: the policy's, or
+// policy.DefaultPids.
+func pidsCeiling(p policy.Policy) int64 {
+	if p.Pids > 0 {
+		return p.Pids
+	}
+	return policy.DefaultPids
+}
+
 // timeoutLimit is the report's line for the policy's Timeout, which Run's
 // timer enforces for every mechanism; nil when there is none.
 func timeoutLimit(p policy.Policy) []Limit {
