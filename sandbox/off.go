@@ -55,9 +55,19 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 		}
 		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
-	lim, err := limits.NewPlan(limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}, limits.Env{})
+	// No user namespace: RLIMIT_NPROC would count every process of the
+	// caller's uid on the host, so pids are sampled (Env{} says so).
+	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	if samplerAvailable {
+		l.Pids = pidsCeiling(p)
+	}
+	lim, err := limits.NewPlan(l, limits.Env{})
 	if err != nil {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+	}
+	if lim.Sample != (limits.Limits{}) && !samplerAvailable {
+		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
+			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
 	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
@@ -80,7 +90,14 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	if err := c.Start(); err != nil {
 		return &Result{ExitCode: 126, Report: report}, &ExecError{Code: 126, Command: cmd[0], Reason: err.Error()}
 	}
-	over := sampleOff(ctx, c.Process.Pid, lim.Sample)
+	over, err := sampleOff(ctx, c.Process.Pid, lim.Sample)
+	if err != nil {
+		// Fail closed: the report would claim a limit nobody holds.
+		killGroup(c.Process)
+		c.Wait()
+		return nil, setupErr("cannot watch the command's sampled limits", err.Error(),
+			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)
 	cancelled := make(chan struct{}, 1)

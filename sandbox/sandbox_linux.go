@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -806,10 +808,14 @@ func watchLimits(ctx context.Context, ls *launchSpec, initPID int) (<-chan limit
 	}
 	if ls.lim.Sample != (limits.Limits{}) {
 		ch, err := limits.Sample(ctx, initPID, ls.lim.Sample, limits.DefaultInterval)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The sandbox has already ended: nothing left to hold.
+		case err != nil:
 			return nil, err
+		default:
+			chans = append(chans, ch)
 		}
-		chans = append(chans, ch)
 	}
 	switch len(chans) {
 	case 0:
