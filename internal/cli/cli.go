@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -100,9 +99,8 @@ type runFlags struct {
 	ptrace                      bool
 	mode                        string
 	config, report, audit       string
-	timeout                     time.Duration
+	timeout, cpuTime            string
 	memory, pids, nofile, fsize string
-	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
 	cgroupBase                  string
 	dryRun, summary, verbose    bool
@@ -130,12 +128,12 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "end the whole sandbox after this long (exit 124)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M")
-	fs.StringVar(&f.pids, "pids", "", "task limit for the whole sandbox")
-	fs.DurationVar(&f.cpuTime, "cpu-time", 0, "CPU time limit for the whole sandbox")
+	fs.StringVar(&f.timeout, "timeout", "", "end the whole sandbox after this long, e.g. 90s, 10m (exit 124)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M (K, M, G, T or KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB refused)")
+	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("task (process and thread) limit for the whole sandbox (default %d on Linux)", policy.DefaultPids))
+	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU time limit for the whole sandbox, e.g. 30s")
 	fs.StringVar(&f.nofile, "nofile", "", "open file limit per process")
-	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G")
+	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G (same units as --memory)")
 	fs.StringVar(&f.cgroupBase, "cgroup-base", "", "delegated cgroup v2 directory for the run's cgroup (default: find one)")
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
@@ -150,7 +148,7 @@ func newRunFlags() *runFlags {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
+	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
@@ -258,7 +256,11 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.Sandbox = policy.Mode(f.mode)
 	}
 	if changed("timeout") {
-		p.Timeout = policy.Duration(f.timeout)
+		d, err := policy.ParseDuration(f.timeout)
+		if err != nil {
+			return p, fmt.Errorf("--timeout: %w; fix: e.g. --timeout 90s", err)
+		}
+		p.Timeout = policy.Duration(d)
 	}
 	for _, l := range []struct {
 		flag string
@@ -279,6 +281,9 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 				err = fmt.Errorf("not a whole number")
 			}
 		}
+		if err != nil && l.size {
+			return p, fmt.Errorf("--%s: %w; fix: e.g. --%s 512M", l.flag, err, l.flag)
+		}
 		if err != nil || n <= 0 {
 			return p, fmt.Errorf("--%s %q: want a positive %s; fix: e.g. --%s %s", l.flag, val,
 				map[bool]string{true: "size such as 512M", false: "whole number"}[l.size], l.flag, map[bool]string{true: "512M", false: "64"}[l.size])
@@ -286,10 +291,14 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		*l.dst = n
 	}
 	if changed("cpu-time") {
-		if f.cpuTime <= 0 {
+		d, err := policy.ParseDuration(f.cpuTime)
+		if err != nil {
+			return p, fmt.Errorf("--cpu-time: %w; fix: e.g. --cpu-time 30s", err)
+		}
+		if d <= 0 {
 			return p, fmt.Errorf("--cpu-time must be positive; fix: e.g. --cpu-time 30s")
 		}
-		p.CPUTime = policy.Duration(f.cpuTime)
+		p.CPUTime = policy.Duration(d)
 	}
 	if changed("cgroup-base") {
 		if p.CgroupBase, err = absPath("cgroup-base", f.cgroupBase); err != nil {
@@ -386,6 +395,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
+	warnMissingEnv(stdio.Stderr, p)
 	if p.Workdir != "" {
 		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
 			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
@@ -459,6 +469,15 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// warnMissingEnv says on w which --pass-env names are not set in
+// sandbox-run's own environment: the run goes on without them, and a
+// command that needed one should not fail mysteriously.
+func warnMissingEnv(w io.Writer, p policy.Policy) {
+	for _, k := range p.MissingPassEnv(os.LookupEnv) {
+		fmt.Fprintf(w, "sandbox-run: warning: --pass-env %s: not set in sandbox-run's environment; the command runs without it\n", k)
+	}
 }
 
 // auditFile is an --audit file opened before the run. One this run

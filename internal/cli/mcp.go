@@ -78,6 +78,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
+	warnMissingEnv(stdio.Stderr, p)
 	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
 		return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
 	}
