@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -155,5 +156,47 @@ func TestOwnExitIsNotALimit(t *testing.T) {
 	r, class := limitRun(t, "exit 3", "--memory", "100M", "--pids", "50", "--cpu-time", "5s")
 	if r.code != 3 || class != "exited" || strings.Contains(r.stderr, "limit") {
 		t.Errorf("exit %d class %q stderr %q, want the command's own 3", r.code, class, r.stderr)
+	}
+}
+
+// TestMCPTimeout: sandbox-run mcp has no timer of its own any more;
+// sandbox.Run's ends the server, and the relay exits 124 with one line.
+// Control: without --timeout the same server is still running after the
+// same delay.
+func TestMCPTimeout(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	start := func(extra ...string) (*exec.Cmd, *strings.Builder, chan error) {
+		args := append(append([]string{"mcp", "--workdir", w}, extra...), "--", "sh", "-c", "sleep 30")
+		c := exec.Command(bin, args...)
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		// A client that stays connected: stdin open, nothing sent.
+		if _, err := c.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		return c, &stderr, done
+	}
+	_, stderr, done := start("--timeout", "1s")
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 124 || !strings.Contains(stderr.String(), "timed out after 1s") {
+			t.Fatalf("mcp --timeout 1s: %v, stderr %q, want exit 124 and the timeout named", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mcp --timeout 1s still running after 20s")
+	}
+	_, _, done = start()
+	select {
+	case err := <-done:
+		t.Fatalf("control: without --timeout the server ended: %v", err)
+	case <-time.After(2 * time.Second):
 	}
 }

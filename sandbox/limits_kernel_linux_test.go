@@ -284,6 +284,18 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	if n := lastNumber(o.out); n != 3000 {
 		t.Fatalf("untested: with the ceiling at 4000 the loop stopped at %d, not 3000 (err %v)", n, o.err)
 	}
+
+	// Tier 0 has the same default, sampled (no user namespace of its
+	// own for RLIMIT_NPROC), and ends the command's group at it.
+	p = policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeOff}
+	o = runProbe(t, p, loop)
+	if v, m := reported(o.res, "pids"); v != strconv.Itoa(policy.DefaultPids) || m != "sampled" {
+		t.Fatalf("tier 0 reports pids %q by %q, want %d sampled", v, m, policy.DefaultPids)
+	}
+	if n := lastNumber(o.out); n >= 3000 {
+		t.Fatalf("tier 0: the loop started %d processes past the default ceiling", n)
+	}
+	wantLimitError(t, o, limits.PidsLimit)
 }
 
 // TestNProcCountsOnlyTheSandbox: the process ceiling held by RLIMIT_NPROC
