@@ -26,6 +26,12 @@
 //     thread that started it, and PID 1 dies with bwrap.
 //   - Protected paths inside writable directories stay read-only, existing
 //     or not, and placeholders made to hold missing ones are removed.
+//   - Run holds the policy's Timeout itself, for every mechanism: the whole
+//     sandbox is ended, the Result says 124, the error is a *TimeoutError.
+//   - Every limit the report lists is held by the mechanism it names
+//     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
+//     cannot start ends the run with a setup error. On Linux every run has
+//     a process ceiling, policy.DefaultPids unless the policy names one.
 //
 // # Non-guarantees
 //
