@@ -3,7 +3,9 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -198,5 +200,55 @@ func TestMCPTimeout(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("control: without --timeout the server ended: %v", err)
 	case <-time.After(2 * time.Second):
+	}
+}
+
+// TestPidsAboveHardLimit: sandbox-run's own hard RLIMIT_NPROC, which every
+// process of the sandbox inherits, caps the ceiling: --pids above it is
+// refused (125, one line), and the default comes down to it, reported at
+// the value held. Control: the same --pids without that hard limit runs.
+func TestPidsAboveHardLimit(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	sh := func(hard string, args ...string) result {
+		q := bin
+		for _, a := range args {
+			q += " '" + a + "'"
+		}
+		set := ""
+		if hard != "" {
+			// Soft and hard: the shell's own fork needs soft <= hard.
+			set = "{ ulimit -u " + hard + " || ulimit -p " + hard + "; } 2>/dev/null && "
+		}
+		c := exec.Command("/bin/sh", "-c", set+"exec "+q)
+		var o, e strings.Builder
+		c.Stdout, c.Stderr = &o, &e
+		err := c.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{o.String(), e.String(), code}
+	}
+	rep := filepath.Join(sandboxtest.WorkDir(t), "r.json") // outside the writable workdir
+	r := sh("200", "run", "--workdir", w, "--pids", "500", "--", "true")
+	if r.code != 125 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--pids 500 cannot be held") || !strings.Contains(r.stderr, "fix: pass --pids 192") {
+		t.Errorf("--pids 500 under hard 200: exit %d %q, want 125 and one line", r.code, r.stderr)
+	}
+	r = sh("", "run", "--workdir", w, "--pids", "500", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("control: --pids 500 without the hard limit: exit %d %q", r.code, r.stderr)
+	}
+	r = sh("200", "run", "--workdir", w, "--report", rep, "--", "sh", "-c", `grep "Max processes" /proc/self/limits`)
+	if r.code != 0 || !strings.Contains(r.stdout, "200") {
+		t.Fatalf("default under hard 200: exit %d out %q err %q", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil || !strings.Contains(string(b), `"name": "pids",
+      "value": "192"`) {
+		t.Errorf("report does not say pids 192: %s", b)
 	}
 }

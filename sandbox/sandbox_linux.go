@@ -901,6 +901,18 @@ const overheadTasks = 8
 func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
 	l := limits.Limits{Memory: p.Memory, Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
 	env := limits.Env{OverheadTasks: overheadTasks, UserNS: limits.NProcPerUserNS()}
+	// Every process of the sandbox inherits sandbox-run's own hard
+	// RLIMIT_NPROC, and counts against it inside its user namespace: a
+	// ceiling above it would be reported at a value that is not the one
+	// held. The default comes down to it; one asked for is refused.
+	if hard, err := limits.Hard(limits.NProc); err == nil && hard != limits.Infinity && uint64(l.Pids+overheadTasks) > hard {
+		if p.Pids > 0 || hard <= 2*overheadTasks {
+			return limits.Plan{}, nil, setupErr(fmt.Sprintf("--pids %d cannot be held", l.Pids),
+				fmt.Sprintf("sandbox-run's own hard process limit is %d (with %d tasks of sandbox-run's own in the sandbox)", hard, overheadTasks),
+				fmt.Sprintf("pass --pids %d or less, or raise the hard limit (ulimit -Hu)", int64(hard)-overheadTasks))
+		}
+		l.Pids = int64(hard) - overheadTasks
+	}
 	var base string
 	if l.Memory > 0 || l.Pids > 0 || l.CPUTime > 0 {
 		b, err := limits.FindDelegated(p.CgroupBase)
