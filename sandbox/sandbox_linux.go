@@ -658,9 +658,11 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		verify(report.Protections, status.Readback)
 		report.Exit = &Exit{Code: status.Exit, Class: map[int]string{126: "not_executable", 127: "not_found"}[status.Exit]}
 		return &Result{ExitCode: status.Exit, Report: report}, &ExecError{Code: status.Exit, Command: cmd[0], Reason: reasonOf(status.Error)}
-	case status != nil && ls.fast:
+	case status != nil && ls.fast && status.Error != "":
+		// The trampoline's only refusal: RLIMIT_NPROC not held as asked
+		// (setupLimits has kept the value under the hard limit).
 		return nil, setupErr("the sandbox's process ceiling could not be set", status.Error,
-			"raise sandbox-run's hard process limit (ulimit -Hu) above --pids, or pass a lower --pids")
+			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	case status != nil:
 		return nil, setupErr("sandbox init failed", status.Error, "report this as a bug in sandbox-run")
 	case ctx.Err() != nil:
