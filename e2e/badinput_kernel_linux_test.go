@@ -134,9 +134,21 @@ func badInputs() []badInput {
 		{name: "env without name", args: withCmd("run", "--workdir", "{W}", "--env", "=x"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "env without =", args: withCmd("run", "--workdir", "{W}", "--env", "NOVALUE"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "pass-env with =", args: withCmd("run", "--workdir", "{W}", "--pass-env", "A=B"), want: []string{`"A=B"`}},
+		{name: "pass-env invalid name", args: withCmd("run", "--workdir", "{W}", "--pass-env", "MY-TOKEN"), want: []string{"pass-env", `"MY-TOKEN"`, "not a variable name"}},
+		{name: "pass-env leading digit", args: withCmd("run", "--workdir", "{W}", "--pass-env", "1X"), want: []string{"pass-env", `"1X"`}},
+		{name: "profile pass-env invalid", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"pass_env":["A B"]}`, want: []string{"pass-env", `"A B"`}},
+		{name: "mcp pass-env invalid", args: withCmd("mcp", "--workdir", "{W}", "--pass-env", "A.B"), want: []string{"pass-env", `"A.B"`}},
 		{name: "llm-env without socket", args: withCmd("run", "--workdir", "{W}", "--llm-env", "X"), want: []string{"llm-socket"}},
 		// sizes and durations
 		{name: "memory unit", args: withCmd("run", "--workdir", "{W}", "--memory", "12X"), want: []string{`"12X"`}},
+		{name: "memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--memory", "512MB"), want: []string{"--memory", `"512MB"`, "ambiguous", "512M"}},
+		{name: "fsize GB ambiguous", args: withCmd("run", "--workdir", "{W}", "--fsize", "1GB"), want: []string{"--fsize", `"1GB"`, "ambiguous"}},
+		{name: "tmp-size KB ambiguous", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "64KB"), want: []string{"--tmp-size", `"64KB"`, "ambiguous"}},
+		{name: "memory fraction", args: withCmd("run", "--workdir", "{W}", "--memory", "1.5G"), want: []string{"--memory", `"1.5G"`}},
+		{name: "profile memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"memory":"512MB"}`, want: []string{`"memory"`, `"512MB"`, "ambiguous"}},
+		{name: "profile tmp_size unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"tmp_size":"1X"}`, want: []string{`"tmp_size"`, `"1X"`}},
+		{name: "profile cpu_time without unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"cpu_time":"30"}`, want: []string{`"30"`, "unit"}},
+		{name: "cpu-time without unit", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "30"), want: []string{"--cpu-time", `"30"`}},
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
@@ -344,5 +356,28 @@ func mustWrite(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPassEnvUnsetWarns: --pass-env of a name that is not set in
+// sandbox-run's environment is not an error (the run goes on) but says so
+// in one warning line naming it. Control: the same name set passes its
+// value and warns about nothing.
+func TestPassEnvUnsetWarns(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	name := "SBX_PASS_" + strings.ToUpper(randHex(t))
+	args := []string{"run", "--workdir", w, "--pass-env", name, "--", "/bin/sh", "-c", `echo "v=${` + name + `-unset}"`}
+	r := runEnv(t, nil, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=unset") {
+		t.Fatalf("exit %d stdout %q stderr %q, want the run to go on without it", r.code, r.stdout, r.stderr)
+	}
+	warn := "sandbox-run: warning: --pass-env " + name + ": not set"
+	if !strings.Contains(r.stderr, warn) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want exactly one line holding %q", r.stderr, warn)
+	}
+	r = runEnv(t, []string{name + "=here"}, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=here") || strings.Contains(r.stderr, "warning") {
+		t.Errorf("control (set): exit %d stdout %q stderr %q, want the value passed and no warning", r.code, r.stdout, r.stderr)
 	}
 }

@@ -200,7 +200,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	res.Sandbox = o.res
 	var ee *sandbox.ExecError
-	if errors.As(o.err, &ee) {
+	if errors.As(o.err, &ee) || errors.Is(o.err, sandbox.ErrTimeout) {
 		return res, o.err
 	}
 	if rerr != nil {
@@ -227,6 +227,8 @@ func endReason(res *sandbox.Result, err error) string {
 		return "the sandbox could not be set up: " + err.Error()
 	case res == nil:
 		return "it did not start"
+	case errors.Is(err, sandbox.ErrTimeout):
+		return "the timeout ended it"
 	case res.ExitCode > 128:
 		return fmt.Sprintf("it was killed by signal %d", res.ExitCode-128)
 	default:

@@ -51,6 +51,13 @@ const DefaultTmpSize = 256 << 20
 // policy names no size; 64 MiB is what container runtimes give by default.
 const DefaultShmSize = 64 << 20
 
+// DefaultPids is the process ceiling of a run whose policy names none
+// (Pids zero): tasks (processes and threads) of the whole sandbox, where
+// the mechanism can hold one (Linux: bwrap and tier 0). Podman's default;
+// far above what a build or a tool server needs, far below what exhausts
+// a node's pid space.
+const DefaultPids = 2048
+
 // DefaultProtected lists the paths, relative to every writable directory,
 // that stay read-only inside the sandbox whether or not they exist: the files
 // a later host-side tool (git, a shell, an editor, an agent harness) reads
@@ -120,7 +127,8 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
 	// CPUTime its CPU time; NoFile each process's open files; FSize the
-	// size of a file it writes. Zero means no limit.
+	// size of a file it writes. Zero means no limit, except for Pids, where
+	// zero means DefaultPids on Linux.
 	Memory  int64    `json:"memory,omitempty"`
 	Pids    int64    `json:"pids,omitempty"`
 	CPUTime Duration `json:"cpu_time,omitempty"`
@@ -144,9 +152,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"90s\": %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := ParseDuration(s)
 	if err != nil {
-		return err
+		return errors.New(strings.TrimPrefix(err.Error(), "policy: "))
 	}
 	*d = Duration(v)
 	return nil
@@ -182,7 +190,9 @@ func invalid(field, reason, fix string) error {
 // parser.
 const MaxProfileSize = 1 << 20
 
-// Parse reads a profile (JSON, the same field names as the flags). Unknown
+// Parse reads a profile (JSON, the same field names as the flags; sizes as
+// a number of bytes or a string spelt as for the flags, see ParseSize;
+// durations as strings, see ParseDuration). Unknown
 // fields, a field given twice, a profile over MaxProfileSize and anything
 // after the object are refused, so that a typo or a smuggled second value
 // never silently changes a restriction.
@@ -195,6 +205,9 @@ func Parse(r io.Reader) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy: profile: larger than %d bytes", MaxProfileSize)
 	}
 	if err := uniqueKeys(b); err != nil {
+		return Policy{}, fmt.Errorf("policy: profile: %w", err)
+	}
+	if b, err = profileSizes(b); err != nil {
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
 	var p Policy
@@ -377,7 +390,13 @@ func (p Policy) Validate() error {
 			return err
 		}
 	}
-	for _, k := range append(append([]string(nil), p.PassEnv...), p.LLMEnv...) {
+	for _, k := range p.PassEnv {
+		if !isEnvName(k) {
+			return invalid("pass-env", fmt.Sprintf("%q is not a variable name", k),
+				"name a variable of letters, digits and '_', not starting with a digit, such as HTTP_TOKEN")
+		}
+	}
+	for _, k := range p.LLMEnv {
 		if err := checkEnvName(k); err != nil {
 			return err
 		}
@@ -478,6 +497,37 @@ func checkEnvName(k string) error {
 		return invalid("env", fmt.Sprintf("%q is not a variable name", k), "use KEY=VALUE with a KEY free of '=' and NUL")
 	}
 	return nil
+}
+
+// isEnvName reports whether k is a portable variable name (POSIX: letters,
+// digits and '_', not starting with a digit): the only names a PassEnv
+// entry can look up in a shell-started environment.
+func isEnvName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// MissingPassEnv returns the PassEnv names that lookup does not find, in
+// order: Environ leaves them unset, and the caller should say so.
+func (p Policy) MissingPassEnv(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, k := range p.PassEnv {
+		if lookup == nil {
+			out = append(out, k)
+			continue
+		}
+		if _, ok := lookup(k); !ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // WithDefaults returns a copy with every zero field that has a default

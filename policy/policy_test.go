@@ -74,7 +74,11 @@ func TestParseProfile(t *testing.T) {
 		`"x"`:                                   "not a JSON object",
 		`{"read":["/a"],"read":["/b"]}`:         `"read" given twice`,
 		`{"env":{"A":"1"},"write":[],"env":{}}`: `"env" given twice`,
-		`{"memory":"1G"}`:                       `"memory": a JSON string where a number is expected`,
+		`{"memory":"1GB"}`:                      `"memory": size "1GB": GB is ambiguous`,
+		`{"tmp_size":"lots"}`:                   `"tmp_size": size "lots"`,
+		`{"fsize":true}`:                        `"fsize": a JSON bool where a number is expected`,
+		`{"cpu_time":"5"}`:                      `duration "5"`,
+		`{"pids":"64"}`:                         `"pids": a JSON string where a number is expected`,
 		`{"read":"/a"}`:                         `"read": a JSON string where a list is expected`,
 		`{"env":"` + strings.Repeat("a", MaxProfileSize) + `"}`: "larger than",
 	} {
@@ -163,16 +167,72 @@ func TestEnviron(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"512": 512, "64K": 64 << 10, "256M": 256 << 20, "2G": 2 << 30, "1GiB": 1 << 30, "10mb": 10 << 20} {
+	for in, want := range map[string]int64{
+		"512": 512, "512B": 512, "64K": 64 << 10, "64k": 64 << 10, "64Ki": 64 << 10, "64KiB": 64 << 10,
+		"256M": 256 << 20, "256MiB": 256 << 20, "256mib": 256 << 20, "2G": 2 << 30, "1GiB": 1 << 30, "1T": 1 << 40, "0": 0,
+	} {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1", "1.5G", "99999999999T"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
+	for bad, why := range map[string]string{
+		"": "whole number", "x": "whole number", "-1": "whole number", "+1": "whole number", "1.5G": "whole number",
+		" 1M": "whole number", "1 M": "unknown unit", "1M ": "unknown unit", "99999999999T": "too large",
+		"512MB": "ambiguous", "10mb": "ambiguous", "1KB": "ambiguous", "2GB": "ambiguous", "1TB": "ambiguous",
+		"1P": "unknown unit", "1KiBB": "unknown unit", "1IB": "unknown unit", "1iB": "unknown unit",
+	} {
+		if n, err := ParseSize(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseSize(%q) = %d, %v; want an error saying %q", bad, n, err, why)
 		}
+	}
+}
+
+// TestProfileSpellings: a profile takes sizes and durations spelt as the
+// flags take them, through the same parsers.
+func TestProfileSpellings(t *testing.T) {
+	p, err := Parse(strings.NewReader(`{"memory":"512M","fsize":"64KiB","tmp_size":"1G","timeout":"1m30s","cpu_time":"500ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		field, flag string
+		got         int64
+		parse       func(string) (int64, error)
+	}{
+		{"memory", "512M", p.Memory, ParseSize},
+		{"fsize", "64KiB", p.FSize, ParseSize},
+		{"tmp_size", "1G", p.TmpSize, ParseSize},
+		{"timeout", "1m30s", int64(p.Timeout), func(s string) (int64, error) { d, err := ParseDuration(s); return int64(d), err }},
+		{"cpu_time", "500ms", int64(p.CPUTime), func(s string) (int64, error) { d, err := ParseDuration(s); return int64(d), err }},
+	} {
+		want, err := c.parse(c.flag)
+		if err != nil || c.got != want || want == 0 {
+			t.Errorf("profile %s %q = %d, the flag's parser says %d (%v)", c.field, c.flag, c.got, want, err)
+		}
+	}
+	// A number of bytes stays one.
+	if p, err := Parse(strings.NewReader(`{"memory":1048576}`)); err != nil || p.Memory != 1<<20 {
+		t.Errorf("memory as a number: %d, %v", p.Memory, err)
+	}
+}
+
+func TestPassEnvNames(t *testing.T) {
+	for _, ok := range []string{"A", "_X", "HTTP_TOKEN", "a1"} {
+		if err := (Policy{Workdir: "/w", PassEnv: []string{ok}}).Validate(); err != nil {
+			t.Errorf("pass-env %q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "1A", "A-B", "A B", "A=B", "A.B", "Ä", "A\x00"} {
+		err := (Policy{Workdir: "/w", PassEnv: []string{bad}}).Validate()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "pass-env") {
+			t.Errorf("pass-env %q: %v, want refused", bad, err)
+		}
+	}
+	p := Policy{Workdir: "/w", PassEnv: []string{"SET", "UNSET", "EMPTY"}}
+	got := p.MissingPassEnv(func(k string) (string, bool) { return "", k != "UNSET" })
+	if len(got) != 1 || got[0] != "UNSET" {
+		t.Errorf("MissingPassEnv = %q, want [UNSET] (an empty value is set)", got)
 	}
 }
 

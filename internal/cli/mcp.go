@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -79,6 +78,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
+	warnMissingEnv(stdio.Stderr, p)
 	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
 		return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
 	}
@@ -109,13 +109,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.Audit = af
 		opts.Sandbox.Audit = af
 	}
-	runCtx := ctx
-	if p.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
-		defer cancel()
-	}
-	res, err := mcp.Serve(runCtx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
+	res, err := mcp.Serve(ctx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
 	var ee *sandbox.ExecError
 	code := 0
 	switch {
@@ -125,8 +119,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
 		code = res.Sandbox.ExitCode
-	case errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
+	case errors.Is(err, sandbox.ErrTimeout):
+		// sandbox.Run's own timer ended the server.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
 		code = ExitTimeout
 	case errors.Is(err, mcp.ErrServerEnded):
 		// The harness still wanted the server: never report success.
