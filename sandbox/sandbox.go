@@ -379,8 +379,10 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 // may expose: the home directory as $HOME names it and as the passwd entry
 // of the effective uid does (a hostile $HOME is the caller's own doing, but
 // the cache directory is derived from it, so both count), and
-// sandbox-run's cache, each as given and resolved.
-func hostOf(opts Options) policy.Host {
+// sandbox-run's cache, each as given and resolved; and which directories
+// in /tmp are the caller's own (hostOwn: the sandbox's uid p.UID counts
+// when sandbox-run is root).
+func hostOf(p policy.Policy, opts Options) policy.Host {
 	var h policy.Host
 	spellings := func(p string) []string {
 		if p == "" || !filepath.IsAbs(p) {
@@ -398,6 +400,7 @@ func hostOf(opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = spellings(opts.BwrapCache)
+	h.Own = hostOwn(p.UID)
 	return h
 }
 
@@ -405,7 +408,7 @@ func hostOf(opts Options) policy.Host {
 // the caller's own state (policy.Host.CheckWritable), at either spelling:
 // as given and resolved.
 func checkHost(p policy.Policy, opts Options) error {
-	h := hostOf(opts)
+	h := hostOf(p, opts)
 	for _, w := range p.Writable() {
 		if err := h.CheckWritable(w, w); err != nil {
 			return err
