@@ -195,7 +195,10 @@ type Report struct {
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
 	// ReadScan is the search of the --read paths for sockets and FIFOs
 	// (Linux, when there are --read paths).
-	ReadScan   *ReadScanReport `json:"read_scan,omitempty"`
+	ReadScan *ReadScanReport `json:"read_scan,omitempty"`
+	// WriteScan is the same search of the workdir and --write dirs
+	// (bwrap only).
+	WriteScan  *ReadScanReport `json:"write_scan,omitempty"`
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
