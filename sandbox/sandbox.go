@@ -30,10 +30,13 @@
 //     system directory, the home (as $HOME and the passwd entry name it),
 //     a parent of it, a directory in one of its dot-directories, or
 //     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
-//     spelling (see policy.Host).
-//   - A read-only path hands in files, not services: every Unix socket and
-//     FIFO under a --read path when the run starts has /dev/null bound over
-//     it (the search is bounded; over the bound the run is refused). A
+//     spelling (see policy.Host); so is one that is or lies in a place the
+//     host's users and services share (/tmp, /run, /dev/shm, ...), in /tmp
+//     and /var/tmp unless its directory there is the caller's alone.
+//   - No path hands in a service: every Unix socket and FIFO under a --read
+//     path or in a writable directory when the run starts has /dev/null
+//     bound over it (the search is bounded; over the bound the run is
+//     refused). The system directories (/usr, /etc) are not searched. A
 //     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
 //     brings in the host's /sys or /run: such a path is refused.
 //   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
@@ -47,8 +50,9 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
-//   - A socket or FIFO made under a --read path after the run started is
-//     reachable. A tmpfs's inode count is not capped (bwrap has no option
+//   - A socket or FIFO made under a --read path or in a writable directory
+//     after the run started (by a host process) is reachable; so is one
+//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no option
 //     for it): only a cgroup memory limit bounds the kernel memory of many
 //     empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
