@@ -165,6 +165,30 @@ func serveSocket(t *testing.T, p string) *atomic.Int32 {
 	return &n
 }
 
+// serviceAt stands for a host service at sock and fifo: a socket anyone
+// may connect to (serveSocket) and a FIFO held open by a reader until the
+// test ends, so that a writer's open succeeds. It returns the socket's
+// connection count and the script that tries both from inside.
+func serviceAt(t *testing.T, sock, fifo string) (*atomic.Int32, string) {
+	t.Helper()
+	accepted := serveSocket(t, sock)
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(fifo, 0o666)
+	rfd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(rfd) })
+	return accepted, connectScript(sock, fifo)
+}
+
+// systemBinds are the naive launcher's system: what the controls of the
+// socket tests bind before the directory under test.
+var systemBinds = []string{"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+	"--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev", "/dev"}
+
 // connectScript tries the socket and the FIFO from inside, with perl
 // (perl-base is part of every Debian system).
 func connectScript(sock, fifo string) string {
@@ -181,21 +205,9 @@ func TestReadSocketCovered(t *testing.T) {
 	sub := filepath.Join(d, "svc")
 	os.Mkdir(sub, 0o755)
 	sock, fifo := filepath.Join(sub, "agent.sock"), filepath.Join(sub, "pipe")
-	accepted := serveSocket(t, sock)
-	if err := unix.Mkfifo(fifo, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(fifo, 0o666)
-	// A reader holds the FIFO open, so a writer's open succeeds.
-	rfd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(rfd)
-	script := connectScript(sock, fifo)
+	accepted, script := serviceAt(t, sock, fifo)
 
-	out, err := rawBwrap(t, script, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev", "/dev", "--ro-bind", d, d)
+	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--ro-bind", d, d})...)
 	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
 		t.Fatalf("control: a read-only bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
 	}
@@ -260,20 +272,9 @@ func TestWritableSocketCovered(t *testing.T) {
 	}
 	sandboxtest.Chown(t, git)
 	sock, fifo := filepath.Join(git, "fsmonitor--daemon.ipc"), filepath.Join(w, "pipe")
-	accepted := serveSocket(t, sock)
-	if err := unix.Mkfifo(fifo, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(fifo, 0o666)
-	rfd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(rfd)
-	script := connectScript(sock, fifo)
+	accepted, script := serviceAt(t, sock, fifo)
 
-	out, err := rawBwrap(t, script, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev", "/dev", "--bind", w, w)
+	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--bind", w, w})...)
 	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
 		t.Fatalf("control: a writable bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
 	}
