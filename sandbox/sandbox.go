@@ -52,9 +52,9 @@
 //     business; only the protected paths are held.
 //   - A socket or FIFO made under a --read path or in a writable directory
 //     after the run started (by a host process) is reachable; so is one
-//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no option
-//     for it): only a cgroup memory limit bounds the kernel memory of many
-//     empty files.
+//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no
+//     option for it): only a cgroup memory limit bounds the kernel memory of
+//     many empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
