@@ -20,8 +20,10 @@ import (
 // workdir, {D} the directory around it, {F} a regular file, {L} a symlink
 // to {W}, {P} the profile (written from profile when that is set), {M}
 // a marker that names this row's command in /proc if it ever runs, {R} a
-// symlink to /, {S} a Unix socket's inode and {N} a directory nested 66
-// levels deep.
+// symlink to /, {S} a Unix socket's inode, {N} a directory nested 66
+// levels deep (the sandbox's own, so it could be a workdir) and {T} a
+// directory directly in /tmp that anyone may write, with a directory job
+// in it that is the sandbox's own.
 type badInput struct {
 	name    string
 	args    []string
@@ -82,6 +84,15 @@ func badInputs() []badInput {
 		{name: "read of a socket", args: withCmd("run", "--workdir", "{W}", "--read", "{S}"), want: []string{"--read {S}", "is a socket", "not supported"}},
 		{name: "read too deep to search", args: withCmd("run", "--workdir", "{W}", "--read", "{N}"), want: []string{"--read {N}", "deeper than 64", "narrower"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
+		{name: "dir in /etc writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc/cron.d"), want: []string{"/etc/cron.d", "lies in /etc"}},
+		{name: "workdir /tmp", args: withCmd("run", "--workdir", "/tmp"), want: []string{"/tmp is shared", "sockets", "mktemp -d"}},
+		{name: "write /var/tmp", args: withCmd("run", "--workdir", "{W}", "--write", "/var/tmp"), want: []string{"/var/tmp is shared"}},
+		{name: "write /dev/shm", args: withCmd("run", "--workdir", "{W}", "--write", "/dev/shm"), want: []string{"/dev/shm is shared", "shared memory"}},
+		{name: "write /run/user", args: withCmd("run", "--workdir", "{W}", "--write", "/run/user"), want: []string{"/run/user lies in /run", "gpg-agent"}},
+		{name: "write /var/run/lock", args: withCmd("run", "--workdir", "{W}", "--write", "/var/run/lock"), want: []string{"/var/run/lock lies in /var/run"}},
+		{name: "write a mail spool", args: withCmd("run", "--workdir", "{W}", "--write", "/var/spool/mail"), want: []string{"/var/spool/mail lies in /var/spool"}},
+		{name: "workdir in a /tmp dir not yours alone", args: withCmd("run", "--workdir", "{T}/job"), want: []string{"{T}/job lies in {T}", "not yours alone", "others may write it"}},
+		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
@@ -248,11 +259,22 @@ func TestBadInput(t *testing.T) {
 			if tt.profile != "" {
 				mustWrite(t, p, tt.profile)
 			}
+			sandboxtest.Chown(t, deep)
+			openTop, err := os.MkdirTemp("/tmp", "sbx-open-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(openTop) })
+			mustMkdir(t, filepath.Join(openTop, "job"))
+			sandboxtest.Chown(t, filepath.Join(openTop, "job"))
+			if err := os.Chmod(openTop, 0o777); err != nil {
+				t.Fatal(err)
+			}
 			tmp := filepath.Join(d, "tmp")
 			mustMkdir(t, tmp)
 			marker := "sbx-bad-" + randHex(t)
 			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker,
-				"{R}", rootLink, "{S}", sock, "{N}", deep)
+				"{R}", rootLink, "{S}", sock, "{N}", deep, "{T}", openTop)
 			args := make([]string, len(tt.args))
 			for i, a := range tt.args {
 				args[i] = subst.Replace(a)

@@ -273,13 +273,50 @@ func uniqueKeys(b []byte) error {
 }
 
 // systemRoots are directories that a writable bind would expose to the
-// command for writing as the system itself.
-var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
+// command for writing as the system itself. Below them a directory may be
+// a job's own (/usr/src/app, /var/www/site, /opt/app); systemTrees and
+// sharedPlaces name where it may not.
+var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/proc", "/dev", "/sys", "/boot", "/home", "/opt", "/var"}
+
+// systemTrees are system directories in which no directory may be writable
+// either: the system's configuration (a file in /etc/cron.d runs as root),
+// its boot files, and the kernel's and devices' file systems.
+var systemTrees = []string{"/etc", "/boot", "/proc", "/sys", "/dev"}
+
+// A sharedPlace is a directory that the host's users and services share:
+// what lies there belongs to many, and services keep their sockets there
+// (a Unix socket accepts connect() from anyone who can reach it, whatever
+// the mount's flags). within says whether the directories in it are
+// refused too (anyone's may hold a service: /run/user/UID holds the
+// session bus and gpg-agent), or only the place itself, with a directory
+// in it accepted when it is the caller's own (Host.Own): /tmp/tmp.XXXX of
+// mktemp -d. The /private spellings are macOS's.
+type sharedPlace struct {
+	dir, what string
+	within    bool
+}
+
+var sharedPlaces = []sharedPlace{
+	{"/tmp", "every user's and service's temporary files and sockets (X11, ssh-agent, tmux)", false},
+	{"/var/tmp", "every user's and service's temporary files", false},
+	{"/private/tmp", "every user's and service's temporary files and sockets", false},
+	{"/private/var/tmp", "every user's and service's temporary files", false},
+	{"/dev/shm", "every process's shared memory and semaphores", true},
+	{"/run", "the services' and login sessions' sockets and state (/run/user/UID: your session bus, gpg-agent)", true},
+	{"/var/run", "the services' and login sessions' sockets and state", true},
+	{"/private/var/run", "the services' sockets and state", true},
+	{"/var/lock", "every service's lock files", true},
+	{"/var/spool", "the spools system daemons act on (cron, mail, print)", true},
+	{"/var/mail", "every user's mail", true},
+	{"/var/crash", "every program's crash dumps", true},
+}
 
 // Host names the caller's own directories that no writable directory may
 // expose, each in every spelling the caller knows (as given, and resolved).
-// The zero Host refuses only the system directories; Validate uses it, and
-// a sandbox that can read the host fills it in (see sandbox.Run).
+// The zero Host refuses only the system directories and the shared places;
+// Validate uses it, and a sandbox that can read the host fills it in (see
+// sandbox.Run).
 type Host struct {
 	// Home lists the user's home directory: as $HOME names it and as the
 	// passwd entry of the effective uid does, each also resolved.
@@ -287,13 +324,24 @@ type Host struct {
 	// State lists sandbox-run's own state directories (its cache, which
 	// holds the bwrap detection cache and the run journals).
 	State []string
+	// Own says whether dir, a directory directly in a shared place such
+	// as /tmp, is the caller's alone (nil error) or why not. Nil (the zero
+	// Host) accepts the directories in such a place, which only the host
+	// can tell apart.
+	Own func(dir string) error
 }
 
 // CheckWritable refuses the writable directory d (absolute and clean;
 // spelled is how the caller named it, for the message) when making it
-// writable would hand the command the system or the caller's own state:
+// writable would hand the command the system, what the host's users and
+// services share, or the caller's own state:
 //
-//   - a system directory (/, /usr, /etc, ...);
+//   - a system directory (/, /usr, /etc, /var, ...), or one in /etc, /boot,
+//     /proc, /sys or /dev;
+//   - a shared place (/tmp, /var/tmp, /dev/shm, /run, /var/run, /var/lock,
+//     /var/spool, /var/mail, /var/crash) or, except in /tmp and /var/tmp,
+//     one in it; in /tmp and /var/tmp a directory whose top directory
+//     there is not the caller's own (Host.Own);
 //   - the home directory, or a parent of it (it holds the home);
 //   - a directory in one of the home's dot-directories (~/.config, ~/.ssh,
 //     ~/.cache, ~/.local, any ~/.X), where the user's shell, git, editors and
@@ -301,20 +349,69 @@ type Host struct {
 //   - a State directory, one that holds it, or one inside it.
 //
 // The error wraps ErrInvalid (an *InvalidError) and names the directory,
-// the reason and the fix. CheckWritable compares strings; resolving links
-// is the caller's (call it once per spelling).
+// the reason and the fix. CheckWritable compares strings and calls Own;
+// resolving links is the caller's (call it once per spelling).
+// Non-guarantee: a directory elsewhere can hold a socket too; the sandbox
+// searches every writable directory for them (see the sandbox package).
 func (h Host) CheckWritable(spelled, d string) error {
-	const field = "write"
 	named := spelled
 	if d != spelled {
 		named = fmt.Sprintf("%s (%s)", spelled, d)
 	}
+	if err := checkSystem(named, d); err != nil {
+		return err
+	}
+	if err := h.checkShared(named, d); err != nil {
+		return err
+	}
+	return h.checkOwnState(named, d)
+}
+
+const writableField = "write"
+
+// checkSystem refuses the system directories and what lies in systemTrees.
+func checkSystem(named, d string) error {
 	for _, s := range systemRoots {
 		if d == s {
-			return invalid(field, fmt.Sprintf("%s is a system directory and cannot be writable", named),
+			return invalid(writableField, fmt.Sprintf("%s is a system directory and cannot be writable", named),
 				"use a job directory of its own")
 		}
 	}
+	for _, s := range systemTrees {
+		if within(d, s) && !within(d, "/dev/shm") {
+			return invalid(writableField, fmt.Sprintf("%s lies in %s, a system directory, and cannot be writable", named, s),
+				"use a job directory of its own")
+		}
+	}
+	return nil
+}
+
+// checkShared refuses a shared place, what lies in one that is refused
+// whole, and a directory in /tmp or /var/tmp that is not the caller's own.
+func (h Host) checkShared(named, d string) error {
+	const fix = "make a directory of your own for the job (mktemp -d), or use a project directory"
+	for _, sp := range sharedPlaces {
+		switch {
+		case d == sp.dir:
+			return invalid(writableField, fmt.Sprintf("%s is shared by the host's users and services: it holds %s, which the command could reach or impersonate", named, sp.what), fix)
+		case !within(d, sp.dir):
+			continue
+		case sp.within:
+			return invalid(writableField, fmt.Sprintf("%s lies in %s, which holds %s", named, sp.dir, sp.what), fix)
+		case h.Own != nil:
+			first, _, _ := strings.Cut(d[len(sp.dir)+1:], "/")
+			top := sp.dir + "/" + first
+			if err := h.Own(top); err != nil {
+				return invalid(writableField, fmt.Sprintf("%s lies in %s, which is not yours alone (%v): others can put sockets and files there", named, top, err), fix)
+			}
+		}
+	}
+	return nil
+}
+
+// checkOwnState refuses the home, what holds it, its dot-directories and
+// sandbox-run's own state.
+func (h Host) checkOwnState(named, d string) error {
 	const fix = "use a project directory; or --write a specific subdirectory outside the home's dot-directories"
 	for _, home := range h.Home {
 		if home == "" || home == "/" {
@@ -322,18 +419,18 @@ func (h Host) CheckWritable(spelled, d string) error {
 		}
 		switch {
 		case d == home:
-			return invalid(field, fmt.Sprintf("%s is your home directory: the command could write your shell, git and tool settings (~/.bash_login, ~/.gitconfig)", named), fix)
+			return invalid(writableField, fmt.Sprintf("%s is your home directory: the command could write your shell, git and tool settings (~/.bash_login, ~/.gitconfig)", named), fix)
 		case within(home, d):
-			return invalid(field, fmt.Sprintf("%s holds your home directory %s", named, home), fix)
+			return invalid(writableField, fmt.Sprintf("%s holds your home directory %s", named, home), fix)
 		case within(d, home):
 			if first, _, _ := strings.Cut(d[len(home)+1:], "/"); strings.HasPrefix(first, ".") {
-				return invalid(field, fmt.Sprintf("%s lies in %s, a dot-directory of your home where settings, keys and caches live", named, home+"/"+first), fix)
+				return invalid(writableField, fmt.Sprintf("%s lies in %s, a dot-directory of your home where settings, keys and caches live", named, home+"/"+first), fix)
 			}
 		}
 	}
 	for _, st := range h.State {
 		if st != "" && (within(d, st) || within(st, d)) {
-			return invalid(field, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache and run journals)", named, st), fix)
+			return invalid(writableField, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache and run journals)", named, st), fix)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +256,16 @@ func TestProtectedPaths(t *testing.T) {
 }
 
 func TestHostCheckWritable(t *testing.T) {
-	h := Host{Home: []string{"/home/u", "/srv/home/u"}, State: []string{"/var/cache/u/sandbox-run"}}
+	// Own stands for the host's owner check: mine is the caller's.
+	var asked []string
+	own := func(dir string) error {
+		asked = append(asked, dir)
+		if dir == "/tmp/mine" || dir == "/var/tmp/mine" {
+			return nil
+		}
+		return errors.New("owned by uid 1001")
+	}
+	h := Host{Home: []string{"/home/u", "/srv/home/u"}, State: []string{"/var/cache/u/sandbox-run"}, Own: own}
 	for _, tt := range []struct {
 		dir     string
 		refused string // a word of the reason; "" means accepted
@@ -263,7 +273,7 @@ func TestHostCheckWritable(t *testing.T) {
 		{"/home/u/src/proj", ""},
 		{"/home/u/.x-not-a-dot-dir-of-a-parent/..no", "dot-directory"},
 		{"/home/u", "home directory"},
-		{"/home", "holds your home"},
+		{"/home", "system directory"},
 		{"/srv", "holds your home"},
 		{"/home/u/.config", "dot-directory"},
 		{"/home/u/.config/app", "dot-directory"},
@@ -279,6 +289,35 @@ func TestHostCheckWritable(t *testing.T) {
 		{"/var/cache/u2", ""},
 		{"/etc", "system directory"},
 		{"/", "system directory"},
+		{"/var", "system directory"},
+		{"/opt", "system directory"},
+		{"/etc/cron.d", "lies in /etc"},
+		{"/boot/efi", "lies in /boot"},
+		{"/sys/fs/cgroup", "lies in /sys"},
+		{"/dev/pts", "lies in /dev"},
+		{"/proc/self", "lies in /proc"},
+		{"/usr/src/app", ""}, // a job's own place by Docker's convention
+		{"/var/www/site", ""},
+		{"/opt/app", ""},
+		{"/tmp", "shared by the host's users"},
+		{"/var/tmp", "shared by the host's users"},
+		{"/private/tmp", "shared by the host's users"},
+		{"/dev/shm", "shared by the host's users"},
+		{"/dev/shm/x", "lies in /dev/shm"},
+		{"/run", "shared by the host's users"},
+		{"/run/user/1000", "lies in /run"},
+		{"/run/user/1000/job", "lies in /run"},
+		{"/var/run", "shared by the host's users"},
+		{"/var/run/docker", "lies in /var/run"},
+		{"/var/lock/x", "lies in /var/lock"},
+		{"/var/spool/cron", "lies in /var/spool"},
+		{"/var/mail/u", "lies in /var/mail"},
+		{"/var/crash", "shared by the host's users"},
+		{"/tmp/mine/sub", ""},
+		{"/var/tmp/mine", ""},
+		{"/tmp/.X11-unix", "not yours alone"},
+		{"/tmp/theirs/sub/deeper", "not yours alone"},
+		{"/tmpfoo", ""}, // whole components only
 	} {
 		err := h.CheckWritable(tt.dir, tt.dir)
 		if tt.refused == "" {
@@ -293,9 +332,18 @@ func TestHostCheckWritable(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal naming %q and a fix", tt.dir, err, tt.refused)
 		}
 	}
-	// The zero Host refuses only the system directories.
-	if err := (Host{}).CheckWritable("/home/u", "/home/u"); err != nil {
-		t.Errorf("zero Host: %v", err)
+	// Own is asked about the directory directly in /tmp, never a deeper one.
+	if !slices.Contains(asked, "/tmp/theirs") || slices.Contains(asked, "/tmp/theirs/sub") {
+		t.Errorf("Own asked about %v, want /tmp/theirs and not below", asked)
+	}
+	// The zero Host refuses only the system directories and shared places.
+	for _, d := range []string{"/home/u", "/tmp/theirs/sub"} {
+		if err := (Host{}).CheckWritable(d, d); err != nil {
+			t.Errorf("zero Host: %v", err)
+		}
+	}
+	if err := (Host{}).CheckWritable("/run/user/1000", "/run/user/1000"); err == nil {
+		t.Error("zero Host accepts /run/user/1000")
 	}
 	// The resolved spelling is named with the given one.
 	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {

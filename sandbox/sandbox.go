@@ -30,10 +30,13 @@
 //     system directory, the home (as $HOME and the passwd entry name it),
 //     a parent of it, a directory in one of its dot-directories, or
 //     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
-//     spelling (see policy.Host).
-//   - A read-only path hands in files, not services: every Unix socket and
-//     FIFO under a --read path when the run starts has /dev/null bound over
-//     it (the search is bounded; over the bound the run is refused). A
+//     spelling (see policy.Host); so is one that is or lies in a place the
+//     host's users and services share (/tmp, /run, /dev/shm, ...), in /tmp
+//     and /var/tmp unless its directory there is the caller's alone.
+//   - No path hands in a service: every Unix socket and FIFO under a --read
+//     path or in a writable directory when the run starts has /dev/null
+//     bound over it (the search is bounded; over the bound the run is
+//     refused). The system directories (/usr, /etc) are not searched. A
 //     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
 //     brings in the host's /sys or /run: such a path is refused.
 //   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
@@ -53,10 +56,11 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
-//   - A socket or FIFO made under a --read path after the run started is
-//     reachable. A tmpfs's inode count is not capped (bwrap has no option
-//     for it): only a cgroup memory limit bounds the kernel memory of many
-//     empty files.
+//   - A socket or FIFO made under a --read path or in a writable directory
+//     after the run started (by a host process) is reachable; so is one
+//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no
+//     option for it): only a cgroup memory limit bounds the kernel memory of
+//     many empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
@@ -232,7 +236,10 @@ type Report struct {
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
 	// ReadScan is the search of the --read paths for sockets and FIFOs
 	// (Linux, when there are --read paths).
-	ReadScan   *ReadScanReport `json:"read_scan,omitempty"`
+	ReadScan *ReadScanReport `json:"read_scan,omitempty"`
+	// WriteScan is the same search of the workdir and --write dirs
+	// (bwrap only).
+	WriteScan  *ReadScanReport `json:"write_scan,omitempty"`
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
@@ -469,8 +476,10 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 // may expose: the home directory as $HOME names it and as the passwd entry
 // of the effective uid does (a hostile $HOME is the caller's own doing, but
 // the cache directory is derived from it, so both count), and
-// sandbox-run's cache, each as given and resolved.
-func hostOf(opts Options) policy.Host {
+// sandbox-run's cache, each as given and resolved; and which directories
+// in /tmp are the caller's own (hostOwn: the sandbox's uid p.UID counts
+// when sandbox-run is root).
+func hostOf(p policy.Policy, opts Options) policy.Host {
 	var h policy.Host
 	spellings := func(p string) []string {
 		if p == "" || !filepath.IsAbs(p) {
@@ -488,6 +497,7 @@ func hostOf(opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = spellings(opts.BwrapCache)
+	h.Own = hostOwn(p.UID)
 	return h
 }
 
@@ -495,7 +505,7 @@ func hostOf(opts Options) policy.Host {
 // the caller's own state (policy.Host.CheckWritable), at either spelling:
 // as given and resolved.
 func checkHost(p policy.Policy, opts Options) error {
-	h := hostOf(opts)
+	h := hostOf(p, opts)
 	for _, w := range p.Writable() {
 		if err := h.CheckWritable(w, w); err != nil {
 			return err

@@ -238,6 +238,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
 		Tmpfs:      pl.tmpfs,
 		ReadScan:   pl.scan.report(len(p.Read)),
+		WriteScan:  pl.wscan.report(len(pl.writable)),
 		BindsByFD:  info.Features.BindFD,
 		RunID:      runID,
 		Network:    nw.mode,
