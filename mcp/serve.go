@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -34,9 +35,27 @@ type Options struct {
 	// have the sandbox's network decisions in the same file, set
 	// Sandbox.Audit to the same writer (each record is one Write).
 	Audit io.Writer
-	// AuditArgs records the arguments of each call, not only their size.
-	// Arguments may hold secrets and personal data.
-	AuditArgs bool
+	// AuditArgs records the arguments of each tools/call, not only their
+	// size, with values that look like secrets replaced (see the rule at
+	// redact) unless AuditArgsRaw is set. Arguments may hold secrets and
+	// personal data the rule does not recognise.
+	AuditArgs    bool
+	AuditArgsRaw bool
+	// AuditArgsMax is the most argument bytes kept per call; larger
+	// arguments are recorded by size only. Zero means DefaultAuditArgsMax.
+	AuditArgsMax int
+	// AuditLineMax bounds one audit line; a record that would be longer
+	// loses its argument values. Zero means DefaultAuditLineMax.
+	AuditLineMax int
+	// MaxPending is how many requests may wait for an answer at once, in
+	// each direction; one more is refused with a JSON-RPC error (-32000).
+	// Zero means DefaultMaxPending.
+	MaxPending int
+	// DenyServerRequests names server-to-client requests to refuse even
+	// when the client declared the capability they need: any of
+	// ServerRequestMethods. Without a declared capability they are refused
+	// anyway.
+	DenyServerRequests []string
 	// RunID names this session in the audit; empty means a random one.
 	RunID string
 	// MaxMessage is the largest message accepted from either side, in
@@ -79,7 +98,7 @@ type Result struct {
 // sandbox. Serve does not close clientOut, and it may leave one goroutine
 // blocked reading clientIn until that reader ends.
 func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Reader, clientOut io.Writer, opts Options) (*Result, error) {
-	if err := opts.Rules.Validate(); err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	if opts.Sandbox.Stdin != nil || opts.Sandbox.Stdout != nil {
@@ -98,12 +117,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	var aud *auditor
 	if opts.Audit != nil {
-		aud = &auditor{w: opts.Audit, runID: res.RunID, now: time.Now}
+		aud = &auditor{w: opts.Audit, runID: res.RunID, now: time.Now, maxLine: opts.AuditLineMax}
 	}
-	r := &relay{rules: opts.Rules, audit: aud, auditArgs: opts.AuditArgs, maxMessage: opts.MaxMessage, log: log}
-	if r.maxMessage <= 0 {
-		r.maxMessage = DefaultMaxMessage
-	}
+	r := newRelay(opts, aud, log)
 	grace := opts.ShutdownGrace
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
@@ -122,7 +138,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer outR.Close()
 	defer inW.Close() // the client half may still hold it, blocked on clientIn
 
-	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: server[0], Allow: opts.Rules.Allow, Deny: opts.Rules.Deny})
+	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]),
+		Allow: opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
+		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -141,6 +159,17 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 		inR.Close()
 		outW.Close()
 		done <- outcome{sres, serr}
+	}()
+
+	// When the relay gives up on the session (a message it cannot relay
+	// safely), the server is ended at once: nothing it says can reach the
+	// client any more.
+	go func() {
+		select {
+		case <-r.over:
+			cancel()
+		case <-runCtx.Done():
+		}
 	}()
 
 	killed := make(chan struct{})
@@ -189,6 +218,10 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	res.ClientClosed = rerr == nil
 	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(o.res, o.err)}
+	serr := r.sessionErr()
+	if serr != nil {
+		end.Reason = serr.Error() + "; the server was ended (" + end.Reason + ")"
+	}
 	if o.res != nil {
 		end.ExitCode = &o.res.ExitCode
 		end.SandboxRunID = o.res.Report.RunID
@@ -202,6 +235,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	var ee *sandbox.ExecError
 	if errors.As(o.err, &ee) {
 		return res, o.err
+	}
+	if serr != nil {
+		return res, serr
 	}
 	if rerr != nil {
 		if errors.Is(rerr, errServerEnded) {
@@ -238,4 +274,52 @@ func newRunID() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// validate checks what Serve cannot start without.
+func (o Options) validate() error {
+	if err := o.Rules.Validate(); err != nil {
+		return err
+	}
+	for _, m := range o.DenyServerRequests {
+		if _, ok := serverRequests[m]; !ok {
+			return fmt.Errorf("mcp: --deny-server-request %q: not a server request the relay gates; fix: name one of %s",
+				m, strings.Join(ServerRequestMethods(), ", "))
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"max-message", o.MaxMessage}, {"max-pending", o.MaxPending}, {"audit-args-max", o.AuditArgsMax}, {"audit-line-max", o.AuditLineMax}} {
+		if n.v < 0 {
+			return fmt.Errorf("mcp: --%s %d: negative; fix: leave it out for the default", n.flag, n.v)
+		}
+	}
+	return nil
+}
+
+// newRelay builds the relay for opts, defaults filled in.
+func newRelay(opts Options, aud *auditor, log *slog.Logger) *relay {
+	r := &relay{rules: opts.Rules, audit: aud, maxMessage: opts.MaxMessage, maxPending: opts.MaxPending, log: log,
+		denyFromSrv: map[string]bool{}}
+	if r.maxMessage <= 0 {
+		r.maxMessage = DefaultMaxMessage
+	}
+	for _, m := range opts.DenyServerRequests {
+		r.denyFromSrv[m] = true
+	}
+	r.auditArgs.max = opts.AuditArgsMax
+	if r.auditArgs.max <= 0 {
+		r.auditArgs.max = DefaultAuditArgsMax
+	}
+	switch {
+	case !opts.AuditArgs:
+		r.auditArgs.mode = argsOff
+	case opts.AuditArgsRaw:
+		r.auditArgs.mode = argsRaw
+	default:
+		r.auditArgs.mode = argsRedact
+	}
+	r.init()
+	return r
 }
