@@ -33,6 +33,9 @@ const (
 	// DefaultAuditLineMax is the longest audit line; a record that would
 	// be longer loses its argument values.
 	DefaultAuditLineMax = 16 << 10
+	// MinAuditLineMax is the smallest line cap: a record's strings are
+	// cut to 512 bytes each, so every record but its argument values fits.
+	MinAuditLineMax = 4 << 10
 	// maxAuditString bounds a name, URI or rule in a record.
 	maxAuditString = 512
 )

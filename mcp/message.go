@@ -29,6 +29,12 @@ func parseObject(raw []byte) (object, error) {
 		}
 		return nil, errors.New("invalid JSON")
 	}
+	return walkObject(raw)
+}
+
+// walkObject is parseObject for raw that json.Valid accepted, on its own
+// or as a member of a message it accepted.
+func walkObject(raw []byte) (object, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, errors.New("not a JSON object")
@@ -244,7 +250,8 @@ func (e envelope) params() (object, error) {
 	if !ok || string(raw) == "null" {
 		return object{}, nil
 	}
-	return parseObject(raw)
+	// The whole message passed json.Valid: no need to check it again.
+	return walkObject(raw)
 }
 
 // splice returns a copy of whole with sub, which must be a sub-slice of

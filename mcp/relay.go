@@ -203,12 +203,31 @@ func (r *relay) writeServer(b []byte) error {
 	return err
 }
 
+// writeSpliced writes whole, with its sub-slice sub replaced by repl and a
+// newline after, to w under mu: in pieces, so a large message is not
+// copied.
+func writeSpliced(mu *sync.Mutex, w io.Writer, whole, sub, repl []byte) error {
+	start := cap(whole) - cap(sub)
+	if start < 0 || start+len(sub) > len(whole) {
+		panic("BUG(sandbox-run): mcp: splice of a slice from another message")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, part := range [][]byte{whole[:start], repl, whole[start+len(sub):], []byte("\n")} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // clientToServer forwards the client's messages until its input ends.
 func (r *relay) clientToServer(in io.Reader) {
 	br := bufio.NewReaderSize(in, 64<<10)
+	var scratch []byte
 	for {
 		var hs headScan
-		line, err := readLine(br, r.maxMessage, &hs)
+		line, err := readLine(br, r.maxMessage, &hs, &scratch)
 		if errors.Is(err, errTooLong) {
 			if !r.clientTooLong(&hs) {
 				return
@@ -351,7 +370,7 @@ func (r *relay) request(e envelope) error {
 	r.pending[id] = c
 	r.byClient[c.clientKey] = id
 	r.mu.Unlock()
-	return r.writeServer(splice(e.raw, e.id, strconv.AppendUint(nil, id, 10)))
+	return writeSpliced(&r.serverMu, r.serverIn, e.raw, e.id, strconv.AppendUint(nil, id, 10))
 }
 
 // cancelled forgets a request the client gave up on: the server need not
@@ -400,8 +419,9 @@ func (r *relay) clientResponse(e envelope) error {
 func (r *relay) serverToClient(in io.Reader) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	dropped := 0
+	var scratch []byte
 	for {
-		line, err := readLine(br, r.maxMessage, nil)
+		line, err := readLine(br, r.maxMessage, nil, &scratch)
 		if errors.Is(err, errTooLong) {
 			// Its id is unknown, so a call waiting for it would wait
 			// forever, and the rest of the line may never come: end the
@@ -484,7 +504,7 @@ func (r *relay) serverResponse(e envelope, dropped *int) error {
 	outcome, code := responseOutcome(e)
 	r.audit.call(c, outcome, code, "")
 	if line == nil {
-		line = splice(e.raw, e.id, c.clientID)
+		return writeSpliced(&r.clientMu, r.clientOut, e.raw, e.id, c.clientID)
 	}
 	return r.writeClient(line)
 }
@@ -550,7 +570,10 @@ var errTooLong = errors.New("message too long")
 // fed to hs on the way; with hs nil, reading stops where the limit was
 // passed (the caller ends the session: the line may never end). At the end
 // of input it returns the last, unterminated line (if any) with io.EOF.
-func readLine(br *bufio.Reader, max int, hs *headScan) ([]byte, error) {
+// A line longer than br's buffer is assembled in *scratch, which is
+// reused from line to line, so that a run of large messages does not
+// leave one garbage buffer each.
+func readLine(br *bufio.Reader, max int, hs *headScan, scratch *[]byte) ([]byte, error) {
 	var buf []byte
 	for {
 		frag, err := br.ReadSlice('\n')
@@ -570,13 +593,19 @@ func readLine(br *bufio.Reader, max int, hs *headScan) ([]byte, error) {
 			return nil, errTooLong
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if buf == nil {
+				buf = (*scratch)[:0]
+			}
 			buf = append(buf, frag...)
+			*scratch = buf
 			continue
 		}
 		if buf == nil {
 			return frag, err // valid until the next read: callers copy what they keep
 		}
-		return append(buf, frag...), err
+		buf = append(buf, frag...)
+		*scratch = buf
+		return buf, err
 	}
 }
 

@@ -87,7 +87,11 @@ func startRelayOpts(t *testing.T, p *pipes, opts Options) (*syncBuffer, <-chan e
 		t.Fatal(err)
 	}
 	audit := &syncBuffer{}
-	r := newRelay(opts, &auditor{w: audit, runID: "test", now: time.Now, maxLine: opts.AuditLineMax}, slog.New(slog.DiscardHandler))
+	var w io.Writer = audit
+	if opts.Audit != nil {
+		w = opts.Audit
+	}
+	r := newRelay(opts, &auditor{w: w, runID: "test", now: time.Now, maxLine: opts.AuditLineMax}, slog.New(slog.DiscardHandler))
 	errc := make(chan error, 1)
 	go func() {
 		err := r.run(context.Background(), p.streams, nil)
@@ -321,11 +325,16 @@ type rawSession struct {
 	toSrv   *bufio.Reader // what the relay sends the server
 	audit   *syncBuffer
 	errc    <-chan error
+	lastSrv string // the last line the server read
 }
 
 func newRaw(t *testing.T, rules Rules) *rawSession {
+	return newRawOpts(t, Options{Rules: rules, MaxMessage: 1 << 20})
+}
+
+func newRawOpts(t *testing.T, opts Options) *rawSession {
 	p := newPipes()
-	audit, errc := startRelay(t, p, rules)
+	audit, errc := startRelayOpts(t, p, opts)
 	s := &rawSession{t: t, p: p, fromCli: bufio.NewReader(p.fromRelay), toSrv: bufio.NewReader(p.toServer), audit: audit, errc: errc}
 	t.Cleanup(func() { p.toRelay.Close(); p.fromSrv.Close(); p.toServer.Close(); p.fromRelay.Close() })
 	return s
@@ -357,7 +366,11 @@ func readWithin(t *testing.T, r *bufio.Reader, what string) string {
 	}
 }
 
-func (s *rawSession) atServer() string { s.t.Helper(); return readWithin(s.t, s.toSrv, "server") }
+func (s *rawSession) atServer() string {
+	s.t.Helper()
+	s.lastSrv = readWithin(s.t, s.toSrv, "server")
+	return s.lastSrv
+}
 func (s *rawSession) atClient() string { s.t.Helper(); return readWithin(s.t, s.fromCli, "client") }
 
 func TestRelayRaw(t *testing.T) {
@@ -543,13 +556,16 @@ func TestRelayFloodBounded(t *testing.T) {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
+	runtime.GC()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	go func() {
 		defer close(sampled)
 		var ms runtime.MemStats
 		for {
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
+			if ms.HeapInuse > ms0.HeapInuse && ms.HeapInuse-ms0.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse - ms0.HeapInuse)
 			}
 			select {
 			case <-stop:

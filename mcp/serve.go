@@ -295,6 +295,10 @@ func (o Options) validate() error {
 			return fmt.Errorf("mcp: --%s %d: negative; fix: leave it out for the default", n.flag, n.v)
 		}
 	}
+	if o.AuditLineMax != 0 && o.AuditLineMax < MinAuditLineMax {
+		return fmt.Errorf("mcp: --audit-line-max %d: under %d bytes, a record's names and rule may not fit; fix: leave it out for %d",
+			o.AuditLineMax, MinAuditLineMax, DefaultAuditLineMax)
+	}
 	return nil
 }
 
