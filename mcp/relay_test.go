@@ -83,7 +83,7 @@ func startRelay(t *testing.T, p *pipes, rules Rules) (*syncBuffer, <-chan error)
 // startRelayOpts runs a relay built from opts (as Serve builds it) on p.
 func startRelayOpts(t *testing.T, p *pipes, opts Options) (*syncBuffer, <-chan error) {
 	t.Helper()
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	audit := &syncBuffer{}

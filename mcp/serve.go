@@ -98,7 +98,7 @@ type Result struct {
 // sandbox. Serve does not close clientOut, and it may leave one goroutine
 // blocked reading clientIn until that reader ends.
 func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Reader, clientOut io.Writer, opts Options) (*Result, error) {
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Sandbox.Stdin != nil || opts.Sandbox.Stdout != nil {
@@ -276,8 +276,10 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-// validate checks what Serve cannot start without.
-func (o Options) validate() error {
+// Validate refuses options Serve would refuse: malformed patterns (see
+// Rules), an unknown DenyServerRequests method, negative sizes, an
+// AuditLineMax under MinAuditLineMax.
+func (o Options) Validate() error {
 	if err := o.Rules.Validate(); err != nil {
 		return err
 	}
