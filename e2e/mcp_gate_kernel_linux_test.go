@@ -386,3 +386,197 @@ func TestMCPGateFloodRSS(t *testing.T) {
 	}
 }
 
+
+// TestMCPGateKinds: prompts by name and resources by URI are filtered and
+// refused like tools, completions and subscriptions with them; allow-list
+// mode closes the kinds it does not name. Control: without rules, every
+// attempt reaches the hostile server.
+func TestMCPGateKinds(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	uses := []string{
+		`{"jsonrpc":"2.0","id":"u1","method":"prompts/get","params":{"name":"secret_prompt"}}`,
+		`{"jsonrpc":"2.0","id":"u2","method":"resources/read","params":{"uri":"file:///priv/key"}}`,
+		`{"jsonrpc":"2.0","id":"u3","method":"resources/subscribe","params":{"uri":"file:///priv/key"}}`,
+		`{"jsonrpc":"2.0","id":"u4","method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"secret_prompt"},"argument":{"name":"a","value":""}}}`,
+		`{"jsonrpc":"2.0","id":"u5","method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///priv/{name}"},"argument":{"name":"name","value":""}}}`,
+	}
+	lists := func(m *rawMCP) string {
+		var all []string
+		for i, method := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+			m.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"l%d","method":%q}`, i, method))
+			all = append(all, string(m.reply(fmt.Sprintf(`"l%d"`, i), nil).Result))
+		}
+		return strings.Join(all, " ")
+	}
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		visible bool
+	}{
+		{"control", nil, true},
+		{"deny", []string{"--deny-prompt", "secret_*", "--deny-resource", "file:///priv/*"}, false},
+		{"allow", []string{"--allow-prompt", "greet", "--allow-resource", "file:///pub/*", "--allow-tool", "*"}, false},
+		{"allow-list mode", []string{"--allow-tool", "*"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			m := startRaw(t, hostileArgs(t, "mcp", w, append(tc.flags, "--audit", audit)...)...)
+			m.initialize(`{}`)
+			got := lists(m)
+			for _, hidden := range []string{"secret_prompt", "file:///priv/key", "file:///priv/{name}"} {
+				if strings.Contains(got, hidden) != tc.visible {
+					t.Errorf("lists %s: %s visible %v, want %v", got, hidden, !tc.visible, tc.visible)
+				}
+			}
+			for _, u := range uses {
+				m.send(u)
+				var id struct{ ID json.RawMessage }
+				json.Unmarshal([]byte(u), &id)
+				r := m.reply(string(id.ID), nil)
+				if tc.visible != (r.Error == nil) {
+					t.Errorf("%s: %s", u, r.line)
+				}
+			}
+			m.in.Close()
+			m.wait(mcpTimeout)
+			methods := map[string]string{}
+			for _, rec := range auditLines(t, audit) {
+				if rec["event"] == "mcp_request" {
+					methods[fmt.Sprint(rec["method"])] = fmt.Sprint(rec["outcome"])
+				}
+			}
+			for _, m := range []string{"initialize", "prompts/list", "resources/list", "prompts/get", "resources/read", "resources/subscribe", "completion/complete"} {
+				want := "ok"
+				if !tc.visible && (m == "prompts/get" || m == "resources/read" || m == "resources/subscribe" || m == "completion/complete") {
+					want = "refused"
+				}
+				if methods[m] != want {
+					t.Errorf("audit: %s %q, want %q (%v)", m, methods[m], want, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestMCPGateServerRequests: sampling, elicitation and roots requests
+// from the hostile server reach the client only when it declared the
+// capability and no --deny-server-request refuses them. Control: through
+// `run`, they reach a client that declared nothing.
+func TestMCPGateServerRequests(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	sample := func(m *rawMCP) (string, []string) {
+		var seen []string
+		m.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sample"}}`)
+		r := m.reply(`"s"`, func(method string, id json.RawMessage) {
+			seen = append(seen, method)
+			m.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m","roots":[]}}`)
+		})
+		return string(r.Result), seen
+	}
+	ctl := startRaw(t, hostileArgs(t, "run", w)...)
+	ctl.initialize(`{}`)
+	if _, seen := sample(ctl); len(seen) != 3 {
+		t.Fatalf("control: the client saw %v, want all three (untested)", seen)
+	}
+	all := `{"sampling":{},"elicitation":{},"roots":{}}`
+	for _, tc := range []struct {
+		name, caps string
+		flags      []string
+		want       []string
+	}{
+		{"nothing declared", `{}`, nil, nil},
+		{"declared", all, nil, []string{"sampling/createMessage", "elicitation/create", "roots/list"}},
+		{"declared, sampling and elicitation denied", all,
+			[]string{"--deny-server-request", "sampling/createMessage", "--deny-server-request", "elicitation/create"}, []string{"roots/list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			m := startRaw(t, hostileArgs(t, "mcp", w, append(tc.flags, "--audit", audit)...)...)
+			m.initialize(tc.caps)
+			res, seen := sample(m)
+			if fmt.Sprint(seen) != fmt.Sprint(tc.want) {
+				t.Errorf("the client saw %v, want %v", seen, tc.want)
+			}
+			if n := strings.Count(res, "error -32601"); n != 3-len(tc.want) {
+				t.Errorf("the server got %d refusals, want %d: %s", n, 3-len(tc.want), res)
+			}
+			m.in.Close()
+			m.wait(mcpTimeout)
+			var recs []string
+			for _, rec := range auditLines(t, audit) {
+				if rec["event"] == "mcp_server_request" {
+					recs = append(recs, fmt.Sprint(rec["method"], ":", rec["outcome"]))
+				}
+			}
+			if len(recs) != 3 {
+				t.Errorf("audit %v, want three server requests", recs)
+			}
+		})
+	}
+}
+
+// TestMCPGateEverythingServer: server-everything's own sampling tool and
+// prompts through the relay: --deny-server-request and --deny-prompt hold,
+// and without them (control) the same attempts succeed.
+func TestMCPGateEverythingServer(t *testing.T) {
+	needBwrap(t)
+	npm := mcptest.NPMServers(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	for _, deny := range []bool{false, true} {
+		args := []string{"mcp", "--workdir", w, "--read", npm.Dir}
+		if deny {
+			args = append(args, "--deny-server-request", "sampling/createMessage", "--deny-prompt", "simple-prompt")
+		}
+		m := startRaw(t, append(args, "--", npm.Node, npm.Everything(), "stdio")...)
+		m.initialize(`{"sampling":{}}`)
+		var sampled int
+		m.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"trigger-sampling-request","arguments":{"prompt":"hi","maxTokens":5}}}`)
+		r := m.reply(`"s"`, func(method string, id json.RawMessage) {
+			if method == "sampling/createMessage" {
+				sampled++
+			}
+			m.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled-ok"},"model":"m"}}`)
+		})
+		answered := strings.Contains(string(r.Result), "sampled-ok")
+		m.send(`{"jsonrpc":"2.0","id":"p","method":"prompts/get","params":{"name":"simple-prompt"}}`)
+		p := m.reply(`"p"`, nil)
+		if deny {
+			if sampled != 0 || answered || p.Error == nil {
+				t.Errorf("denied: sampled %d, answered %v (%s), prompt %s", sampled, answered, r.line, p.line)
+			}
+		} else if sampled != 1 || !answered || p.Error != nil {
+			t.Fatalf("control: sampled %d, answered %v (%s), prompt %s (untested)", sampled, answered, r.line, p.line)
+		}
+	}
+}
+
+// TestMCPGateRedaction: --audit-args keeps argument values with secrets
+// redacted; --audit-args=raw (the control) keeps them as sent. The server
+// gets them as sent either way.
+func TestMCPGateRedaction(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	secret := "ghp_" + token(t) + token(t) + "abcd"
+	for _, mode := range []string{"--audit-args", "--audit-args=raw"} {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		m := startRaw(t, hostileArgs(t, "mcp", w, mode, "--audit", audit)...)
+		m.initialize(`{}`)
+		m.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + secret + `"}}}`)
+		if r := m.reply("1", nil); !strings.Contains(string(r.Result), secret) {
+			t.Fatalf("%s: the server did not get the argument: %s", mode, r.line)
+		}
+		m.in.Close()
+		m.wait(mcpTimeout)
+		b, _ := os.ReadFile(audit)
+		raw := mode == "--audit-args=raw"
+		if strings.Contains(string(b), secret) != raw || strings.Contains(string(b), `"[redacted]"`) == raw {
+			t.Errorf("%s: audit %s", mode, b)
+		}
+	}
+}

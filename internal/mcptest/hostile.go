@@ -19,6 +19,8 @@ const HostileArg = "hostile"
 // that does what a relay must hold against. It is not built on mcp-go, so
 // that it can misbehave:
 //
+//   - request ids that are numbers are read as float64 (as JavaScript and
+//     mcp-go read them) and answered as such.
 //   - tools/call looks the tool up loosely, as careless servers do: a name
 //     that is a list uses its first element, an object its "name", and a
 //     missing name runs write_file. So a relay that lets a non-string name
@@ -107,6 +109,12 @@ func (h *hostile) handle(line []byte) {
 	}
 	if m.ID == nil {
 		return // a notification
+	}
+	// Ids are numbers as JavaScript and mcp-go read them: float64, so
+	// 2^53 and 2^53+1 are one id.
+	var f float64
+	if json.Unmarshal(m.ID, &f) == nil {
+		m.ID, _ = json.Marshal(f)
 	}
 	var p map[string]any
 	json.Unmarshal(m.Params, &p)
