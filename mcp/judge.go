@@ -81,13 +81,11 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 		}
 	}
 	c.kind = t.kind
-	if ref := r.judgeName(c, p, t); ref != nil {
-		return c, ref
-	}
 	if e.method == string(mcpgo.MethodToolsCall) {
+		// Kept for refused calls too: the audit says what was asked.
 		r.keepArgs(c, p["arguments"])
 	}
-	return c, nil
+	return c, r.judgeName(c, p, t)
 }
 
 // judgeName checks params[t.member] is a string and visible.
