@@ -154,7 +154,7 @@ func TestTier(t *testing.T) {
 var darwinProbes = []string{
 	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
 	"tcp-connect", "udp-echo", "dns-query", "unix-connect", "http-get", "spawn",
-	"raw-socket", "proc-signal", "proc-environ", "tty-inject",
+	"raw-socket", "proc-signal", "proc-environ", "tty-inject", "exec",
 }
 
 // TestSeatbeltColumn: the seatbelt column on darwin says what the profile

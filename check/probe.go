@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -191,6 +192,15 @@ func Probe(args []string) int {
 		}
 		fmt.Fprintln(os.Stdout, "VERDICT blocked the runner judges what is left")
 		return 0
+	case "exec": // PROGRAM ARG...: run it; its effect is what the runner judges
+		if !need(1) {
+			return 2
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, a[0], a[1:]...).CombinedOutput()
+		o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], errText(err), oneLine(string(out))))
+		return o.verdict("the program failed")
 	case "sleeper": // TAG: what spawn leaves behind; bounded
 		time.Sleep(20 * time.Second)
 		return 0

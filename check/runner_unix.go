@@ -117,6 +117,8 @@ type fixture struct {
 	marker                                  *exec.Cmd
 	markerIn                                io.Closer
 	markerDone                              chan struct{}
+	// osCleanup undoes what osCanaries made outside the fixture's tree.
+	osCleanup func()
 }
 
 func newToken() string {
@@ -177,6 +179,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 		"flag_dslash": "/" + strings.ReplaceAll(fx.flag, "/", "//"),
 		"sysctl":      "/proc/sys/vm/overcommit_ratio",
 	}
+	fx.osCleanup = osCanaries(fx, v)
 	c := fx.can
 	if c.tcp, err = net.Listen("tcp", ":0"); err != nil {
 		return nil, fail("TCP canary", err)
@@ -282,6 +285,9 @@ func (fx *fixture) close() {
 		}
 	}
 	fx.can.close()
+	if fx.osCleanup != nil {
+		fx.osCleanup()
+	}
 	if fx.base != "" {
 		os.RemoveAll(fx.base)
 	}
@@ -358,7 +364,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			return errResult("workdir", err)
 		}
 		vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
-			"written": filepath.Join(fx.outside, "written-"+newToken())}
+			"written": filepath.Join(fx.outside, "written-"+newToken()), "launchd_label": fmt.Sprintf("sbx-check-%d-%s", os.Getpid(), newToken())}
 		for k, v := range fx.vars {
 			vars[k] = v
 		}
@@ -409,12 +415,27 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 		switch c.Judge {
 		case "survivor":
 			pr = judgeSurvivors(pr, vars["survivor_tag"], side == "control")
-		case "host-file":
+		case "host-file", "host-file-late":
 			_, err := os.Lstat(vars["written"])
+			for deadline := time.Now().Add(hostFileWait); err != nil && c.Judge == "host-file-late" && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				_, err = os.Lstat(vars["written"])
+			}
+			afterCase(vars)
 			pr.subs = map[string]bool{"host-file": err == nil}
 			pr.order = []string{"host-file"}
 			pr.details = map[string]string{"host-file": fmt.Sprintf("%s on the host after the run: %v", vars["written"], err == nil)}
 			os.Remove(vars["written"])
+		case "pasteboard":
+			has, err := pasteboardHas(vars["exfil_name"])
+			if err != nil {
+				pr.verdict = ""
+				pr.lines = append(pr.lines, "pasteboard not judged: "+err.Error())
+				break
+			}
+			pr.subs = map[string]bool{"pasteboard": has}
+			pr.order = []string{"pasteboard"}
+			pr.details = map[string]string{"pasteboard": fmt.Sprintf("the host's pasteboard holds %s: %v", vars["exfil_name"], has)}
 		case "dns-log":
 			seen := fx.can.dns.asked(vars["exfil_name"])
 			pr.subs = map[string]bool{"dns": seen}
@@ -607,6 +628,11 @@ func launchAndKill(cmd *exec.Cmd, stderr *bytes.Buffer) (probeRun, error) {
 	return probeRun{verdict: "judged"}, nil
 }
 
+// hostFileWait bounds how long the "host-file-late" judge waits for a
+// write that a host service (launchd, Terminal) makes on the command's
+// behalf, after the run.
+const hostFileWait = 3 * time.Second
+
 // judgeSurvivors looks for processes tagged for this run once it is over:
 // the control must leave them (it reached "outliving the run"); the
 // confined run must not. Every survivor found is killed.
@@ -621,7 +647,13 @@ func judgeSurvivors(pr probeRun, tag string, control bool) probeRun {
 	deadline := time.Now().Add(wait)
 	var alive []int
 	for {
-		alive = tagged(tag)
+		var err error
+		if alive, err = tagged(tag); err != nil {
+			// No listing is no judgement: the case could not run.
+			pr.verdict = ""
+			pr.lines = append(pr.lines, "survivors not judged: "+err.Error())
+			return pr
+		}
 		if len(alive) == 0 && !control || time.Now().After(deadline) {
 			break
 		}

@@ -18,8 +18,10 @@ import (
 
 // badInput is one malformed call of sandbox-run. In args, {W} is a usable
 // workdir, {D} the directory around it, {F} a regular file, {L} a symlink
-// to {W}, {P} the profile (written from profile when that is set) and {M}
-// a marker that names this row's command in /proc if it ever runs.
+// to {W}, {P} the profile (written from profile when that is set), {M}
+// a marker that names this row's command in /proc if it ever runs, {R} a
+// symlink to /, {S} a Unix socket's inode and {N} a directory nested 66
+// levels deep.
 type badInput struct {
 	name    string
 	args    []string
@@ -69,6 +71,16 @@ func badInputs() []badInput {
 		{name: "nonexistent workdir", args: withCmd("run", "--workdir", "{D}/absent"), want: []string{"/absent", "does not exist"}},
 		{name: "workdir is a file", args: withCmd("run", "--workdir", "{F}"), want: []string{"{F}", "not a directory"}},
 		{name: "symlinked workdir", args: withCmd("run", "--workdir", "{L}"), want: []string{"{L}", "symlink", "{W}"}},
+		{name: "read of /", args: withCmd("run", "--workdir", "{W}", "--read", "/"), want: []string{"--read /", "/proc, /dev, /tmp"}},
+		{name: "read of /proc", args: withCmd("run", "--workdir", "{W}", "--read", "/proc"), want: []string{"--read /proc", "host's /proc"}},
+		{name: "read of a host pid", args: withCmd("run", "--workdir", "{W}", "--read", "/proc/1"), want: []string{"--read /proc/1", "host's /proc"}},
+		{name: "read of /dev/shm", args: withCmd("run", "--workdir", "{W}", "--read", "/dev/shm"), want: []string{"--read /dev/shm", "host's /dev"}},
+		{name: "read of /tmp", args: withCmd("run", "--workdir", "{W}", "--read", "/tmp"), want: []string{"--read /tmp", "host's /tmp"}},
+		{name: "read of /sys", args: withCmd("run", "--workdir", "{W}", "--read", "/sys"), want: []string{"--read /sys", "host's /sys"}},
+		{name: "read of /run", args: withCmd("run", "--workdir", "{W}", "--read", "/run"), want: []string{"--read /run", "host's /run"}},
+		{name: "read of / through a link", args: withCmd("run", "--workdir", "{W}", "--read", "{R}"), want: []string{"--read {R}", "resolves to /,"}},
+		{name: "read of a socket", args: withCmd("run", "--workdir", "{W}", "--read", "{S}"), want: []string{"--read {S}", "is a socket", "not supported"}},
+		{name: "read too deep to search", args: withCmd("run", "--workdir", "{W}", "--read", "{N}"), want: []string{"--read {N}", "deeper than 64", "narrower"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
@@ -76,6 +88,24 @@ func badInputs() []badInput {
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},
 		{name: "report dir missing", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/absent/r.json"), want: []string{"--report", "/absent"}},
 		{name: "audit left by refusal", args: withCmd("run", "--workdir", "{W}", "--audit", "{D}/audit.jsonl", "--read", "{D}/absent"), want: []string{"/absent"}},
+		// files sandbox-run opens on the host (report, audit, profile, socket)
+		{name: "report in workdir", args: withCmd("run", "--workdir", "{W}", "--report", "{W}/r.json"), want: []string{"--report", "{W}/r.json", "writable dir"}},
+		{name: "audit in workdir", args: withCmd("run", "--workdir", "{W}", "--audit", "{W}/a.jsonl"), want: []string{"--audit", "{W}/a.jsonl", "writable dir"}},
+		{name: "report through a link to workdir", args: withCmd("run", "--workdir", "{W}", "--report", "{L}/r.json"), want: []string{"--report", "{L}/r.json", "writable dir"}},
+		{name: "audit through a link outside", args: withCmd("run", "--workdir", "{D}/closed", "--audit", "{L}/a.jsonl"), want: []string{"--audit", "{L}/a.jsonl"}},
+		{name: "report is a directory", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/closed"), want: []string{"--report", "{D}/closed", "not a regular file"}},
+		{name: "profile through a link", args: withCmd("run", "--workdir", "{W}", "--config", "{L}/p.json"), want: []string{"--config", "{L}/p.json"}},
+		{name: "mcp audit in workdir", args: withCmd("mcp", "--workdir", "{W}", "--audit", "{W}/a.jsonl"), want: []string{"--audit", "{W}/a.jsonl", "writable dir"}},
+		{name: "proxy audit through a link", args: []string{"proxy", "--listen", "{D}/p.sock", "--audit", "{L}/a.jsonl"}, want: []string{"--audit", "{L}/a.jsonl"}},
+		{name: "proxy listen through a link", args: []string{"proxy", "--listen", "{L}/p.sock"}, want: []string{"{L}/p.sock", "symbolic link"}},
+		// writable dirs that expose the user's own state
+		{name: "workdir is home", args: withCmd("run", "--workdir", "{W}"), env: []string{"HOME={W}"}, want: []string{"{W}", "home directory", "project directory"}},
+		{name: "workdir holds home", args: withCmd("run", "--workdir", "{W}"), env: []string{"HOME={W}/me"}, want: []string{"{W}", "holds your home"}},
+		{name: "write in a dot-dir of home", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.config/app"), env: []string{"HOME={D}"}, want: []string{"{D}/.config/app", "dot-directory"}},
+		{name: "write is home's .ssh", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.ssh"), env: []string{"HOME={D}"}, want: []string{"{D}/.ssh", "dot-directory"}},
+		{name: "write is the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg/sandbox-run"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg/sandbox-run", "own state"}},
+		{name: "write holds the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg", "own state"}},
+		{name: "mcp workdir is home", args: withCmd("mcp", "--workdir", "{W}"), env: []string{"HOME={W}"}, want: []string{"{W}", "home directory"}},
 		// sizes of things
 		{name: "command over bwrap's 9000 arguments", args: huge, want: []string{"9000"}},
 		{name: "binds over bwrap's 9000 arguments", args: withCmd(append([]string{"run", "--workdir", "{W}"}, many(3001, "--read", "/usr/share")...)...), want: []string{"9000"}},
@@ -110,6 +140,11 @@ func badInputs() []badInput {
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
+		{name: "shm-size negative", args: withCmd("run", "--workdir", "{W}", "--shm-size", "-1"), want: []string{"--shm-size", "-1"}},
+		{name: "shm-size zero", args: withCmd("run", "--workdir", "{W}", "--shm-size", "0"), want: []string{"--shm-size 0", "uncapped"}},
+		{name: "shm-size word", args: withCmd("run", "--workdir", "{W}", "--shm-size", "lots"), want: []string{"--shm-size", `"lots"`}},
+		{name: "shm-size empty", args: withCmd("run", "--workdir", "{W}", "--shm-size", ""), want: []string{"--shm-size"}},
+		{name: "profile shm_size negative", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"shm_size":-1}`, want: []string{"shm-size", "negative"}},
 		{name: "pids fraction", args: withCmd("run", "--workdir", "{W}", "--pids", "1.5"), want: []string{`"1.5"`}},
 		{name: "timeout word", args: withCmd("run", "--workdir", "{W}", "--timeout", "soon"), want: []string{`"soon"`, "--timeout"}},
 		{name: "timeout negative", args: withCmd("run", "--workdir", "{W}", "--timeout", "-5s"), want: []string{"timeout", "negative"}},
@@ -197,6 +232,14 @@ func TestBadInput(t *testing.T) {
 				os.Chmod(closed, 0)
 				t.Cleanup(func() { os.Chmod(closed, 0o700) })
 			}
+			rootLink := filepath.Join(d, "rootlink")
+			if err := os.Symlink("/", rootLink); err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(d, "svc.sock")
+			sandboxtest.SocketInode(t, sock)
+			deep := filepath.Join(d, "deep")
+			mustMkdir(t, filepath.Join(deep, strings.Repeat("d/", 65)))
 			p := filepath.Join(d, "profile.json")
 			if tt.profile != "" {
 				mustWrite(t, p, tt.profile)
@@ -204,7 +247,8 @@ func TestBadInput(t *testing.T) {
 			tmp := filepath.Join(d, "tmp")
 			mustMkdir(t, tmp)
 			marker := "sbx-bad-" + randHex(t)
-			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker)
+			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker,
+				"{R}", rootLink, "{S}", sock, "{N}", deep)
 			args := make([]string, len(tt.args))
 			for i, a := range tt.args {
 				args[i] = subst.Replace(a)

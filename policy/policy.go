@@ -47,6 +47,10 @@ const (
 // DefaultTmpSize caps the private /tmp when the policy names no size.
 const DefaultTmpSize = 256 << 20
 
+// DefaultShmSize caps the private /dev/shm (POSIX shared memory) when the
+// policy names no size; 64 MiB is what container runtimes give by default.
+const DefaultShmSize = 64 << 20
+
 // DefaultProtected lists the paths, relative to every writable directory,
 // that stay read-only inside the sandbox whether or not they exist: the files
 // a later host-side tool (git, a shell, an editor, an agent harness) reads
@@ -110,6 +114,8 @@ type Policy struct {
 	GID int `json:"gid,omitempty"`
 	// TmpSize caps the private /tmp in bytes; zero means DefaultTmpSize.
 	TmpSize int64 `json:"tmp_size,omitempty"`
+	// ShmSize caps the private /dev/shm in bytes; zero means DefaultShmSize.
+	ShmSize int64 `json:"shm_size,omitempty"`
 	// Timeout ends the whole sandbox after this long; zero means none.
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
@@ -257,6 +263,78 @@ func uniqueKeys(b []byte) error {
 // command for writing as the system itself.
 var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
 
+// Host names the caller's own directories that no writable directory may
+// expose, each in every spelling the caller knows (as given, and resolved).
+// The zero Host refuses only the system directories; Validate uses it, and
+// a sandbox that can read the host fills it in (see sandbox.Run).
+type Host struct {
+	// Home lists the user's home directory: as $HOME names it and as the
+	// passwd entry of the effective uid does, each also resolved.
+	Home []string
+	// State lists sandbox-run's own state directories (its cache, which
+	// holds the bwrap detection cache and the run journals).
+	State []string
+}
+
+// CheckWritable refuses the writable directory d (absolute and clean;
+// spelled is how the caller named it, for the message) when making it
+// writable would hand the command the system or the caller's own state:
+//
+//   - a system directory (/, /usr, /etc, ...);
+//   - the home directory, or a parent of it (it holds the home);
+//   - a directory in one of the home's dot-directories (~/.config, ~/.ssh,
+//     ~/.cache, ~/.local, any ~/.X), where the user's shell, git, editors and
+//     keys read their settings: ~/.bash_login, ~/.gitconfig;
+//   - a State directory, one that holds it, or one inside it.
+//
+// The error wraps ErrInvalid (an *InvalidError) and names the directory,
+// the reason and the fix. CheckWritable compares strings; resolving links
+// is the caller's (call it once per spelling).
+func (h Host) CheckWritable(spelled, d string) error {
+	const field = "write"
+	named := spelled
+	if d != spelled {
+		named = fmt.Sprintf("%s (%s)", spelled, d)
+	}
+	for _, s := range systemRoots {
+		if d == s {
+			return invalid(field, fmt.Sprintf("%s is a system directory and cannot be writable", named),
+				"use a job directory of its own")
+		}
+	}
+	const fix = "use a project directory; or --write a specific subdirectory outside the home's dot-directories"
+	for _, home := range h.Home {
+		if home == "" || home == "/" {
+			continue
+		}
+		switch {
+		case d == home:
+			return invalid(field, fmt.Sprintf("%s is your home directory: the command could write your shell, git and tool settings (~/.bash_login, ~/.gitconfig)", named), fix)
+		case within(home, d):
+			return invalid(field, fmt.Sprintf("%s holds your home directory %s", named, home), fix)
+		case within(d, home):
+			if first, _, _ := strings.Cut(d[len(home)+1:], "/"); strings.HasPrefix(first, ".") {
+				return invalid(field, fmt.Sprintf("%s lies in %s, a dot-directory of your home where settings, keys and caches live", named, home+"/"+first), fix)
+			}
+		}
+	}
+	for _, st := range h.State {
+		if st != "" && (within(d, st) || within(st, d)) {
+			return invalid(field, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache and run journals)", named, st), fix)
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or lies below it, comparing whole
+// components. Both are absolute and clean.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
 // Validate checks everything that can be checked without touching the
 // system. It returns an error wrapping ErrInvalid (an *InvalidError) for the
 // first problem found.
@@ -271,11 +349,8 @@ func (p Policy) Validate() error {
 		if err := checkPath("write", d); err != nil {
 			return err
 		}
-		for _, s := range systemRoots {
-			if d == s {
-				return invalid("write", fmt.Sprintf("%s is a system directory and cannot be writable", d),
-					"use a job directory of its own")
-			}
+		if err := (Host{}).CheckWritable(d, d); err != nil {
+			return err
 		}
 	}
 	for _, r := range p.Read {
@@ -335,6 +410,9 @@ func (p Policy) Validate() error {
 	}
 	if p.TmpSize < 0 {
 		return invalid("tmp-size", "negative size", "pass a size such as 256M")
+	}
+	if p.ShmSize < 0 {
+		return invalid("shm-size", "negative size", "pass a size such as 64M")
 	}
 	for f, v := range map[string]int64{"memory": p.Memory, "pids": p.Pids, "nofile": p.NoFile, "fsize": p.FSize, "cpu-time": int64(p.CPUTime)} {
 		if v < 0 {
@@ -420,6 +498,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if q.TmpSize == 0 {
 		q.TmpSize = DefaultTmpSize
+	}
+	if q.ShmSize == 0 {
+		q.ShmSize = DefaultShmSize
 	}
 	return q
 }

@@ -31,6 +31,8 @@ func TestValidate(t *testing.T) {
 		{"empty allow", Policy{Workdir: "/w", AllowHosts: []string{" "}}, "allow-host"},
 		{"negative timeout", Policy{Workdir: "/w", Timeout: Duration(-time.Second)}, "timeout"},
 		{"relative socket", Policy{Workdir: "/w", LLMSocket: "s.sock"}, "llm-socket"},
+		{"negative tmp size", Policy{Workdir: "/w", TmpSize: -1}, "tmp-size"},
+		{"negative shm size", Policy{Workdir: "/w", ShmSize: -1}, "shm-size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,5 +191,70 @@ func TestProtectedPaths(t *testing.T) {
 		if !has(want) {
 			t.Errorf("ProtectedPaths lacks %s: %v", want, got)
 		}
+	}
+}
+
+func TestHostCheckWritable(t *testing.T) {
+	h := Host{Home: []string{"/home/u", "/srv/home/u"}, State: []string{"/var/cache/u/sandbox-run"}}
+	for _, tt := range []struct {
+		dir     string
+		refused string // a word of the reason; "" means accepted
+	}{
+		{"/home/u/src/proj", ""},
+		{"/home/u/.x-not-a-dot-dir-of-a-parent/..no", "dot-directory"},
+		{"/home/u", "home directory"},
+		{"/home", "holds your home"},
+		{"/srv", "holds your home"},
+		{"/home/u/.config", "dot-directory"},
+		{"/home/u/.config/app", "dot-directory"},
+		{"/home/u/.ssh", "dot-directory"},
+		{"/home/u/.cache/sandbox-run", "dot-directory"},
+		{"/srv/home/u/.local/share", "dot-directory"},
+		{"/home/u/src/.config", ""}, // a project's own dot-dir is the project's
+		{"/home/user2", ""},
+		{"/home/u2/.config", ""},
+		{"/var/cache/u/sandbox-run", "own state"},
+		{"/var/cache/u/sandbox-run/runs", "own state"},
+		{"/var/cache/u", "own state"},
+		{"/var/cache/u2", ""},
+		{"/etc", "system directory"},
+		{"/", "system directory"},
+	} {
+		err := h.CheckWritable(tt.dir, tt.dir)
+		if tt.refused == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", tt.dir, err)
+			}
+			continue
+		}
+		var ie *InvalidError
+		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.refused) ||
+			!strings.Contains(err.Error(), tt.dir) || ie.Fix == "" {
+			t.Errorf("%s: %v, want a refusal naming %q and a fix", tt.dir, err, tt.refused)
+		}
+	}
+	// The zero Host refuses only the system directories.
+	if err := (Host{}).CheckWritable("/home/u", "/home/u"); err != nil {
+		t.Errorf("zero Host: %v", err)
+	}
+	// The resolved spelling is named with the given one.
+	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {
+		t.Errorf("resolved spelling: %v", err)
+	}
+}
+
+// TestTmpfsDefaults: zero sizes get the documented ceilings, given ones stay.
+func TestTmpfsDefaults(t *testing.T) {
+	d := Policy{Workdir: "/w"}.WithDefaults()
+	if d.TmpSize != 256<<20 || d.ShmSize != 64<<20 {
+		t.Errorf("defaults: tmp %d, shm %d; want 256 MiB and 64 MiB", d.TmpSize, d.ShmSize)
+	}
+	g := Policy{Workdir: "/w", TmpSize: 1 << 20, ShmSize: 2 << 20}.WithDefaults()
+	if g.TmpSize != 1<<20 || g.ShmSize != 2<<20 {
+		t.Errorf("given sizes changed: tmp %d, shm %d", g.TmpSize, g.ShmSize)
+	}
+	p, err := Parse(strings.NewReader(`{"workdir":"/w","shm_size":1048576}`))
+	if err != nil || p.ShmSize != 1<<20 {
+		t.Errorf("profile shm_size: %d, %v", p.ShmSize, err)
 	}
 }

@@ -3,8 +3,8 @@
 //
 // On Linux the command runs under bubblewrap (tier 1): its own user, mount,
 // PID, IPC, UTS and network namespaces, the system read-only, only the
-// policy's writable directories writable, a private size-capped /tmp, no
-// capabilities, a cleared environment passed inside bwrap's --args stream.
+// policy's writable directories writable, a private size-capped /tmp and
+// /dev/shm, a read-only /dev, no capabilities, a cleared environment passed inside bwrap's --args stream.
 // When something is forwarded into the sandbox (the egress proxy, the LLM
 // channel) or an rlimit needs applying, sandbox-run's own init is PID 1 and
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
@@ -26,6 +26,19 @@
 //     thread that started it, and PID 1 dies with bwrap.
 //   - Protected paths inside writable directories stay read-only, existing
 //     or not, and placeholders made to hold missing ones are removed.
+//   - No writable directory exposes the caller's own state: one that is a
+//     system directory, the home (as $HOME and the passwd entry name it),
+//     a parent of it, a directory in one of its dot-directories, or
+//     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
+//     spelling (see policy.Host).
+//   - A read-only path hands in files, not services: every Unix socket and
+//     FIFO under a --read path when the run starts has /dev/null bound over
+//     it (the search is bounded; over the bound the run is refused). A
+//     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
+//     brings in the host's /sys or /run: such a path is refused.
+//   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
+//     where bwrap has --size; the report lists each one and says "none"
+//     where it has not.
 //
 // # Non-guarantees
 //
@@ -34,6 +47,10 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
+//   - A socket or FIFO made under a --read path after the run started is
+//     reachable. A tmpfs's inode count is not capped (bwrap has no option
+//     for it): only a cgroup memory limit bounds the kernel memory of many
+//     empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
@@ -48,8 +65,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,8 +141,11 @@ type Options struct {
 	// of the policy.
 	BwrapPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
-	// binary is kept between runs (see bwrap.Detector); empty probes bwrap
-	// on every run.
+	// binary is kept between runs (see bwrap.Detector), and the run
+	// journals under runs/; empty probes bwrap on every run and keeps no
+	// journal. It is opened without following links and rebuilt when
+	// another uid owns it or others may write it, and a writable directory
+	// that is, holds or lies in it is refused.
 	BwrapCache string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
@@ -167,11 +190,17 @@ type Report struct {
 	ReadOnly   []string       `json:"read_only,omitempty"`
 	Protected  []string       `json:"protected,omitempty"`
 	TmpSize    int64          `json:"tmp_size,omitempty"`
-	BindsByFD  bool           `json:"binds_by_fd"`
-	Network    string         `json:"network"`
-	AllowHosts []string       `json:"allow_hosts,omitempty"`
-	EnvNames   []string       `json:"env"`
-	Notes      []string       `json:"notes,omitempty"`
+	// Tmpfs lists every file system in memory that the sandbox mounts
+	// writable or holds read-only, with its ceiling and how it is held.
+	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
+	// ReadScan is the search of the --read paths for sockets and FIFOs
+	// (Linux, when there are --read paths).
+	ReadScan   *ReadScanReport `json:"read_scan,omitempty"`
+	BindsByFD  bool            `json:"binds_by_fd"`
+	Network    string          `json:"network"`
+	AllowHosts []string        `json:"allow_hosts,omitempty"`
+	EnvNames   []string        `json:"env"`
+	Notes      []string        `json:"notes,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`
@@ -240,6 +269,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, err
 	}
 	p = p.WithDefaults()
+	if err := checkHost(p, opts); err != nil {
+		return nil, err
+	}
 	switch p.Sandbox {
 	case policy.ModeOff:
 		return runOff(ctx, p, cmd, opts)
@@ -341,4 +373,48 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 	for _, name := range names {
 		env[name] = url
 	}
+}
+
+// hostOf returns the caller's own directories that no writable directory
+// may expose: the home directory as $HOME names it and as the passwd entry
+// of the effective uid does (a hostile $HOME is the caller's own doing, but
+// the cache directory is derived from it, so both count), and
+// sandbox-run's cache, each as given and resolved.
+func hostOf(opts Options) policy.Host {
+	var h policy.Host
+	spellings := func(p string) []string {
+		if p == "" || !filepath.IsAbs(p) {
+			return nil
+		}
+		p = filepath.Clean(p)
+		out := []string{p}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+		return out
+	}
+	h.Home = spellings(os.Getenv("HOME"))
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
+		h.Home = append(h.Home, spellings(u.HomeDir)...)
+	}
+	h.State = spellings(opts.BwrapCache)
+	return h
+}
+
+// checkHost refuses a writable directory of p that exposes the system or
+// the caller's own state (policy.Host.CheckWritable), at either spelling:
+// as given and resolved.
+func checkHost(p policy.Policy, opts Options) error {
+	h := hostOf(opts)
+	for _, w := range p.Writable() {
+		if err := h.CheckWritable(w, w); err != nil {
+			return err
+		}
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			if err := h.CheckWritable(w, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

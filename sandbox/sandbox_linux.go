@@ -140,6 +140,10 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	if len(p.Read) > 0 {
+		log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.scan.entries,
+			"elapsed", pl.scan.elapsed, "covered", len(pl.scan.covered))
+	}
 	runID := newRunID()
 	var jpath string
 	if jdir != "" && len(pl.placeholders) > 0 {
@@ -152,7 +156,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	defer func() {
 		pl.cleanup()
 		if jpath != "" {
-			os.Remove(jpath)
+			removeJournal(jpath)
 		}
 	}()
 	defer pl.close()
@@ -206,7 +210,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		DisableUserns:    info.Features.DisableUserns,
 		UID:              -1, GID: -1,
 		Hostname:   "sandbox",
-		Mounts:     pl.mounts,
+		Mounts:     append(append([]bwrap.Mount(nil), pl.mounts...), pl.late...),
 		Chdir:      p.Workdir,
 		ClearEnv:   info.Features.ClearEnv,
 		Env:        env,
@@ -214,7 +218,6 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		InfoFD:     fdInfo,
 		SizeOption: info.Features.Size,
 	}
-	spec.Mounts = append(spec.Mounts, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
 	args, err := bwrap.Args(spec)
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
@@ -229,7 +232,9 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    uid, HostGID: gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		TmpSize:    p.TmpSize,
+		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		Tmpfs:      pl.tmpfs,
+		ReadScan:   pl.scan.report(len(p.Read)),
 		BindsByFD:  info.Features.BindFD,
 		RunID:      runID,
 		Network:    nw.mode,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
@@ -104,6 +105,7 @@ type runFlags struct {
 	memory, pids, nofile, fsize string
 	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
+	shmSize                     string
 	cgroupBase                  string
 	dryRun, summary, verbose    bool
 }
@@ -138,6 +140,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G")
 	fs.StringVar(&f.cgroupBase, "cgroup-base", "", "delegated cgroup v2 directory for the run's cgroup (default: find one)")
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
+	fs.StringVar(&f.shmSize, "shm-size", "", "size of the private /dev/shm (default 64M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
@@ -150,20 +153,18 @@ func newRunFlags() *runFlags {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
+	"cgroup-base", "bwrap", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 	var p policy.Policy
 	if f.config != "" {
-		fh, err := os.Open(f.config)
+		cfg, err := hostPath("config", f.config)
 		if err != nil {
-			return p, fmt.Errorf("--config: %w; fix: pass a readable profile file", err)
+			return p, err
 		}
-		p, err = policy.Parse(fh)
-		fh.Close()
-		if err != nil {
-			return p, fmt.Errorf("--config %s: %w; fix: correct the profile", f.config, err)
+		if p, err = readProfile("config", cfg); err != nil {
+			return p, err
 		}
 	}
 	changed := f.fs.Changed
@@ -306,6 +307,16 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		}
 		p.TmpSize = n
 	}
+	if changed("shm-size") {
+		n, err := policy.ParseSize(f.shmSize)
+		if err != nil {
+			return p, fmt.Errorf("--shm-size: %w; fix: e.g. --shm-size 64M", err)
+		}
+		if n == 0 {
+			return p, fmt.Errorf("--shm-size 0 would leave /dev/shm uncapped; fix: pass a size such as 64M")
+		}
+		p.ShmSize = n
+	}
 	if changed("user") {
 		uid, gid, err := parseUser(f.user)
 		if err != nil {
@@ -401,10 +412,8 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return fail(stdio.Stderr, err)
-		}
+	if err := f.hostFiles(p); err != nil {
+		return fail(stdio.Stderr, err)
 	}
 	var af *auditFile
 	if f.audit != "" && !f.dryRun {
@@ -445,7 +454,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
 			if res.ExitCode == 0 {
 				return ExitRefused
 			}
@@ -473,9 +482,11 @@ type auditFile struct {
 func openAudit(path string) (*auditFile, error) {
 	_, err := os.Lstat(path)
 	created := errors.Is(err, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// No link is followed, in any component: the file and every directory
+	// on its way are taken as they are (pathguard.OpenFile).
+	f, err := pathguard.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("--audit %s: %w; fix: pass a writable file", path, err)
+		return nil, fmt.Errorf("--audit %s: %v; fix: name a regular file by its real path, outside every --workdir and --write dir", path, err)
 	}
 	return &auditFile{File: f, created: created}, nil
 }
@@ -486,23 +497,7 @@ func (a *auditFile) discard() {
 	if a == nil || !a.created {
 		return
 	}
-	if fi, err := a.Stat(); err == nil && fi.Size() == 0 {
-		os.Remove(a.Name())
-	}
-}
-
-// checkOutput refuses, before anything runs, an output file that could not
-// be written afterwards: a run whose report is lost is a run the harness
-// cannot account for.
-func checkOutput(flag, path string) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("--%s %s: exists and is not a regular file; fix: name a file", flag, path)
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("--%s %s: directory %s does not exist; fix: create it or name a file in an existing directory", flag, path, dir)
-	}
-	return nil
+	pathguard.RemoveIfSame(a.Name(), a.File)
 }
 
 func writeReport(path string, r sandbox.Report) error {
@@ -510,7 +505,10 @@ func writeReport(path string, r sandbox.Report) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	// A new file renamed over path, in its directory pinned without
+	// following links: whatever the path became during the run, nothing
+	// is written through a link.
+	return pathguard.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func printSummary(w io.Writer, res *sandbox.Result) {

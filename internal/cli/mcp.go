@@ -78,13 +78,11 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		Signals:    sigs,
 		LookupEnv:  os.LookupEnv,
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return fail(stdio.Stderr, err)
-		}
+	if err := f.hostFiles(p); err != nil {
+		return fail(stdio.Stderr, err)
 	}
 	var af *auditFile
-	if auditPath != "" {
+	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
 			return fail(stdio.Stderr, err)
 		}
@@ -108,7 +106,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	code := mcpExitCode(stdio.Stderr, res, err, time.Duration(p.Timeout))
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Sandbox.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
 			if code == 0 {
 				code = ExitRefused
 			}

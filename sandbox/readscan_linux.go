@@ -1,0 +1,185 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A read-only bind does not stop a service from being used: connect() on a
+// Unix socket and open() of a FIFO for writing ask for write permission on
+// the inode, which a read-only mount does not take away (the kernel checks
+// MNT_READONLY only for regular files, directories and links). So a socket
+// under a --read path (docker.sock, an ssh-agent, a desktop bus) would hand
+// that service to the command. The plan finds every socket and FIFO under a
+// --read path before the run and binds /dev/null over each one inside the
+// sandbox: the name stays, connect() gets ECONNREFUSED, open() EACCES
+// (bwrap's binds are nodev). Nothing is created on the host: the mount
+// point is the existing inode.
+//
+// The search is bounded: scanMaxEntries directory entries and
+// scanMaxCovered covered inodes for all --read paths of a run together (a
+// path named twice is searched once), and scanMaxDepth levels below each.
+// A path over a bound is refused (exit 125), never bound half-checked.
+//
+// Non-guarantee: a socket or FIFO made under a --read path after the scan
+// (while the run is going on) is reachable; so is one in a directory the
+// scan could neither list nor would the sandbox's uid search.
+const (
+	scanMaxEntries = 200_000
+	scanMaxDepth   = 64
+	scanMaxCovered = 1024
+)
+
+// scanLimits bounds the search of one run; the constants above in
+// production, small ones in tests. Used counts what earlier --read paths of
+// the same run spent of the entries and covered budgets.
+type scanLimits struct {
+	entries, depth, covered  int
+	usedEntries, usedCovered int
+}
+
+var defaultScanLimits = scanLimits{entries: scanMaxEntries, depth: scanMaxDepth, covered: scanMaxCovered}
+
+// specialFound is one socket or FIFO found under a --read path.
+type specialFound struct {
+	rel  string // relative to the scanned root
+	kind string // "socket" or "fifo"
+}
+
+// scanResult is what one search found and what it cost.
+type scanResult struct {
+	found   []specialFound
+	entries int
+	elapsed time.Duration
+}
+
+// ScanBoundError means a --read path is too large (or too deep) to be
+// searched for sockets within the bounds; the run is refused.
+type ScanBoundError struct {
+	Path  string
+	Bound string // "entries" or "depth" or "covered"
+	Limit int
+}
+
+func (e *ScanBoundError) Error() string {
+	switch e.Bound {
+	case "depth":
+		return fmt.Sprintf("%s is nested deeper than %d directories", e.Path, e.Limit)
+	case "covered":
+		return fmt.Sprintf("the --read paths hold more than %d sockets and FIFOs in all (the search stopped in %s)", e.Limit, e.Path)
+	}
+	return fmt.Sprintf("the --read paths hold more than %d directory entries in all (the search stopped in %s)", e.Limit, e.Path)
+}
+
+// scanSpecial walks the directory tree at root (a real path: no link on
+// the way, as pathguard resolved it) without following links, and returns
+// every socket and FIFO in it. It crosses mount points, as bwrap's
+// recursive bind does. A directory it cannot list is skipped when the
+// caller cannot search it either; one the caller could search but not
+// list is refused, since a socket at a known name in it would be reachable.
+// A root that is not a directory is returned as found when it is a socket
+// or FIFO itself.
+func scanSpecial(root string, lim scanLimits) (scanResult, error) {
+	start := time.Now()
+	var res scanResult
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return res, err
+	}
+	if k := specialKind(fi.Mode()); k != "" {
+		res.found = append(res.found, specialFound{rel: ".", kind: k})
+	}
+	if fi.IsDir() {
+		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return res, err
+		}
+		err = scanDir(fd, root, "", 1, lim, &res)
+		if err != nil {
+			return res, err
+		}
+	}
+	res.elapsed = time.Since(start)
+	return res, nil
+}
+
+// scanDir reads the directory open at fd (it closes fd) and descends into
+// its subdirectories through openat, so that no path is resolved twice.
+func scanDir(fd int, root, rel string, depth int, lim scanLimits, res *scanResult) error {
+	if depth > lim.depth {
+		unix.Close(fd)
+		return &ScanBoundError{Path: root, Bound: "depth", Limit: lim.depth}
+	}
+	dir := os.NewFile(uintptr(fd), filepath.Join(root, rel))
+	defer dir.Close()
+	for {
+		ents, err := dir.ReadDir(1024)
+		for _, e := range ents {
+			res.entries++
+			if lim.usedEntries+res.entries > lim.entries {
+				return &ScanBoundError{Path: root, Bound: "entries", Limit: lim.entries}
+			}
+			name := filepath.Join(rel, e.Name())
+			if k := specialKind(e.Type()); k != "" {
+				if lim.usedCovered+len(res.found) >= lim.covered {
+					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
+				}
+				res.found = append(res.found, specialFound{rel: name, kind: k})
+				continue
+			}
+			if !e.IsDir() {
+				continue
+			}
+			if err := scanSub(int(dir.Fd()), e.Name(), root, name, depth, lim, res); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cannot list %s: %w", filepath.Join(root, rel), err)
+		}
+	}
+}
+
+// scanSub opens the subdirectory name of the directory at parent and scans
+// it. A directory that vanished or became something else since it was
+// listed is skipped: what is there now is no directory to descend into.
+func scanSub(parent int, name, root, rel string, depth int, lim scanLimits, res *scanResult) error {
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		return scanDir(fd, root, rel, depth+1, lim, res)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		return nil
+	case errors.Is(err, unix.EACCES):
+		// Unlistable. If it cannot be searched either, nothing in it
+		// can be reached by name; otherwise a socket at a guessed name
+		// could be.
+		if unix.Faccessat(parent, name, unix.X_OK, unix.AT_EACCESS) != nil {
+			return nil
+		}
+		return fmt.Errorf("cannot list %s, which is searchable, so a socket in it could be reached by its name", filepath.Join(root, rel))
+	}
+	return fmt.Errorf("cannot open %s: %w", filepath.Join(root, rel), err)
+}
+
+// specialKind names the file types that a read-only bind still lets the
+// command talk through.
+func specialKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	}
+	return ""
+}
