@@ -104,6 +104,14 @@ func (r *relay) judgeName(c *call, p object, t target) *refusal {
 	}
 	c.name = name
 	ok, rule := r.rules.CheckKind(t.kind, name)
+	if ok && t.kind == KindTool {
+		r.mu.Lock()
+		why := r.pinRefusal(name)
+		r.mu.Unlock()
+		if why != "" {
+			ok, rule = false, "--pin: "+why
+		}
+	}
 	if ok {
 		return nil
 	}

@@ -48,7 +48,7 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 			continue
 		}
 		name := obj.str(l.field)
-		if ok, _ := r.rules.CheckKind(l.kind, name); ok && name != "" {
+		if ok, _ := r.rules.CheckKind(l.kind, name); ok && name != "" && r.definitionVisible(l.kind, name, t) {
 			kept = append(kept, t)
 		}
 	}
@@ -69,4 +69,27 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// definitionVisible notes a listed tool's definition (see noteDefinition)
+// and says whether the pin shows it. Other kinds are not pinned.
+func (r *relay) definitionVisible(kind, name string, entry json.RawMessage) bool {
+	if kind != KindTool {
+		return true
+	}
+	hash, err := DefinitionHash(entry)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	changed, hiddenWhy := r.noteDefinition(name, hash)
+	r.mu.Unlock()
+	if changed != "" {
+		r.flagDefinition(name, changed, hiddenWhy != "")
+	}
+	if hiddenWhy != "" {
+		r.flagDefinition(name, hiddenWhy, true)
+		return false
+	}
+	return true
 }

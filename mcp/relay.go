@@ -90,6 +90,7 @@ type relay struct {
 	nextID     uint64
 	fromSrv    map[string]*srvCall // server request id key -> record
 	caps       clientCaps          // declared in initialize
+	pin        pinState            // tool definitions seen and pinned
 	ended      bool                // the server's output has ended
 	clientGone atomic.Bool
 	endReason  string // why, for the errors pending calls get

@@ -51,6 +51,15 @@ type Options struct {
 	// each direction; one more is refused with a JSON-RPC error (-32000).
 	// Zero means DefaultMaxPending.
 	MaxPending int
+	// Pins, when set, are the tool definitions the client trusts: a listed
+	// tool whose definition (DefinitionHash) differs, and a tool the pins
+	// do not name, is hidden and its calls refused, with a warning on
+	// Logger and an mcp_tool_changed record. With PinRecord, every
+	// definition is accepted instead and Result.Pins holds those the
+	// session listed, for the caller to save. Without Pins, a definition
+	// that changes within the session is still warned about and audited.
+	Pins      *Pins
+	PinRecord bool
 	// DenyServerRequests names server-to-client requests to refuse even
 	// when the client declared the capability they need: any of
 	// ServerRequestMethods. Without a declared capability they are refused
@@ -84,6 +93,9 @@ type Result struct {
 	ClientClosed, ShutdownKilled bool
 	// RunID is the session's name in the audit.
 	RunID string
+	// Pins are the tool definitions the session listed, with
+	// Options.PinRecord; nil otherwise.
+	Pins *Pins
 }
 
 // Serve starts server under p and relays MCP between it and a client that
@@ -217,6 +229,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	default:
 	}
 	res.ClientClosed = rerr == nil
+	if opts.PinRecord {
+		res.Pins = r.recorded()
+	}
 	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(o.res, o.err)}
 	serr := r.sessionErr()
 	if serr != nil {
@@ -313,6 +328,10 @@ func newRelay(opts Options, aud *auditor, log *slog.Logger) *relay {
 	}
 	for _, m := range opts.DenyServerRequests {
 		r.denyFromSrv[m] = true
+	}
+	r.pin.pins, r.pin.record = opts.Pins, opts.PinRecord
+	if r.pin.record && r.pin.pins == nil {
+		r.pin.pins = &Pins{Tools: map[string]string{}}
 	}
 	r.auditArgs.max = opts.AuditArgsMax
 	if r.auditArgs.max <= 0 {
