@@ -580,3 +580,72 @@ func TestMCPGateRedaction(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPGatePin: the first session with --pin records the tool
+// definitions; a later one hides and refuses a tool whose definition the
+// hostile server changed (a rug pull), with a line on stderr and an audit
+// record. Control: without --pin the changed definition reaches the client
+// (flagged in the audit only), and its call reaches the server.
+func TestMCPGatePin(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	pin := filepath.Join(t.TempDir(), "pins.json")
+	listAll := func(m *rawMCP) string {
+		m.send(`{"jsonrpc":"2.0","id":"p1","method":"tools/list"}`)
+		a := m.reply(`"p1"`, nil)
+		m.send(`{"jsonrpc":"2.0","id":"p2","method":"tools/list","params":{"cursor":"page2"}}`)
+		b := m.reply(`"p2"`, nil)
+		return string(a.Result) + string(b.Result)
+	}
+	callEcho := func(m *rawMCP) rpcMsg {
+		m.send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		return m.reply(`"e"`, nil)
+	}
+
+	rec := startRaw(t, hostileArgs(t, "mcp", w, "--pin", pin)...)
+	rec.initialize(`{}`)
+	listAll(rec)
+	rec.in.Close()
+	if code := rec.wait(mcpTimeout); code != 0 || !strings.Contains(rec.stderr.String(), "recorded 7 tool definitions") {
+		t.Fatalf("recording session: exit %d, stderr %s", code, rec.stderr)
+	}
+
+	for _, pinned := range []bool{false, true} {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		flags := []string{"--env", "HOSTILE_RUGPULL=1", "--audit", audit}
+		if pinned {
+			flags = append(flags, "--pin", pin)
+		}
+		m := startRaw(t, hostileArgs(t, "mcp", w, flags...)...)
+		m.initialize(`{}`)
+		if first := listAll(m); !strings.Contains(first, `"echo"`) {
+			t.Fatalf("pinned %v: the unchanged echo is hidden: %s", pinned, first)
+		}
+		second := listAll(m) // the server now describes echo otherwise
+		r := callEcho(m)
+		m.in.Close()
+		m.wait(mcpTimeout)
+		var outcome string
+		for _, rec := range auditLines(t, audit) {
+			if rec["event"] == "mcp_tool_changed" && rec["tool"] == "echo" {
+				outcome, _ = rec["outcome"].(string)
+			}
+		}
+		if !pinned {
+			if !strings.Contains(second, "id_rsa") || r.Error != nil || outcome != "flagged" {
+				t.Fatalf("control: list %s, call %s, audit %q (untested)", second, r.line, outcome)
+			}
+			continue
+		}
+		if strings.Contains(second, "id_rsa") || strings.Contains(second, `"echo"`) {
+			t.Errorf("the changed echo was listed: %s", second)
+		}
+		if r.Error == nil || !strings.Contains(r.Error.Message, "--pin: definition differs") {
+			t.Errorf("a call to the changed echo: %s", r.line)
+		}
+		if outcome != "hidden" || !strings.Contains(m.stderr.String(), "tool definition hidden") {
+			t.Errorf("audit outcome %q, stderr %s", outcome, m.stderr)
+		}
+	}
+}

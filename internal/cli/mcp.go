@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandbox-run/sandbox-run/mcp"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -81,6 +83,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if err := f.hostFiles(p); err != nil {
 		return fail(stdio.Stderr, err)
 	}
+	if err := mf.loadPin(p, &opts); err != nil {
+		return fail(stdio.Stderr, err)
+	}
 	var af *auditFile
 	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
@@ -104,6 +109,12 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return fail(stdio.Stderr, err)
 	}
 	code := mcpExitCode(stdio.Stderr, res, err, time.Duration(p.Timeout))
+	if werr := mf.savePin(res, stdio.Stderr); werr != nil {
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", werr)
+		if code == 0 {
+			code = ExitRefused
+		}
+	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Sandbox.Report); werr != nil {
 			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
@@ -151,6 +162,8 @@ type mcpFlags struct {
 	auditArgs                  string
 	maxMessage, maxPending     int
 	auditArgsMax, auditLineMax int
+	pin                        string
+	pinUpdate                  bool
 }
 
 func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
@@ -168,7 +181,9 @@ func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
 	fs.IntVar(&m.maxPending, "max-pending", mcp.DefaultMaxPending, "requests that may wait for an answer at once, each way; more are refused")
 	fs.IntVar(&m.auditArgsMax, "audit-args-max", mcp.DefaultAuditArgsMax, "argument bytes kept per call with --audit-args; larger arguments are recorded by size only")
 	fs.IntVar(&m.auditLineMax, "audit-line-max", mcp.DefaultAuditLineMax, "longest audit line, in bytes; a longer record loses its argument values")
-	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args")
+	fs.StringVar(&m.pin, "pin", "", "trust the tool definitions recorded in this file: a changed or new tool is hidden and refused; the first session records them")
+	fs.BoolVar(&m.pinUpdate, "pin-update", false, "record this session's tool definitions in the --pin file instead of enforcing it")
+	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin")
 	return m
 }
 
@@ -219,4 +234,67 @@ func mcpExitCode(stderr io.Writer, res *mcp.Result, err error, timeout time.Dura
 		return 0
 	}
 	return res.Sandbox.ExitCode
+}
+
+// loadPin reads the --pin file (a host file: refused in or through a
+// writable directory, opened without following links) into opts. A file
+// that does not exist yet, or --pin-update, makes this session record the
+// definitions instead.
+func (m *mcpFlags) loadPin(p policy.Policy, opts *mcp.Options) error {
+	if m.pin == "" {
+		if m.pinUpdate {
+			return errors.New("--pin-update without --pin; fix: name the pin file with --pin FILE")
+		}
+		return nil
+	}
+	var err error
+	if m.pin, err = hostPath("pin", m.pin); err != nil {
+		return err
+	}
+	if err := checkHostFiles(p, hostFile{"pin", m.pin}); err != nil {
+		return err
+	}
+	if err := checkOutput("pin", m.pin); err != nil {
+		return err
+	}
+	if m.pinUpdate {
+		opts.PinRecord = true
+		return nil
+	}
+	fh, err := pathguard.OpenFile(m.pin, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		opts.PinRecord = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: name a regular file by its real path", m.pin, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, 16<<20))
+	if err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: name a readable file", m.pin, err)
+	}
+	if opts.Pins, err = mcp.ParsePins(b); err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: rewrite it with --pin-update (after checking the server), or remove it", m.pin, err)
+	}
+	return nil
+}
+
+// savePin writes the definitions a recording session listed to the --pin
+// file, without following a link.
+// An empty record is not written: a session that never listed the tools
+// would otherwise pin none, and every later session would hide them all.
+func (m *mcpFlags) savePin(res *mcp.Result, stderr io.Writer) error {
+	if m.pin == "" || res == nil || res.Pins == nil {
+		return nil
+	}
+	if len(res.Pins.Tools) == 0 {
+		fmt.Fprintf(stderr, "sandbox-run: --pin %s: the client listed no tools, so nothing was recorded\n", m.pin)
+		return nil
+	}
+	if err := pathguard.WriteFile(m.pin, res.Pins.Marshal(), 0o600); err != nil {
+		return fmt.Errorf("--pin %s: cannot record the tool definitions: %v; fix: keep the file's directory free of symbolic links", m.pin, err)
+	}
+	fmt.Fprintf(stderr, "sandbox-run: --pin %s: recorded %d tool definitions\n", m.pin, len(res.Pins.Tools))
+	return nil
 }
