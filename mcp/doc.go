@@ -56,7 +56,10 @@
 //
 //   - Visibility is by name. A visible tool can do whatever its server
 //     implements; the sandbox, not the relay, bounds what the server can
-//     reach. Definitions (descriptions, schemas) pass as sent.
+//     reach. Definitions (descriptions, schemas) pass as sent; with Pins,
+//     a tool whose definition differs from its pin, or that has none, is
+//     hidden and refused; without, a definition that changes within the
+//     session is only flagged.
 //   - The audit records what the client asked and how the request ended; it
 //     cannot say what the server did. Argument values are recorded only
 //     with AuditArgs, redacted by a heuristic unless AuditArgsRaw.
