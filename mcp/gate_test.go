@@ -256,6 +256,8 @@ func TestHeadScan(t *testing.T) {
 		{`{"method":"n"}`, "", "n", true},
 		{`{"id":1,"id":2,"method":"m"}`, "", "", false},
 		{`{"id":1,"Id":2,"method":"m"}`, "", "", false},
+		{`{"ID":0,"method":"m"}`, "", "", false},
+		{`{"id":0,"Method":"m"}`, "", "", false},
 		{`{"id":null,"method":"m"}`, "", "", false},
 		{`{"id":{"a":1},"method":"m"}`, "", "", false},
 		{`{"id":1.5,"method":"m"}`, "", "", false},

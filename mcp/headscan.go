@@ -11,7 +11,8 @@ import (
 // message's own id, wherever in the object the id is (the TypeScript SDK
 // writes it last, after the params).
 //
-// It trusts nothing: a key given twice (or twice but for case), an id
+// It trusts nothing: a key given twice, or spelt other than in lower case
+// ("ID", which encoding/json reads as the id and JSON.parse does not), an id
 // that is not a string or an integer, or an object that does not end
 // cleanly leaves the id unread.
 type headScan struct {
@@ -31,6 +32,7 @@ type headScan struct {
 	done                 bool
 
 	ids, methods int
+	folded       bool // "ID", "Method", ...: parsers disagree on those
 	id, method   []byte
 }
 
@@ -140,9 +142,11 @@ func (h *headScan) endString() {
 			case strings.EqualFold(k, "id"):
 				h.cur = "id"
 				h.ids++
+				h.folded = h.folded || k != "id"
 			case strings.EqualFold(k, "method"):
 				h.cur = "method"
 				h.methods++
+				h.folded = h.folded || k != "method"
 			default:
 				h.cur = ""
 			}
@@ -178,7 +182,7 @@ func (h *headScan) finish() {
 // result returns the object's id (nil when it has none) and method, and
 // whether they could be read without doubt.
 func (h *headScan) result() (id json.RawMessage, method string, ok bool) {
-	if h.bad || !h.done || h.ids > 1 || h.methods > 1 {
+	if h.bad || !h.done || h.ids > 1 || h.methods > 1 || h.folded {
 		return nil, "", false
 	}
 	if h.methods == 1 && (h.method == nil || json.Unmarshal(h.method, &method) != nil) {
