@@ -628,3 +628,27 @@ func TestAuditLineCap(t *testing.T) {
 		t.Fatalf("control: records %+v", recs[1:])
 	}
 }
+
+// TestRelayServerNotificationIDs: a subscription id in a server
+// notification's _meta goes back to the client as the client's id; one
+// naming no pending request is dropped; a response under a string id that
+// reads like a relay id is dropped and the request stays pending.
+func TestRelayServerNotificationIDs(t *testing.T) {
+	s := newRaw(t, Rules{})
+	s.client(`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{}}`)
+	s.atServer()
+	s.server(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`)
+	if got := s.atClient(); got != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"}}}` {
+		t.Fatalf("client got %s", got)
+	}
+	s.server(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":99}}}`)
+	s.server(`{"jsonrpc":"2.0","id":"1","result":{"forged":true}}`)
+	s.server(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"marker"}}`)
+	if got := s.atClient(); !strings.Contains(got, "marker") {
+		t.Fatalf("client got %s, want the marker", got)
+	}
+	s.answer(`{}`)
+	if got := s.atClient(); got != `{"jsonrpc":"2.0","id":"listen-1","result":{}}` {
+		t.Fatalf("the request was not left pending: %s", got)
+	}
+}

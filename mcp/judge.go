@@ -144,19 +144,49 @@ func (r *relay) keepArgs(c *call, args json.RawMessage) {
 	c.args, c.redacted = red, n
 }
 
-// notificationVisible says whether a server notification may reach the
-// client: one about a resource the rules hide does not, since its URI
-// alone tells what the rules hide.
-func (r *relay) notificationVisible(e envelope) bool {
-	if e.method != string(mcpgo.MethodNotificationResourceUpdated) {
-		return true
-	}
+// serverNotification passes a notification from the server to the
+// client, but not one about a resource the rules hide (its URI alone tells
+// what the rules hide). A notifications/cancelled ends the server request
+// it names. A subscription id in _meta (protocol 2026-07-28: the id of the
+// client's subscriptions/listen request) is turned back into the client's
+// id; one naming no pending request is dropped.
+func (r *relay) serverNotification(e envelope) error {
 	p, err := e.params()
 	if err != nil {
-		return false
+		r.log.Warn("dropped a server notification whose params are not an object", "method", capString(e.method))
+		return nil
 	}
-	ok, _ := r.rules.CheckKind(KindResource, p.str("uri"))
-	return ok
+	switch e.method {
+	case string(mcpgo.MethodNotificationResourceUpdated):
+		if ok, _ := r.rules.CheckKind(KindResource, p.str("uri")); !ok {
+			return nil
+		}
+	case string(mcpgo.MethodNotificationCancelled):
+		if key, err := idKey(p["requestId"]); err == nil {
+			r.mu.Lock()
+			sc := r.fromSrv[key]
+			delete(r.fromSrv, key)
+			r.mu.Unlock()
+			if sc != nil {
+				r.audit.serverRequest(sc, outcomeCancelled, 0, "")
+			}
+		}
+	}
+	meta, err := walkObject(p["_meta"])
+	sub, has := meta[mcpgo.MetaKeySubscriptionID]
+	if err != nil || !has {
+		return r.writeClient(e.raw)
+	}
+	key, _ := idKey(sub)
+	id, ok := relayID(key)
+	r.mu.Lock()
+	c := r.pending[id]
+	r.mu.Unlock()
+	if !ok || c == nil {
+		r.log.Warn("dropped a server notification for no pending subscription", "method", capString(e.method))
+		return nil
+	}
+	return writeSpliced(&r.clientMu, r.clientOut, e.raw, sub, c.clientID)
 }
 
 // clientCaps are the client capabilities that let a server ask it

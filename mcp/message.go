@@ -36,7 +36,7 @@ func parseObject(raw []byte) (object, error) {
 // or as a member of a message it accepted.
 func walkObject(raw []byte) (object, error) {
 	i := skipSpace(raw, 0)
-	if raw[i] != '{' {
+	if i >= len(raw) || raw[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	i++

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -464,10 +465,7 @@ func (r *relay) fromServer(line []byte, dropped *int) error {
 	case kindRequest:
 		return r.serverRequest(e)
 	case kindNotification:
-		if !r.notificationVisible(e) {
-			return nil
-		}
-		return r.writeClient(withNewline(trimmed))
+		return r.serverNotification(e)
 	}
 	return r.serverResponse(e, dropped)
 }
@@ -475,15 +473,8 @@ func (r *relay) fromServer(line []byte, dropped *int) error {
 // serverResponse delivers the server's answer under the client's id,
 // filtered for the request it answers.
 func (r *relay) serverResponse(e envelope, dropped *int) error {
-	id, _ := strconv.ParseUint(e.idKey[min(2, len(e.idKey)):], 10, 64)
-	r.mu.Lock()
-	c := r.pending[id]
-	if c != nil {
-		delete(r.pending, id)
-		delete(r.byClient, c.clientKey)
-	}
-	r.mu.Unlock()
-	if c == nil || e.idKey[:2] != "n:" {
+	c := r.takePending(e.idKey)
+	if c == nil {
 		*dropped++
 		r.log.Warn("dropped a response to no pending request", "id", capString(string(e.id)))
 		return nil
@@ -508,6 +499,33 @@ func (r *relay) serverResponse(e envelope, dropped *int) error {
 		return writeSpliced(&r.clientMu, r.clientOut, e.raw, e.id, c.clientID)
 	}
 	return r.writeClient(line)
+}
+
+// takePending removes and returns the pending request the server knows
+// by idKey (one of the relay's ids), or nil.
+func (r *relay) takePending(idKey string) *call {
+	id, ok := relayID(idKey)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.pending[id]
+	if c != nil {
+		delete(r.pending, id)
+		delete(r.byClient, c.clientKey)
+	}
+	return c
+}
+
+// relayID reads an id key as one of the relay's ids.
+func relayID(idKey string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(idKey, "n:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(digits, 10, 64)
+	return id, err == nil && id > 0
 }
 
 // rpcErrorOf reads a response's error member; an unreadable one is an
