@@ -52,69 +52,75 @@ func (h *headScan) feed(b []byte) {
 }
 
 func (h *headScan) step(c byte) {
-	if h.inStr {
-		h.keep(c)
-		switch {
-		case h.esc:
-			h.esc = false
-		case c == '\\':
-			h.esc = true
-		case c == '"':
-			h.inStr = false
-			h.endString()
-		}
-		return
-	}
-	switch c {
-	case ' ', '\t', '\r', '\n':
+	switch {
+	case h.inStr:
+		h.stringByte(c)
+	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
 		h.endScalar()
-	case '"':
-		h.inStr = true
-		switch {
-		case h.depth == 1 && h.expectKey:
-			h.inKey, h.expectKey, h.key = true, false, []byte{c}
-		case h.depth == 1 && h.expectVal:
-			h.startVal(c, true)
-		}
-	case '{', '[':
-		if !h.started {
-			h.started = true
-			h.bad = c != '{'
-			h.depth, h.expectKey = 1, true
-			return
-		}
-		if h.depth == 1 && h.expectVal {
-			h.startVal(c, false)
-			h.inVal = false // a compound value is never an id or a method
-			h.finish()
-		}
-		h.depth++
-	case '}', ']':
+	case c == '"':
+		h.openString(c)
+	case c == '{' || c == '[':
+		h.open(c)
+	case c == '}' || c == ']':
 		h.endScalar()
 		h.depth--
-		if h.depth == 0 {
-			h.done = true
-		}
-	case ':':
-		if h.depth == 1 {
-			h.expectVal = true
-		}
-	case ',':
+		h.done = h.depth == 0
+	case c == ':':
+		h.expectVal = h.expectVal || h.depth == 1
+	case c == ',':
 		if h.depth == 1 {
 			h.endScalar()
 			h.expectKey = true
 		}
+	case !h.started:
+		h.bad = true
+	case h.depth == 1 && h.expectVal:
+		h.startVal(c, false)
 	default:
-		if !h.started {
-			h.bad = true
-			return
-		}
-		if h.depth == 1 && h.expectVal {
-			h.startVal(c, false)
-		} else {
-			h.keep(c)
-		}
+		h.keep(c)
 	}
+}
+
+// stringByte takes a byte inside a string.
+func (h *headScan) stringByte(c byte) {
+	h.keep(c)
+	switch {
+	case h.esc:
+		h.esc = false
+	case c == '\\':
+		h.esc = true
+	case c == '"':
+		h.inStr = false
+		h.endString()
+	}
+}
+
+// openString starts a string: a top-level key, a top-level value or
+// anything deeper.
+func (h *headScan) openString(c byte) {
+	h.inStr = true
+	switch {
+	case h.depth == 1 && h.expectKey:
+		h.inKey, h.expectKey, h.key = true, false, []byte{c}
+	case h.depth == 1 && h.expectVal:
+		h.startVal(c, true)
+	}
+}
+
+// open starts an object or a list: the message itself, or a value.
+func (h *headScan) open(c byte) {
+	if !h.started {
+		h.started = true
+		h.bad = c != '{'
+		h.depth, h.expectKey = 1, true
+		return
+	}
+	if h.depth == 1 && h.expectVal {
+		h.startVal(c, false)
+		h.inVal = false // a compound value is never an id or a method
+		h.finish()
+	}
+	h.depth++
 }
 
 func (h *headScan) keep(c byte) {
