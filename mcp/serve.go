@@ -158,10 +158,6 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer cancel()
 	sbOpts := opts.Sandbox
 	sbOpts.Stdin, sbOpts.Stdout = inR, outW
-	type outcome struct {
-		res *sandbox.Result
-		err error
-	}
 	done := make(chan outcome, 1)
 	go func() {
 		sres, serr := sandbox.Run(runCtx, p, server, sbOpts)
@@ -200,27 +196,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 		relayDone <- r.run(runCtx, streams{clientIn: clientIn, clientOut: clientOut, serverIn: inW, serverOut: outR},
 			func() { go clientEOF() })
 	}()
-	var (
-		rerr error
-		o    outcome
-	)
-	select {
-	case rerr = <-relayDone:
-		o = <-done
-	case o = <-done:
-		// The server is gone; the relay still delivers what it left. A
-		// client that stopped reading must not hold the session open.
-		t := time.NewTimer(grace)
-		select {
-		case rerr = <-relayDone:
-		case <-t.C:
-			log.Warn("the client stopped reading; the server's last messages were not delivered")
-			if !r.clientGone.Load() {
-				rerr = errServerEnded
-			}
-		}
-		t.Stop()
-	}
+	o, rerr := waitSession(relayDone, done, grace, r, log)
 	cancel()
 
 	select {
@@ -232,40 +208,75 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	if opts.PinRecord {
 		res.Pins = r.recorded()
 	}
-	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(o.res, o.err)}
 	serr := r.sessionErr()
-	if serr != nil {
-		end.Reason = serr.Error() + "; the server was ended (" + end.Reason + ")"
-	}
-	if o.res != nil {
-		end.ExitCode = &o.res.ExitCode
-		end.SandboxRunID = o.res.Report.RunID
-	}
-	aud.write(end)
-
+	aud.write(endRecord(o.res, o.err, serr))
 	if o.res == nil {
 		return nil, o.err
 	}
 	res.Sandbox = o.res
-	var ee *sandbox.ExecError
-	if errors.As(o.err, &ee) {
-		return res, o.err
-	}
-	if serr != nil {
-		return res, serr
-	}
-	if rerr != nil {
-		if errors.Is(rerr, errServerEnded) {
-			return res, fmt.Errorf("%w (%s)", ErrServerEnded, endReason(o.res, o.err))
+	return res, sessionError(ctx, o.res, o.err, serr, rerr)
+}
+
+// outcome is how the sandbox ended.
+type outcome struct {
+	res *sandbox.Result
+	err error
+}
+
+// waitSession waits for the relay and the sandbox to end. When the
+// sandbox ends first, the relay still delivers what the server left, but a
+// client that stopped reading must not hold the session open past grace.
+func waitSession(relayDone <-chan error, done <-chan outcome, grace time.Duration, r *relay, log *slog.Logger) (outcome, error) {
+	select {
+	case rerr := <-relayDone:
+		return <-done, rerr
+	case o := <-done:
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case rerr := <-relayDone:
+			return o, rerr
+		case <-t.C:
+			log.Warn("the client stopped reading; the server's last messages were not delivered")
+			if !r.clientGone.Load() {
+				return o, errServerEnded
+			}
+			return o, nil
 		}
-		return res, rerr
+	}
+}
+
+// endRecord is the mcp_end record: why the session ended.
+func endRecord(sres *sandbox.Result, err, serr error) Record {
+	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(sres, err)}
+	if serr != nil {
+		end.Reason = serr.Error() + "; the server was ended (" + end.Reason + ")"
+	}
+	if sres != nil {
+		end.ExitCode = &sres.ExitCode
+		end.SandboxRunID = sres.Report.RunID
+	}
+	return end
+}
+
+// sessionError is Serve's error for a session whose sandbox ran: the
+// server not starting, the relay ending the session (serr), the server
+// ending first, or ctx (a timeout).
+func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr error) error {
+	var ee *sandbox.ExecError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case serr != nil:
+		return serr
+	case errors.Is(rerr, errServerEnded):
+		return fmt.Errorf("%w (%s)", ErrServerEnded, endReason(sres, err))
+	case rerr != nil:
+		return rerr
 	}
 	// A cancelled ctx (a timeout) stays visible to the caller; the grace
 	// kill asked for by the client's leaving does not.
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return ctx.Err()
 }
 
 // endReason says in a few words why the server stopped.
