@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // A journal records what a run found at its start in its writable
@@ -98,45 +100,37 @@ func writeJournal(dir, runID string, writable []string, pr protection) (string, 
 	}
 	j := journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
 		Writable: writable, Watched: pr.watched, Gits: pr.gits}
-	path := filepath.Join(dir, runID+".json")
-	return path, saveJournal(dir, path, &j)
+	// The directory is sandbox-run's own: made without following links,
+	// set aside and made again when another uid owns it or others may
+	// write it (a forged journal would name files for the sweep to move).
+	d, err := pathguard.OpenPrivateDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	return filepath.Join(dir, runID+".json"), saveJournal(d, runID+".json", &j)
 }
 
-// saveJournal writes j whole to path, then renames it: a sweep never reads
-// half a journal.
-func saveJournal(dir, path string, j *journal) error {
+// saveJournal writes j whole to name in d (a new file, then renamed): a
+// sweep never reads half a journal.
+func saveJournal(d *pathguard.Dir, name string, j *journal) error {
 	b, err := json.Marshal(j)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".journal-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return d.WriteFile(name, b)
 }
 
 // lockJournals takes the journal directory's lock: starting a run (sweep,
 // plan, journal) and ending one (settle) exclude each other, so that a run
 // never starts on a path another run is quarantining. The wait is bounded.
 func lockJournals(dir string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	d, err := pathguard.OpenPrivateDir(dir)
+	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(filepath.Join(dir, ".lock"), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(d.Fd(), ".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	d.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +159,20 @@ const lockWait = 30 * time.Second
 // own journal, counts as over): a journal whose writable directories no
 // live run shares is neutralised into q and removed; one that still shares
 // them waits, marked ended. The caller holds the lock.
+//
+// Only journals this user wrote are read: a directory or a journal that
+// another uid owns, or that others may write, is ignored (pathguard.Dir).
+// A missing directory (the legacy one, usually) is not made.
 func settleJournals(dir, self string, q *quarantine) {
-	ents, err := os.ReadDir(dir)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	d, err := pathguard.OpenPrivateDir(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, err := d.Names()
 	if err != nil {
 		return
 	}
@@ -176,12 +182,11 @@ func settleJournals(dir, self string, q *quarantine) {
 	}
 	var live, over []*journal
 	paths := map[*journal]string{}
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") {
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
+		b, err := d.ReadFile(name)
 		if err != nil {
 			continue
 		}
@@ -189,8 +194,8 @@ func settleJournals(dir, self string, q *quarantine) {
 		if json.Unmarshal(b, j) != nil {
 			continue
 		}
-		paths[j] = path
-		if path != self && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
+		paths[j] = name
+		if filepath.Join(dir, name) != self && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
 			live = append(live, j)
 		} else {
 			over = append(over, j)
@@ -201,7 +206,7 @@ func settleJournals(dir, self string, q *quarantine) {
 		if overlaps(j, live) {
 			if !j.Ended {
 				j.Ended = true
-				saveJournal(dir, paths[j], j)
+				saveJournal(d, paths[j], j)
 			}
 			continue
 		}
@@ -211,7 +216,7 @@ func settleJournals(dir, self string, q *quarantine) {
 			walks[key] = findGit(j.Writable)
 		}
 		q.neutralise(j, walks[key])
-		os.Remove(paths[j])
+		d.Remove(paths[j])
 	}
 }
 

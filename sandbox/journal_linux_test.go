@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // legacyPlaceholder makes an empty file or directory as older versions
@@ -42,7 +44,12 @@ func goneJournal(t *testing.T, dir, id string, j journal) {
 		t.Fatal(err)
 	}
 	j.PID, j.Start, j.BootID, j.RunID = os.Getpid(), start+1, boot, id
-	if err := saveJournal(dir, filepath.Join(dir, id+".json"), &j); err != nil {
+	d, err := pathguard.OpenPrivateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := saveJournal(d, id+".json", &j); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,5 +129,46 @@ func TestSettleWaitsForLiveRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "elsewhere.json")); err != nil {
 		t.Errorf("a live run's journal was removed: %v", err)
+	}
+}
+
+// TestSweepIgnoresUntrustedJournals: a journal others could have written
+// (it or its directory writable by group or others) is never read, so a
+// forged one cannot make the settling quarantine a file. The control: the
+// same journal, trusted, does move it.
+func TestSweepIgnoresUntrustedJournals(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		forge func(dir, journal string) error
+	}{
+		{"journal writable by others", func(_, j string) error { return os.Chmod(j, 0o666) }},
+		{"dir writable by others", func(d, _ string) error { return os.Chmod(d, 0o777) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, dir := t.TempDir(), filepath.Join(t.TempDir(), "journals")
+			victim := filepath.Join(w, "file-of-the-user")
+			if err := os.WriteFile(victim, []byte("mine"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			forged := func() string {
+				goneJournal(t, dir, "forged", journal{Writable: []string{w}, Watched: []string{victim}})
+				return filepath.Join(dir, "forged.json")
+			}
+			path := forged()
+			if err := tt.forge(dir, path); err != nil {
+				t.Fatal(err)
+			}
+			q := &quarantine{dir: filepath.Join(t.TempDir(), "q")}
+			settleJournals(dir, "", q)
+			if _, err := os.Lstat(victim); err != nil || len(q.items) != 0 {
+				t.Fatalf("an untrusted journal was obeyed: %v %+v", err, q.items)
+			}
+			// Control: trusted, the same journal moves the file.
+			forged()
+			settleJournals(dir, "", q)
+			if _, err := os.Lstat(victim); err == nil || len(q.items) != 1 {
+				t.Fatalf("control: a trusted journal did not quarantine %s (untested): %+v", victim, q.items)
+			}
+		})
 	}
 }

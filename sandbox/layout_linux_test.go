@@ -10,19 +10,19 @@ import (
 	"testing"
 )
 
-// fakeTree is a file tree for protectLayout: path -> kind; what is not
+// layoutTree is a file tree for protectLayout: path -> kind; what is not
 // listed is missing.
-type fakeTree map[string]entryKind
+type layoutTree map[string]entryKind
 
-func (f fakeTree) kind(p string) entryKind { return f[p] }
+func (f layoutTree) kind(p string) entryKind { return f[p] }
 
 // TestProtectLayout: the pure layout, case by case. Nothing missing is
 // ever mounted (a mount onto a missing path makes a mount point on the
 // host); directories come before what they hold; nothing below a held
 // path is listed.
 func TestProtectLayout(t *testing.T) {
-	gitParts := func(g string, have ...string) fakeTree {
-		f := fakeTree{g: kindDir}
+	gitParts := func(g string, have ...string) layoutTree {
+		f := layoutTree{g: kindDir}
 		for _, h := range have {
 			k := kindFile
 			if h == "hooks" || h == "info" {
@@ -32,8 +32,8 @@ func TestProtectLayout(t *testing.T) {
 		}
 		return f
 	}
-	merge := func(ts ...fakeTree) fakeTree {
-		out := fakeTree{}
+	merge := func(ts ...layoutTree) layoutTree {
+		out := layoutTree{}
 		for _, t := range ts {
 			for k, v := range t {
 				out[k] = v
@@ -45,7 +45,7 @@ func TestProtectLayout(t *testing.T) {
 		name     string
 		writable []string
 		names    []string
-		tree     fakeTree
+		tree     layoutTree
 		gitDirs  []string
 		gitFiles []string
 		want     []string // "op path"
@@ -56,29 +56,29 @@ func TestProtectLayout(t *testing.T) {
 			want: []string{"watch /w/.github/workflows", "watch /w/.mcp.json", "watch /w/.vscode"}},
 		{name: "existing file and directory held, the way pinned",
 			writable: []string{"/w"}, names: []string{".bashrc", ".github/workflows"},
-			tree: fakeTree{"/w/.bashrc": kindFile, "/w/.github": kindDir, "/w/.github/workflows": kindDir},
+			tree: layoutTree{"/w/.bashrc": kindFile, "/w/.github": kindDir, "/w/.github/workflows": kindDir},
 			want: []string{"hold /w/.bashrc", "pin /w/.github", "hold /w/.github/workflows"}},
 		{name: "half the way exists: pinned up to there, the rest watched",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: fakeTree{"/w/.github": kindDir},
+			tree: layoutTree{"/w/.github": kindDir},
 			want: []string{"pin /w/.github", "watch /w/.github/workflows"}},
 		{name: "a file where a directory is expected is held",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: fakeTree{"/w/.github": kindFile},
+			tree: layoutTree{"/w/.github": kindFile},
 			want: []string{"hold /w/.github"}},
 		{name: "a link is refused",
 			writable: []string{"/w"}, names: []string{".vscode"},
-			tree: fakeTree{"/w/.vscode": kindLink}, err: "/w/.vscode"},
+			tree: layoutTree{"/w/.vscode": kindLink}, err: "/w/.vscode"},
 		{name: "a link on the way is refused",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: fakeTree{"/w/.github": kindLink}, err: "/w/.github"},
+			tree: layoutTree{"/w/.github": kindLink}, err: "/w/.github"},
 		{name: "a repository: git dir pinned, its held parts held or watched",
 			writable: []string{"/w"}, tree: gitParts("/w/.git", "config", "hooks"), gitDirs: []string{"/w/.git"},
 			want: []string{"pin /w/.git", "watch /w/.git/commondir", "hold /w/.git/config", "watch /w/.git/config.worktree",
 				"hold /w/.git/hooks", "watch /w/.git/info/attributes"}},
 		{name: "a repository at depth 3: the git directory pinned, not the way to it",
 			writable: []string{"/w"},
-			tree:     merge(fakeTree{"/w/a": kindDir, "/w/a/b": kindDir, "/w/a/b/c": kindDir}, gitParts("/w/a/b/c/.git", "config", "hooks", "info", "info/attributes")),
+			tree:     merge(layoutTree{"/w/a": kindDir, "/w/a/b": kindDir, "/w/a/b/c": kindDir}, gitParts("/w/a/b/c/.git", "config", "hooks", "info", "info/attributes")),
 			gitDirs:  []string{"/w/a/b/c/.git"},
 			want: []string{"pin /w/a/b/c/.git", "watch /w/a/b/c/.git/commondir",
 				"hold /w/a/b/c/.git/config", "watch /w/a/b/c/.git/config.worktree", "hold /w/a/b/c/.git/hooks",
@@ -88,19 +88,19 @@ func TestProtectLayout(t *testing.T) {
 			want: []string{"hold /m/.git/commondir", "hold /m/.git/config", "watch /m/.git/config.worktree", "hold /m/.git/hooks",
 				"watch /m/.git/info/attributes"}},
 		{name: "a worktree's .git file is held",
-			writable: []string{"/w"}, tree: fakeTree{"/w/wt": kindDir, "/w/wt/.git": kindFile}, gitFiles: []string{"/w/wt/.git"},
+			writable: []string{"/w"}, tree: layoutTree{"/w/wt": kindDir, "/w/wt/.git": kindFile}, gitFiles: []string{"/w/wt/.git"},
 			want: []string{"pin /w/wt", "hold /w/wt/.git"}},
 		{name: "a git dir outside every writable dir is not laid out",
 			writable: []string{"/w"}, gitDirs: []string{"/elsewhere/.git"}, want: nil},
 		{name: "nothing below a held directory",
 			writable: []string{"/w"}, names: []string{".claude", ".claude/settings.json"},
-			tree: fakeTree{"/w/.claude": kindDir, "/w/.claude/settings.json": kindFile},
+			tree: layoutTree{"/w/.claude": kindDir, "/w/.claude/settings.json": kindFile},
 			want: []string{"hold /w/.claude"}},
 		{name: "absolute --protect applies to its own writable dir only",
-			writable: []string{"/w", "/o"}, names: []string{"/w/secret"}, tree: fakeTree{"/w/secret": kindFile},
+			writable: []string{"/w", "/o"}, names: []string{"/w/secret"}, tree: layoutTree{"/w/secret": kindFile},
 			want: []string{"hold /w/secret"}},
 		{name: "each writable dir gets the relative names",
-			writable: []string{"/w", "/o"}, names: []string{".envrc"}, tree: fakeTree{"/o/.envrc": kindFile},
+			writable: []string{"/w", "/o"}, names: []string{".envrc"}, tree: layoutTree{"/o/.envrc": kindFile},
 			want: []string{"hold /o/.envrc", "watch /w/.envrc"}},
 	}
 	for _, c := range cases {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // quarantine moves what the run's commands created out of the way. q is
@@ -163,26 +165,31 @@ func (q *quarantine) moveAt(w, p, why string) {
 }
 
 // take moves name (in the directory parent, which is p's) into the
-// quarantine, keeping p's path below it.
+// quarantine, keeping p's path below it. The quarantine is sandbox-run's
+// own state: every directory on the way to the destination is made or
+// opened without following a link, the last one must be this user's and
+// closed to others (pathguard.OpenPrivateDir), and the move is made
+// between the two descriptors, so no link on either side is followed.
 func (q *quarantine) take(parent int, name, p string) (string, error) {
-	if !q.made {
-		if err := os.MkdirAll(q.dir, 0o700); err != nil {
-			return "", err
-		}
-		q.made = true
-	}
 	to := filepath.Join(q.dir, strings.TrimPrefix(p, "/"))
-	if _, err := os.Lstat(to); err == nil {
-		to += "." + strconv.Itoa(len(q.items))
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+	d, err := pathguard.OpenPrivateDir(filepath.Dir(to))
+	if err != nil {
 		return "", err
 	}
-	err := unix.Renameat(parent, name, unix.AT_FDCWD, to)
+	defer d.Close()
+	q.made = true
+	base := filepath.Base(to)
+	var st unix.Stat_t
+	if unix.Fstatat(d.Fd(), base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		base += "." + strconv.Itoa(len(q.items))
+		to = filepath.Join(filepath.Dir(to), base)
+	}
+	err = unix.Renameat(parent, name, d.Fd(), base)
 	if errors.Is(err, unix.EXDEV) {
-		// Another file system: copy, then remove. Nothing is followed.
+		// Another file system: copy, then remove. Nothing is followed
+		// below the two descriptors.
 		src := fmt.Sprintf("/proc/self/fd/%d/%s", parent, name)
-		if err = copyTree(src, to); err == nil {
+		if err = copyTree(src, fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), base)); err == nil {
 			err = os.RemoveAll(src)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
 
@@ -38,6 +38,17 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	if *listen == "" {
 		return fail(stdio.Stderr, errors.New("proxy: --listen PATH is required; fix: sandbox-run proxy --listen /run/sandbox-run/egress.sock"))
 	}
+	// Files the proxy opens on the host are named absolutely and opened
+	// without following links (see hostfiles.go).
+	for _, hp := range []struct {
+		flag string
+		path *string
+	}{{"listen", listen}, {"config", config}, {"audit", audit}} {
+		var err error
+		if *hp.path, err = hostPath(hp.flag, *hp.path); err != nil {
+			return fail(stdio.Stderr, err)
+		}
+	}
 	perm := os.FileMode(0o600)
 	switch *mode {
 	case "0600":
@@ -49,12 +60,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	entries := func() ([]string, error) {
 		list := append([]string(nil), (*allow)...)
 		if *config != "" {
-			f, err := os.Open(*config)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			p, err := policy.Parse(f)
+			p, err := readProfile("config", *config)
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +70,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	}
 	list, err := entries()
 	if err != nil {
-		return fail(stdio.Stderr, fmt.Errorf("proxy: --config: %w; fix: pass a readable profile and correct it", err))
+		return fail(stdio.Stderr, fmt.Errorf("proxy: %w", err))
 	}
 	log := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := proxy.Config{Allow: list, Logger: log}
@@ -91,7 +97,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 		af.discard()
 		return fail(stdio.Stderr, err)
 	}
-	defer os.Remove(*listen)
+	defer ln.Close() // removes the socket, through its pinned directory
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -129,26 +135,18 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	}
 }
 
-// listenUnix listens on path, replacing a stale socket nobody serves but
-// never one that answers, nor anything that is not a socket.
+// listenUnix listens on path (absolute), replacing a stale socket nobody
+// serves but never one that answers, nor anything that is not a socket,
+// and following no link on the way (pathguard.ListenUnix).
 func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != os.ModeSocket {
-			return nil, fmt.Errorf("proxy: %s exists and is not a socket; fix: choose another --listen path", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("proxy: %s is already being served; fix: stop that proxy or choose another path", path)
-		}
-		os.Remove(path)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: listen %s: %w; fix: check the directory exists and is writable", path, err)
-	}
-	if err := os.Chmod(path, perm); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("proxy: chmod %s: %w", path, err)
+	ln, err := pathguard.ListenUnix(path, perm)
+	switch {
+	case errors.Is(err, pathguard.ErrInUse):
+		return nil, fmt.Errorf("proxy: %s is already being served; fix: stop that proxy or choose another path", path)
+	case errors.Is(err, pathguard.ErrNotRegular):
+		return nil, fmt.Errorf("proxy: %s exists and is not a socket; fix: choose another --listen path", path)
+	case err != nil:
+		return nil, fmt.Errorf("proxy: listen %s: %v; fix: check the directory exists, is writable and is named by its real path (no symbolic link on the way)", path, err)
 	}
 	return ln, nil
 }
