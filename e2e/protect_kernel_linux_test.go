@@ -265,6 +265,11 @@ func gitVectors(marker string) []gitVector {
 			plant: fmt.Sprintf(`printf '%s' >> "$(sed -n 's/^gitdir: //p' .git)/../../config"`, fsmonitorLine(marker)),
 			extra: func(r string) []string { return []string{"--write", mainOf(r) + "/.git"} },
 			judge: func(r string) string { return r }},
+		{name: "gitfile", setup: func(t *testing.T, repo string) { os.MkdirAll(repo, 0o755) },
+			// A .git file (gitdir: PATH) made where there was none sends
+			// host git to a repository the command chose, under any name.
+			plant: fmt.Sprintf(`git init -q evil && printf '%s' >> evil/.git/config && mv evil/.git evilgit && rmdir evil && echo 'gitdir: evilgit' > .git`, fsmonitorLine(marker)),
+			judge: func(r string) string { return r }},
 		{name: "new nested repository", setup: func(t *testing.T, repo string) { os.MkdirAll(repo, 0o755) },
 			plant: fmt.Sprintf(`git init -q new && printf '%s' >> new/.git/config`, fsmonitorLine(marker)),
 			judge: func(r string) string { return filepath.Join(r, "new") }},
@@ -538,4 +543,69 @@ func TestQuarantineInReport(t *testing.T) {
 func fileHas(p, s string) bool {
 	b, err := os.ReadFile(p)
 	return err == nil && strings.Contains(string(b), s)
+}
+
+// TestGitReinit: git init in an existing repository succeeds in the
+// sandbox when the re-init would change nothing held (the host's config
+// and hooks stay byte for byte), and fails with sandbox-run's one line,
+// writing nothing, when it would (a config setting re-init rewrites, a
+// sample hook re-init puts back). Control: unconfined, the same git init
+// succeeds and does change the config or the hooks, so each refusal is
+// the hold's doing and the comparison can tell.
+func TestGitReinit(t *testing.T) {
+	needBwrap(t)
+	needGit(t)
+	for _, tt := range []struct {
+		name    string
+		prepare func(t *testing.T, w string)
+		changes bool
+	}{
+		{"unchanged", func(*testing.T, string) {}, false},
+		{"filemode", func(t *testing.T, w string) { hostGit(t, w, "config", "core.filemode", "false") }, true},
+		{"missing sample hook", func(t *testing.T, w string) {
+			if err := os.Remove(filepath.Join(w, ".git/hooks/pre-commit.sample")); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			state := func(w string) string {
+				b, _ := os.ReadFile(filepath.Join(w, ".git/config"))
+				ents, _ := os.ReadDir(filepath.Join(w, ".git/hooks"))
+				s := string(b)
+				for _, e := range ents {
+					s += "\n" + e.Name()
+				}
+				return s
+			}
+			try := func(sandbox bool) (result, bool) {
+				w := sandboxtest.WorkDir(t)
+				hostGit(t, w, "init", "-q")
+				tt.prepare(t, w)
+				chownAll(t, w)
+				before := state(w)
+				var r result
+				if sandbox {
+					r = inSandbox(t, cacheEnv(t), w, "git init")
+				} else {
+					r = unconfined(t, w, "git init")
+				}
+				return r, state(w) != before
+			}
+			r, changed := try(false)
+			if r.code != 0 || changed != tt.changes {
+				t.Fatalf("control: unconfined git init: exit %d, changed %v, want exit 0, changed %v (untested): %s", r.code, changed, tt.changes, r.stderr)
+			}
+			r, changed = try(true)
+			if changed {
+				t.Fatalf("git init in the sandbox changed the host's config or hooks: %+v", r)
+			}
+			switch {
+			case !tt.changes && (r.code != 0 || !strings.Contains(r.stdout, "Reinitialized existing Git repository")):
+				t.Errorf("a re-init that changes nothing: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			case tt.changes && (r.code != 128 || !strings.Contains(r.stderr, "sandbox-run: git init: re-initialising") || !strings.Contains(r.stderr, "; fix: ")):
+				t.Errorf("a re-init that would change a held part: exit %d, stderr %q; want 128 and sandbox-run's line", r.code, r.stderr)
+			}
+		})
+	}
 }

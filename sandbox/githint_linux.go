@@ -21,10 +21,56 @@ const gitHintDir = "/.sandbox-run/bin"
 // read-only, says why and what to use instead: git's own message is a bare
 // "Device or resource busy". It is a message, not a protection: the
 // command can bypass it (/usr/bin/git), and nothing depends on it.
+//
+// "git init [-q] [DIR]" in an existing repository whose config is held
+// (re-init rewrites the config, which the hold refuses) is first run on a
+// scratch copy of that repository's held parts (config, hooks), made in
+// the sandbox's /tmp. When the copy comes out byte for byte the same, the
+// re-init would change nothing held: the wrapper makes what re-init makes
+// outside the held parts (missing description, info/exclude, branches),
+// prints git's own line and succeeds. Otherwise it fails (exit 128, as
+// git's own failure) with one line naming the repository and the way out;
+// nothing is written. Any other form of git init (another option, -C, -c)
+// goes to git as it is.
 const gitHintScript = `#!/bin/sh
-# sandbox-run: runs git; explains a refused write to a held .git/config.
+# sandbox-run: runs git; explains a refused write to a held .git/config;
+# re-runs git init in an existing repository only when it changes nothing held.
 PATH=${PATH#` + gitHintDir + `:}
 export PATH
+reinit() {
+	q= dir=.
+	for a in "$@"; do
+		case $a in
+		-q|--quiet) q=1 ;;
+		-*) return 0 ;;
+		*) dir=$a ;;
+		esac
+	done
+	wt=$(cd "$dir" 2>/dev/null && pwd -P) || return 0
+	gd=$(cd "$wt" && git rev-parse --absolute-git-dir 2>/dev/null) || return 0
+	c="$gd/config"
+	[ "$gd" = "$wt/.git" ] && [ -f "$c" ] && [ ! -w "$c" ] || return 0
+	s=$(mktemp -d) || return 0
+	mkdir -p "$s/.git/objects" "$s/.git/refs" && cp -p "$c" "$gd/HEAD" "$s/.git/" &&
+		{ [ ! -d "$gd/hooks" ] || cp -Rp "$gd/hooks" "$s/.git/"; } &&
+		git -C "$s" init -q >/dev/null 2>&1 || { rm -rf "$s"; return 0; }
+	same=1
+	cmp -s "$c" "$s/.git/config" || same=
+	if [ -d "$gd/hooks" ]; then diff -r "$gd/hooks" "$s/.git/hooks" >/dev/null 2>&1 || same=; fi
+	if [ -z "$same" ]; then
+		rm -rf "$s"
+		echo "sandbox-run: git init: re-initialising $gd would change its config or hooks, which are held read-only here (settings there can make git run a program on the host); fix: leave the existing repository as it is, or run git init outside the sandbox" >&2
+		exit 128
+	fi
+	for f in description branches info; do
+		[ -e "$gd/$f" ] || cp -Rp "$s/.git/$f" "$gd/$f" 2>/dev/null
+	done
+	[ -e "$gd/info/exclude" ] || cp -p "$s/.git/info/exclude" "$gd/info/exclude" 2>/dev/null
+	rm -rf "$s"
+	[ -n "$q" ] || echo "Reinitialized existing Git repository in $gd/"
+	exit 0
+}
+[ "$1" = init ] && { shift; reinit "$@"; set -- init "$@"; }
 git "$@"
 s=$?
 [ $s -eq 0 ] && exit 0
