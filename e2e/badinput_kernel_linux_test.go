@@ -116,6 +116,7 @@ func badInputs() []badInput {
 		{name: "write in a dot-dir of home", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.config/app"), env: []string{"HOME={D}"}, want: []string{"{D}/.config/app", "dot-directory"}},
 		{name: "write is home's .ssh", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.ssh"), env: []string{"HOME={D}"}, want: []string{"{D}/.ssh", "dot-directory"}},
 		{name: "write is the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg/sandbox-run"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg/sandbox-run", "own state"}},
+		{name: "cache through a link", args: withCmd("run", "--workdir", "{W}"), env: []string{"XDG_CACHE_HOME={R}{D}/xdg"}, want: []string{"cannot lock the run journals", "without a symbolic link"}},
 		{name: "write holds the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg", "own state"}},
 		{name: "mcp workdir is home", args: withCmd("mcp", "--workdir", "{W}"), env: []string{"HOME={W}"}, want: []string{"{W}", "home directory"}},
 		// sizes of things

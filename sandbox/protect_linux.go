@@ -128,7 +128,8 @@ func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, err
 	}
 	unlock, err := lockJournals(pend.jdir)
 	if err != nil {
-		return nil, nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+		return nil, nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
+			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own, writable and reached without a symbolic link, or point XDG_CACHE_HOME at one that is")
 	}
 	defer unlock()
 	q := pend.quarantine()
