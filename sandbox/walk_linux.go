@@ -68,7 +68,7 @@ func findGit(writable []string) *gitFinds {
 	g.report.Complete = true
 	for i := 0; i < len(queue); i++ {
 		it := queue[i]
-		if g.report.Entries >= walkMaxEntries || time.Since(start) > walkMaxTime {
+		if g.report.Entries > walkMaxEntries || time.Since(start) > walkMaxTime {
 			g.report.Complete = false
 			g.report.Skipped = append(g.report.Skipped, fmt.Sprintf("%d directories not walked: the walk stopped after %d entries in %s (bounds %d entries, %s)",
 				len(queue)-i, g.report.Entries, time.Since(start).Round(time.Millisecond), walkMaxEntries, walkMaxTime))
