@@ -32,11 +32,14 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	fs.Init("mcp", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	mf := addMCPFlags(fs)
+	hf := addHTTPFlags(fs)
+	strict(fs, "listen", "token-file", "session-idle")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
 				"Relays MCP on stdin/stdout to SERVER running in a sandbox. --audit FILE appends one JSON\n"+
-				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n%s", fs.FlagUsages())
+				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n"+
+				"With --listen HOST:PORT it serves MCP's Streamable HTTP transport instead, one sandboxed server per client session.\n%s", fs.FlagUsages())
 			return 0
 		}
 		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
@@ -55,6 +58,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	// (egress decisions); the relay opens it.
 	auditPath := f.audit
 	opts, err := mf.options()
+	if err == nil {
+		err = hf.check(fs, mf, f.report)
+	}
 	if err != nil {
 		return fail(stdio.Stderr, err)
 	}
@@ -96,6 +102,13 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		// file; every record is a single append.
 		opts.Audit = af
 		opts.Sandbox.Audit = af
+	}
+	if hf.listen != "" {
+		code, served := hf.serveHTTP(ctx, p, cmd, opts, stdio, sigs)
+		if !served {
+			af.discard()
+		}
+		return code
 	}
 	res, err := mcp.Serve(ctx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
 	if res == nil {
