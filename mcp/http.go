@@ -229,8 +229,13 @@ func newHTTPServer(ctx context.Context, p policy.Policy, server []string, opts H
 }
 
 // stop ends every session: their Serve calls see ctx end and end their
-// sandboxes.
-func (h *httpServer) stop() { h.cancel() }
+// sandboxes. Under mu, so that no session begins (wg.Add) once wait may
+// have begun.
+func (h *httpServer) stop() {
+	h.mu.Lock()
+	h.cancel()
+	h.mu.Unlock()
+}
 
 // wait waits for every session's server to have exited.
 func (h *httpServer) wait() { h.wg.Wait() }
