@@ -185,6 +185,29 @@ func TestMCPHTTPAccess(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPTokenFile: --token-file's token is the one required, and
+// none is printed. Control: the file's token gets in, another does not.
+func TestMCPHTTPTokenFile(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	tok := "file-token-" + token(t) + token(t)
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startHTTP(t, sandboxtest.WorkDir(t), "--token-file", f)
+	if strings.Contains(h.stderr.String(), tok) || h.token != "" {
+		t.Errorf("the token from --token-file was printed:\n%s", h.stderr)
+	}
+	h.token = tok
+	if res, body := h.do("POST", initBody, nil); res.StatusCode != 200 {
+		t.Errorf("control: the file's token: %d %s", res.StatusCode, body)
+	}
+	if res, _ := h.do("POST", initBody, map[string]string{"Authorization": "Bearer " + tok + "x"}); res.StatusCode != 401 {
+		t.Errorf("another token: %d, want 401", res.StatusCode)
+	}
+}
+
 // TestMCPHTTPSessions: sessions are named by Mcp-Session-Id, end on
 // DELETE, are bounded in number, and a body over --max-message is
 // refused.
