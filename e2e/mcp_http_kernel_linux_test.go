@@ -208,6 +208,43 @@ func TestMCPHTTPTokenFile(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPStreams: a server notification made while a request is in
+// flight reaches the client on that request's event stream, before its
+// response. Control: without a progress token the server sends none, and
+// the stream holds the response alone.
+func TestMCPHTTPStreams(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := startHTTP(t, sandboxtest.WorkDir(t))
+	sid := h.initialize()
+	call := func(id int, meta string) string {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3,"delay_ms":100}%s}}`, id, meta)
+		res, out := h.do("POST", body, map[string]string{"Mcp-Session-Id": sid})
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("tools/call: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), out)
+		}
+		return out
+	}
+	ctl := call(1, "")
+	if strings.Count(ctl, "data: ") != 1 || !strings.Contains(ctl, "0 notifications") {
+		t.Fatalf("control: without a progress token the stream should hold the response alone:\n%s", ctl)
+	}
+	out := call(2, `,"_meta":{"progressToken":"p1"}`)
+	// mcp-go queues notifications apart from results, so the last step's
+	// may follow the response (and, with no GET stream open, be dropped);
+	// those of the steps before come 100 ms ahead of it.
+	events := strings.Split(strings.TrimSpace(out), "\n\n")
+	last := events[len(events)-1]
+	if len(events) < 3 || !strings.Contains(last, `"id":2`) || !strings.Contains(last, "3 notifications") {
+		t.Fatalf("want at least 2 progress events, then the response:\n%s", out)
+	}
+	for i, ev := range events[:len(events)-1] {
+		if !strings.Contains(ev, "notifications/progress") || !strings.Contains(ev, `"p1"`) || !strings.Contains(ev, fmt.Sprintf(`"progress":%d`, i+1)) {
+			t.Errorf("event %d is not progress step %d: %s", i, i+1, ev)
+		}
+	}
+}
+
 // TestMCPHTTPSessions: sessions are named by Mcp-Session-Id, end on
 // DELETE, are bounded in number, and a body over --max-message is
 // refused.
