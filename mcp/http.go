@@ -50,7 +50,7 @@ const (
 	httpWriteTimeout   = 30 * time.Second // per SSE event
 	httpIdleTimeout    = 60 * time.Second
 	httpMaxHeaderBytes = 64 << 10
-	httpShutdownWait   = 10 * time.Second
+	httpReadsAtOnce    = 2 // messages read at once per session, and initialize requests at once
 )
 
 // Errors of ServeHTTP's options.
@@ -127,7 +127,8 @@ func CheckToken(tok string) error {
 //     on DELETE, when its server ends, after SessionIdle without use, and
 //     when ctx ends; a request naming an ended or unknown session gets 404.
 //   - Bounded: at most MaxSessions sessions, one message of at most
-//     Relay.MaxMessage bytes per POST (413 beyond), at most
+//     Relay.MaxMessage bytes per POST (413 beyond), read two at a time
+//     per session (and two initialize requests at a time), at most
 //     Relay.MaxPending requests in flight per session, 256 connections,
 //     timeouts on reading headers and bodies and on writing each event.
 //   - When ctx ends, every session's sandbox is ended and ServeHTTP
@@ -197,6 +198,8 @@ type httpServer struct {
 	log      *slog.Logger
 	origins  map[string]bool
 
+	initSem chan struct{} // permits to read an initialize (see post)
+
 	mu       sync.Mutex
 	sessions map[string]*httpSession
 	wg       sync.WaitGroup // one per session's Serve
@@ -205,7 +208,7 @@ type httpServer struct {
 
 func newHTTPServer(ctx context.Context, p policy.Policy, server []string, opts HTTPOptions, loopback bool) *httpServer {
 	h := &httpServer{p: p, server: server, opts: opts, loopback: loopback, log: opts.Logger,
-		origins: map[string]bool{}, sessions: map[string]*httpSession{}}
+		origins: map[string]bool{}, sessions: map[string]*httpSession{}, initSem: make(chan struct{}, httpReadsAtOnce)}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -424,24 +427,40 @@ func (h *httpServer) readMessage(w http.ResponseWriter, r *http.Request) ([]byte
 }
 
 func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
+	// Messages are read under a permit, per session (or, for initialize,
+	// shared), held until the relay has taken the message: the bytes held
+	// stay a few messages per session, whatever the connections.
+	sem := h.initSem
+	var s *httpSession
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		if s = h.session(w, r); s == nil {
+			return
+		}
+		sem = s.sem
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	release := sync.OnceFunc(func() { <-sem })
+	defer release()
 	line, e, ok := h.readMessage(w, r)
 	if !ok {
 		return
 	}
-	var s *httpSession
 	isInit := e.kind == kindRequest && e.method == "initialize"
 	switch {
-	case isInit && r.Header.Get("Mcp-Session-Id") != "":
+	case isInit && s != nil:
 		httpError(w, http.StatusBadRequest, e.id, "sandbox-run: initialize within a session; send it without Mcp-Session-Id to begin a new one")
 		return
 	case isInit:
 		if s = h.newSession(w, r, e); s == nil {
 			return
 		}
-	default:
-		if s = h.session(w, r); s == nil {
-			return
-		}
+	case s == nil:
+		httpError(w, http.StatusBadRequest, nil, "sandbox-run: no Mcp-Session-Id header; begin a session with initialize")
+		return
 	}
 	corsHeaders(w, r)
 	if e.kind != kindRequest {
@@ -456,7 +475,7 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.request(w, r, line, e, isInit)
+	s.request(w, r, line, e, isInit, release)
 }
 
 // get opens the session's stream for server-initiated messages.
@@ -531,7 +550,7 @@ func (h *httpServer) newSession(w http.ResponseWriter, r *http.Request, e envelo
 	}
 	pr, pw := io.Pipe()
 	s := &httpSession{id: NewToken(), in: pw, log: h.log, waiting: map[string]*sseStream{},
-		done: make(chan struct{}), maxPending: h.opts.Relay.MaxPending, maxLine: 2 * h.opts.Relay.MaxMessage,
+		done: make(chan struct{}), sem: make(chan struct{}, httpReadsAtOnce), maxPending: h.opts.Relay.MaxPending, maxLine: 2 * h.opts.Relay.MaxMessage,
 		lastUsed: time.Now()}
 	h.sessions[s.id] = s
 	opts := h.opts.Relay

@@ -21,6 +21,7 @@ type httpSession struct {
 	inMu       sync.Mutex
 	log        *slog.Logger
 	done       chan struct{} // closed when Serve has returned
+	sem        chan struct{} // permits to read a message (see httpServer.post)
 	maxPending int
 	maxLine    int
 
@@ -92,7 +93,10 @@ func (s *httpSession) idleFor() time.Duration {
 func (s *httpSession) toRelay(line []byte) error {
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
-	_, err := s.in.Write(append(bytes.Clone(line), '\n'))
+	if _, err := s.in.Write(line); err != nil {
+		return err
+	}
+	_, err := s.in.Write([]byte{'\n'})
 	return err
 }
 
@@ -168,8 +172,9 @@ func (s *httpSession) targets() []*sseStream {
 }
 
 // request relays a client request and answers its POST with an event
-// stream carrying, at its end, the response.
-func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byte, e envelope, isInit bool) {
+// stream carrying, at its end, the response. release is called once the
+// relay has the request.
+func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byte, e envelope, isInit bool, release func()) {
 	st := newStream(e.idKey)
 	s.mu.Lock()
 	var refuse string
@@ -203,7 +208,10 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byt
 	}()
 	// The handler listens before the relay can answer.
 	sent := make(chan error, 1)
-	go func() { sent <- s.toRelay(line) }()
+	go func() {
+		sent <- s.toRelay(line)
+		release()
+	}()
 	if final := s.stream(w, r, st, isInit); !final {
 		// The session ended, or the client left, before the answer came.
 		writeEvent(w, errorLine(e.id, codeServerGone, "sandbox-run: the session ended before the server answered", nil))
