@@ -5,14 +5,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
 func TestCheckToken(t *testing.T) {
@@ -127,5 +134,89 @@ func TestSessionRoute(t *testing.T) {
 	}
 	if s.dropped != 1 {
 		t.Errorf("%d notifications dropped, want 1", s.dropped)
+	}
+}
+
+// TestServeHTTPSessions drives ServeHTTP in process (tier 0, the mcptest
+// server), sessions and calls in parallel, for the race detector: each
+// call's answer reaches its own POST, a denied tool is refused in every
+// session, and ServeHTTP returns once ctx has ended.
+func TestServeHTTPSessions(t *testing.T) {
+	srv := filepath.Join(t.TempDir(), "mcptest-server")
+	if out, err := exec.Command("go", "build", "-o", srv, "../internal/mcptest/server").CombinedOutput(); err != nil {
+		t.Fatalf("building the mcptest server: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + HTTPPath
+	tok := NewToken()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	p := policy.Policy{Sandbox: policy.ModeOff, Workdir: t.TempDir()}
+	go func() {
+		served <- ServeHTTP(ctx, ln, p, []string{srv}, HTTPOptions{Token: tok,
+			Relay: Options{Rules: Rules{Deny: []string{"write_file"}}, Sandbox: sandbox.Options{LookupEnv: os.LookupEnv}}})
+	}()
+	post := func(sid, body string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return &http.Response{}, ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	session := func() {
+		res, body := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		sid := res.Header.Get("Mcp-Session-Id")
+		if sid == "" {
+			t.Errorf("initialize: %d %s", res.StatusCode, body)
+			return
+		}
+		post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		var calls sync.WaitGroup
+		for j := 2; j < 8; j++ {
+			calls.Add(1)
+			go func() {
+				defer calls.Done()
+				_, out := post(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"e%d"}}}`, j, j))
+				if !strings.Contains(out, fmt.Sprintf(`"id":%d,`, j)) || !strings.Contains(out, fmt.Sprintf(`"e%d"`, j)) {
+					t.Errorf("echo %d: %s", j, out)
+				}
+			}()
+		}
+		if _, out := post(sid, `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"write_file","arguments":{}}}`); !strings.Contains(out, "-32602") {
+			t.Errorf("the denied tool over HTTP: %s", out)
+		}
+		calls.Wait()
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			session()
+		}()
+	}
+	wg.Wait()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeHTTP: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeHTTP did not return after ctx ended")
 	}
 }
