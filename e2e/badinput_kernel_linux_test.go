@@ -52,7 +52,8 @@ func badInputs() []badInput {
 		{name: "repeated workdir", args: withCmd("run", "--workdir", "{W}", "--workdir", "{D}"), want: []string{"--workdir", "more than once"}},
 		{name: "repeated timeout", args: withCmd("run", "--workdir", "{W}", "--timeout", "1s", "--timeout", "1h"), want: []string{"--timeout", "more than once"}},
 		{name: "repeated bool", args: withCmd("run", "--workdir", "{W}", "--dry-run", "--dry-run"), want: []string{"--dry-run", "more than once"}},
-		{name: "command without --", args: []string{"run", "--workdir", "{W}", "/bin/sh", "-c", "sleep 5; :", "{M}"}, want: []string{"must follow --"}},
+		{name: "command without -- still checked", args: []string{"run", "--workdir", "{W}", "--tmp-size", "lots", "/bin/sh", "-c", "sleep 5; :", "{M}"}, want: []string{"--tmp-size"}},
+		{name: "only dashes", args: []string{"run", "--workdir", "{W}", "--", "--", "--"}, want: []string{"no command"}},
 		{name: "no command", args: []string{"run", "--workdir", "{W}"}, want: []string{"no command"}},
 		// paths
 		{name: "empty workdir", args: withCmd("run", "--workdir", ""), want: []string{"--workdir", "empty"}},

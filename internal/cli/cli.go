@@ -148,6 +148,20 @@ func newRunFlags() *runFlags {
 	return f
 }
 
+// commandArgs returns the command after the flags. The first word that is
+// not a flag ends sandbox-run's flags, "--" or not (the flag set is not
+// interspersed), so a harness that strips the "--" (the MCP Inspector
+// does) starts the same command. A "--" right before the command, or
+// several, as a harness that adds its own leaves them, are dropped: no
+// program is named "--".
+func commandArgs(fs *pflag.FlagSet) []string {
+	cmd := fs.Args()
+	for len(cmd) > 0 && cmd[0] == "--" {
+		cmd = cmd[1:]
+	}
+	return cmd
+}
+
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
@@ -365,29 +379,25 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n%s", f.fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
 	}
-	cmd := f.fs.Args()
-	if f.fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		// Without "--" a command's own flags would be taken as ours.
-		return fail(stdio.Stderr, fmt.Errorf("the command must follow --; fix: sandbox-run run [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(f.fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
+		return failClient(stdio, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
 	if p.Workdir != "" {
 		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+			return failClient(stdio, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
 		}
 	}
 	opts := sandbox.Options{
@@ -401,12 +411,12 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.DryRun = stdio.Stdout
 	}
 	if err := f.hostFiles(p); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	var af *auditFile
 	if f.audit != "" && !f.dryRun {
 		if af, err = openAudit(f.audit); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		opts.Audit = af
@@ -438,7 +448,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		// cancelled: the command's status stands
 	case err != nil:
 		af.discard()
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Report); werr != nil {

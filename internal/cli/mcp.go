@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -47,40 +46,37 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 				"line per tools/call (time, run id, tool, argument size, duration, outcome).\n%s", fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
 	}
-	cmd := fs.Args()
-	if fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		return fail(stdio.Stderr, fmt.Errorf("the server must follow --; fix: sandbox-run mcp [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
+		return failClient(stdio, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
 	}
 	if maxMessage < minMaxMessage || maxMessage > maxMaxMessage {
-		return fail(stdio.Stderr, fmt.Errorf("--max-message %d: want a size from %d to %d bytes; fix: leave it out for %d", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage))
+		return failClient(stdio, fmt.Errorf("--max-message %d: want a size from %d to %d bytes; fix: leave it out for %d", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage))
 	}
 	if f.dryRun {
-		return fail(stdio.Stderr, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
+		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
 	// --audit gets the relay's call records and the sandbox's own
 	// (egress decisions); the relay opens it.
 	auditPath := f.audit
 	rules := mcp.Rules{Allow: allow, Deny: deny}
 	if err := rules.Validate(); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
 	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-		return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+		return failClient(stdio, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
 	}
 	opts := mcp.Options{
 		Rules:      rules,
@@ -96,12 +92,12 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		},
 	}
 	if err := f.hostFiles(p); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	var af *auditFile
 	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		// Calls and the sandbox's own records (egress decisions) in one
