@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -197,7 +198,19 @@ func Parse(r io.Reader) (Policy, error) {
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Policy{}, fmt.Errorf("policy: profile: field %q: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+			return Policy{}, fmt.Errorf("policy: profile: %s: field %q: a JSON %s where %s is expected", lineCol(b, te.Offset), te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// Offset counts the offending byte itself.
+			return Policy{}, fmt.Errorf("policy: profile: %s: %w", lineCol(b, se.Offset-1), err)
+		}
+		if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+			name = strings.TrimSuffix(name, `"`)
+			return Policy{}, fmt.Errorf("policy: profile: unknown field %q%s", name, didYouMean(name))
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return Policy{}, fmt.Errorf("policy: profile: %s: the JSON ends early (a missing } or ])", lineCol(b, int64(len(b))))
 		}
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
@@ -205,6 +218,64 @@ func Parse(r io.Reader) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy: profile: trailing data after the JSON object")
 	}
 	return p, nil
+}
+
+// lineCol says where byte offset off of b lies, as "line L, column C"
+// (both from 1, columns in bytes).
+func lineCol(b []byte, off int64) string {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// didYouMean names the profile field closest to name (at most two edits
+// away, case ignored), as "; did you mean \"x\"", or "" when none is.
+func didYouMean(name string) string {
+	best, bestD := "", 3
+	t := reflect.TypeFor[Policy]()
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if d := editDistance(strings.ToLower(name), tag); d < bestD {
+			best, bestD = tag, d
+		}
+	}
+	if best == "" {
+		return "; the fields are those of sandbox-run run's flags, with _ for -"
+	}
+	return fmt.Sprintf("; did you mean %q", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // jsonKind names a Go kind the way a profile's author knows it.

@@ -240,3 +240,18 @@ func TestHostCheckWritable(t *testing.T) {
 		t.Errorf("resolved spelling: %v", err)
 	}
 }
+
+func TestParseErrorsSayWhere(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"{\"workdir\": \"/w\",\n \"alow_hosts\": []}", `unknown field "alow_hosts"; did you mean "allow_hosts"`},
+		{"{\"Workdir\": \"/w\", \"TIMEOUTS\": \"1s\"}", `did you mean "timeout"`},
+		{"{\"frobnicate\": 1}", "the fields are those of sandbox-run run's flags"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\",}}", "line 2, column 19: invalid character '}'"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\"}", "line 2, column 19: the JSON ends early"},
+	} {
+		_, err := Parse(strings.NewReader(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}

@@ -171,6 +171,8 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		n.binds = append(n.binds, [2]string{egress, egressInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
 		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
+	} else {
+		setOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {

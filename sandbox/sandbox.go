@@ -84,9 +84,17 @@ type ExecError struct {
 	Code    int
 	Command string
 	Reason  string
+	// Fix, when set, says how to make the command runnable (for a command
+	// the host has outside the sandbox's PATH or view).
+	Fix string
 }
 
-func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
+func (e *ExecError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("%s: %s; fix: %s", e.Command, e.Reason, e.Fix)
+	}
+	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
+}
 
 // KilledError means the mechanism itself (bwrap) died of a signal that
 // sandbox-run did not send and no limit explains: someone killed it. The
@@ -254,6 +262,19 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
 	}
+	res, err := dispatch(ctx, p, cmd, opts)
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		shown := shownInside(p)
+		if p.Sandbox == policy.ModeOff {
+			shown = func(string) bool { return true }
+		}
+		explainNotFound(ee, p, opts.LookupEnv, shown)
+	}
+	return res, err
+}
+
+func dispatch(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	switch p.Sandbox {
 	case policy.ModeOff:
 		return runOff(ctx, p, cmd, opts)
@@ -328,6 +349,40 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
 	env["no_proxy"] = env["NO_PROXY"]
 	env["NODE_USE_ENV_PROXY"] = "1"
+}
+
+// offlineEnv lists the variables a run without egress sets, so that
+// package managers fail at once with their own error instead of retrying a
+// network that is not there (npm's default retries take over a minute, pip's
+// several seconds; MCP clients give up after 30). They go into the command's
+// environment below the policy's own Env, which overrides any of them, and
+// are named in the report's environment like every other variable.
+//
+//   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
+//     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
+//     npm_config_update_notifier=false skips the version check.
+//   - PIP_RETRIES=0, PIP_DISABLE_PIP_VERSION_CHECK=1: pip fails on the
+//     first name resolution error.
+//   - UV_OFFLINE=1, CARGO_NET_OFFLINE=true: uv and cargo use their caches.
+//   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
+//   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
+//     terminal (git itself does not retry).
+var offlineEnv = map[string]string{
+	"npm_config_offline":            "true",
+	"npm_config_fetch_retries":      "0",
+	"npm_config_update_notifier":    "false",
+	"PIP_RETRIES":                   "0",
+	"PIP_DISABLE_PIP_VERSION_CHECK": "1",
+	"UV_OFFLINE":                    "1",
+	"CARGO_NET_OFFLINE":             "true",
+	"GOPROXY":                       "off",
+	"GIT_TERMINAL_PROMPT":           "0",
+}
+
+func setOfflineEnv(env map[string]string) {
+	for k, v := range offlineEnv {
+		env[k] = v
+	}
 }
 
 // Reexec serves the hidden modes in which a run re-executes the running

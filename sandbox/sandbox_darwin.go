@@ -433,6 +433,8 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 	}
 	if n.proxyPort != 0 {
 		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
+	} else {
+		setOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
@@ -638,3 +640,7 @@ func seatbeltErrText(err error) string {
 	}
 	return err.Error()
 }
+
+// shownInside is nil: what a Seatbelt profile lets the command read is
+// not worked out here.
+func shownInside(policy.Policy) func(string) bool { return nil }

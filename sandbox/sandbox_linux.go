@@ -34,7 +34,7 @@ func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options)
 }
 
 func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
 // Descriptor numbers as bwrap and init see them: ExtraFiles[i] is fd 3+i.

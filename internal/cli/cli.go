@@ -396,8 +396,8 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		scrubEnvValues(args)
 	}
 	if p.Workdir != "" {
-		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-			return failClient(stdio, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+		if err := checkWorkdir(p.Workdir); err != nil {
+			return failClient(stdio, err)
 		}
 	}
 	opts := sandbox.Options{
@@ -458,6 +458,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			}
 		}
 	}
+	printOffline(stdio.Stderr, cmd, res)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {
@@ -467,6 +468,20 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// checkWorkdir says in plain words why the workdir cannot be used.
+func checkWorkdir(wd string) error {
+	fi, err := os.Stat(wd)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("workdir %s does not exist; fix: create it (mkdir -p %s) or pass --workdir DIR", wd, wd)
+	case err != nil:
+		return fmt.Errorf("workdir %s cannot be inspected: %v; fix: pass --workdir DIR, a directory you can reach", wd, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("workdir %s is not a directory; fix: pass --workdir %s, the directory that holds it, or another directory", wd, filepath.Dir(wd))
+	}
+	return nil
 }
 
 // auditFile is an --audit file opened before the run. One this run

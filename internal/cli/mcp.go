@@ -75,8 +75,8 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
-	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-		return failClient(stdio, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+	if err := checkWorkdir(p.Workdir); err != nil {
+		return failClient(stdio, err)
 	}
 	opts := mcp.Options{
 		Rules:      rules,
