@@ -128,3 +128,58 @@ func TestNotFoundNamesTheHostCopy(t *testing.T) {
 		t.Errorf("a command the host lacks too: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// TestSessionHomeAndCaches: a session's home and a shared cache survive
+// between two runs; nothing appears in the workdir; the variables point
+// at them; without them HOME is the private /tmp, gone after the run (the
+// control that the second run's finds are the session's doing).
+func TestSessionHomeAndCaches(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	data := sandboxtest.WorkDir(t) // as root the data dir is /var/lib/sandbox-run whatever XDG says
+	env := []string{"XDG_DATA_HOME=" + data}
+	session := "e2e-" + randHex(t)[:8]
+	args := func(extra ...string) []string {
+		return append([]string{"run", "--workdir", w, "--session", session, "--cache", "npm", "--cache", "go"}, extra...)
+	}
+	r := runEnv(t, env, "", args("--", "sh", "-c", `echo kept > "$HOME/state" && echo c > "$npm_config_cache/entry" && echo "$HOME|$GOMODCACHE|$GOCACHE"`)...)
+	if r.code != 0 {
+		t.Fatalf("first run: exit %d %q", r.code, r.stderr)
+	}
+	paths := strings.Split(strings.TrimSpace(r.stdout), "|")
+	if len(paths) != 3 || !strings.HasSuffix(paths[0], "/sessions/"+session+"/home") ||
+		!strings.HasSuffix(paths[1], "/go/mod") || !strings.HasSuffix(paths[2], "/go/build") {
+		t.Fatalf("variables %q", r.stdout)
+	}
+	if os.Geteuid() == 0 {
+		t.Cleanup(func() { os.RemoveAll("/var/lib/sandbox-run/sessions/" + session) })
+	}
+	r = runEnv(t, env, "", args("--", "sh", "-c", `cat "$HOME/state" "$npm_config_cache/entry"`)...)
+	if r.code != 0 || r.stdout != "kept\nc\n" {
+		t.Errorf("second run: exit %d %q %q; want the home and the cache kept", r.code, r.stdout, r.stderr)
+	}
+	// Control: without --session the home is the private /tmp, so the
+	// same file is gone in the next run.
+	r = run(t, "", "run", "--workdir", w, "--", "sh", "-c", `echo "$HOME"; echo x > "$HOME/state"`)
+	r2 := run(t, "", "run", "--workdir", w, "--", "sh", "-c", `cat "$HOME/state" 2>/dev/null || echo gone`)
+	if r.stdout != "/tmp\n" || r2.stdout != "gone\n" {
+		t.Errorf("default home: %q then %q, want /tmp then gone", r.stdout, r2.stdout)
+	}
+	ents, err := os.ReadDir(w)
+	if err != nil || len(ents) != 0 {
+		t.Errorf("the workdir got %v (%v); nothing was written there by the command", ents, err)
+	}
+	// Two users never share a cache: the cache sits under this user's
+	// data dir, in a directory named after the sandbox's uid, 0700.
+	// The data dir is sandbox-run's own state: a --write exposing it is
+	// refused (the positive control is the first run above, which bound
+	// dirs inside it itself).
+	dataDir := strings.TrimSuffix(paths[0], "/sessions/"+session+"/home")
+	r = runEnv(t, env, "", "run", "--workdir", w, "--write", dataDir, "--", "true")
+	oneLine(t, r, dataDir, "own state")
+	goCache := filepath.Dir(paths[1])
+	fi, err := os.Stat(goCache)
+	if err != nil || fi.Mode().Perm() != 0o700 || !strings.Contains(goCache, "/caches/uid-") {
+		t.Errorf("cache dir %s: %v %v, want 0700 under caches/uid-N", goCache, fi, err)
+	}
+}

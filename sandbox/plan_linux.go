@@ -415,8 +415,11 @@ func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool
 func writableMissing(p policy.Policy) error {
 	for _, w := range p.Writable() {
 		flag := "--write"
-		if w == p.Workdir {
+		switch w {
+		case p.Workdir:
 			flag = "--workdir"
+		case p.Home:
+			flag = "--home"
 		}
 		fi, err := os.Stat(w)
 		switch {

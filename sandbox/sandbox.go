@@ -143,6 +143,11 @@ type Options struct {
 	// another uid owns it or others may write it, and a writable directory
 	// that is, holds or lies in it is refused.
 	BwrapCache string
+	// DataDir is where a Session's home is kept (sessions/NAME/home) and
+	// the shared caches (caches/uid-UID/NAME); empty refuses both. Like
+	// BwrapCache it is opened without following links, and a writable
+	// directory that is, holds or lies in it is refused.
+	DataDir string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
@@ -261,6 +266,10 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 	p = p.WithDefaults()
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
+	}
+	if (p.Session != "" || len(p.Caches) > 0) && runtime.GOOS != "linux" {
+		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
+			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
 	res, err := dispatch(ctx, p, cmd, opts)
 	var ee *ExecError
@@ -434,7 +443,7 @@ func hostOf(opts Options) policy.Host {
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
-	h.State = spellings(opts.BwrapCache)
+	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
 	return h
 }
 

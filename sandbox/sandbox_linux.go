@@ -132,6 +132,9 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	if p, err = prepareState(p, opts, uid, gid); err != nil {
+		return nil, err
+	}
 	jdir := journalDir(opts.BwrapCache)
 	if jdir != "" {
 		sweepJournals(jdir)

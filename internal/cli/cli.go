@@ -106,6 +106,8 @@ type runFlags struct {
 	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
 	cgroupBase                  string
+	home, session               string
+	caches                      []string
 	dryRun, summary, verbose    bool
 }
 
@@ -123,6 +125,9 @@ func newRunFlags() *runFlags {
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable); nothing else is passed")
 	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
 	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
+	fs.StringVar(&f.home, "home", "", "an existing directory that becomes $HOME, writable (default: the private /tmp, never the workdir)")
+	fs.StringVar(&f.session, "session", "", "a named home kept in sandbox-run's data dir that persists between runs of this session")
+	fs.StringArrayVar(&f.caches, "cache", nil, "share this toolchain cache between your runs: npm, pip, go, cargo, uv (repeatable)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
@@ -164,7 +169,7 @@ func commandArgs(fs *pflag.FlagSet) []string {
 
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
-var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
+var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
 	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
 
 // policy builds the policy: the profile, then the flags that were given.
@@ -244,6 +249,17 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			// Cloned: the argv bytes are scrubbed after parsing.
 			p.Env[strings.Clone(k)] = strings.Clone(v)
 		}
+	}
+	if changed("home") {
+		if p.Home, err = absPath("home", f.home); err != nil {
+			return p, err
+		}
+	}
+	if changed("session") {
+		p.Session = f.session
+	}
+	if changed("cache") {
+		p.Caches = f.caches
 	}
 	if changed("pass-env") {
 		p.PassEnv = f.passEnv
@@ -403,6 +419,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	opts := sandbox.Options{
 		BwrapPath:  f.bwrapPath,
 		BwrapCache: cacheDir(),
+		DataDir:    dataDir(),
 		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
 		Signals:   sigs,
 		LookupEnv: os.LookupEnv,
@@ -571,6 +588,23 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "sandbox-run")
+}
+
+// dataDir is where sandbox-run keeps sessions' homes and shared caches:
+// $XDG_DATA_HOME/sandbox-run, else ~/.local/share/sandbox-run; "" when
+// neither is known. As root it is /var/lib/sandbox-run: the sandbox runs
+// as another uid, which must be able to reach them, and /root is closed.
+func dataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/sandbox-run"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sandbox-run")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "share", "sandbox-run")
+	}
+	return ""
 }
 
 func printOneLine(w io.Writer, res *sandbox.Result) {

@@ -86,6 +86,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		Sandbox: sandbox.Options{
 			BwrapPath:  f.bwrapPath,
 			BwrapCache: cacheDir(),
+			DataDir:    dataDir(),
 			Stderr:     stdio.Stderr,
 			Signals:    sigs,
 			LookupEnv:  os.LookupEnv,
