@@ -151,6 +151,16 @@ type Options struct {
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
+	// Terminal, when set, is the caller's terminal (usually Stdin): the
+	// command then gets a new pseudo-terminal inside the sandbox as its
+	// controlling terminal and as its 0, 1 and 2, so a shell has job
+	// control and Ctrl-C and Ctrl-Z reach its foreground job. Stdin's bytes
+	// are relayed to it and its output to Stdout; Terminal is in raw mode
+	// for the run (restored after) and its window size is followed on
+	// SIGWINCH. TERM is passed from LookupEnv unless the policy sets it.
+	// Only bwrap does this; tier 0 (ModeOff) leaves the command on the
+	// caller's own terminal, and other mechanisms refuse it.
+	Terminal *os.File
 	// Signals, when set, are relayed to the command until Run returns.
 	Signals <-chan os.Signal
 	// LookupEnv resolves the policy's PassEnv names; nil passes none.
@@ -266,6 +276,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 	p = p.WithDefaults()
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
+	}
+	if opts.Terminal != nil && runtime.GOOS != "linux" && p.Sandbox != policy.ModeOff {
+		return nil, setupErr("--tty", "only bwrap on Linux gives the command a terminal of its own so far", "pass --no-tty")
 	}
 	if (p.Session != "" || len(p.Caches) > 0) && runtime.GOOS != "linux" {
 		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",

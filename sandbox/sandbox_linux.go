@@ -171,6 +171,29 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	var tty *terminal
+	if opts.Terminal != nil {
+		if _, set := p.Env["TERM"]; !set && opts.LookupEnv != nil {
+			if term, ok := opts.LookupEnv("TERM"); ok {
+				nw.env["TERM"] = term
+			}
+		}
+		var in io.Reader = opts.Terminal
+		var out io.Writer = io.Discard
+		if opts.Stdin != nil {
+			in = opts.Stdin
+		}
+		if opts.Stdout != nil {
+			out = opts.Stdout
+		}
+		if tty, err = openTerminal(opts.Terminal, in, out); err != nil {
+			return nil, err
+		}
+		// Deferred after the sandbox's own cleanup is registered, so it
+		// runs first: the command's last output, then the terminal back.
+		defer tty.close()
+		opts.Stdin, opts.Stdout, opts.Stderr = tty.slave, tty.slave, tty.slave
+	}
 	env, err := commandEnv(p, nw.env, opts.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -189,7 +212,8 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	}
 	// Init runs only when it has work: forwarding, or rlimits for the exec
 	// shim. Otherwise the fast path: bwrap's own PID 1 and a sh trampoline.
-	fast := len(initCfg.Forward) == 0 && initCfg.Rlimits == ""
+	initCfg.TTY = tty != nil
+	fast := len(initCfg.Forward) == 0 && initCfg.Rlimits == "" && !initCfg.TTY
 	var argv []string
 	var notRunnable *ExecError // reported once the report exists
 	if fast {

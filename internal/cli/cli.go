@@ -109,6 +109,7 @@ type runFlags struct {
 	home, session               string
 	caches                      []string
 	dryRun, summary, verbose    bool
+	tty, noTTY                  bool
 }
 
 func newRunFlags() *runFlags {
@@ -146,6 +147,8 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of its own (default when stdin and stdout are terminals)")
+	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
@@ -426,6 +429,14 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
+	}
+	switch {
+	case f.tty && f.noTTY:
+		return failClient(stdio, errors.New("--tty and --no-tty contradict each other; fix: pass one of them"))
+	case f.tty && !isTerminal(stdio.Stdin):
+		return failClient(stdio, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty"))
+	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):
+		opts.Terminal = stdio.Stdin
 	}
 	if err := f.hostFiles(p); err != nil {
 		return failClient(stdio, err)

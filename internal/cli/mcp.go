@@ -55,6 +55,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if maxMessage < minMaxMessage || maxMessage > maxMaxMessage {
 		return failClient(stdio, fmt.Errorf("--max-message %d: want a size from %d to %d bytes; fix: leave it out for %d", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage))
 	}
+	if f.tty {
+		return failClient(stdio, errors.New("--tty is for sandbox-run run: MCP speaks JSON on stdin and stdout; fix: leave out --tty"))
+	}
 	if f.dryRun {
 		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
