@@ -28,6 +28,13 @@ type ptyRun struct {
 
 func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 	t.Helper()
+	return startOnPTY(t, env, bin, args...)
+}
+
+// startOnPTY starts prog with args on a new pseudo-terminal, as its
+// controlling terminal.
+func startOnPTY(t *testing.T, env []string, prog string, args ...string) *ptyRun {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		sandboxtest.Unavailable(t, "a pseudo-terminal", "mount devpts")
@@ -45,7 +52,7 @@ func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 	}
 	defer slave.Close()
 	unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: 100})
-	c := exec.Command(bin, args...)
+	c := exec.Command(prog, args...)
 	c.Env = append(os.Environ(), env...)
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -153,8 +160,9 @@ func TestTerminal(t *testing.T) {
 
 // TestTerminalInjectionRefused: with the sandbox's own terminal, TIOCSTI
 // (typing into the terminal) and TIOCLINUX stay refused by seccomp
-// (EPERM). Control: the same TIOCSTI unconfined (tier 0, on the test's
-// terminal) succeeds, and TIOCLINUX fails there with another error.
+// (EPERM). Control: the same script unconfined, on a terminal that is its
+// controlling terminal, gets TIOCSTI through and TIOCLINUX fails there with
+// another error (ENOTTY: a pseudo-terminal is no virtual console).
 func TestTerminalInjectionRefused(t *testing.T) {
 	needBwrap(t)
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -170,8 +178,14 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 print("END")
 `
 	res := map[string]string{}
+	py, _ := exec.LookPath("python3")
 	for _, mode := range []string{"off", "bwrap"} {
-		r := startPTY(t, nil, "run", "--workdir", w, "--sandbox", mode, "--tty", "--", "python3", "-c", script)
+		var r *ptyRun
+		if mode == "off" {
+			r = startOnPTY(t, nil, py, "-c", script)
+		} else {
+			r = startPTY(t, nil, "run", "--workdir", w, "--tty", "--", "python3", "-c", script)
+		}
 		r.expect(t, 0, "END", 10*time.Second)
 		r.mu.Lock()
 		res[mode] = r.out.String()
