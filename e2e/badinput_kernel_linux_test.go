@@ -159,6 +159,9 @@ func badInputs() []badInput {
 		{name: "proxy listen on a file", args: []string{"proxy", "--listen", "{F}"}, want: []string{"{F}", "not a socket"}},
 		{name: "proxy bad allow-list", args: []string{"proxy", "--listen", "{D}/p.sock", "--audit", "{D}/p.audit", "--allow-host", "*."}, want: []string{`"*."`}},
 		{name: "proxy bad mode", args: []string{"proxy", "--listen", "{D}/p.sock", "--mode", "777"}, want: []string{`"777"`}},
+		{name: "proxy unknown owner", args: []string{"proxy", "--listen", "{D}/p.sock", "--owner", "sbx-no-such-user"}, want: []string{"--owner", "sbx-no-such-user"}},
+		{name: "proxy unknown group", args: []string{"proxy", "--listen", "{D}/p.sock", "--group", "sbx-no-such-group"}, want: []string{"--group", "sbx-no-such-group"}},
+		{name: "proxy owner out of range", args: []string{"proxy", "--listen", "{D}/p.sock", "--owner", "-5"}, want: []string{"--owner", "out of range"}},
 		{name: "proxy bad profile", args: []string{"proxy", "--listen", "{D}/p.sock", "--config", "{P}"}, profile: `{"allow_hosts":"x.com"}`, want: []string{"allow_hosts"}},
 		{name: "proxy listen twice", args: []string{"proxy", "--listen", "{D}/p.sock", "--listen", "{D}/q.sock"}, want: []string{"--listen", "more than once"}},
 		// mcp

@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,5 +183,36 @@ func TestSessionHomeAndCaches(t *testing.T) {
 	fi, err := os.Stat(goCache)
 	if err != nil || fi.Mode().Perm() != 0o700 || !strings.Contains(goCache, "/caches/uid-") {
 		t.Errorf("cache dir %s: %v %v, want 0700 under caches/uid-N", goCache, fi, err)
+	}
+}
+
+// TestProxySocketOwner: sandbox-run proxy gives its socket the --owner,
+// --group and --mode asked for, so a root-run node proxy needs no chown
+// after a restart; an unprivileged user cannot give it away.
+func TestProxySocketOwner(t *testing.T) {
+	d := sandboxtest.WorkDir(t)
+	sock := filepath.Join(d, "egress.sock")
+	owner, group := os.Geteuid(), os.Getegid()
+	if owner == 0 {
+		owner, group = 65534, 65534
+	}
+	c := exec.Command(bin, "proxy", "--listen", sock, "--allow-host", "example.com", "--mode", "0660",
+		"--owner", strconv.Itoa(owner), "--group", strconv.Itoa(group))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	var st syscall.Stat_t
+	for deadline := time.Now().Add(10 * time.Second); syscall.Lstat(sock, &st) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy's socket never appeared")
+		}
+	}
+	if int(st.Uid) != owner || int(st.Gid) != group || st.Mode&0o777 != 0o660 {
+		t.Errorf("socket %d:%d %o, want %d:%d 660", st.Uid, st.Gid, st.Mode&0o777, owner, group)
+	}
+	if os.Geteuid() != 0 {
+		r := run(t, "", "proxy", "--listen", filepath.Join(d, "other.sock"), "--owner", "0")
+		oneLine(t, r, "--owner", "only root")
 	}
 }

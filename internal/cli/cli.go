@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -65,13 +66,26 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":
-		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
+		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
 	case "help", "--help", "-h":
 		usage(stdio.Stdout)
 		return 0
 	}
 	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check or version (sandbox-run help)", args[0]))
+}
+
+// version is Version as stamped at build time (make build, make install);
+// without a stamp, the module version that go install
+// .../cmd/sandbox-run@VERSION records in the binary; else "dev".
+func version() string {
+	if Version != "dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return Version
 }
 
 func usage(w io.Writer) {
