@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,5 +216,46 @@ func TestProxySocketOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		r := run(t, "", "proxy", "--listen", filepath.Join(d, "other.sock"), "--owner", "0")
 		oneLine(t, r, "--owner", "only root")
+	}
+}
+
+// TestEgressCounts: the report and --summary count the built-in proxy's
+// allowed and refused connections and the bytes carried. A refusal is
+// counted for everyone; as root, a request to the test host is allowed
+// and its bytes counted too.
+func TestEgressCounts(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	report := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+	allow := "example.com"
+	script := "curl -s -o /dev/null -m 10 --noproxy '' http://127.0.0.1:9/; curl -s -o /dev/null -m 10 http://169.254.169.254/"
+	var h sandboxtest.TestHost
+	if os.Geteuid() == 0 {
+		h = sandboxtest.NewTestHost(t, 1)
+		allow = h.HostPort()
+		script += fmt.Sprintf("; curl -s -m 10 http://%s/ok", h.HostPort())
+	}
+	r := run(t, "", "run", "--workdir", w, "--allow-host", allow, "--report", report, "--summary", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rep struct {
+		Egress *struct {
+			Allowed, Refused int64
+			BytesIn          int64 `json:"bytes_in"`
+		} `json:"egress"`
+	}
+	b, err := os.ReadFile(report)
+	if err != nil || json.Unmarshal(b, &rep) != nil || rep.Egress == nil {
+		t.Fatalf("report %s: %v", b, err)
+	}
+	if rep.Egress.Refused != 2 {
+		t.Errorf("refused = %d, want 2: %s", rep.Egress.Refused, b)
+	}
+	if os.Geteuid() == 0 && (rep.Egress.Allowed != 1 || rep.Egress.BytesIn == 0 || !strings.Contains(r.stdout, "ok from test host")) {
+		t.Errorf("allowed = %d, bytes in %d, stdout %q: want 1 allowed request with its bytes", rep.Egress.Allowed, rep.Egress.BytesIn, r.stdout)
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("egress       %d allowed, 2 refused", rep.Egress.Allowed)) {
+		t.Errorf("--summary lacks the egress line: %s", r.stderr)
 	}
 }

@@ -113,6 +113,7 @@ type resolver interface {
 // nothing else changes after New. It may serve several listeners at once.
 type Proxy struct {
 	allow    atomic.Pointer[AllowList]
+	counts   struct{ allowed, refused, bytesOut, bytesIn atomic.Int64 }
 	runID    string
 	audit    *auditLog
 	log      *slog.Logger
@@ -661,13 +662,34 @@ type auditLine struct {
 	DurationMS *int64 `json:"duration_ms,omitempty"`
 }
 
+// Counts are what a proxy decided and carried so far.
+type Counts struct {
+	Allowed  int64 `json:"allowed"`   // requests and tunnels allowed
+	Refused  int64 `json:"refused"`   // requests and tunnels refused
+	BytesOut int64 `json:"bytes_out"` // to upstreams, over connections that have ended
+	BytesIn  int64 `json:"bytes_in"`  // from upstreams, over connections that have ended
+}
+
+// Counts returns the decisions and bytes so far. Bytes are added when a
+// connection to an upstream ends, so call it after Serve has returned for
+// the totals.
+func (p *Proxy) Counts() Counts {
+	return Counts{Allowed: p.counts.allowed.Load(), Refused: p.counts.refused.Load(),
+		BytesOut: p.counts.bytesOut.Load(), BytesIn: p.counts.bytesIn.Load()}
+}
+
 // recordEnd writes an "egress_end" line for a connection the proxy opened:
 // the bytes each way and how long it was open.
 func (p *Proxy) recordEnd(c *upstreamConn) {
-	if p.audit == nil || c.d == nil {
+	if c.d == nil {
 		return
 	}
 	in, out, ms := c.in.Load(), c.out.Load(), time.Since(c.start).Milliseconds()
+	p.counts.bytesIn.Add(in)
+	p.counts.bytesOut.Add(out)
+	if p.audit == nil {
+		return
+	}
 	line := auditLine{
 		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "egress_end",
 		Method: c.d.method, Host: c.d.t.host(), Port: int(c.d.t.port), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
@@ -695,6 +717,7 @@ func (p *Proxy) record(d *decision) {
 		line.IPs = append(line.IPs, ip.String())
 	}
 	if d.refusal != nil {
+		p.counts.refused.Add(1)
 		line.Decision, line.Reason = "refuse", d.refusal.reason
 		if d.refusal.ip.IsValid() {
 			line.IP = d.refusal.ip.String()
@@ -702,6 +725,7 @@ func (p *Proxy) record(d *decision) {
 		p.log.Info("egress refused", "method", d.method, "host", line.Host, "port", line.Port,
 			"ip", line.IP, "reason", line.Reason)
 	} else {
+		p.counts.allowed.Add(1)
 		line.Decision, line.Reason = "allow", "allow-list"
 		if len(d.ips) > 0 {
 			line.IP = d.ips[0].String()

@@ -39,7 +39,8 @@ type network struct {
 	binds    [][2]string
 	forwards []initproc.Forward
 	env      map[string]string
-	dir      string // the run's runtime dir, removed by close or release
+	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
+	dir      string       // the run's runtime dir, removed by close or release
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -164,6 +165,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			return nil, err
 		}
 		egress = path
+		n.px = px
 		n.serve(func(ctx context.Context) error { return px.Serve(ctx, ln) }, log, "egress proxy")
 		n.mode = "proxy (built-in)"
 	}

@@ -206,6 +206,11 @@ type Report struct {
 	AllowHosts []string       `json:"allow_hosts,omitempty"`
 	EnvNames   []string       `json:"env"`
 	Notes      []string       `json:"notes,omitempty"`
+	// Egress counts what the built-in egress proxy decided and carried in
+	// this run: requests and tunnels allowed and refused, bytes to and from
+	// the upstreams. Nil without the built-in proxy (no network, or a
+	// node-wide proxy, whose own audit holds the decisions).
+	Egress *EgressCounts `json:"egress,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`
@@ -217,6 +222,14 @@ type Report struct {
 	Exit        *Exit        `json:"exit,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// EgressCounts is the built-in proxy's tally for one run.
+type EgressCounts struct {
+	Allowed  int64 `json:"allowed"`
+	Refused  int64 `json:"refused"`
+	BytesOut int64 `json:"bytes_out"`
+	BytesIn  int64 `json:"bytes_in"`
 }
 
 // BwrapReport names the bubblewrap that was used.

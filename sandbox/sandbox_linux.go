@@ -309,6 +309,14 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	end := map[string]any{}
 	if res != nil {
 		end["exit"] = res.ExitCode
+		if nw.px != nil {
+			// Stopped first, so every connection has ended and counted
+			// its bytes (close is idempotent; the deferred one is a no-op).
+			nw.close()
+			c := nw.px.Counts()
+			res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+			end["egress"] = res.Report.Egress
+		}
 	}
 	if err != nil {
 		end["error"] = err.Error()
