@@ -37,6 +37,9 @@ type Options struct {
 	// AuditArgs records the arguments of each call, not only their size.
 	// Arguments may hold secrets and personal data.
 	AuditArgs bool
+	// Name labels the server in the audit's mcp_start record (such as the
+	// name the client's configuration gives it); empty records none.
+	Name string
 	// RunID names this session in the audit; empty means a random one.
 	RunID string
 	// MaxMessage is the largest message accepted from either side, in
@@ -122,7 +125,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer outR.Close()
 	defer inW.Close() // the client half may still hold it, blocked on clientIn
 
-	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: server[0], Allow: opts.Rules.Allow, Deny: opts.Rules.Deny})
+	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: server[0], Name: opts.Name, Allow: opts.Rules.Allow, Deny: opts.Rules.Deny})
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -32,13 +32,15 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	var (
 		allow, deny []string
 		auditArgs   bool
+		name        string
 		maxMessage  int
 	)
 	fs.StringArrayVar(&allow, "allow-tool", nil, "show and allow only tools matching this glob (repeatable; * and ?)")
 	fs.StringArrayVar(&deny, "deny-tool", nil, "hide and refuse tools matching this glob (repeatable; wins over --allow-tool)")
 	fs.BoolVar(&auditArgs, "audit-args", false, "record each call's argument values in the --audit file, not only their size")
+	fs.StringVar(&name, "name", "", "label for the server in the audit's mcp_start record, e.g. filesystem")
 	fs.IntVar(&maxMessage, "max-message", mcp.DefaultMaxMessage, "largest JSON-RPC message accepted from either side, in bytes")
-	strict(fs, "max-message")
+	strict(fs, "max-message", "name")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
@@ -84,6 +86,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	opts := mcp.Options{
 		Rules:      rules,
 		AuditArgs:  auditArgs,
+		Name:       name,
 		MaxMessage: maxMessage,
 		Logger:     slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Sandbox: sandbox.Options{
