@@ -62,6 +62,36 @@ func TestRefusalAnswersMCPClient(t *testing.T) {
 	}
 }
 
+// TestRefusalAnswersLateClient: a client that sends initialize only after
+// a while (the MCP Inspector starts its server first) still gets the
+// reason of a sandbox that could not be set up, for mcp and run.
+func TestRefusalAnswersLateClient(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	for _, sub := range []string{"mcp", "run"} {
+		c := exec.Command(bin, sub, "--workdir", w, "--write", w+"/absent", "node", "server.js")
+		in, err := c.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		in.Write([]byte(`{"jsonrpc":"2.0","id":"late","method":"initialize","params":{}}` + "\n"))
+		err = c.Wait()
+		in.Close()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 {
+			t.Errorf("%s: %v, want exit 125", sub, err)
+		}
+		if !strings.HasPrefix(out.String(), `{"jsonrpc":"2.0","id":"late","error":{"code":-32603`) || !strings.Contains(out.String(), "does not exist") {
+			t.Errorf("%s: stdout %q, stderr %q: want the reason as a JSON-RPC error", sub, out.String(), errb.String())
+		}
+	}
+}
+
 // TestOfflineFailsFast: without egress, npm is told to work offline and
 // fails at once with its own error, and sandbox-run says the sandbox has
 // no network and how to allow a host. With an allow-list the settings are

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -118,12 +119,19 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
 		defer cancel()
 	}
-	res, err := mcp.Serve(runCtx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
+	in, first := firstMessage(stdio.Stdin)
+	out := &writeCounter{w: stdio.Stdout}
+	res, err := mcp.Serve(runCtx, p, cmd, in, out, opts)
 	var ee *sandbox.ExecError
 	code := 0
 	switch {
 	case res == nil:
 		af.discard()
+		if first != nil && out.n.Load() == 0 {
+			// The sandbox failed before the relay answered anything: the
+			// client's first request gets the reason.
+			stdio.Stdout.Write(rpcError(first, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+		}
 		return fail(stdio.Stderr, err)
 	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,4 +101,40 @@ func rpcError(id json.RawMessage, msg string) []byte {
 		Message string `json:"message"`
 	}{-32603, msg}})
 	return append(b, '\n')
+}
+
+// firstMessage waits for the client's first line when stdin is a pipe or
+// socket (an MCP client speaks first: initialize) and returns a reader
+// that still yields it, and its id when it is a JSON-RPC request. The
+// server starts once the client has spoken, so a sandbox that cannot be
+// set up can answer that request (see mcpCmd). Other stdin is returned
+// as it is.
+func firstMessage(stdin *os.File) (io.Reader, json.RawMessage) {
+	if stdin == nil || !isPipe(stdin) {
+		return stdin, nil
+	}
+	br := bufio.NewReaderSize(stdin, 64<<10)
+	line, _ := readLine(br, 1<<20)
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		ID      json.RawMessage `json:"id"`
+	}
+	var id json.RawMessage
+	if json.Unmarshal(line, &m) == nil && m.JSONRPC == "2.0" && m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null" {
+		id = m.ID
+	}
+	return io.MultiReader(bytes.NewReader(line), br), id
+}
+
+// writeCounter counts the bytes written through it.
+type writeCounter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *writeCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }
