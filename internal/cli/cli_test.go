@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,5 +178,35 @@ func TestRefusalReachesMCPClient(t *testing.T) {
 				t.Errorf("stdout %q, want one line starting %q", o, tt.want)
 			}
 		})
+	}
+}
+
+// TestFirstMessageKeepsEveryByte: the line read ahead reaches the relay
+// whole, even past the read-ahead bound, and only a request has an id.
+func TestFirstMessageKeepsEveryByte(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 3<<20) + `"}` + "\n"
+	for _, tt := range []struct {
+		in     string
+		wantID string
+	}{
+		{`{"jsonrpc":"2.0","id":5,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n", "5"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", ""},
+		{big + "tail\n", ""},
+		{"", ""},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { w.WriteString(tt.in); w.Close() }()
+		rd, id := firstMessage(r)
+		got, _ := io.ReadAll(rd)
+		r.Close()
+		if string(got) != tt.in {
+			t.Errorf("read %d bytes, want %d", len(got), len(tt.in))
+		}
+		if string(id) != tt.wantID {
+			t.Errorf("id %q, want %q", id, tt.wantID)
+		}
 	}
 }

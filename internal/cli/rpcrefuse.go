@@ -114,7 +114,17 @@ func firstMessage(stdin *os.File) (io.Reader, json.RawMessage) {
 		return stdin, nil
 	}
 	br := bufio.NewReaderSize(stdin, 64<<10)
-	line, _ := readLine(br, 1<<20)
+	// Up to the first newline or 1 MiB, every byte kept: a longer first
+	// message reaches the relay whole (which judges its size), only
+	// without an id to answer here.
+	var line []byte
+	for len(line) < 1<<20 {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			break
+		}
+	}
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`
 		Method  string          `json:"method"`
