@@ -289,3 +289,48 @@ func TestEgressCounts(t *testing.T) {
 		t.Errorf("--summary lacks the egress line: %s", r.stderr)
 	}
 }
+
+// TestNodeProxyAuditNamesRun: a node-wide proxy's audit lines carry the
+// run id of the sandbox each connection came from (its relay names it),
+// the same id as that run's report.
+func TestNodeProxyAuditNamesRun(t *testing.T) {
+	needBwrap(t)
+	d := sandboxtest.WorkDir(t)
+	sock := filepath.Join(d, "egress.sock")
+	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
+	args := []string{"proxy", "--listen", sock, "--allow-host", "example.com", "--audit", audit}
+	if os.Geteuid() == 0 {
+		args = append(args, "--owner", "65534")
+	}
+	c := exec.Command(bin, args...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy's socket never appeared")
+		}
+	}
+	w := sandboxtest.WorkDir(t)
+	report := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+	r := run(t, "", "run", "--workdir", w, "--egress-socket", sock, "--report", report, "--",
+		"sh", "-c", "curl -s -o /dev/null -w '%{http_code}' -m 10 http://not-allowed.test/")
+	if r.stdout != "403" {
+		t.Fatalf("through the node proxy: %q %q", r.stdout, r.stderr)
+	}
+	var rep struct {
+		RunID string `json:"run_id"`
+	}
+	b, _ := os.ReadFile(report)
+	if json.Unmarshal(b, &rep) != nil || rep.RunID == "" {
+		t.Fatalf("report %s", b)
+	}
+	lines, _ := os.ReadFile(audit)
+	if !strings.Contains(string(lines), `"run_id":"`+rep.RunID+`"`) || !strings.Contains(string(lines), "not-allowed.test") {
+		t.Errorf("node proxy audit %s lacks run %s", lines, rep.RunID)
+	}
+}

@@ -76,6 +76,15 @@ type Config struct {
 	// a node-wide log can be split by run.
 	RunID string
 
+	// RunIDFromPreamble takes each connection's run id from a preamble
+	// line (RunIDPreamble) its client sends first, for a node-wide proxy
+	// whose clients are sandboxes' relays: their audit lines then carry
+	// the run id of the sandbox they came from, whatever RunID says. Set
+	// it only where every client is a relay sandbox-run runs outside the
+	// sandbox, never where a sandboxed command connects itself (it could
+	// name any run).
+	RunIDFromPreamble bool
+
 	// Resolver resolves host names, once per request. Nil means
 	// net.DefaultResolver (the proxy host's resolver).
 	Resolver interface {
@@ -112,12 +121,14 @@ type resolver interface {
 // table admit. Its allow list can be replaced while it serves (SetAllow);
 // nothing else changes after New. It may serve several listeners at once.
 type Proxy struct {
-	allow    atomic.Pointer[AllowList]
-	counts   struct{ allowed, refused, bytesOut, bytesIn atomic.Int64 }
-	runID    string
-	audit    *auditLog
-	log      *slog.Logger
-	resolver resolver
+	allow  atomic.Pointer[AllowList]
+	counts struct{ allowed, refused, bytesOut, bytesIn atomic.Int64 }
+	runID  string
+	// runIDPreamble: see Config.RunIDFromPreamble.
+	runIDPreamble bool
+	audit         *auditLog
+	log           *slog.Logger
+	resolver      resolver
 
 	readHeaderTimeout time.Duration
 	idleTimeout       time.Duration
@@ -139,7 +150,7 @@ func New(cfg Config) (*Proxy, error) {
 			cfg.ReadHeaderTimeout, cfg.IdleTimeout)
 	}
 	p := &Proxy{
-		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID,
+		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID, runIDPreamble: cfg.RunIDFromPreamble,
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 	}
@@ -211,7 +222,15 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	// ReadHeaderTimeout and IdleTimeout bound connections that send no
 	// request (slowloris); see Config. There is deliberately no ReadTimeout
 	// or WriteTimeout: they would cut long uploads, downloads and tunnels.
+	var connContext func(context.Context, net.Conn) context.Context
+	if p.runIDPreamble {
+		ln = preambleListener{ln}
+		connContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}
+	}
 	srv := &http.Server{
+		ConnContext:       connContext,
 		Handler:           gp,
 		ReadHeaderTimeout: p.readHeaderTimeout,
 		IdleTimeout:       p.idleTimeout,
@@ -247,6 +266,7 @@ type decision struct {
 	ips     []netip.Addr // checked, unmapped, zone-free
 	entry   string       // the allow-list entry that admitted the host
 	refusal *refusal
+	runID   string // the connection's run id (Config.RunIDFromPreamble), "" for the proxy's own
 
 	established atomic.Bool // a CONNECT tunnel's upstream is open
 }
@@ -470,6 +490,7 @@ func (s *session) check(ctx context.Context, method, raw string, defaultPort uin
 	default:
 		d = s.p.decide(ctx, method, raw, t)
 	}
+	d.runID = connRunID(ctx)
 	s.p.record(d)
 	return d
 }
@@ -678,6 +699,15 @@ func (p *Proxy) Counts() Counts {
 		BytesOut: p.counts.bytesOut.Load(), BytesIn: p.counts.bytesIn.Load()}
 }
 
+// lineRunID is the run id an audit line about d carries: its
+// connection's, else the proxy's own.
+func (p *Proxy) lineRunID(d *decision) string {
+	if d.runID != "" {
+		return d.runID
+	}
+	return p.runID
+}
+
 // recordEnd writes an "egress_end" line for a connection the proxy opened:
 // the bytes each way and how long it was open.
 func (p *Proxy) recordEnd(c *upstreamConn) {
@@ -691,7 +721,7 @@ func (p *Proxy) recordEnd(c *upstreamConn) {
 		return
 	}
 	line := auditLine{
-		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "egress_end",
+		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.lineRunID(c.d), Event: "egress_end",
 		Method: c.d.method, Host: c.d.t.host(), Port: int(c.d.t.port), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
 		Decision: "allow", Reason: "closed", BytesOut: &out, BytesIn: &in, DurationMS: &ms,
 	}
@@ -703,7 +733,7 @@ func (p *Proxy) recordEnd(c *upstreamConn) {
 func (p *Proxy) record(d *decision) {
 	line := auditLine{
 		Time:   time.Now().UTC().Format(time.RFC3339Nano),
-		RunID:  p.runID,
+		RunID:  p.lineRunID(d),
 		Event:  "egress",
 		Method: d.method,
 		Host:   d.t.host(),

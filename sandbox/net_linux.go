@@ -125,12 +125,12 @@ func (n *network) serve(f func(ctx context.Context) error, log *slog.Logger, wha
 // for the sandbox at once (new connections get a 502 from the forwarder),
 // and one restarted at the same path is reached again. Binding target
 // itself would pin the inode it had when the run started.
-func (n *network) relay(name, target string, uid, gid int, root bool, log *slog.Logger) (string, error) {
+func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte, log *slog.Logger) (string, error) {
 	ln, path, err := n.listen(name, uid, gid, root)
 	if err != nil {
 		return "", err
 	}
-	n.serve(func(ctx context.Context) error { return forwarder.Serve(ctx, ln, target) }, log, "relay to "+target)
+	n.serve(func(ctx context.Context) error { return forwarder.ServeTagged(ctx, ln, target, tag) }, log, "relay to "+target)
 	return path, nil
 }
 
@@ -151,7 +151,9 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, err
 		}
-		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, log); err != nil {
+		// The node's proxy learns which run each connection is from.
+		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
+		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, tag, log); err != nil {
 			return nil, err
 		}
 		n.mode = "proxy (socket " + p.EgressSocket + ")"
@@ -180,7 +182,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
-		llm, err := n.relay("llm.sock", p.LLMSocket, uid, gid, root, log)
+		llm, err := n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log)
 		if err != nil {
 			return nil, err
 		}

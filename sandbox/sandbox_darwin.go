@@ -412,7 +412,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			return nil, err
 		}
 		n.serve(sctx, "egress relay", lns, func(ctx context.Context, ln net.Listener) error {
-			return forwarder.Serve(ctx, ln, p.EgressSocket)
+			return forwarder.ServeTagged(ctx, ln, p.EgressSocket, []byte(proxy.RunIDPreamble+runID+"\r\n"))
 		}, log)
 		n.proxyPort, n.mode = port, "proxy (socket "+p.EgressSocket+")"
 		n.notes = append(n.notes, note...)

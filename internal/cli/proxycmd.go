@@ -82,7 +82,8 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 		return fail(stdio.Stderr, fmt.Errorf("proxy: %w", err))
 	}
 	log := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg := proxy.Config{Allow: list, Logger: log}
+	// Its clients are sandboxes' relays, which name their run first.
+	cfg := proxy.Config{Allow: list, Logger: log, RunIDFromPreamble: true}
 	// The allow-list is checked before the audit file is opened, so that a
 	// refused start leaves no file behind.
 	if _, err := proxy.ParseAllow(list); err != nil {
