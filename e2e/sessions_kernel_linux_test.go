@@ -3,6 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,5 +335,51 @@ func TestNodeProxyAuditNamesRun(t *testing.T) {
 	lines, _ := os.ReadFile(audit)
 	if !strings.Contains(string(lines), `"run_id":"`+rep.RunID+`"`) || !strings.Contains(string(lines), "not-allowed.test") {
 		t.Errorf("node proxy audit %s lacks run %s", lines, rep.RunID)
+	}
+}
+
+// TestLLMChannelAudited: with --audit, each request on the LLM channel is
+// recorded (method, path, status, bytes, duration) and neither the query
+// nor a header value nor a body reaches the audit; the request arrives as
+// sent (the control: the server sees the key).
+func TestLLMChannelAudited(t *testing.T) {
+	needBwrap(t)
+	dir := sandboxtest.WorkDir(t)
+	sock := filepath.Join(dir, "llm.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chownSocket(t, sock)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "llm-ok %s key=%s body=%s", r.URL.Path, r.Header.Get("X-Api-Key"), b)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	w := sandboxtest.WorkDir(t)
+	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
+	r := sandboxed(t, w, `curl -sS -m 10 -H "X-Api-Key: sk-SECRETKEY" --data PROMPTTEXT "$SANDBOX_LLM_URL/v1/messages?key=QUERYKEY"`,
+		"--llm-socket", sock, "--audit", audit)
+	if r.stdout != "llm-ok /v1/messages key=sk-SECRETKEY body=PROMPTTEXT" {
+		t.Fatalf("LLM channel: %q %q", r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(audit)
+	var rec map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["event"] == "llm_request" {
+			rec = m
+		}
+	}
+	if rec == nil || rec["method"] != "POST" || rec["path"] != "/v1/messages" || rec["status"] != float64(201) ||
+		rec["bytes_out"] != float64(len("PROMPTTEXT")) || rec["bytes_in"].(float64) < 20 || rec["run_id"] == nil {
+		t.Errorf("llm_request record %v in %s", rec, b)
+	}
+	for _, secret := range []string{"SECRETKEY", "QUERYKEY", "PROMPTTEXT"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the audit holds %s: %s", secret, b)
+		}
 	}
 }

@@ -182,8 +182,16 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
-		llm, err := n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log)
-		if err != nil {
+		var llm string
+		if audit != nil {
+			// With an audit, an HTTP relay that records each request.
+			ln, path, err := n.listen("llm.sock", uid, gid, root)
+			if err != nil {
+				return nil, err
+			}
+			n.serve(func(ctx context.Context) error { return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log) }, log, "LLM relay")
+			llm = path
+		} else if llm, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err
 		}
 		n.binds = append(n.binds, [2]string{llm, llmInside})
