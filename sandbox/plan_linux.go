@@ -42,6 +42,18 @@ type plan struct {
 	readOnly     []string
 	protected    []string
 	notes        []string
+	// late are mounts made after every other (before / is made
+	// read-only): remounts of the sandbox's own file systems under which
+	// other binds need mount points.
+	late  []bwrap.Mount
+	tmpfs []TmpfsReport
+	scan  readScan // the --read paths' socket search
+	wscan readScan // the writable directories' socket search
+	// own are sandbox-run's state dirs among the writable ones (sessions'
+	// homes, shared caches): only sandboxes write there, so no host
+	// process's socket is to be covered, and a large cache would exhaust
+	// the search's budget.
+	own []string
 }
 
 func (pl *plan) close() {
@@ -120,8 +132,8 @@ func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution,
 // newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
 // runs under; byFD says bwrap can bind by descriptor. On error, everything
 // the partial plan holds is released.
-func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
-	pl := &plan{byFD: byFD, fdBase: fdBase}
+func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
+	pl := &plan{byFD: byFD, fdBase: fdBase, own: own}
 	defer func() {
 		if err != nil {
 			pl.close()
@@ -198,29 +210,12 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: pp, FD: -1})
 		}
 	}
-	pl.mounts = append(pl.mounts,
-		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
-		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
-	if !sizeOption {
-		pl.notes = append(pl.notes, "/tmp is not size-capped (bwrap lacks --size)")
-	}
+	pl.addOwnMounts(p, sizeOption)
 
 	for _, src := range p.Read {
-		r, err := g.CheckRead(src)
-		if err != nil {
-			return nil, guardErr(err)
-		}
-		if !r.Exists {
-			return nil, setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
-		}
-		if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
+		if err := pl.addRead(g, src, uid, gid, searchable, defaultScanLimits); err != nil {
 			return nil, err
 		}
-		// Mounted where the caller named it; the source is the checked inode.
-		if err := pl.bind(bwrap.ROBind, r, src); err != nil {
-			return nil, setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
-		}
-		pl.readOnly = append(pl.readOnly, src)
 	}
 	for _, w := range writable {
 		if err := accessibleAs(w.Path, uid, gid, true, searchable); err != nil {
@@ -231,6 +226,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		}
 	}
 	if err := pl.protect(p, g, pl.writable); err != nil {
+		return nil, err
+	}
+	if err := pl.coverWritable(defaultScanLimits); err != nil {
 		return nil, err
 	}
 	return pl, nil

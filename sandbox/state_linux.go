@@ -23,25 +23,27 @@ import (
 // sandbox's uid, so two users never share one. A cache is as trusted as the runs that wrote it: a run that
 // poisons it (a planted package, a cargo config, a go build cache entry)
 // reaches later runs of the same user and uid, never anyone else's.
-func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, error) {
+func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, []string, error) {
 	if p.Session == "" && len(p.Caches) == 0 {
-		return p, nil
+		return p, nil, nil
 	}
+	var own []string
 	env := map[string]string{}
 	if p.Session != "" {
 		if opts.DataDir == "" {
-			return p, setupErr("--session "+p.Session, "there is no data directory to keep it in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or pass --home DIR")
+			return p, nil, setupErr("--session "+p.Session, "there is no data directory to keep it in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or pass --home DIR")
 		}
 		dir := filepath.Join(opts.DataDir, "sessions", p.Session)
 		home, err := stateDir(opts.DataDir, []string{"sessions", p.Session}, "home", uid, gid)
 		if err != nil {
-			return p, setupErr("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+			return p, nil, setupErr("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
 		}
 		p.Home = home
+		own = append(own, home)
 	}
 	if len(p.Caches) > 0 {
 		if opts.DataDir == "" {
-			return p, setupErr("--cache", "there is no data directory to keep caches in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or leave out --cache")
+			return p, nil, setupErr("--cache", "there is no data directory to keep caches in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or leave out --cache")
 		}
 		rel := []string{"caches", "uid-" + strconv.Itoa(uid)}
 		base := filepath.Join(append([]string{opts.DataDir}, rel...)...)
@@ -49,9 +51,10 @@ func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, e
 		for _, name := range p.Caches {
 			dir, err := stateDir(opts.DataDir, rel, name, uid, gid)
 			if err != nil {
-				return p, setupErr("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+				return p, nil, setupErr("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
 			}
 			write = append(write, dir)
+			own = append(own, dir)
 			for k, v := range policy.CacheEnv(name, dir) {
 				env[k] = v
 			}
@@ -62,7 +65,7 @@ func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, e
 		env[k] = v
 	}
 	p.Env = env
-	return p, nil
+	return p, own, nil
 }
 
 // stateDir makes root/rel.../leaf for uid:gid: root and rel as private

@@ -9,6 +9,7 @@ package sandboxtest
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -149,4 +150,17 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	return bin, cleanup, nil
+}
+
+// SocketInode leaves a Unix socket's inode at p, as a service that bound
+// it does: the listener is closed, the inode stays (connect() to it is
+// refused, but its file type is a socket's).
+func SocketInode(t testing.TB, p string) {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
 }
