@@ -487,6 +487,8 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	switch {
 	case f.tty && f.noTTY:
 		return failClient(stdio, errors.New("--tty and --no-tty contradict each other; fix: pass one of them"))
+	case f.tty && !ttySupported:
+		return failClient(stdio, errors.New("--tty: a terminal for the command is made only on Linux so far; fix: leave out --tty"))
 	case f.tty && !isTerminal(stdio.Stdin):
 		return failClient(stdio, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty"))
 	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):

@@ -6,6 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ttySupported: sandbox.Options.Terminal is honoured here.
+const ttySupported = true
+
 // isTerminal reports whether f is a terminal.
 func isTerminal(f *os.File) bool {
 	if f == nil {
