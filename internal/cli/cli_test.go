@@ -181,17 +181,18 @@ func TestRefusalReachesMCPClient(t *testing.T) {
 	}
 }
 
-// TestFirstMessageKeepsEveryByte: the line read ahead reaches the relay
-// whole, even past the read-ahead bound, and only a request has an id.
-func TestFirstMessageKeepsEveryByte(t *testing.T) {
+// TestWatchFirstKeepsEveryByte: the relay gets the input whole, even a
+// line past the buffer, and only a request among the first lines has its
+// id reported.
+func TestWatchFirstKeepsEveryByte(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 3<<20) + `"}` + "\n"
 	for _, tt := range []struct {
 		in     string
 		wantID string
 	}{
 		{`{"jsonrpc":"2.0","id":5,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n", "5"},
-		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", ""},
-		{big + "tail\n", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":"b","method":"m"}` + "\n", `"b"`},
+		{big + `{"jsonrpc":"2.0","id":2,"method":"m"}` + "\n", "2"},
 		{"", ""},
 	} {
 		r, w, err := os.Pipe()
@@ -199,13 +200,14 @@ func TestFirstMessageKeepsEveryByte(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() { w.WriteString(tt.in); w.Close() }()
-		rd, id := firstMessage(r)
+		rd, ids, stop := watchFirst(r)
 		got, _ := io.ReadAll(rd)
+		stop()
 		r.Close()
 		if string(got) != tt.in {
 			t.Errorf("read %d bytes, want %d", len(got), len(tt.in))
 		}
-		if string(id) != tt.wantID {
+		if id := <-ids; string(id) != tt.wantID {
 			t.Errorf("id %q, want %q", id, tt.wantID)
 		}
 	}

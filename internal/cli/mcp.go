@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -98,15 +99,25 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.Audit = af
 		opts.Sandbox.Audit = af
 	}
-	in, first := firstMessage(stdio.Stdin)
+	in, first, stop := watchFirst(stdio.Stdin)
+	defer stop()
 	out := &writeCounter{w: stdio.Stdout}
 	res, err := mcp.Serve(ctx, p, cmd, in, out, opts)
 	if res == nil {
 		af.discard()
 		if first != nil && out.n.Load() == 0 {
 			// The sandbox failed before the relay answered anything: the
-			// client's first request gets the reason.
-			stdio.Stdout.Write(rpcError(first, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+			// client's first request, sent or still to come (a client may
+			// start its server before it speaks), gets the reason.
+			t := time.NewTimer(clientWait)
+			select {
+			case id := <-first:
+				if id != nil {
+					stdio.Stdout.Write(rpcError(id, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+				}
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		return fail(stdio.Stderr, err)
 	}

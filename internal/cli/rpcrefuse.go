@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"os"
@@ -103,38 +102,74 @@ func rpcError(id json.RawMessage, msg string) []byte {
 	return append(b, '\n')
 }
 
-// firstMessage waits for the client's first line when stdin is a pipe or
-// socket (an MCP client speaks first: initialize) and returns a reader
-// that still yields it, and its id when it is a JSON-RPC request. The
-// server starts once the client has spoken, so a sandbox that cannot be
-// set up can answer that request (see mcpCmd). Other stdin is returned
-// as it is.
-func firstMessage(stdin *os.File) (io.Reader, json.RawMessage) {
+// watchFirst relays stdin to the returned reader line by line and sends
+// on the channel the id of the first JSON-RPC request among the first
+// maxClientLines lines as it passes (the channel is closed without one
+// when the input ends or those lines hold none). The relay gets every
+// byte as it comes; nothing waits for the client. stop ends the relaying
+// once the reader is no longer read. A stdin that is not a pipe or socket
+// is returned as it is, with a nil channel.
+func watchFirst(stdin *os.File) (io.Reader, <-chan json.RawMessage, func()) {
 	if stdin == nil || !isPipe(stdin) {
-		return stdin, nil
+		return stdin, nil, func() {}
 	}
-	br := bufio.NewReaderSize(stdin, 64<<10)
-	// Up to the first newline or 1 MiB, every byte kept: a longer first
-	// message reaches the relay whole (which judges its size), only
-	// without an id to answer here.
-	var line []byte
-	for len(line) < 1<<20 {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if err != bufio.ErrBufferFull {
-			break
+	pr, pw := io.Pipe()
+	ids := make(chan json.RawMessage, 1)
+	go func() {
+		br := bufio.NewReaderSize(stdin, 64<<10)
+		found, lines, whole := false, 0, true
+		report := func(id json.RawMessage) {
+			if !found {
+				found = true
+				if id != nil {
+					ids <- id
+				}
+				close(ids)
+			}
 		}
-	}
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if !found && len(chunk) > 0 {
+				// Only a line read whole (within the buffer) is looked at.
+				if whole && err != bufio.ErrBufferFull {
+					if id := requestID(chunk); id != nil {
+						report(id)
+					}
+				}
+				whole = err != bufio.ErrBufferFull
+				if whole {
+					if lines++; lines >= maxClientLines {
+						report(nil)
+					}
+				}
+			}
+			if len(chunk) > 0 {
+				if _, werr := pw.Write(chunk); werr != nil {
+					report(nil)
+					return
+				}
+			}
+			if err != nil && err != bufio.ErrBufferFull {
+				report(nil)
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr, ids, func() { pr.Close() }
+}
+
+// requestID is the id of line when it is a JSON-RPC 2.0 request, else nil.
+func requestID(line []byte) json.RawMessage {
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`
 		Method  string          `json:"method"`
 		ID      json.RawMessage `json:"id"`
 	}
-	var id json.RawMessage
 	if json.Unmarshal(line, &m) == nil && m.JSONRPC == "2.0" && m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null" {
-		id = m.ID
+		return m.ID
 	}
-	return io.MultiReader(bytes.NewReader(line), br), id
+	return nil
 }
 
 // writeCounter counts the bytes written through it.
