@@ -245,6 +245,33 @@ func TestMCPHTTPStreams(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPIdle: a session left without a request or a stream for
+// --session-idle is ended and its id answers 404. Control: used within
+// the idle time it answers.
+func TestMCPHTTPIdle(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := startHTTP(t, sandboxtest.WorkDir(t), "--session-idle", "2s")
+	sid := h.initialize()
+	ping := `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+	if res, body := h.do("POST", ping, map[string]string{"Mcp-Session-Id": sid}); res.StatusCode != 200 {
+		t.Fatalf("control: ping within the idle time: %d %s", res.StatusCode, body)
+	}
+	deadline := time.Now().Add(mcpTimeout)
+	for {
+		time.Sleep(500 * time.Millisecond)
+		res, _ := h.do("POST", ping, map[string]string{"Mcp-Session-Id": sid})
+		if res.StatusCode == 404 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session still answers %d after %s", res.StatusCode, mcpTimeout)
+		}
+		// A ping counts as use: let the session idle for longer than 2 s.
+		time.Sleep(3 * time.Second)
+	}
+}
+
 // TestMCPHTTPSessions: sessions are named by Mcp-Session-Id, end on
 // DELETE, are bounded in number, and a body over --max-message is
 // refused.
