@@ -132,6 +132,11 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			}
 			t.Stop()
 		}
+		if errors.Is(err, sandbox.ErrTimeout) {
+			// Run's timer ended the set-up: a timeout, as for run.
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return ExitTimeout
+		}
 		return fail(stdio.Stderr, err)
 	}
 	code := mcpExitCode(stdio.Stderr, res, err)
