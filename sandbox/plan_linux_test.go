@@ -27,7 +27,7 @@ func TestPlanProtected(t *testing.T) {
 	os.WriteFile(filepath.Join(w, ".bashrc"), []byte("x"), 0o644)
 	before := fileSnapshot(t, w)
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPlanRefusesProtectedSymlink(t *testing.T) {
 	w := t.TempDir()
 	os.Symlink("/etc", filepath.Join(w, ".vscode"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	_, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), ".vscode") {
 		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
 	}
@@ -95,7 +95,7 @@ func TestPlanRefusesGitLink(t *testing.T) {
 	os.MkdirAll(filepath.Join(w, "a/b"), 0o755)
 	os.Symlink(other, filepath.Join(w, "a/b/.git"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	_, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), filepath.Join(w, "a/b/.git")) || !strings.Contains(err.Error(), "fix:") {
 		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
 	}
