@@ -61,6 +61,45 @@ type Rule struct {
 	Ptrace bool
 	// Why is one line for the docs: what the rule blocks.
 	Why string
+	// Net says with which network the rule is part of the program.
+	Net NetScope
+}
+
+// NetScope says for which kind of network a Rule is compiled.
+type NetScope int
+
+const (
+	// AnyNet: in every program.
+	AnyNet NetScope = iota
+	// OwnNet: only when the command has its own network namespace
+	// (bwrap): its sockets reach nothing of the host's.
+	OwnNet
+	// HostNet: only when the command shares the host's network
+	// (Options.HostNetwork, --sandbox landlock).
+	HostNet
+)
+
+// in reports whether a rule of scope s is compiled for a program with
+// or without HostNetwork.
+func (s NetScope) in(hostNetwork bool) bool {
+	switch s {
+	case OwnNet:
+		return !hostNetwork
+	case HostNet:
+		return hostNetwork
+	}
+	return true
+}
+
+// String returns the scope as docs/seccomp.md names it.
+func (s NetScope) String() string {
+	switch s {
+	case OwnNet:
+		return "own network namespace (bwrap)"
+	case HostNet:
+		return "host network (landlock)"
+	}
+	return "always"
 }
 
 // Personality values x/sys does not define (include/uapi/linux/personality.h).
@@ -156,7 +195,21 @@ var rules = []Rule{
 	{Syscall: "ioctl", Cond: OneOf, Arg: 1, Values: []string{"TIOCSTI", "TIOCLINUX"}, Errno: "EPERM",
 		Why: "pushing keystrokes into the controlling terminal (escapes to the harness's shell)"},
 	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, Errno: "EAFNOSUPPORT",
-		Why: "packet, vsock, crypto, key, bluetooth... sockets (rarely used, often buggy)"},
+		Net: OwnNet, Why: "packet, vsock, crypto, key, bluetooth... sockets (rarely used, often buggy)"},
+	// On the host's network the three socket rules chain: a call is
+	// refused when any of them matches. Landlock confines TCP by port
+	// and nothing else: AF_UNIX would reach the host's daemons (its
+	// abstract names are scoped only from ABI 6, its paths not at all),
+	// netlink the host's routing and interfaces, UDP any address.
+	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_INET", "AF_INET6"}, Errno: "EAFNOSUPPORT",
+		Net: HostNet, Why: "every family but IPv4 and IPv6 (AF_UNIX reaches the host's daemons, netlink its interfaces); socketpair stays allowed"},
+	// Every socket type but SOCK_STREAM (1) has one of bits 1-3 set
+	// (SOCK_DGRAM 2, SOCK_RAW 3, SOCK_RDM 4, SOCK_SEQPACKET 5, SOCK_DCCP
+	// 6, SOCK_PACKET 10); SOCK_NONBLOCK and SOCK_CLOEXEC lie above them.
+	{Syscall: "socket", Cond: AnyBitSet, Arg: 1, Values: []string{"0xe"}, Errno: "EPERM",
+		Net: HostNet, Why: "UDP, raw and every type but SOCK_STREAM (Landlock confines TCP only)"},
+	{Syscall: "socket", Cond: NoneOf, Arg: 2, Values: []string{"0x0", "0x6"}, Errno: "EPROTONOSUPPORT",
+		Net: HostNet, Why: "stream protocols but TCP (MPTCP, SCTP): Landlock's port rules cover plain TCP only"},
 	// personality: 0 (PER_LINUX) and ADDR_NO_RANDOMIZE are what setarch -R and
 	// the sanitizers (ASan, TSan, MSan re-exec with ASLR off) set; the
 	// 0xffffffff query changes nothing. Everything else is refused:
