@@ -18,12 +18,16 @@ type Options struct {
 	// denied. Set it only after CheckPtrace has returned nil; the filter
 	// cannot check Yama itself.
 	AllowPtrace bool
-	// HostNetwork builds the program for a command that shares the host's
-	// network namespace (--sandbox landlock): the socket rules for a
-	// sandbox with its own network namespace give way to stricter ones
+	// HostNamespaces builds the program for a command that shares the
+	// host's namespaces (--sandbox landlock): the socket rule for a
+	// sandbox with its own network namespace gives way to stricter ones
 	// that leave only TCP over IPv4 and IPv6 (the only sockets Landlock's
-	// port rules confine); socketpair stays allowed.
-	HostNetwork bool
+	// port rules confine; socketpair stays allowed), and the host's System
+	// V and POSIX message-queue IPC is refused.
+	HostNamespaces bool
+	// NoSockets, with HostNamespaces, refuses socket() outright: the run
+	// has no network at all. socketpair stays allowed.
+	NoSockets bool
 }
 
 // Program is a validated seccomp filter for one architecture. It can only
@@ -139,7 +143,7 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 	seen := make(map[string]bool)
 	last := "" // the syscall of the previous argument rule kept
 	for i, r := range rs {
-		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts.HostNetwork) {
+		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts) {
 			continue
 		}
 		nr, ok := ai.sysnum[r.Syscall]

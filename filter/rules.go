@@ -65,28 +65,35 @@ type Rule struct {
 	Net NetScope
 }
 
-// NetScope says for which kind of network a Rule is compiled.
+// NetScope says for which namespaces a Rule is compiled.
 type NetScope int
 
 const (
 	// AnyNet: in every program.
 	AnyNet NetScope = iota
-	// OwnNet: only when the command has its own network namespace
-	// (bwrap): its sockets reach nothing of the host's.
+	// OwnNet: only when the command has its own namespaces (bwrap): its
+	// sockets reach nothing of the host's.
 	OwnNet
-	// HostNet: only when the command shares the host's network
-	// (Options.HostNetwork, --sandbox landlock).
+	// HostNet: only when the command shares the host's namespaces
+	// (Options.HostNamespaces, --sandbox landlock).
 	HostNet
+	// HostNetTCP: with HostNamespaces and a network (not NoSockets).
+	HostNetTCP
+	// HostNoNet: with HostNamespaces and NoSockets.
+	HostNoNet
 )
 
-// in reports whether a rule of scope s is compiled for a program with
-// or without HostNetwork.
-func (s NetScope) in(hostNetwork bool) bool {
+// in reports whether a rule of scope s is compiled for opts.
+func (s NetScope) in(opts Options) bool {
 	switch s {
 	case OwnNet:
-		return !hostNetwork
+		return !opts.HostNamespaces
 	case HostNet:
-		return hostNetwork
+		return opts.HostNamespaces
+	case HostNetTCP:
+		return opts.HostNamespaces && !opts.NoSockets
+	case HostNoNet:
+		return opts.HostNamespaces && opts.NoSockets
 	}
 	return true
 }
@@ -95,9 +102,13 @@ func (s NetScope) in(hostNetwork bool) bool {
 func (s NetScope) String() string {
 	switch s {
 	case OwnNet:
-		return "own network namespace (bwrap)"
+		return "bwrap"
 	case HostNet:
-		return "host network (landlock)"
+		return "landlock"
+	case HostNetTCP:
+		return "landlock with a network"
+	case HostNoNet:
+		return "landlock without a network"
 	}
 	return "always"
 }
@@ -202,14 +213,33 @@ var rules = []Rule{
 	// abstract names are scoped only from ABI 6, its paths not at all),
 	// netlink the host's routing and interfaces, UDP any address.
 	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_INET", "AF_INET6"}, Errno: "EAFNOSUPPORT",
-		Net: HostNet, Why: "every family but IPv4 and IPv6 (AF_UNIX reaches the host's daemons, netlink its interfaces); socketpair stays allowed"},
+		Net: HostNetTCP, Why: "every family but IPv4 and IPv6 (AF_UNIX reaches the host's daemons, netlink its interfaces); socketpair stays allowed"},
 	// Every socket type but SOCK_STREAM (1) has one of bits 1-3 set
 	// (SOCK_DGRAM 2, SOCK_RAW 3, SOCK_RDM 4, SOCK_SEQPACKET 5, SOCK_DCCP
 	// 6, SOCK_PACKET 10); SOCK_NONBLOCK and SOCK_CLOEXEC lie above them.
 	{Syscall: "socket", Cond: AnyBitSet, Arg: 1, Values: []string{"0xe"}, Errno: "EPERM",
-		Net: HostNet, Why: "UDP, raw and every type but SOCK_STREAM (Landlock confines TCP only)"},
+		Net: HostNetTCP, Why: "UDP, raw and every type but SOCK_STREAM (Landlock confines TCP only)"},
 	{Syscall: "socket", Cond: NoneOf, Arg: 2, Values: []string{"0x0", "0x6"}, Errno: "EPROTONOSUPPORT",
-		Net: HostNet, Why: "stream protocols but TCP (MPTCP, SCTP): Landlock's port rules cover plain TCP only"},
+		Net: HostNetTCP, Why: "stream protocols but TCP (MPTCP, SCTP): Landlock's port rules cover plain TCP only"},
+	{Syscall: "socket", Cond: Always, Errno: "EAFNOSUPPORT", Net: HostNoNet,
+		Why: "every socket: a run without a network on the host's network namespace"},
+
+	// The host's IPC, which a command sharing the host's namespaces
+	// (landlock) would otherwise reach: ids are small numbers, so every
+	// call that takes one is refused, not only the lookups.
+	{Syscall: "shmget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory"},
+	{Syscall: "shmat", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory (by a guessed id)"},
+	{Syscall: "shmctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory"},
+	{Syscall: "msgget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgsnd", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgrcv", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "semget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semop", Arches: x86Only, Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semtimedop", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "mq_open", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's POSIX message queues"},
+
 	// personality: 0 (PER_LINUX) and ADDR_NO_RANDOMIZE are what setarch -R and
 	// the sanitizers (ASan, TSan, MSan re-exec with ASLR off) set; the
 	// 0xffffffff query changes nothing. Everything else is refused:
