@@ -52,6 +52,9 @@ func (p *Program) Bytes() []byte { return append([]byte(nil), p.bytes...) }
 // isolation report gives the installed filter.
 func (p *Program) Digest() string { return p.digest }
 
+// Arch returns the architecture the program is for.
+func (p *Program) Arch() Arch { return p.arch }
+
 // Len returns the number of instructions.
 func (p *Program) Len() int { return len(p.insns) }
 
