@@ -113,7 +113,7 @@ func closeFD(fd int, err error) error {
 // to signal.
 type llFixture struct {
 	work, probe, outside, readFile, listen string
-	victim                                  int
+	victim                                 int
 }
 
 func newLLFixture(t *testing.T) *llFixture {
