@@ -110,7 +110,8 @@ type Input struct {
 // Loss is one thing tier 1 (bwrap) holds that this ruleset does not.
 type Loss struct {
 	// Name is the area, as the report and check name it: "processes",
-	// "signals", "network", "files", "ipc", "limits", "protected_paths".
+	// "proc", "lifetime", "signals", "network", "files",
+	// "protected_paths", "limits", "ipc".
 	Name string `json:"name"`
 	// Detail says what the command can do that it could not under bwrap.
 	Detail string `json:"detail"`
@@ -178,6 +179,8 @@ func Translate(in Input) (*Ruleset, error) {
 func losses(abi int, network bool) []Loss {
 	out := []Loss{
 		{"processes", "no PID namespace: the command sees the host's processes in /proc (command lines and status; their environments and memory stay out of reach, Landlock denies ptrace-class access outside its domain)"},
+		{"proc", "/proc is the host's, granted as one hierarchy: host-wide files the uid may read (/proc/keys of its own keys, timer_list, ...) are readable"},
+		{"lifetime", "no PID namespace: when sandbox-run itself is killed (SIGKILL), the command and its descendants keep running; otherwise sandbox-run, their subreaper, ends them with the run"},
 	}
 	if abi < ScopeABI {
 		out = append(out, Loss{"signals", "Landlock ABI " + strconv.Itoa(abi) + " < 6: the command can signal every process of its uid"})
@@ -190,7 +193,7 @@ func losses(abi int, network bool) []Loss {
 	out = append(out,
 		Loss{"network", "no TCP port can be bound: the command cannot run a server, not even on loopback"},
 		Loss{"files", "no mount namespace: no private /tmp or /dev/shm (TMPDIR is a per-run directory, removed after the run), and only /dev/null, /dev/zero, /dev/full, /dev/random and /dev/urandom of /dev"},
-		Loss{"protected_paths", "Landlock grants are additive beneath a writable dir: a protected path that exists refuses the run; one that does not can be created while the run lasts and is removed when it ends"},
+		Loss{"protected_paths", "Landlock grants are additive beneath a writable dir: a protected path that exists refuses the run; one that does not can be created while the run lasts (also by renaming .git and making a new one) and is removed when it ends"},
 		Loss{"limits", "no user namespace: RLIMIT_NPROC would count every process of the uid, so the process ceiling is sampled from /proc, and a double-forked process is counted only while sandbox-run, its subreaper, finds it"},
 		Loss{"ipc", "no IPC or UTS namespace: System V IPC and POSIX message queues are refused by seccomp; the hostname is the host's"},
 	)

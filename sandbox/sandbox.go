@@ -286,8 +286,8 @@ type LandlockReport struct {
 // Loss is one named thing a mechanism cannot hold against tier 1 with
 // bwrap.
 type Loss struct {
-	// Name is the area: processes, signals, network, files,
-	// protected_paths, limits, ipc.
+	// Name is the area: processes, proc, lifetime, signals, network,
+	// files, protected_paths, limits, ipc.
 	Name string `json:"name"`
 	// Detail says what the command can do that it could not under bwrap.
 	Detail string `json:"detail"`
