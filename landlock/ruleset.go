@@ -192,7 +192,7 @@ func losses(abi int, network bool) []Loss {
 	}
 	out = append(out,
 		Loss{"network", "no TCP port can be bound: the command cannot run a server, not even on loopback"},
-		Loss{"files", "no mount namespace: no private /tmp or /dev/shm (TMPDIR is a per-run directory, removed after the run), and only /dev/null, /dev/zero, /dev/full, /dev/random and /dev/urandom of /dev"},
+		Loss{"files", "no mount namespace: no private /tmp or /dev/shm (TMPDIR is a per-run directory, removed after the run), and only /dev/null, /dev/zero, /dev/full, /dev/random and /dev/urandom of /dev; a FIFO a host process left in a writable dir can be opened (bwrap covers each with /dev/null)"},
 		Loss{"protected_paths", "Landlock grants are additive beneath a writable dir: a protected path that exists refuses the run; one that does not can be created while the run lasts (also by renaming .git and making a new one) and is removed when it ends"},
 		Loss{"limits", "no user namespace: RLIMIT_NPROC would count every process of the uid, so the process ceiling is sampled from /proc, and a double-forked process is counted only while sandbox-run, its subreaper, finds it"},
 		Loss{"ipc", "no IPC or UTS namespace: System V IPC and POSIX message queues are refused by seccomp; the hostname is the host's"},
