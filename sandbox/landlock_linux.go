@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -73,9 +74,23 @@ func runLandlock(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		return nil, err
 	}
 	if opts.DryRun != nil {
+		r.dryRun(cmd)
 		return &Result{Report: r.report}, nil
 	}
 	return r.supervise(ctx, cmd)
+}
+
+// dryRun writes what would run: the shim, the ruleset, the filter and
+// the environment's names (values are never printed).
+func (r *llRun) dryRun(cmd []string) {
+	w := r.opts.DryRun
+	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(quoteAll(cmd), " "))
+	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
+	for _, rule := range r.rs.Rules {
+		fmt.Fprintf(w, "  %v\n", rule)
+	}
+	fmt.Fprintf(w, "seccomp: %s\n", r.report.Seccomp.Digest)
+	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
 func (r *llRun) close() {
