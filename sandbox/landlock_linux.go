@@ -533,23 +533,51 @@ func endOrphans(uid int) {
 }
 
 // confinedChildren lists the children of self that run as uid with
-// NoNewPrivs 1 and Seccomp 2.
+// NoNewPrivs 1 and Seccomp 2. The children are read from each thread's
+// children file (every thread of sandbox-run may have forked), not from
+// a walk of every process on the host.
 func confinedChildren(self, uid int) []int {
-	ents, err := os.ReadDir("/proc")
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(self) + "/task")
 	if err != nil {
 		return nil
 	}
+	var cands []string
+	read := false
+	for _, tk := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(self), "task", tk.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		read = true
+		cands = append(cands, strings.Fields(string(b))...)
+	}
+	if !read {
+		// A kernel without CONFIG_PROC_CHILDREN: every process is a
+		// candidate, and the status decides.
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			cands = append(cands, e.Name())
+		}
+	}
+	return confinedAmong(cands, self, uid)
+}
+
+// confinedAmong keeps the pids of cands that are children of self running
+// as uid with NoNewPrivs 1 and Seccomp 2.
+func confinedAmong(cands []string, self, uid int) []int {
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	seen := map[int]bool{}
+	for _, f := range cands {
+		pid, err := strconv.Atoi(f)
+		if err != nil || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		st, err := os.ReadFile(filepath.Join("/proc", f, "status"))
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		if st := parseStatus(string(b)); st.ppid == self && st.uid == uid && st.nnp && st.seccomp {
+		if ps := parseStatus(string(st)); ps.ppid == self && ps.uid == uid && ps.nnp && ps.seccomp {
 			out = append(out, pid)
 		}
 	}
