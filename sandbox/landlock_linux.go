@@ -60,6 +60,8 @@ type llRun struct {
 	missing  []string // protected paths absent when the run started
 	stop     context.CancelFunc
 	lns      []net.Listener
+	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
+	pxDone   chan struct{} // closed when the built-in proxy has stopped
 }
 
 // runLandlock runs cmd under Landlock and the seccomp filter, without
@@ -68,6 +70,9 @@ type llRun struct {
 // below landlock.NetABI, and a protected path that exists in a writable
 // directory (Landlock cannot hold it read-only beneath a writable grant).
 func runLandlock(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	if opts.Terminal != nil {
+		return nil, setupErr("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+	}
 	r := &llRun{p: p, opts: opts}
 	defer r.close()
 	if err := r.prepare(ctx, cmd); err != nil {
@@ -166,35 +171,41 @@ func (r *llRun) checkProtected() error {
 
 // network starts what serves the run's network on host loopback TCP
 // ports (Landlock confines TCP connect by port, not by address): the
-// built-in egress proxy or a relay to --egress-socket, and a relay to
-// --llm-socket. nil ports: no network at all.
+// built-in egress proxy or a relay to --egress-socket (which names the
+// run to the node's proxy), and a relay to --llm-socket (an HTTP relay
+// that records each request with --audit). nil ports: no network at all.
 func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]string, mode string, err error) {
-	p := r.p
+	p, root := r.p, os.Geteuid() == 0
 	env, mode = map[string]string{}, "none"
 	sctx, stop := context.WithCancel(context.Background())
 	r.stop = stop
-	listen := func() (net.Listener, uint16, error) {
+	listen := func() (net.Listener, string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, 0, setupErr("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
+			return nil, "", setupErr("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
 		}
 		r.lns = append(r.lns, ln)
 		port := uint16(ln.Addr().(*net.TCPAddr).Port)
 		ports = append(ports, port)
-		return ln, port, nil
+		return ln, strconv.Itoa(int(port)), nil
 	}
-	log := r.opts.logger()
+	log, runID := r.opts.logger(), r.report.RunID
 	switch {
 	case p.EgressSocket != "":
+		if err := checkSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
+			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
+			return nil, nil, "", err
+		}
 		ln, port, err := listen()
 		if err != nil {
 			return nil, nil, "", err
 		}
-		go forwarder.Serve(sctx, ln, p.EgressSocket)
-		setProxyEnv(env, "http://127.0.0.1:"+strconv.Itoa(int(port)))
-		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + strconv.Itoa(int(port)) + ")"
+		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
+		go forwarder.ServeTagged(sctx, ln, p.EgressSocket, tag)
+		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
 	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: r.report.RunID})
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID})
 		if err != nil {
 			return nil, nil, "", &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
@@ -202,17 +213,28 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		if err != nil {
 			return nil, nil, "", err
 		}
-		go px.Serve(sctx, ln)
-		setProxyEnv(env, "http://127.0.0.1:"+strconv.Itoa(int(port)))
-		mode = "proxy (built-in, loopback port " + strconv.Itoa(int(port)) + ")"
+		r.px = px
+		r.pxDone = make(chan struct{})
+		go func() { defer close(r.pxDone); px.Serve(sctx, ln) }()
+		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mode = "proxy (built-in, loopback port " + port + ")"
+	default:
+		setOfflineEnv(env)
 	}
 	if p.LLMSocket != "" {
+		if err := checkSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
+			return nil, nil, "", err
+		}
 		ln, port, err := listen()
 		if err != nil {
 			return nil, nil, "", err
 		}
-		go forwarder.Serve(sctx, ln, p.LLMSocket)
-		setLLMEnv(env, "http://127.0.0.1:"+strconv.Itoa(int(port)), p.LLMEnv)
+		if r.opts.Audit != nil {
+			go serveLLM(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log)
+		} else {
+			go forwarder.Serve(sctx, ln, p.LLMSocket)
+		}
+		setLLMEnv(env, "http://127.0.0.1:"+port, p.LLMEnv)
 		if mode == "none" {
 			mode = "llm only"
 		}
@@ -432,9 +454,25 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		c.Wait()
 		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
+	auditEvent(r.opts.Audit, rep.RunID, "run_start", map[string]any{"tier": 1, "mechanism": "landlock", "command": cmd[0],
+		"network": rep.Network, "allow_hosts": r.p.AllowHosts, "landlock_abi": rep.Landlock.ABI})
 	code, cause, err := r.wait(ctx, c)
 	r.removeCreatedProtected()
 	rep.Exit = classify(code, cause)
+	end := map[string]any{"exit": code}
+	if r.px != nil {
+		// Stopped first, so that every connection has ended and counted
+		// its bytes.
+		r.stop()
+		<-r.pxDone
+		n := r.px.Counts()
+		rep.Egress = &EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
+		end["egress"] = rep.Egress
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	auditEvent(r.opts.Audit, rep.RunID, "run_end", end)
 	return &Result{ExitCode: code, Report: *rep}, err
 }
 
