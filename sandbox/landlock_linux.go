@@ -118,7 +118,16 @@ func (r *llRun) prepare(ctx context.Context, cmd []string) error {
 	r.uid, r.gid = os.Getuid(), os.Getgid()
 	if os.Geteuid() == 0 {
 		r.uid, r.gid = p.UID, p.GID
+		if r.uid == 0 {
+			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+		}
 	}
+	// A session's home and the caches become writable dirs like any other.
+	p, _, err := prepareState(p, r.opts, r.uid, r.gid)
+	if err != nil {
+		return err
+	}
+	r.p = p
 	if err := r.checkProtected(); err != nil {
 		return err
 	}
@@ -327,15 +336,17 @@ func (r *llRun) limits() error {
 	return nil
 }
 
-// withTmpdir points TMPDIR at the run's own directory unless the policy
-// names one itself.
+// withTmpdir points TMPDIR, and HOME when it would be the private /tmp
+// bwrap gives (no --home, --session or HOME of the policy's), at the run's
+// own directory; a value the policy names itself stays.
 func withTmpdir(env []string, p policy.Policy, tmp string) []string {
-	if _, ok := p.Env["TMPDIR"]; ok {
-		return env
-	}
 	for i, kv := range env {
-		if strings.HasPrefix(kv, "TMPDIR=") {
-			env[i] = "TMPDIR=" + tmp
+		k, v, _ := strings.Cut(kv, "=")
+		if _, own := p.Env[k]; own {
+			continue
+		}
+		if k == "TMPDIR" || (k == "HOME" && p.Home == "" && v == "/tmp") {
+			env[i] = k + "=" + tmp
 		}
 	}
 	return env

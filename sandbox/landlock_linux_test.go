@@ -42,9 +42,13 @@ func TestParseStatus(t *testing.T) {
 // TestWithTmpdir: the run's TMPDIR replaces the default, never the
 // policy's own.
 func TestWithTmpdir(t *testing.T) {
-	env := withTmpdir([]string{"A=1", "TMPDIR=/tmp"}, policy.Policy{}, "/run/x")
-	if env[1] != "TMPDIR=/run/x" {
+	env := withTmpdir([]string{"A=1", "HOME=/tmp", "TMPDIR=/tmp"}, policy.Policy{}, "/run/x")
+	if env[1] != "HOME=/run/x" || env[2] != "TMPDIR=/run/x" {
 		t.Errorf("default: %v", env)
+	}
+	env = withTmpdir([]string{"HOME=/h"}, policy.Policy{Home: "/h"}, "/run/x")
+	if env[0] != "HOME=/h" {
+		t.Errorf("--home: %v", env)
 	}
 	env = withTmpdir([]string{"TMPDIR=/mine"}, policy.Policy{Env: map[string]string{"TMPDIR": "/mine"}}, "/run/x")
 	if env[0] != "TMPDIR=/mine" {
