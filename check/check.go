@@ -49,6 +49,9 @@ type Options struct {
 	Binary string
 	// Full runs the whole escape matrix; otherwise the fast subset.
 	Full bool
+	// Mechanism is "" (the platform's own: bwrap or seatbelt) or
+	// "landlock" (Linux: the landlock sandbox and its matrix column).
+	Mechanism string
 }
 
 // Check probes the environment and runs the self-test. A Report always
@@ -57,6 +60,9 @@ func Check(ctx context.Context, opts Options) Report {
 	var items []Item
 	add := func(it Item) { items = append(items, it) }
 	env, mechanism, ready := environment(ctx, opts.Binary)
+	if opts.Mechanism == "landlock" {
+		env, mechanism, ready = landlockEnvironment(ctx, opts.Binary)
+	}
 	for _, it := range env {
 		add(it)
 	}
@@ -69,7 +75,7 @@ func Check(ctx context.Context, opts Options) Report {
 			rep.Incomplete = true
 		} else {
 			start := time.Now()
-			results, err := Run(ctx, cases, RunOptions{Binary: opts.Binary, Filter: func(c Case) bool { return opts.Full || c.Fast }})
+			results, err := Run(ctx, cases, RunOptions{Binary: opts.Binary, Mechanism: opts.Mechanism, Filter: func(c Case) bool { return opts.Full || c.Fast }})
 			if err != nil {
 				add(Item{ID: "matrix", Category: "self-test", Status: StatusFail, Summary: "the escape matrix could not be set up", Details: []string{err.Error()},
 					Remediation: "check that /tmp is writable and loopback is up", DurationMS: time.Since(start).Milliseconds()})

@@ -34,7 +34,8 @@ type RunOptions struct {
 	// this process's own executable.
 	Binary string
 	// Mechanism is the column tested: this platform's own (bwrap on
-	// Linux, seatbelt on macOS; the default) or "none" (each attempt runs
+	// Linux, seatbelt on macOS; the default), "landlock" (Linux, each
+	// attempt runs with --sandbox landlock) or "none" (each attempt runs
 	// with --sandbox off, to check tier 0's expectations).
 	Mechanism string
 	// Filter selects the cases to run; nil runs all.
@@ -385,8 +386,11 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			}
 		} else {
 			argv = []string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}
-			if opts.Mechanism == "none" {
+			switch opts.Mechanism {
+			case "none":
 				argv = append(argv, "--sandbox", "off")
+			case "landlock":
+				argv = append(argv, "--sandbox", "landlock")
 			}
 			switch c.Network {
 			case "proxy":

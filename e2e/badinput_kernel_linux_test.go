@@ -112,6 +112,11 @@ func badInputs() []badInput {
 		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "unprotect not a default", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"unprotect":["Makefile"]}`, want: []string{`"Makefile"`, "not a built-in protected path", "fix:"}},
+		// --sandbox landlock cannot hold a protected path that exists: a
+		// writable grant beneath which nothing can be taken away.
+		{name: "landlock with a protected path present", args: withCmd("run", "--sandbox", "landlock", "--workdir", "{N}", "--protect", "d"),
+			want: []string{"--sandbox landlock cannot hold protected path {N}/d", "additive", "--sandbox bwrap"}},
+		{name: "check of an unknown mechanism", args: []string{"check", "--sandbox", "gvisorr"}, code: 2, want: []string{`"gvisorr"`, "--sandbox landlock"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},

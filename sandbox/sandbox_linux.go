@@ -56,7 +56,7 @@ func findBwrap(want string, writable []string) (string, error) {
 		path, err = exec.LookPath("bwrap")
 		if err != nil {
 			return "", &SetupError{What: "bwrap not found", Why: "no bwrap on PATH",
-				Fix: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH"}
+				Fix: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
 		}
 	}
 	abs, err := filepath.Abs(path)
@@ -66,7 +66,7 @@ func findBwrap(want string, writable []string) (string, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", &SetupError{What: "bwrap not found at " + abs, Why: errText(err),
-			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
+			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
 	}
 	for _, w := range writable {
 		wr, err := filepath.EvalSymlinks(w)
