@@ -140,6 +140,10 @@ type Options struct {
 	// the caller's PATH. It is refused when it lies in a writable directory
 	// of the policy.
 	BwrapPath string
+	// RunscPath is gVisor's runsc for policy.ModeGvisor; empty means the
+	// first runsc on the caller's PATH. Refused like BwrapPath when it
+	// lies in a writable directory.
+	RunscPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
 	// binary is kept between runs (see bwrap.Detector), and the run
 	// journals under runs/; empty probes bwrap on every run and keeps no
@@ -177,11 +181,13 @@ type Result struct {
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
-	RunID      string         `json:"run_id"`
-	Tier       int            `json:"tier"`
-	Mechanism  string         `json:"mechanism"`
-	Platform   string         `json:"platform"`
-	Bwrap      *BwrapReport   `json:"bwrap,omitempty"`
+	RunID     string       `json:"run_id"`
+	Tier      int          `json:"tier"`
+	Mechanism string       `json:"mechanism"`
+	Platform  string       `json:"platform"`
+	Bwrap     *BwrapReport `json:"bwrap,omitempty"`
+	// Gvisor names the runsc of a tier-2 run; nil otherwise.
+	Gvisor     *GvisorReport  `json:"gvisor,omitempty"`
 	Namespaces []string       `json:"namespaces,omitempty"`
 	HostUID    int            `json:"host_uid"`
 	HostGID    int            `json:"host_gid"`
@@ -220,6 +226,20 @@ type BwrapReport struct {
 	Version    string         `json:"version"`
 	Features   bwrap.Features `json:"features"`
 	Advisories []Advisory     `json:"advisories,omitempty"`
+}
+
+// GvisorReport names the runsc that ran a tier-2 sandbox.
+type GvisorReport struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	// Platform is how the Sentry intercepts the command's system calls:
+	// runsc's default (ptrace for this runsc) unless set.
+	Platform string `json:"platform"`
+	// Rootless is set when runsc ran as an unprivileged user.
+	Rootless bool `json:"rootless"`
+	// HostUDS is set when the command may connect to the host Unix
+	// sockets bound in (the forwarded proxies, init's status socket).
+	HostUDS bool `json:"host_uds"`
 }
 
 // Advisory is a known weakness of the bwrap in use.
@@ -281,6 +301,8 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return runBwrap(ctx, p, cmd, opts)
 	case policy.ModeSeatbelt:
 		return runSeatbelt(ctx, p, cmd, opts)
+	case policy.ModeGvisor:
+		return runGvisor(ctx, p, cmd, opts)
 	}
 	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 }

@@ -89,6 +89,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		Logger:     slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Sandbox: sandbox.Options{
 			BwrapPath:  f.bwrapPath,
+			RunscPath:  f.runscPath,
 			BwrapCache: cacheDir(),
 			Stderr:     stdio.Stderr,
 			Signals:    sigs,
