@@ -108,7 +108,14 @@ func (g *gvRun) launch(ctx context.Context) (*Result, error) {
 	// donated descriptor non-blocking, which would break the caller's own
 	// writes to its terminal after the run. os/exec copies through pipes
 	// for anything that is not an *os.File.
-	c.Stdin, c.Stdout, c.Stderr = readerOrNull(g.opts.Stdin, devnull), writerOrNull(g.opts.Stdout, devnull), errW
+	c.Stdout, c.Stderr = writerOrNull(g.opts.Stdout, devnull), errW
+	stdin, err := g.stdinPipe(devnull)
+	if err != nil {
+		errW.Close()
+		return nil, err
+	}
+	defer stdin.Close()
+	c.Stdin = stdin
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	started, exited := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -133,15 +140,26 @@ func (g *gvRun) launch(ctx context.Context) (*Result, error) {
 	return g.supervise(ctx, c, exited, statusCh, &rl, relayDone)
 }
 
-// readerOrNull and writerOrNull hide the *os.File so that os/exec relays
-// through a pipe of its own.
-func readerOrNull(f, null *os.File) io.Reader {
-	if f == nil {
-		return null
+// stdinPipe is what runsc reads as the command's stdin: a pipe fed from
+// the caller's stdin by a goroutine that is not waited for (a read of a
+// terminal would hold the run's end); the caller closes the read end.
+func (g *gvRun) stdinPipe(null *os.File) (*os.File, error) {
+	if g.opts.Stdin == nil {
+		return os.Open(os.DevNull)
 	}
-	return struct{ io.Reader }{f}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	go func() {
+		io.Copy(w, g.opts.Stdin)
+		w.Close()
+	}()
+	return r, nil
 }
 
+// writerOrNull hides the *os.File so that os/exec relays through a pipe
+// of its own.
 func writerOrNull(f, null *os.File) io.Writer {
 	if f == nil {
 		return null
