@@ -135,16 +135,17 @@ func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
 
 func (g *gvRun) prepare(ctx context.Context) error {
 	p, log := g.p, g.opts.logger()
+	// Refusals of the policy first: the same with or without runsc.
+	rl, lims, err := gvLimits(p)
+	if err != nil {
+		return err
+	}
 	path, err := findTool(toolRunsc, g.opts.RunscPath, p.Writable())
 	if err != nil {
 		return err
 	}
 	g.runsc = path
 	ver, err := runscVersion(ctx, path)
-	if err != nil {
-		return err
-	}
-	rl, lims, err := gvLimits(p)
 	if err != nil {
 		return err
 	}
