@@ -80,8 +80,15 @@ func Check(ctx context.Context, opts Options) Report {
 			}
 		}
 	}
+	t2 := tier2Item(ctx, opts.Binary)
+	if t2.ID != "" {
+		items = append(items, t2)
+	}
 	rep.Items = items
 	rep.Tier, rep.Verdict = tier(items, ready, mechanism)
+	if t2.ID != "" {
+		rep.Verdict += "; " + t2.Summary
+	}
 	for i := range rep.Items {
 		rep.Items[i].Tier = rep.Tier
 	}
