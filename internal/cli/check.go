@@ -18,6 +18,7 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print one JSON object: the tier and one entry per check")
 	full := fs.Bool("full", false, "run the whole escape matrix, not only the fast subset")
+	mode := fs.String("sandbox", "", "gvisor: run the escape matrix under tier 2 (--sandbox gvisor) instead of tier 1")
 	strict(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -31,7 +32,11 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: check takes no arguments; fix: sandbox-run check [--json] [--full]\n")
 		return 2
 	}
-	rep := check.Check(ctx, check.Options{Full: *full})
+	if *mode != "" && *mode != "gvisor" {
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: check --sandbox %q: only gvisor can be asked for; fix: sandbox-run check [--sandbox gvisor]\n", *mode)
+		return 2
+	}
+	rep := check.Check(ctx, check.Options{Full: *full, Mechanism: *mode})
 	var err error
 	if *asJSON {
 		err = rep.WriteJSON(stdio.Stdout)

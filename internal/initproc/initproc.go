@@ -74,8 +74,8 @@ type Config struct {
 	// Unix socket and reports there (runsc passes no descriptor but 0-2
 	// into the sandbox). StderrFD may then be 2.
 	StatusSocket string
-	StderrFD int
-	Forward  []Forward
+	StderrFD     int
+	Forward      []Forward
 	// Rlimits is the command's rlimits in limits.EncodeRlimits form; empty
 	// means only core dumps off.
 	Rlimits string
