@@ -177,6 +177,7 @@ func badInputs() []badInput {
 		// check: its usage code is 2
 		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
 		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},
+		{name: "check unknown sandbox", args: []string{"check", "--sandbox", "bwrap"}, code: 2, want: []string{`"bwrap"`, "gvisor"}},
 		{name: "check repeated flag", args: []string{"check", "--json", "--json"}, code: 2, want: []string{"--json", "more than once"}},
 	}
 }

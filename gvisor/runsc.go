@@ -75,3 +75,25 @@ func first(s string, n int) string {
 	}
 	return s
 }
+
+// DefaultPlatform reads the default of -platform from `runsc flags`
+// output (`(default "ptrace")` on the flag's description line); "" when
+// the output names none.
+func DefaultPlatform(flagsOut string) string {
+	lines := strings.Split(flagsOut, "\n")
+	for i, line := range lines {
+		if strings.TrimSpace(line) != "-platform string" || i+1 >= len(lines) {
+			continue
+		}
+		_, rest, ok := strings.Cut(lines[i+1], `(default "`)
+		if !ok {
+			return ""
+		}
+		p, _, ok := strings.Cut(rest, `"`)
+		if !ok || strings.ContainsAny(p, " \t") {
+			return ""
+		}
+		return p
+	}
+	return ""
+}

@@ -207,3 +207,18 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultPlatform(t *testing.T) {
+	for out, want := range map[string]string{
+		"  -pid-file string\n  -platform string\n    \tspecifies which platform to use: ptrace (default), kvm. (default \"ptrace\")\n": "ptrace",
+		"  -platform string\n    \tspecifies which platform to use: systrap (default), kvm. (default \"systrap\")\n":                   "systrap",
+		"  -platform string\n    \tno default here\n":     "",
+		"  -platform string":                              "",
+		"  -network value\n    \t(default \"sandbox\")\n": "",
+		"  -platform string\n    \t(default \"a b\")\n":   "",
+	} {
+		if got := DefaultPlatform(out); got != want {
+			t.Errorf("%q: %q, want %q", out, got, want)
+		}
+	}
+}

@@ -172,3 +172,17 @@ func TestGvisorRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestAutoNeverGvisor: tier 2 is asked for by name; auto is tier 1 even
+// where runsc works. Control: the same policy with ModeGvisor is tier 2.
+func TestAutoNeverGvisor(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	sandboxtest.Runsc(t)
+	w := sandboxtest.WorkDir(t)
+	for mode, want := range map[policy.Mode]string{policy.ModeAuto: "bwrap", "": "bwrap", policy.ModeGvisor: "gvisor"} {
+		res, err := Run(t.Context(), policy.Policy{Workdir: w, Sandbox: mode}, []string{"true"}, Options{})
+		if err != nil || res.Report.Mechanism != want {
+			t.Errorf("mode %q: %+v, %v; want mechanism %s", mode, res, err, want)
+		}
+	}
+}

@@ -23,7 +23,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 	pl := g.pl
 	r := Report{
 		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: platform(),
-		Gvisor:     &GvisorReport{Path: g.runsc, Version: ver.Release, Platform: "ptrace (runsc default)", Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
+		Gvisor:     &GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
 		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
 		HostUID:    g.uid, HostGID: g.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,

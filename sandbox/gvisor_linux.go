@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -145,7 +147,7 @@ func (g *gvRun) prepare(ctx context.Context) error {
 		return err
 	}
 	g.runsc = path
-	ver, err := runscVersion(ctx, path)
+	ver, platform, err := runscInfo(ctx, path, g.opts.BwrapCache)
 	if err != nil {
 		return err
 	}
@@ -216,7 +218,7 @@ func (g *gvRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return setupErr("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
 	}
-	g.cfg = gvisor.Runsc{Root: filepath.Join(g.dir, "state"), Rootless: rootless, HostUDS: true}
+	g.cfg = gvisor.Runsc{Root: filepath.Join(g.dir, "state"), Rootless: rootless, HostUDS: true, Platform: platform}
 	g.id = "sandbox-run-" + runID
 	g.report = g.newReport(runID, ver, env, lims)
 	if g.opts.DryRun != nil {
@@ -324,22 +326,62 @@ func makePoint(root string, pt gvisor.Point) error {
 	return f.Close()
 }
 
-// runscVersion runs `runsc --version` with an empty environment.
-func runscVersion(ctx context.Context, path string) (gvisor.Version, error) {
+// runscInfo is what runsc says of itself: its version and default
+// platform, from `runsc --version` and `runsc flags` (empty environment),
+// remembered in cacheDir by the binary's identity like bwrap's (runsc
+// is a large Go binary: each start costs about 100 ms).
+func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, string, error) {
+	fail := func(why string) (gvisor.Version, string, error) {
+		return gvisor.Version{}, "", setupErr("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+	}
+	var e struct{ Version, Flags string }
+	name, dir := runscCacheName(path), (*pathguard.Dir)(nil)
+	if name != "" && cacheDir != "" {
+		if d, err := pathguard.OpenPrivateDir(cacheDir); err == nil {
+			dir = d
+			defer d.Close()
+			if b, err := d.ReadFile(name); err == nil && json.Unmarshal(b, &e) == nil {
+				if v, err := gvisor.ParseVersion(e.Version); err == nil {
+					return v, gvisor.DefaultPlatform(e.Flags), nil
+				}
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, path, "--version")
-	c.Env = []string{}
-	out, err := c.Output()
-	if err != nil {
-		return gvisor.Version{}, setupErr("cannot use runsc "+path, "runsc --version: "+errText(err),
-			"install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+	for _, q := range []struct {
+		arg string
+		out *string
+	}{{"--version", &e.Version}, {"flags", &e.Flags}} {
+		c := exec.CommandContext(ctx, path, q.arg)
+		c.Env = []string{}
+		b, err := c.CombinedOutput()
+		if err != nil {
+			return fail("runsc " + q.arg + ": " + errText(err))
+		}
+		*q.out = string(b)
 	}
-	v, err := gvisor.ParseVersion(string(out))
+	v, err := gvisor.ParseVersion(e.Version)
 	if err != nil {
-		return v, setupErr("cannot use runsc "+path, err.Error(), "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+		return fail(err.Error())
 	}
-	return v, nil
+	if b, err := json.Marshal(e); err == nil && dir != nil {
+		dir.WriteFile(name, b) // a failure costs the next run a probe
+	}
+	return v, gvisor.DefaultPlatform(e.Flags), nil
+}
+
+// runscCacheName names the cache entry of the runsc at path by its
+// identity (device, inode, size, times): a replaced binary is probed
+// again.
+func runscCacheName(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
+	return "runsc-" + hex.EncodeToString(h[:12]) + ".json"
 }
 
 // sweepGvisorDirs removes the runtime directories of tier-2 runs whose

@@ -232,8 +232,10 @@ type BwrapReport struct {
 type GvisorReport struct {
 	Path    string `json:"path"`
 	Version string `json:"version"`
-	// Platform is how the Sentry intercepts the command's system calls:
-	// runsc's default (ptrace for this runsc) unless set.
+	// Platform is how the Sentry intercepts the command's system calls
+	// (ptrace, systrap, kvm): runsc's own default, read from `runsc
+	// flags` and passed explicitly; "" when runsc names none (then runsc
+	// chose, unreported).
 	Platform string `json:"platform"`
 	// Rootless is set when runsc ran as an unprivileged user.
 	Rootless bool `json:"rootless"`
