@@ -136,7 +136,7 @@ func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
 }
 
 func (g *gvRun) prepare(ctx context.Context) error {
-	p, log := g.p, g.opts.logger()
+	p := g.p
 	// Refusals of the policy first: the same with or without runsc.
 	rl, lims, err := gvLimits(p)
 	if err != nil {
@@ -181,6 +181,14 @@ func (g *gvRun) prepare(ctx context.Context) error {
 		}
 		g.undo = append(g.undo, func() { removeJournal(jpath) })
 	}
+	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
+	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
+}
+
+// prepareSpec sets up the network and init's status socket, renders the
+// spec and, unless this is a dry run, writes the bundle.
+func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []Limit, hostUID, hostGID int) error {
+	p, pl, log, rootless := g.p, g.pl, g.opts.logger(), g.cfg.Rootless
 	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, log)
 	if err != nil {
 		return err
@@ -212,13 +220,13 @@ func (g *gvRun) prepare(ctx context.Context) error {
 	mounts := append(append(append([]bwrap.Mount(nil), pl.mounts...), extra...), pl.late...)
 	g.spec, err = gvisor.Render(gvisor.Input{
 		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
-		UID: uid, GID: gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
+		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
 		Files: fileBinds(mounts),
 	})
 	if err != nil {
 		return setupErr("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
 	}
-	g.cfg = gvisor.Runsc{Root: filepath.Join(g.dir, "state"), Rootless: rootless, HostUDS: true, Platform: platform}
+	g.cfg.Root = filepath.Join(g.dir, "state")
 	g.id = "sandbox-run-" + runID
 	g.report = g.newReport(runID, ver, env, lims)
 	if g.opts.DryRun != nil {
