@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -184,5 +185,41 @@ func TestAutoNeverGvisor(t *testing.T) {
 		if err != nil || res.Report.Mechanism != want {
 			t.Errorf("mode %q: %+v, %v; want mechanism %s", mode, res, err, want)
 		}
+	}
+}
+
+// TestGvisorLimits: --nofile and --fsize are gVisor's rlimits, seen by the
+// command; the timer ends a run on time and classifies it. Control: the
+// same shell outside has a different open-file limit.
+func TestGvisorLimits(t *testing.T) {
+	sandboxtest.Runsc(t)
+	w := sandboxtest.WorkDir(t)
+	ctl, err := exec.Command("sh", "-c", "ulimit -n").Output()
+	if err != nil || strings.TrimSpace(string(ctl)) == "77" {
+		t.Fatalf("control: ulimit -n outside is %q (%v)", ctl, err)
+	}
+	res, out, err := gvRunSh(t, policy.Policy{Workdir: w, NoFile: 77, FSize: 4096},
+		"ulimit -n; head -c 8192 /dev/zero > big; wc -c < big", Options{})
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if f := strings.Fields(out); len(f) < 2 || f[0] != "77" || f[len(f)-1] != "4096" {
+		t.Errorf("nofile/fsize not in force inside: %q", out)
+	}
+	found := 0
+	for _, l := range res.Report.Limits {
+		if (l.Name == "nofile" || l.Name == "fsize") && strings.Contains(l.Enforced, "gVisor") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("report limits: %+v", res.Report.Limits)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err = Run(ctx, policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor}, []string{"sleep", "30"}, Options{})
+	if d := time.Since(start); d > 15*time.Second || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
+		t.Errorf("timeout: after %v, %+v, %v", d, res, err)
 	}
 }

@@ -83,6 +83,13 @@ func verifyGvisor(ps []Protection, rb *initproc.Readback) {
 			}
 		case "capabilities:none":
 			ps[i].Verified = yes(strings.Trim(rb.CapEff, "0") == "")
+		case "uid:not-root":
+			// As root the command's uid inside is the policy's, which
+			// gVisor's gofer serves as that host uid; rootless, gVisor's
+			// uid 0 is the caller, which is not root either.
+			if os.Geteuid() == 0 {
+				ps[i].Verified = yes(rb.UID != 0)
+			}
 		}
 	}
 }
