@@ -159,13 +159,17 @@ func TestGvisorRefusals(t *testing.T) {
 		opts Options
 		want string
 	}{
-		"memory":           {policy.Policy{Workdir: w, Memory: 64 << 20}, Options{}, "--memory"},
-		"pids":             {policy.Policy{Workdir: w, Pids: 64}, Options{}, "--pids"},
-		"runsc in workdir": {policy.Policy{Workdir: w}, Options{RunscPath: fake}, "lies in writable directory"},
-		"runsc absent":     {policy.Policy{Workdir: w}, Options{RunscPath: "/nonexistent/runsc"}, "runsc not found"},
+		"memory":            {policy.Policy{Workdir: w, Memory: 64 << 20}, Options{}, "--memory"},
+		"pids":              {policy.Policy{Workdir: w, Pids: 64}, Options{}, "--pids"},
+		"runsc in workdir":  {policy.Policy{Workdir: w}, Options{RunscPath: fake}, "lies in writable directory"},
+		"runsc absent":      {policy.Policy{Workdir: w}, Options{RunscPath: "/nonexistent/runsc"}, "runsc not found"},
+		"TMPDIR in workdir": {policy.Policy{Workdir: w}, Options{}, "TMPDIR"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.p.Sandbox = policy.ModeGvisor
+			if name == "TMPDIR in workdir" {
+				t.Setenv("TMPDIR", w)
+			}
 			_, err := Run(t.Context(), tc.p, []string{"true"}, tc.opts)
 			if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want a setup error naming %q", err, tc.want)

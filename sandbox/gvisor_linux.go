@@ -142,6 +142,9 @@ func (g *gvRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTmpdir(p.Writable()); err != nil {
+		return err
+	}
 	path, err := findTool(toolRunsc, g.opts.RunscPath, p.Writable())
 	if err != nil {
 		return err
@@ -428,4 +431,34 @@ func sweepGvisorDirs(tmp string) {
 func ownedBySelf(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// checkTmpdir refuses a TMPDIR inside a writable directory: the run's
+// runtime directories (bundle, runsc's state, the proxy's and init's
+// sockets) would be in the command's reach.
+func checkTmpdir(writable []string) error {
+	tmp := os.TempDir()
+	for _, t := range []string{tmp, resolved(tmp)} {
+		if insideAny(t, writable) || insideAny(t, resolvedAll(writable)) {
+			return setupErr("TMPDIR "+tmp+" lies in a writable directory", "the sandbox's bundle, runsc's state and the proxy's socket would be in the command's reach",
+				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
+		}
+	}
+	return nil
+}
+
+// resolved is p with its links resolved, or p when that fails.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func resolvedAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = resolved(p)
+	}
+	return out
 }
