@@ -141,7 +141,10 @@ func TestGvisorExit(t *testing.T) {
 	go func() { time.Sleep(2 * time.Second); sigs <- syscall.SIGTERM }()
 	start := time.Now()
 	res, out, err := gvRunSh(t, policy.Policy{Workdir: w}, "trap 'exit 7' TERM; sleep 30 & wait", Options{Signals: sigs})
-	if err != nil || res.ExitCode != 7 || time.Since(start) > 20*time.Second {
+	// 7: the trap ran; 143: the signal came before sh set the trap (a
+	// slow start under load). Either way it reached the command, which
+	// would otherwise sleep for 30 s.
+	if err != nil || (res.ExitCode != 7 && res.ExitCode != 143) || time.Since(start) > 25*time.Second {
 		t.Errorf("SIGTERM relay: %+v, %v after %v: %s", res, err, time.Since(start), out)
 	}
 }
@@ -219,11 +222,13 @@ func TestGvisorLimits(t *testing.T) {
 	if found != 2 {
 		t.Errorf("report limits: %+v", res.Report.Limits)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	// The deadline leaves the sandbox ample time to start even on a
+	// loaded machine; a run that outlives it by far was not ended.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err = Run(ctx, policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor}, []string{"sleep", "30"}, Options{})
-	if d := time.Since(start); d > 15*time.Second || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
+	res, err = Run(ctx, policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor}, []string{"sleep", "120"}, Options{})
+	if d := time.Since(start); d > 60*time.Second || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
 		t.Errorf("timeout: after %v, %+v, %v", d, res, err)
 	}
 }
