@@ -26,9 +26,15 @@ func gvTmp(t *testing.T) string {
 	return d
 }
 
-func runtimeDirs(t *testing.T, tmp string) []string {
+// runtimeDirs lists the tier-2 runtime directories in tmp; with all, every
+// directory of sandbox-run's there (the proxy's and init's sockets too).
+func runtimeDirs(t *testing.T, tmp string, all ...bool) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(tmp, "sandbox-run-gvisor-*"))
+	pattern := "sandbox-run-gvisor-*"
+	if len(all) > 0 && all[0] {
+		pattern = "sandbox-run-*"
+	}
+	m, err := filepath.Glob(filepath.Join(tmp, pattern))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +75,7 @@ func TestGvisorCLI(t *testing.T) {
 	if report.Tier != 2 || report.Mechanism != "gvisor" || report.Gvisor.Version == "" || !strings.Contains(report.Readback.Kernel.Dmesg, "gVisor") {
 		t.Errorf("report: %s", b)
 	}
-	if left := runtimeDirs(t, tmp); len(left) > 0 {
+	if left := runtimeDirs(t, tmp, true); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 	// Control: the same dmesg line is not gVisor's outside.
@@ -122,7 +128,7 @@ func TestGvisorKilledCleanup(t *testing.T) {
 	if r := runEnv(t, []string{"TMPDIR=" + tmp}, "", "run", "--workdir", w, "--sandbox", "gvisor", "--", "true"); r.code != 0 {
 		t.Fatalf("next run: exit %d: %s", r.code, r.stderr)
 	}
-	if left := runtimeDirs(t, tmp); len(left) > 0 {
+	if left := runtimeDirs(t, tmp, true); len(left) > 0 {
 		t.Errorf("the next run did not sweep %v", left)
 	}
 }

@@ -206,6 +206,9 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 			status, statusCh = s, nil
 			if s != nil && s.Started {
 				cmdStart = true
+				// runsc's gofer holds the bound sockets now: their
+				// directory goes, so a SIGKILL later leaves none.
+				g.nw.release()
 				rl.start()
 				for _, sig := range pending {
 					g.kill(sig)
