@@ -62,10 +62,7 @@ func Main(args []string) int {
 		}
 	}
 
-	rb := readback()
-	if c.StatusSocket != "" {
-		rb.Kernel = readKernel()
-	}
+	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
 	// in between is lost.
 	sigs := make(chan os.Signal, 8)
@@ -167,8 +164,13 @@ func markAllCloexec() {
 	}
 }
 
-func readback() *Readback {
+// readback reads what the kernel says of init's confinement; with kernel,
+// also which kernel it is (tier 2, where it is gVisor's).
+func readback(kernel bool) *Readback {
 	rb := &Readback{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), NoNewPrivs: -1, Seccomp: -1, Namespaces: map[string]string{}}
+	if kernel {
+		rb.Kernel = readKernel()
+	}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
