@@ -10,5 +10,5 @@ import (
 )
 
 func runGvisor(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: gvisor (tier 2) exists only on Linux: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: gvisor (tier 2) exists only on Linux (%w); fix: use --sandbox auto on this platform", ErrUnsupported)
 }
