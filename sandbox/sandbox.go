@@ -10,7 +10,12 @@
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
 // trampoline of a few builtins reports and execs the command, which saves
 // a second Go start. With policy.ModeOff it runs as a plain process with a
-// cleared environment (tier 0), and only then.
+// cleared environment (tier 0), and only then. With policy.ModeGvisor
+// (tier 2, Linux, only when asked for) the same mount plan becomes an OCI
+// bundle (package gvisor) that runsc runs: the command's system calls are
+// served by gVisor's kernel; init reports on a status socket with the
+// kernel it sees; --memory, --pids and --cpu-time are refused there, and
+// binds go by path (runsc has no bind by descriptor).
 //
 // # Guarantees
 //
