@@ -20,8 +20,10 @@ import (
 // workdir, {D} the directory around it, {F} a regular file, {L} a symlink
 // to {W}, {P} the profile (written from profile when that is set), {M}
 // a marker that names this row's command in /proc if it ever runs, {R} a
-// symlink to /, {S} a Unix socket's inode and {N} a directory nested 66
-// levels deep.
+// symlink to /, {S} a Unix socket's inode, {N} a directory nested 66
+// levels deep (the sandbox's own, so it could be a workdir) and {T} a
+// directory directly in /tmp that anyone may write, with a directory job
+// in it that is the sandbox's own.
 type badInput struct {
 	name    string
 	args    []string
@@ -82,6 +84,15 @@ func badInputs() []badInput {
 		{name: "read of a socket", args: withCmd("run", "--workdir", "{W}", "--read", "{S}"), want: []string{"--read {S}", "is a socket", "not supported"}},
 		{name: "read too deep to search", args: withCmd("run", "--workdir", "{W}", "--read", "{N}"), want: []string{"--read {N}", "deeper than 64", "narrower"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
+		{name: "dir in /etc writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc/cron.d"), want: []string{"/etc/cron.d", "lies in /etc"}},
+		{name: "workdir /tmp", args: withCmd("run", "--workdir", "/tmp"), want: []string{"/tmp is shared", "sockets", "mktemp -d"}},
+		{name: "write /var/tmp", args: withCmd("run", "--workdir", "{W}", "--write", "/var/tmp"), want: []string{"/var/tmp is shared"}},
+		{name: "write /dev/shm", args: withCmd("run", "--workdir", "{W}", "--write", "/dev/shm"), want: []string{"/dev/shm is shared", "shared memory"}},
+		{name: "write /run/user", args: withCmd("run", "--workdir", "{W}", "--write", "/run/user"), want: []string{"/run/user lies in /run", "gpg-agent"}},
+		{name: "write /var/run/lock", args: withCmd("run", "--workdir", "{W}", "--write", "/var/run/lock"), want: []string{"/var/run/lock lies in /var/run"}},
+		{name: "write a mail spool", args: withCmd("run", "--workdir", "{W}", "--write", "/var/spool/mail"), want: []string{"/var/spool/mail lies in /var/spool"}},
+		{name: "workdir in a /tmp dir not yours alone", args: withCmd("run", "--workdir", "{T}/job"), want: []string{"{T}/job lies in {T}", "not yours alone", "others may write it"}},
+		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
@@ -134,9 +145,21 @@ func badInputs() []badInput {
 		{name: "env without name", args: withCmd("run", "--workdir", "{W}", "--env", "=x"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "env without =", args: withCmd("run", "--workdir", "{W}", "--env", "NOVALUE"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "pass-env with =", args: withCmd("run", "--workdir", "{W}", "--pass-env", "A=B"), want: []string{`"A=B"`}},
+		{name: "pass-env invalid name", args: withCmd("run", "--workdir", "{W}", "--pass-env", "MY-TOKEN"), want: []string{"pass-env", `"MY-TOKEN"`, "not a variable name"}},
+		{name: "pass-env leading digit", args: withCmd("run", "--workdir", "{W}", "--pass-env", "1X"), want: []string{"pass-env", `"1X"`}},
+		{name: "profile pass-env invalid", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"pass_env":["A B"]}`, want: []string{"pass-env", `"A B"`}},
+		{name: "mcp pass-env invalid", args: withCmd("mcp", "--workdir", "{W}", "--pass-env", "A.B"), want: []string{"pass-env", `"A.B"`}},
 		{name: "llm-env without socket", args: withCmd("run", "--workdir", "{W}", "--llm-env", "X"), want: []string{"llm-socket"}},
 		// sizes and durations
 		{name: "memory unit", args: withCmd("run", "--workdir", "{W}", "--memory", "12X"), want: []string{`"12X"`}},
+		{name: "memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--memory", "512MB"), want: []string{"--memory", `"512MB"`, "ambiguous", "512M"}},
+		{name: "fsize GB ambiguous", args: withCmd("run", "--workdir", "{W}", "--fsize", "1GB"), want: []string{"--fsize", `"1GB"`, "ambiguous"}},
+		{name: "tmp-size KB ambiguous", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "64KB"), want: []string{"--tmp-size", `"64KB"`, "ambiguous"}},
+		{name: "memory fraction", args: withCmd("run", "--workdir", "{W}", "--memory", "1.5G"), want: []string{"--memory", `"1.5G"`}},
+		{name: "profile memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"memory":"512MB"}`, want: []string{`"memory"`, `"512MB"`, "ambiguous"}},
+		{name: "profile tmp_size unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"tmp_size":"1X"}`, want: []string{`"tmp_size"`, `"1X"`}},
+		{name: "profile cpu_time without unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"cpu_time":"30"}`, want: []string{`"30"`, "unit"}},
+		{name: "cpu-time without unit", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "30"), want: []string{"--cpu-time", `"30"`}},
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
@@ -171,6 +194,18 @@ func badInputs() []badInput {
 		{name: "mcp max-message negative", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "-1"), want: []string{"--max-message -1"}},
 		{name: "mcp max-message huge", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "99999999999"), want: []string{"--max-message"}},
 		{name: "mcp empty tool pattern", args: withCmd("mcp", "--workdir", "{W}", "--allow-tool", ""), want: []string{"--allow-tool", "empty"}},
+		{name: "mcp malformed deny-tool glob", args: withCmd("mcp", "--workdir", "{W}", "--deny-tool", "["), want: []string{`--deny-tool "["`, "not glob syntax"}},
+		{name: "mcp class in allow-tool", args: withCmd("mcp", "--workdir", "{W}", "--allow-tool", "read_[a-z]*"), want: []string{"--allow-tool", "not glob syntax"}},
+		{name: "mcp brace in deny-prompt", args: withCmd("mcp", "--workdir", "{W}", "--deny-prompt", "{a,b}"), want: []string{"--deny-prompt", "not glob syntax"}},
+		{name: "mcp escape in allow-resource", args: withCmd("mcp", "--workdir", "{W}", "--allow-resource", `file:///\*`), want: []string{"--allow-resource", "not glob syntax"}},
+		{name: "mcp unknown server request", args: withCmd("mcp", "--workdir", "{W}", "--deny-server-request", "tools/call"), want: []string{"--deny-server-request", "sampling/createMessage"}},
+		{name: "mcp audit-args value", args: withCmd("mcp", "--workdir", "{W}", "--audit-args=full"), want: []string{"--audit-args=full", "raw"}},
+		{name: "mcp max-pending zero", args: withCmd("mcp", "--workdir", "{W}", "--max-pending", "0"), want: []string{"--max-pending 0"}},
+		{name: "mcp pin-update without pin", args: withCmd("mcp", "--workdir", "{W}", "--pin-update"), want: []string{"--pin-update", "--pin FILE"}},
+		{name: "mcp pin in the workdir", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{W}/pins.json"), want: []string{"--pin", "writable dir"}},
+		{name: "mcp pin through a symlink", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{L}/pins.json"), want: []string{"--pin", "{L}"}},
+		{name: "mcp pin not a pin file", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{F}"), want: []string{"--pin", "not a pin file", "--pin-update"}},
+		{name: "mcp audit-line-max small", args: withCmd("mcp", "--workdir", "{W}", "--audit-line-max", "100"), want: []string{"--audit-line-max 100"}},
 		{name: "mcp dry-run", args: withCmd("mcp", "--workdir", "{W}", "--dry-run"), want: []string{"--dry-run"}},
 		{name: "mcp repeated workdir", args: withCmd("mcp", "--workdir", "{W}", "--workdir", "{W}"), want: []string{"--workdir", "more than once"}},
 		{name: "mcp symlinked workdir", args: withCmd("mcp", "--workdir", "{L}"), want: []string{"{L}", "symlink"}},
@@ -243,11 +278,22 @@ func TestBadInput(t *testing.T) {
 			if tt.profile != "" {
 				mustWrite(t, p, tt.profile)
 			}
+			sandboxtest.Chown(t, deep)
+			openTop, err := os.MkdirTemp("/tmp", "sbx-open-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(openTop) })
+			mustMkdir(t, filepath.Join(openTop, "job"))
+			sandboxtest.Chown(t, filepath.Join(openTop, "job"))
+			if err := os.Chmod(openTop, 0o777); err != nil {
+				t.Fatal(err)
+			}
 			tmp := filepath.Join(d, "tmp")
 			mustMkdir(t, tmp)
 			marker := "sbx-bad-" + randHex(t)
 			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker,
-				"{R}", rootLink, "{S}", sock, "{N}", deep)
+				"{R}", rootLink, "{S}", sock, "{N}", deep, "{T}", openTop)
 			args := make([]string, len(tt.args))
 			for i, a := range tt.args {
 				args[i] = subst.Replace(a)
@@ -351,5 +397,28 @@ func mustWrite(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPassEnvUnsetWarns: --pass-env of a name that is not set in
+// sandbox-run's environment is not an error (the run goes on) but says so
+// in one warning line naming it. Control: the same name set passes its
+// value and warns about nothing.
+func TestPassEnvUnsetWarns(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	name := "SBX_PASS_" + strings.ToUpper(randHex(t))
+	args := []string{"run", "--workdir", w, "--pass-env", name, "--", "/bin/sh", "-c", `echo "v=${` + name + `-unset}"`}
+	r := runEnv(t, nil, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=unset") {
+		t.Fatalf("exit %d stdout %q stderr %q, want the run to go on without it", r.code, r.stdout, r.stderr)
+	}
+	warn := "sandbox-run: warning: --pass-env " + name + ": not set"
+	if !strings.Contains(r.stderr, warn) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want exactly one line holding %q", r.stderr, warn)
+	}
+	r = runEnv(t, []string{name + "=here"}, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=here") || strings.Contains(r.stderr, "warning") {
+		t.Errorf("control (set): exit %d stdout %q stderr %q, want the value passed and no warning", r.code, r.stdout, r.stderr)
 	}
 }

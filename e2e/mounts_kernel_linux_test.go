@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -164,6 +165,30 @@ func serveSocket(t *testing.T, p string) *atomic.Int32 {
 	return &n
 }
 
+// serviceAt stands for a host service at sock and fifo: a socket anyone
+// may connect to (serveSocket) and a FIFO held open by a reader until the
+// test ends, so that a writer's open succeeds. It returns the socket's
+// connection count and the script that tries both from inside.
+func serviceAt(t *testing.T, sock, fifo string) (*atomic.Int32, string) {
+	t.Helper()
+	accepted := serveSocket(t, sock)
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(fifo, 0o666)
+	rfd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(rfd) })
+	return accepted, connectScript(sock, fifo)
+}
+
+// systemBinds are the naive launcher's system: what the controls of the
+// socket tests bind before the directory under test.
+var systemBinds = []string{"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+	"--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev", "/dev"}
+
 // connectScript tries the socket and the FIFO from inside, with perl
 // (perl-base is part of every Debian system).
 func connectScript(sock, fifo string) string {
@@ -180,21 +205,9 @@ func TestReadSocketCovered(t *testing.T) {
 	sub := filepath.Join(d, "svc")
 	os.Mkdir(sub, 0o755)
 	sock, fifo := filepath.Join(sub, "agent.sock"), filepath.Join(sub, "pipe")
-	accepted := serveSocket(t, sock)
-	if err := unix.Mkfifo(fifo, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(fifo, 0o666)
-	// A reader holds the FIFO open, so a writer's open succeeds.
-	rfd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(rfd)
-	script := connectScript(sock, fifo)
+	accepted, script := serviceAt(t, sock, fifo)
 
-	out, err := rawBwrap(t, script, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev", "/dev", "--ro-bind", d, d)
+	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--ro-bind", d, d})...)
 	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
 		t.Fatalf("control: a read-only bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
 	}
@@ -242,5 +255,60 @@ func TestReadRootRefused(t *testing.T) {
 		if strings.Contains(r.stdout, "HOST") || strings.Contains(r.stdout, "host-proc") {
 			t.Errorf("--read %s: the host's /tmp or /proc is visible: %q", read, r.stdout)
 		}
+	}
+}
+
+// TestWritableSocketCovered: a socket and a FIFO in the workdir (git's
+// fsmonitor socket in .git/, a FIFO a host process reads) are usable
+// through a writable bind (the control, raw bwrap); under sandbox-run each
+// has /dev/null over it, cannot be removed from inside, and the report's
+// write_scan lists it, while the rest of the workdir stays writable.
+func TestWritableSocketCovered(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	git := filepath.Join(w, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Chown(t, git)
+	sock, fifo := filepath.Join(git, "fsmonitor--daemon.ipc"), filepath.Join(w, "pipe")
+	accepted, script := serviceAt(t, sock, fifo)
+
+	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--bind", w, w})...)
+	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
+		t.Fatalf("control: a writable bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
+	}
+	before := accepted.Load()
+	rep := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+	r := sandboxed(t, w, script+fmt.Sprintf("; rm -f %s && echo removed; echo x > %s/ok && echo wrote", sock, w), "--report", rep)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "connect: Connection refused") || !strings.Contains(r.stdout, "fifo: Permission denied") {
+		t.Errorf("inside: %q, want the socket refused and the FIFO closed", r.stdout)
+	}
+	if strings.Contains(r.stdout, "removed") || !strings.Contains(r.stdout, "wrote") {
+		t.Errorf("inside: %q, want the cover kept and the workdir writable", r.stdout)
+	}
+	if n := accepted.Load(); n != before {
+		t.Errorf("the service accepted %d connections from inside", n-before)
+	}
+	var report struct {
+		WriteScan *struct {
+			Entries int      `json:"entries"`
+			Seconds float64  `json:"seconds"`
+			Covered []string `json:"covered"`
+		} `json:"write_scan"`
+	}
+	b, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(b, &report); err != nil || report.WriteScan == nil {
+		t.Fatalf("report %s: %v", b, err)
+	}
+	ws := report.WriteScan
+	if ws.Entries < 3 || ws.Seconds <= 0 || !slices.Contains(ws.Covered, sock) || !slices.Contains(ws.Covered, fifo) {
+		t.Errorf("write_scan %+v, want %s and %s covered and a measured cost", ws, sock, fifo)
+	}
+	if _, err := os.Lstat(sock); err != nil {
+		t.Errorf("the host's socket is gone: %v", err)
 	}
 }

@@ -124,6 +124,10 @@ type Proxy struct {
 	// dialHook, when set (tests only), sees every address the dialer is about
 	// to connect to, before the Control re-check.
 	dialHook func(netip.AddrPort)
+
+	// ownAddrs lists the proxy host's own addresses (interfaceAddrs;
+	// tests may replace it).
+	ownAddrs func() ([]netip.Addr, error)
 }
 
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
@@ -141,6 +145,7 @@ func New(cfg Config) (*Proxy, error) {
 		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID,
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		ownAddrs:          interfaceAddrs,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {
@@ -310,13 +315,25 @@ func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decis
 	return d
 }
 
-// judge checks one address against the refused ranges; nil means it may be
-// connected to (for t's port).
+// judge checks one address against the refused ranges and the proxy host's
+// own addresses; nil means it may be connected to (for t's port).
 func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
 	v := classify(ip)
+	if v.rule != nil && v.rule.never {
+		return p.judgeRange(t, ip, v)
+	}
+	if r := p.judgeOwn(t, ip); r != nil {
+		return r
+	}
 	if v.rule == nil {
 		return nil
 	}
+	return p.judgeRange(t, ip, v)
+}
+
+// judgeRange checks ip, which classify put in a refused range (v.rule is
+// set), against that range's rule.
+func (p *Proxy) judgeRange(t target, ip netip.Addr, v verdict) *refusal {
 	via := ""
 	if !t.isAddr() {
 		via = fmt.Sprintf("%s resolved to %s: ", t.name, ip)

@@ -140,9 +140,17 @@ type canary struct {
 	count atomic.Int64
 }
 
-func newCanary(t *testing.T) *canary {
+func newCanary(t *testing.T) *canary { t.Helper(); return newCanaryOn(t, netip.Addr{}) }
+
+// newCanaryOn is newCanary listening on ip only (every address when ip is
+// the zero Addr).
+func newCanaryOn(t *testing.T, ip netip.Addr) *canary {
 	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
+	addr := ":0"
+	if ip.IsValid() {
+		addr = netip.AddrPortFrom(ip, 0).String()
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -224,11 +223,12 @@ func TestGvisorLimits(t *testing.T) {
 	}
 	// The deadline leaves the sandbox ample time to start even on a
 	// loaded machine; a run that outlives it by far was not ended.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
 	start := time.Now()
-	res, err = Run(ctx, policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor}, []string{"sleep", "120"}, Options{})
-	if d := time.Since(start); d > 60*time.Second || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
+	res, err = Run(t.Context(), policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor, Timeout: policy.Duration(10 * time.Second)},
+		[]string{"sleep", "120"}, Options{})
+	var te *TimeoutError
+	if d := time.Since(start); d > 60*time.Second || !errors.As(err, &te) || res == nil || res.ExitCode != ExitTimeout ||
+		res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
 		t.Errorf("timeout: after %v, %+v, %v", d, res, err)
 	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -253,12 +254,13 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	case status != nil && status.Started:
 		r.Readback = status.Readback
 		verifyGvisor(r.Protections, status.Readback)
-		class := ""
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			class = "TimedOut"
+		r.Exit = classify(code, "")
+		if killed {
+			// Ended because ctx was done (Run's timer or the caller):
+			// ctx's error says which, and Run classifies a timer's end.
+			return &Result{ExitCode: code, Report: r}, ctxErr(ctx)
 		}
-		r.Exit = classify(code, class)
-		return &Result{ExitCode: code, Report: r}, ctxErr(ctx)
+		return &Result{ExitCode: code, Report: r}, nil
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
 		r.Readback = status.Readback
 		verifyGvisor(r.Protections, status.Readback)
@@ -267,7 +269,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	case status != nil:
 		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:
-		return nil, setupErr("cancelled before the command started", errText(ctx.Err()), "allow a longer --timeout")
+		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	}
 	why := lastLine(rl.held())
 	if why == "" {

@@ -115,10 +115,12 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_FSIZE", Soft: uint64(p.FSize), Hard: uint64(p.FSize)})
 		out = append(out, Limit{Name: "fsize", Value: strconv.FormatInt(p.FSize, 10), Enforced: "rlimit (gVisor kernel)"})
 	}
-	if p.Timeout > 0 {
-		out = append([]Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}, out...)
-	}
-	return rl, out, nil
+	// The default process ceiling is not the caller's request: tier 2
+	// has no way to hold it (gVisor's RLIMIT_NPROC does not count the
+	// sandbox's tasks), and the report says so instead of refusing every
+	// run.
+	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none"})
+	return rl, append(timeoutLimit(p), out...), nil
 }
 
 // ids are the uid and gid the command runs as inside. As root the

@@ -51,3 +51,63 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHostShared: in /tmp a writable dir is accepted only when the
+// directory directly in /tmp is the caller's alone; /tmp and /run/user are
+// refused outright.
+func TestCheckHostShared(t *testing.T) {
+	top, err := os.MkdirTemp("/tmp", "sbx-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	sub := filepath.Join(top, "job")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := top + "-link"
+	if err := os.Symlink(top, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(link) })
+	check := func(d string) error {
+		return checkHost(policy.Policy{Workdir: d}.WithDefaults(), Options{})
+	}
+	// Positive control: the caller's own 0700 directory is accepted.
+	if err := check(sub); err != nil {
+		t.Fatalf("own directory in /tmp refused: %v", err)
+	}
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm", "/run/user/1000"} {
+		if err := check(d); !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), "fix: ") {
+			t.Errorf("%s: %v, want refused with a fix", d, err)
+		}
+	}
+	if err := check(link + "/job"); err == nil || !strings.Contains(err.Error(), "not yours alone") {
+		t.Errorf("through a link in /tmp: %v, want refused", err)
+	}
+	if err := os.Chmod(top, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(sub); err == nil || !strings.Contains(err.Error(), "others may write it") {
+		t.Errorf("world-writable top: %v, want refused", err)
+	}
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// As root the sandbox's uid counts as the caller's; another uid does not.
+	if err := os.Chown(top, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(sub); err != nil {
+		t.Errorf("top owned by the sandbox's uid: %v, want accepted", err)
+	}
+	if err := os.Chown(top, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(sub); err == nil || !strings.Contains(err.Error(), "owned by uid 12345") {
+		t.Errorf("top owned by uid 12345: %v, want refused", err)
+	}
+}

@@ -47,7 +47,8 @@ type plan struct {
 	// other binds need mount points.
 	late  []bwrap.Mount
 	tmpfs []TmpfsReport
-	scan  readScan
+	scan  readScan // the --read paths' socket search
+	wscan readScan // the writable directories' socket search
 }
 
 func (pl *plan) close() {
@@ -217,6 +218,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		}
 	}
 	if err := pl.protect(p, g, pl.writable); err != nil {
+		return nil, err
+	}
+	if err := pl.coverWritable(defaultScanLimits); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -141,7 +141,8 @@ func (pl *plan) addOwnMounts(p policy.Policy, sizeOption bool) {
 		TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
 }
 
-// report is the search's part of the isolation report; nil without --read.
+// report is the search's part of the isolation report; nil when there
+// is no path to search.
 func (s readScan) report(paths int) *ReadScanReport {
 	if paths == 0 {
 		return nil

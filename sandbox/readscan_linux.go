@@ -1,15 +1,11 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A read-only bind does not stop a service from being used: connect() on a
@@ -78,14 +74,10 @@ func (e *ScanBoundError) Error() string {
 	return fmt.Sprintf("the --read paths hold more than %d directory entries in all (the search stopped in %s)", e.Limit, e.Path)
 }
 
-// scanSpecial walks the directory tree at root (a real path: no link on
-// the way, as pathguard resolved it) without following links, and returns
-// every socket and FIFO in it. It crosses mount points, as bwrap's
-// recursive bind does. A directory it cannot list is skipped when the
-// caller cannot search it either; one the caller could search but not
-// list is refused, since a socket at a known name in it would be reachable.
-// A root that is not a directory is returned as found when it is a socket
-// or FIFO itself.
+// scanSpecial searches the tree at root (a real path) for sockets and
+// FIFOs with walkTree, whose bounds and rules it shares, and returns each
+// one found. A root that is not a directory is returned as found when it
+// is a socket or FIFO itself.
 func scanSpecial(root string, lim scanLimits) (scanResult, error) {
 	start := time.Now()
 	var res scanResult
@@ -97,79 +89,25 @@ func scanSpecial(root string, lim scanLimits) (scanResult, error) {
 		res.found = append(res.found, specialFound{rel: ".", kind: k})
 	}
 	if fi.IsDir() {
-		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return res, err
-		}
-		err = scanDir(fd, root, "", 1, lim, &res)
+		res.entries, err = walkTree(root, lim, func(rel string, ents []fs.DirEntry) error {
+			for _, e := range ents {
+				k := specialKind(e.Type())
+				if k == "" {
+					continue
+				}
+				if lim.usedCovered+len(res.found) >= lim.covered {
+					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
+				}
+				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.Name()), kind: k})
+			}
+			return nil
+		})
 		if err != nil {
 			return res, err
 		}
 	}
 	res.elapsed = time.Since(start)
 	return res, nil
-}
-
-// scanDir reads the directory open at fd (it closes fd) and descends into
-// its subdirectories through openat, so that no path is resolved twice.
-func scanDir(fd int, root, rel string, depth int, lim scanLimits, res *scanResult) error {
-	if depth > lim.depth {
-		unix.Close(fd)
-		return &ScanBoundError{Path: root, Bound: "depth", Limit: lim.depth}
-	}
-	dir := os.NewFile(uintptr(fd), filepath.Join(root, rel))
-	defer dir.Close()
-	for {
-		ents, err := dir.ReadDir(1024)
-		for _, e := range ents {
-			res.entries++
-			if lim.usedEntries+res.entries > lim.entries {
-				return &ScanBoundError{Path: root, Bound: "entries", Limit: lim.entries}
-			}
-			name := filepath.Join(rel, e.Name())
-			if k := specialKind(e.Type()); k != "" {
-				if lim.usedCovered+len(res.found) >= lim.covered {
-					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
-				}
-				res.found = append(res.found, specialFound{rel: name, kind: k})
-				continue
-			}
-			if !e.IsDir() {
-				continue
-			}
-			if err := scanSub(int(dir.Fd()), e.Name(), root, name, depth, lim, res); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("cannot list %s: %w", filepath.Join(root, rel), err)
-		}
-	}
-}
-
-// scanSub opens the subdirectory name of the directory at parent and scans
-// it. A directory that vanished or became something else since it was
-// listed is skipped: what is there now is no directory to descend into.
-func scanSub(parent int, name, root, rel string, depth int, lim scanLimits, res *scanResult) error {
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	switch {
-	case err == nil:
-		return scanDir(fd, root, rel, depth+1, lim, res)
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-		return nil
-	case errors.Is(err, unix.EACCES):
-		// Unlistable. If it cannot be searched either, nothing in it
-		// can be reached by name; otherwise a socket at a guessed name
-		// could be.
-		if unix.Faccessat(parent, name, unix.X_OK, unix.AT_EACCESS) != nil {
-			return nil
-		}
-		return fmt.Errorf("cannot list %s, which is searchable, so a socket in it could be reached by its name", filepath.Join(root, rel))
-	}
-	return fmt.Errorf("cannot open %s: %w", filepath.Join(root, rel), err)
 }
 
 // specialKind names the file types that a read-only bind still lets the

@@ -100,8 +100,9 @@ type TmpfsReport struct {
 	Enforced string `json:"enforced"`
 }
 
-// ReadScanReport is the search of the --read paths for Unix sockets and
-// FIFOs, which a read-only bind does not stop the command from using.
+// ReadScanReport is the search of the --read paths (read_scan) or of the
+// writable directories (write_scan) for Unix sockets and FIFOs, which no
+// mount flag stops the command from using.
 type ReadScanReport struct {
 	Paths   int     `json:"paths"`
 	Entries int     `json:"entries"`

@@ -35,15 +35,26 @@
 //     system directory, the home (as $HOME and the passwd entry name it),
 //     a parent of it, a directory in one of its dot-directories, or
 //     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
-//     spelling (see policy.Host).
-//   - A read-only path hands in files, not services: every Unix socket and
-//     FIFO under a --read path when the run starts has /dev/null bound over
-//     it (the search is bounded; over the bound the run is refused). A
+//     spelling (see policy.Host); so is one that is or lies in a place the
+//     host's users and services share (/tmp, /run, /dev/shm, ...), in /tmp
+//     and /var/tmp unless its directory there is the caller's alone.
+//   - No path hands in a service: every Unix socket and FIFO under a --read
+//     path or in a writable directory when the run starts has /dev/null
+//     bound over it (the search is bounded; over the bound the run is
+//     refused). The system directories (/usr, /etc) are not searched. A
 //     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
 //     brings in the host's /sys or /run: such a path is refused.
 //   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
 //     where bwrap has --size; the report lists each one and says "none"
 //     where it has not.
+//   - Run holds the policy's Timeout itself, for every mechanism: the whole
+//     sandbox is ended, the Result says 124, the error is a *TimeoutError.
+//   - Every limit the report lists is held by the mechanism it names
+//     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
+//     cannot start ends the run with a setup error. On Linux every run has
+//     a process ceiling, policy.DefaultPids unless the policy names one,
+//     except tier 2 (gvisor), which refuses a named one and reports the
+//     default as enforced "none".
 //
 // # Non-guarantees
 //
@@ -52,10 +63,11 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
-//   - A socket or FIFO made under a --read path after the run started is
-//     reachable. A tmpfs's inode count is not capped (bwrap has no option
-//     for it): only a cgroup memory limit bounds the kernel memory of many
-//     empty files.
+//   - A socket or FIFO made under a --read path or in a writable directory
+//     after the run started (by a host process) is reachable; so is one
+//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no
+//     option for it): only a cgroup memory limit bounds the kernel memory of
+//     many empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
@@ -118,6 +130,36 @@ func (e *KilledError) Error() string {
 	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
 }
 
+// ErrTimeout is matched (errors.Is) by a *TimeoutError: the policy's
+// Timeout ended the run.
+var ErrTimeout = errors.New("sandbox: timed out")
+
+// TimeoutError means the policy's Timeout ended the whole sandbox: Run's own
+// timer fired, the command and everything it started were killed. The Result
+// that comes with it holds exit status 124 and a report whose exit class is
+// "TimedOut". When the timer fired before the command started, Run returns
+// the TimeoutError without a Result. A deadline or cancellation of the
+// caller's own ctx is not a TimeoutError: it surfaces as ctx's error.
+type TimeoutError struct {
+	Timeout time.Duration
+	// Started is false when the timer fired while the sandbox was still
+	// being set up: the command never ran.
+	Started bool
+}
+
+func (e *TimeoutError) Error() string {
+	if !e.Started {
+		return fmt.Sprintf("timed out after %s before the command started", e.Timeout)
+	}
+	return fmt.Sprintf("timed out after %s; the whole sandbox was ended", e.Timeout)
+}
+
+// Is matches ErrTimeout.
+func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+
+// ExitTimeout is the exit status of a run that the policy's Timeout ended.
+const ExitTimeout = 124
+
 // LimitError means a resource limit ended the whole sandbox. The Result
 // that comes with it holds the exit status and the report.
 type LimitError struct {
@@ -178,7 +220,8 @@ type Options struct {
 // Result is the outcome of a run whose sandbox was set up.
 type Result struct {
 	// ExitCode follows the CLI contract: the command's own status, 128+N
-	// when it died of signal N.
+	// when it died of signal N, ExitTimeout (124) when the policy's Timeout
+	// ended it.
 	ExitCode int
 	Report   Report
 }
@@ -206,7 +249,10 @@ type Report struct {
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
 	// ReadScan is the search of the --read paths for sockets and FIFOs
 	// (Linux, when there are --read paths).
-	ReadScan   *ReadScanReport `json:"read_scan,omitempty"`
+	ReadScan *ReadScanReport `json:"read_scan,omitempty"`
+	// WriteScan is the same search of the workdir and --write dirs
+	// (bwrap only).
+	WriteScan  *ReadScanReport `json:"write_scan,omitempty"`
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
@@ -283,6 +329,10 @@ func (o Options) logger() *slog.Logger {
 // an *ExecError when the sandbox was set up but cmd could not be started;
 // otherwise a Result with the command's exit status. Cancelling ctx kills
 // the whole sandbox.
+//
+// Run enforces p.Timeout itself, for every mechanism: when it passes, the
+// whole sandbox is ended and Run returns a *TimeoutError (errors.Is
+// ErrTimeout) with a Result whose ExitCode is ExitTimeout (124).
 func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	if len(cmd) == 0 {
 		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name a command after --"}
@@ -299,19 +349,68 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
 	}
+	var run func(context.Context, policy.Policy, []string, Options) (*Result, error)
 	switch p.Sandbox {
 	case policy.ModeOff:
-		return runOff(ctx, p, cmd, opts)
+		run = runOff
 	case policy.ModeAuto:
-		return runNative(ctx, p, cmd, opts)
+		run = runNative
 	case policy.ModeBwrap:
-		return runBwrap(ctx, p, cmd, opts)
+		run = runBwrap
 	case policy.ModeSeatbelt:
-		return runSeatbelt(ctx, p, cmd, opts)
+		run = runSeatbelt
 	case policy.ModeGvisor:
-		return runGvisor(ctx, p, cmd, opts)
+		run = runGvisor
+	default:
+		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 	}
-	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
+	if p.Timeout <= 0 || opts.DryRun != nil {
+		return run(ctx, p, cmd, opts)
+	}
+	// The timer's own cause tells its firing apart from a deadline of the
+	// caller's ctx, which stays the caller's error.
+	d := time.Duration(p.Timeout)
+	tctx, cancel := context.WithTimeoutCause(ctx, d, errTimerFired)
+	defer cancel()
+	res, err := run(tctx, p, cmd, opts)
+	return timedOut(tctx, d, res, err)
+}
+
+// errTimerFired is the cause of Run's timer context.
+var errTimerFired = errors.New("the policy's timeout passed")
+
+// timedOut turns a run that ended because Run's timer fired into a
+// *TimeoutError with exit status 124. A mechanism returns ctx's error only
+// when it acted on ctx (ended the sandbox or gave up setting it up), so a
+// command that ended on its own just before the timer keeps its status.
+func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*Result, error) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(context.Cause(tctx), errTimerFired) {
+		return res, err
+	}
+	if res == nil {
+		return nil, &TimeoutError{Timeout: d}
+	}
+	res.ExitCode = ExitTimeout
+	res.Report.Exit = &Exit{Code: ExitTimeout, Class: "TimedOut"}
+	return res, &TimeoutError{Timeout: d, Started: true}
+}
+
+// pidsCeiling is the run's process ceiling: the policy's, or
+// policy.DefaultPids.
+func pidsCeiling(p policy.Policy) int64 {
+	if p.Pids > 0 {
+		return p.Pids
+	}
+	return policy.DefaultPids
+}
+
+// timeoutLimit is the report's line for the policy's Timeout, which Run's
+// timer enforces for every mechanism; nil when there is none.
+func timeoutLimit(p policy.Policy) []Limit {
+	if p.Timeout <= 0 {
+		return nil
+	}
+	return []Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}
 }
 
 // newRunID returns a random id that names one run in reports and audit
@@ -408,8 +507,10 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 // may expose: the home directory as $HOME names it and as the passwd entry
 // of the effective uid does (a hostile $HOME is the caller's own doing, but
 // the cache directory is derived from it, so both count), and
-// sandbox-run's cache, each as given and resolved.
-func hostOf(opts Options) policy.Host {
+// sandbox-run's cache, each as given and resolved; and which directories
+// in /tmp are the caller's own (hostOwn: the sandbox's uid p.UID counts
+// when sandbox-run is root).
+func hostOf(p policy.Policy, opts Options) policy.Host {
 	var h policy.Host
 	spellings := func(p string) []string {
 		if p == "" || !filepath.IsAbs(p) {
@@ -427,6 +528,7 @@ func hostOf(opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = spellings(opts.BwrapCache)
+	h.Own = hostOwn(p.UID)
 	return h
 }
 
@@ -434,7 +536,7 @@ func hostOf(opts Options) policy.Host {
 // the caller's own state (policy.Host.CheckWritable), at either spelling:
 // as given and resolved.
 func checkHost(p policy.Policy, opts Options) error {
-	h := hostOf(opts)
+	h := hostOf(p, opts)
 	for _, w := range p.Writable() {
 		if err := h.CheckWritable(w, w); err != nil {
 			return err

@@ -178,6 +178,7 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		{Name: "unprivileged_host_uid", Configured: uid != 0},
 	}
 	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	report.Limits = timeoutLimit(p)
 	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
@@ -312,6 +313,7 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	}
 	done := make(chan struct{})
 	relayed := make(chan struct{})
+	cancelled := make(chan struct{}, 1)
 	go func() {
 		defer close(relayed)
 		for {
@@ -319,6 +321,7 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 			case s := <-opts.Signals:
 				signalGroup(c.Process, s)
 			case <-ctx.Done():
+				cancelled <- struct{}{}
 				killGroup(c.Process)
 				return
 			case <-done:
@@ -331,12 +334,14 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	<-relayed
 	killGroup(c.Process) // what the command left in its session's group
 	code := exitCode(c.ProcessState)
-	class := ""
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		class = "TimedOut"
+	report.Exit = classify(code, "")
+	select {
+	case <-cancelled:
+		// Ended because ctx was done; Run classifies its own timer.
+		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	default:
 	}
-	report.Exit = classify(code, class)
-	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	return &Result{ExitCode: code, Report: report}, nil
 }
 
 // seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,8 +22,8 @@ import (
 
 // Exit statuses of sandbox-run run, beyond the command's own.
 const (
-	ExitTimeout       = 124 // --timeout ended the run
-	ExitRefused       = 125 // sandbox-run refused or could not set up
+	ExitTimeout       = sandbox.ExitTimeout // --timeout ended the run
+	ExitRefused       = 125                 // sandbox-run refused or could not set up
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
 )
@@ -101,9 +100,8 @@ type runFlags struct {
 	ptrace                      bool
 	mode                        string
 	config, report, audit       string
-	timeout                     time.Duration
+	timeout, cpuTime            string
 	memory, pids, nofile, fsize string
-	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
 	runscPath                   string
 	shmSize                     string
@@ -133,12 +131,12 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "end the whole sandbox after this long (exit 124)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M")
-	fs.StringVar(&f.pids, "pids", "", "task limit for the whole sandbox")
-	fs.DurationVar(&f.cpuTime, "cpu-time", 0, "CPU time limit for the whole sandbox")
+	fs.StringVar(&f.timeout, "timeout", "", "end the whole sandbox after this long, e.g. 90s, 10m (exit 124)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M (K, M, G, T or KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB refused)")
+	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("task (process and thread) limit for the whole sandbox (default %d on Linux)", policy.DefaultPids))
+	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU time limit for the whole sandbox, e.g. 30s")
 	fs.StringVar(&f.nofile, "nofile", "", "open file limit per process")
-	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G")
+	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G (same units as --memory)")
 	fs.StringVar(&f.cgroupBase, "cgroup-base", "", "delegated cgroup v2 directory for the run's cgroup (default: find one)")
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
 	fs.StringVar(&f.shmSize, "shm-size", "", "size of the private /dev/shm (default 64M)")
@@ -155,7 +153,7 @@ func newRunFlags() *runFlags {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox"}
+	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
@@ -261,7 +259,11 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.Sandbox = policy.Mode(f.mode)
 	}
 	if changed("timeout") {
-		p.Timeout = policy.Duration(f.timeout)
+		d, err := policy.ParseDuration(f.timeout)
+		if err != nil {
+			return p, fmt.Errorf("--timeout: %w; fix: e.g. --timeout 90s", err)
+		}
+		p.Timeout = policy.Duration(d)
 	}
 	for _, l := range []struct {
 		flag string
@@ -282,6 +284,9 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 				err = fmt.Errorf("not a whole number")
 			}
 		}
+		if err != nil && l.size {
+			return p, fmt.Errorf("--%s: %w; fix: e.g. --%s 512M", l.flag, err, l.flag)
+		}
 		if err != nil || n <= 0 {
 			return p, fmt.Errorf("--%s %q: want a positive %s; fix: e.g. --%s %s", l.flag, val,
 				map[bool]string{true: "size such as 512M", false: "whole number"}[l.size], l.flag, map[bool]string{true: "512M", false: "64"}[l.size])
@@ -289,10 +294,14 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		*l.dst = n
 	}
 	if changed("cpu-time") {
-		if f.cpuTime <= 0 {
+		d, err := policy.ParseDuration(f.cpuTime)
+		if err != nil {
+			return p, fmt.Errorf("--cpu-time: %w; fix: e.g. --cpu-time 30s", err)
+		}
+		if d <= 0 {
 			return p, fmt.Errorf("--cpu-time must be positive; fix: e.g. --cpu-time 30s")
 		}
-		p.CPUTime = policy.Duration(f.cpuTime)
+		p.CPUTime = policy.Duration(d)
 	}
 	if changed("cgroup-base") {
 		if p.CgroupBase, err = absPath("cgroup-base", f.cgroupBase); err != nil {
@@ -399,6 +408,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
+	warnMissingEnv(stdio.Stderr, p)
 	if p.Workdir != "" {
 		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
 			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
@@ -429,16 +439,11 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
-	runCtx := ctx
-	var cancel context.CancelFunc
-	if p.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
-		defer cancel()
-	}
-	res, err := sandbox.Run(runCtx, p, cmd, opts)
+	res, err := sandbox.Run(ctx, p, cmd, opts)
 	var ee *sandbox.ExecError
 	var le *sandbox.LimitError
 	var ke *sandbox.KilledError
+	var te *sandbox.TimeoutError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
@@ -446,9 +451,13 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
 	case errors.As(err, &le) && res != nil:
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
-	case err != nil && res != nil && errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
-		res.ExitCode = ExitTimeout
+	case errors.As(err, &te) && res != nil:
+		// Run's own timer ended it; res holds 124 and the report.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", te.Error())
+	case errors.As(err, &te):
+		af.discard()
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", te.Error())
+		return ExitTimeout
 	case err != nil && res != nil:
 		// cancelled: the command's status stands
 	case err != nil:
@@ -472,6 +481,15 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// warnMissingEnv says on w which --pass-env names are not set in
+// sandbox-run's own environment: the run goes on without them, and a
+// command that needed one should not fail mysteriously.
+func warnMissingEnv(w io.Writer, p policy.Policy) {
+	for _, k := range p.MissingPassEnv(os.LookupEnv) {
+		fmt.Fprintf(w, "sandbox-run: warning: --pass-env %s: not set in sandbox-run's environment; the command runs without it\n", k)
+	}
 }
 
 // auditFile is an --audit file opened before the run. One this run
