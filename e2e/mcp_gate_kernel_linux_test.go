@@ -386,7 +386,6 @@ func TestMCPGateFloodRSS(t *testing.T) {
 	}
 }
 
-
 // TestMCPGateKinds: prompts by name and resources by URI are filtered and
 // refused like tools, completions and subscriptions with them; allow-list
 // mode closes the kinds it does not name. Control: without rules, every

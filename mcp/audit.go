@@ -76,6 +76,7 @@ type Record struct {
 
 	// mcp_start
 	Server         string   `json:"server,omitempty"` // the server's program (argv[0]); its arguments may hold secrets
+	Name           string   `json:"name,omitempty"`   // the caller's label for the server (Options.Name)
 	Allow          []string `json:"allow_tools,omitempty"`
 	Deny           []string `json:"deny_tools,omitempty"`
 	AllowPrompts   []string `json:"allow_prompts,omitempty"`

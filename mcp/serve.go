@@ -65,6 +65,9 @@ type Options struct {
 	// ServerRequestMethods. Without a declared capability they are refused
 	// anyway.
 	DenyServerRequests []string
+	// Name labels the server in the audit's mcp_start record (such as the
+	// name the client's configuration gives it); empty records none.
+	Name string
 	// RunID names this session in the audit; empty means a random one.
 	RunID string
 	// MaxMessage is the largest message accepted from either side, in
@@ -150,7 +153,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer outR.Close()
 	defer inW.Close() // the client half may still hold it, blocked on clientIn
 
-	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]),
+	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
 		Allow: opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
 		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
 

@@ -365,3 +365,41 @@ func (d *Dir) Names() ([]string, error) {
 	defer f.Close()
 	return f.Readdirnames(-1)
 }
+
+// ChildDir makes sure the directory name (one component) in d exists, is
+// not a link, is mode 0700 and is owned by uid:gid, and returns its path.
+// It is for state that another uid uses: as root, a sandbox's home or
+// cache belongs to the sandbox's uid inside a directory of root's own. A
+// name that exists as something else (a link, a file, a directory of
+// another owner or open to others) is renamed aside to
+// name.untrusted-PID-NANOS, unread, and made again, empty: d itself is
+// this user's and closed to others, so nobody else can have put it there
+// but a run of this user (for another uid).
+func (d *Dir) ChildDir(name string, uid, gid int) (string, error) {
+	p := filepath.Join(d.path, name)
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return "", fmt.Errorf("pathguard: %q is not one path component", name)
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == uid && st.Mode&0o077 == 0:
+		return p, nil
+	case err == nil:
+		aside := name + ".untrusted-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := unix.Renameat(d.fd, name, d.fd, aside); err != nil {
+			return "", &fs.PathError{Op: "rename", Path: p, Err: err}
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return "", &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
+		return "", &fs.PathError{Op: "mkdir", Path: p, Err: err}
+	}
+	if uid != os.Geteuid() || gid != os.Getegid() {
+		if err := unix.Fchownat(d.fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return "", &fs.PathError{Op: "chown", Path: p, Err: err}
+		}
+	}
+	return p, nil
+}

@@ -362,3 +362,59 @@ func TestListenUnix(t *testing.T) {
 		t.Error("a socket was made through the link")
 	}
 }
+
+// TestChildDir: a missing child is made 0700 for the uid; a link, a file
+// or a directory open to others is set aside unread and made again; an
+// existing good one is kept with its content.
+func TestChildDir(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "state")
+	d, err := OpenPrivateDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	uid, gid := os.Geteuid(), os.Getegid()
+	p, err := d.ChildDir("home", uid, gid)
+	if err != nil || p != base+"/home" {
+		t.Fatalf("ChildDir = %q, %v", p, err)
+	}
+	if err := os.WriteFile(p+"/kept", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ChildDir("home", uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p + "/kept"); err != nil {
+		t.Errorf("a good child lost its content: %v", err)
+	}
+	outside := t.TempDir()
+	for name, plant := range map[string]func(string) error{
+		"link": func(p string) error { return os.Symlink(outside, p) },
+		"file": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"open": func(p string) error { return os.Mkdir(p, 0o777) },
+	} {
+		pp := filepath.Join(base, name)
+		if err := plant(pp); err != nil {
+			t.Fatal(err)
+		}
+		if name == "open" {
+			os.Chmod(pp, 0o777) // past the umask
+		}
+		got, err := d.ChildDir(name, uid, gid)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fi, err := os.Lstat(got)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: made %v %v, want a 0700 directory", name, fi.Mode(), err)
+		}
+		if m, _ := filepath.Glob(pp + ".untrusted-*"); len(m) != 1 {
+			t.Errorf("%s: not set aside: %v", name, m)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "a/b"} {
+		if _, err := d.ChildDir(bad, uid, gid); err == nil {
+			t.Errorf("ChildDir(%q) accepted", bad)
+		}
+	}
+}

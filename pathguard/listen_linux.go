@@ -25,6 +25,15 @@ var ErrInUse = errors.New("pathguard: socket is already being served")
 // an error wrapping [ErrNotRegular], and is left alone. Closing the
 // listener removes the socket it made, through the same descriptor.
 func ListenUnix(p string, perm os.FileMode) (net.Listener, error) {
+	return ListenUnixAs(p, perm, -1, -1)
+}
+
+// ListenUnixAs is [ListenUnix] that also gives the socket to uid and gid
+// (-1 leaves either as it is), through the same descriptor as the mode, so
+// the socket is never reachable by its new owner with another mode. Only
+// root may give it to another user; any user may give it to a group of
+// its own.
+func ListenUnixAs(p string, perm os.FileMode, uid, gid int) (net.Listener, error) {
 	dfd, name, err := openParent(p)
 	if err != nil {
 		return nil, err
@@ -53,7 +62,7 @@ func ListenUnix(p string, perm os.FileMode) (net.Listener, error) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	l := &unixListener{Listener: ln, dfd: dfd, name: name}
-	if err := l.chmod(p, perm); err != nil {
+	if err := l.chmod(p, perm, uid, gid); err != nil {
 		l.Close()
 		ok = true // l.Close closed dfd
 		return nil, err
@@ -73,7 +82,7 @@ type unixListener struct {
 // chmod sets perm on the socket just bound, opened O_PATH|O_NOFOLLOW in the
 // pinned directory (a link swapped in is not followed) and changed through
 // its descriptor.
-func (l *unixListener) chmod(p string, perm os.FileMode) error {
+func (l *unixListener) chmod(p string, perm os.FileMode, uid, gid int) error {
 	fd, err := unix.Openat(l.dfd, l.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: p, Err: err}
@@ -83,8 +92,15 @@ func (l *unixListener) chmod(p string, perm os.FileMode) error {
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 		return fmt.Errorf("pathguard: %s changed after it was bound: %w", p, ErrChanged)
 	}
-	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(perm.Perm())); err != nil {
+	via := "/proc/self/fd/" + strconv.Itoa(fd)
+	// The mode first: until the owner changes, only this user reaches it.
+	if err := unix.Chmod(via, uint32(perm.Perm())); err != nil {
 		return &fs.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	if uid >= 0 || gid >= 0 {
+		if err := unix.Chown(via, uid, gid); err != nil {
+			return &fs.PathError{Op: "chown", Path: p, Err: err}
+		}
 	}
 	return nil
 }

@@ -17,6 +17,12 @@ var ErrInUse = errors.New("pathguard: socket is already being served")
 // component and replacing only a stale socket. Outside Linux the check
 // races with the bind and the chmod (see [OpenFile]).
 func ListenUnix(p string, perm os.FileMode) (net.Listener, error) {
+	return ListenUnixAs(p, perm, -1, -1)
+}
+
+// ListenUnixAs is [ListenUnix] that also gives the socket to uid and gid
+// (-1 leaves either as it is). Outside Linux the chown races too.
+func ListenUnixAs(p string, perm os.FileMode, uid, gid int) (net.Listener, error) {
 	r, err := Resolve(p)
 	if err != nil {
 		return nil, err
@@ -41,6 +47,12 @@ func ListenUnix(p string, perm os.FileMode) (net.Listener, error) {
 	if err := os.Chmod(p, perm); err != nil {
 		ln.Close()
 		return nil, err
+	}
+	if uid >= 0 || gid >= 0 {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	return ln, nil
 }

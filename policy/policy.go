@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -138,6 +139,20 @@ type Policy struct {
 	CPUTime Duration `json:"cpu_time,omitempty"`
 	NoFile  int64    `json:"nofile,omitempty"`
 	FSize   int64    `json:"fsize,omitempty"`
+	// Home is a host directory that becomes the command's $HOME: writable,
+	// at the same path, checked like a Write directory. Empty means the
+	// private /tmp (nothing lands in the workdir). It must exist.
+	Home string `json:"home,omitempty"`
+	// Session names a home that sandbox-run keeps in its data directory
+	// and that persists between the runs of the same session; it replaces
+	// Home. Letters, digits, '.', '_' and '-', up to 64 bytes.
+	Session string `json:"session,omitempty"`
+	// Caches names the shared toolchain caches to bind writable, each at
+	// its own path in sandbox-run's cache directory, with the variables
+	// that point the tool at it (see CacheVars). They are shared by every
+	// run of the same user (and, as root, of the same sandbox uid), never
+	// between users.
+	Caches []string `json:"caches,omitempty"`
 	// CgroupBase is a delegated cgroup v2 directory to create the run's
 	// cgroup in; empty means find one, or fall back to rlimits and sampling.
 	CgroupBase string `json:"cgroup_base,omitempty"`
@@ -220,7 +235,19 @@ func Parse(r io.Reader) (Policy, error) {
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Policy{}, fmt.Errorf("policy: profile: field %q: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+			return Policy{}, fmt.Errorf("policy: profile: %s: field %q: a JSON %s where %s is expected", lineCol(b, te.Offset), te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// Offset counts the offending byte itself.
+			return Policy{}, fmt.Errorf("policy: profile: %s: %w", lineCol(b, se.Offset-1), err)
+		}
+		if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+			name = strings.TrimSuffix(name, `"`)
+			return Policy{}, fmt.Errorf("policy: profile: unknown field %q%s", name, didYouMean(name))
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return Policy{}, fmt.Errorf("policy: profile: %s: the JSON ends early (a missing } or ])", lineCol(b, int64(len(b))))
 		}
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
@@ -228,6 +255,64 @@ func Parse(r io.Reader) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy: profile: trailing data after the JSON object")
 	}
 	return p, nil
+}
+
+// lineCol says where byte offset off of b lies, as "line L, column C"
+// (both from 1, columns in bytes).
+func lineCol(b []byte, off int64) string {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// didYouMean names the profile field closest to name (at most two edits
+// away, case ignored), as "; did you mean \"x\"", or "" when none is.
+func didYouMean(name string) string {
+	best, bestD := "", 3
+	t := reflect.TypeFor[Policy]()
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if d := editDistance(strings.ToLower(name), tag); d < bestD {
+			best, bestD = tag, d
+		}
+	}
+	if best == "" {
+		return "; the fields are those of sandbox-run run's flags, with _ for -"
+	}
+	return fmt.Sprintf("; did you mean %q", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // jsonKind names a Go kind the way a profile's author knows it.
@@ -325,8 +410,9 @@ type Host struct {
 	// Home lists the user's home directory: as $HOME names it and as the
 	// passwd entry of the effective uid does, each also resolved.
 	Home []string
-	// State lists sandbox-run's own state directories (its cache, which
-	// holds the bwrap detection cache and the run journals).
+	// State lists sandbox-run's own state directories: its cache (the
+	// bwrap detection cache and the run journals) and its data directory
+	// (sessions' homes and shared caches, bound only as themselves).
 	State []string
 	// Own says whether dir, a directory directly in a shared place such
 	// as /tmp, is the caller's alone (nil error) or why not. Nil (the zero
@@ -434,7 +520,7 @@ func (h Host) checkOwnState(named, d string) error {
 	}
 	for _, st := range h.State {
 		if st != "" && (within(d, st) || within(st, d)) {
-			return invalid(writableField, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache and run journals)", named, st), fix)
+			return invalid(writableField, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache, run journals, sessions' homes and shared caches)", named, st), fix)
 		}
 	}
 	return nil
@@ -447,6 +533,83 @@ func within(p, dir string) bool {
 		return true
 	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// CacheVars lists, per cache name, the variables that point the tool at
+// its cache directory DIR: as a suffix after DIR ("" for DIR itself).
+var cacheVars = map[string]map[string]string{
+	"npm":   {"npm_config_cache": ""},
+	"pip":   {"PIP_CACHE_DIR": ""},
+	"go":    {"GOMODCACHE": "/mod", "GOCACHE": "/build"},
+	"cargo": {"CARGO_HOME": ""},
+	"uv":    {"UV_CACHE_DIR": ""},
+}
+
+// CacheNames returns the cache names Caches accepts, sorted.
+func CacheNames() []string {
+	out := make([]string, 0, len(cacheVars))
+	for k := range cacheVars {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+// CacheEnv returns the variables that point the tool name at its cache
+// directory dir (nil for an unknown name).
+func CacheEnv(name, dir string) map[string]string {
+	vars, ok := cacheVars[name]
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(vars))
+	for k, suffix := range vars {
+		out[k] = dir + suffix
+	}
+	return out
+}
+
+// maxSessionName bounds a session name: it is one path component.
+const maxSessionName = 64
+
+func checkSession(name string) error {
+	if name == "" {
+		return nil
+	}
+	ok := len(name) <= maxSessionName && name != "." && name != ".." && !strings.HasPrefix(name, ".")
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			ok = false
+		}
+	}
+	if !ok {
+		return invalid("session", fmt.Sprintf("%q is not a session name", name),
+			fmt.Sprintf("use letters, digits, '.', '_' and '-' (not first), up to %d bytes, e.g. --session claude-myproject", maxSessionName))
+	}
+	return nil
+}
+
+func (p Policy) validateHome() error {
+	if err := checkSession(p.Session); err != nil {
+		return err
+	}
+	if p.Session != "" && p.Home != "" {
+		return invalid("home", "both --home and --session name the home", "pass one of them")
+	}
+	if p.Sandbox == ModeOff && (p.Session != "" || len(p.Caches) > 0) {
+		return invalid("session", "tier 0 (--sandbox off) binds nothing, so it keeps no session and shares no cache", "leave out --session and --cache, or pass --home DIR")
+	}
+	seen := map[string]bool{}
+	for _, c := range p.Caches {
+		if _, ok := cacheVars[c]; !ok {
+			return invalid("cache", fmt.Sprintf("%q is not a cache sandbox-run knows", c), "name one of "+strings.Join(CacheNames(), ", "))
+		}
+		if seen[c] {
+			return invalid("cache", fmt.Sprintf("%q given twice", c), "name each cache once")
+		}
+		seen[c] = true
+	}
+	return nil
 }
 
 // Validate checks everything that can be checked without touching the
@@ -466,6 +629,17 @@ func (p Policy) Validate() error {
 		if err := (Host{}).CheckWritable(d, d); err != nil {
 			return err
 		}
+	}
+	if p.Home != "" {
+		if err := checkPath("home", p.Home); err != nil {
+			return err
+		}
+		if err := (Host{}).CheckWritable(p.Home, p.Home); err != nil {
+			return err
+		}
+	}
+	if err := p.validateHome(); err != nil {
+		return err
 	}
 	for _, r := range p.Read {
 		if err := checkPath("read", r); err != nil {
@@ -638,6 +812,9 @@ func (p Policy) WithDefaults() Policy {
 	q.Workdir = filepath.Clean(p.Workdir)
 	q.Write = cleanAll(p.Write)
 	q.Read = cleanAll(p.Read)
+	if p.Home != "" {
+		q.Home = filepath.Clean(p.Home)
+	}
 	if q.Sandbox == "" {
 		q.Sandbox = ModeAuto
 	}
@@ -669,7 +846,11 @@ func cleanAll(in []string) []string {
 
 // Writable returns the workdir followed by the --write dirs.
 func (p Policy) Writable() []string {
-	return append([]string{p.Workdir}, p.Write...)
+	w := append([]string{p.Workdir}, p.Write...)
+	if p.Home != "" {
+		w = append(w, p.Home)
+	}
+	return w
 }
 
 // ProtectedPaths returns every protected path as an absolute path inside
@@ -693,12 +874,17 @@ func (p Policy) ProtectedPaths() []string {
 }
 
 // DefaultEnv is what every command gets unless the policy's Env overrides
-// it: a PATH of the system directories, HOME at the workdir and TMPDIR at the
-// private /tmp.
+// it: a PATH of the system directories, HOME at Home or else at the private
+// /tmp (never the workdir: tools' dot-files would land in the project), and
+// TMPDIR at the private /tmp.
 func (p Policy) DefaultEnv() map[string]string {
+	home := p.Home
+	if home == "" {
+		home = "/tmp"
+	}
 	return map[string]string{
 		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME":   p.Workdir,
+		"HOME":   home,
 		"TMPDIR": "/tmp",
 		"LANG":   "C.UTF-8",
 	}

@@ -159,7 +159,7 @@ func TestEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(env, " ")
-	want := "A=1 HOME=/w LANG=C.UTF-8 PATH=/bin TERM=xterm TMPDIR=/tmp"
+	want := "A=1 HOME=/tmp LANG=C.UTF-8 PATH=/bin TERM=xterm TMPDIR=/tmp"
 	if got != want {
 		t.Errorf("Environ = %q, want %q", got, want)
 	}
@@ -349,6 +349,60 @@ func TestHostCheckWritable(t *testing.T) {
 	// The resolved spelling is named with the given one.
 	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {
 		t.Errorf("resolved spelling: %v", err)
+	}
+}
+
+func TestParseErrorsSayWhere(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"{\"workdir\": \"/w\",\n \"alow_hosts\": []}", `unknown field "alow_hosts"; did you mean "allow_hosts"`},
+		{"{\"Workdir\": \"/w\", \"TIMEOUTS\": \"1s\"}", `did you mean "timeout"`},
+		{"{\"frobnicate\": 1}", "the fields are those of sandbox-run run's flags"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\",}}", "line 2, column 19: invalid character '}'"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\"}", "line 2, column 19: the JSON ends early"},
+	} {
+		_, err := Parse(strings.NewReader(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestHomeSessionCaches(t *testing.T) {
+	ok := []Policy{
+		{Workdir: "/w", Session: "claude-proj.1"},
+		{Workdir: "/w", Home: "/h", Caches: []string{"npm", "go", "pip", "cargo", "uv"}},
+	}
+	for _, p := range ok {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+	for _, tt := range []struct {
+		p    Policy
+		want string
+	}{
+		{Policy{Workdir: "/w", Session: "../x"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: ".hidden"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: strings.Repeat("a", 65)}, "not a session name"},
+		{Policy{Workdir: "/w", Session: "a/b"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: "s", Home: "/h"}, "both --home and --session"},
+		{Policy{Workdir: "/w", Home: "h"}, "absolute"},
+		{Policy{Workdir: "/w", Home: "/etc"}, "system directory"},
+		{Policy{Workdir: "/w", Caches: []string{"maven"}}, `"maven" is not a cache`},
+		{Policy{Workdir: "/w", Caches: []string{"npm", "npm"}}, "twice"},
+	} {
+		if err := tt.p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.p, err, tt.want)
+		}
+	}
+	if got := (Policy{Workdir: "/w"}).DefaultEnv()["HOME"]; got != "/tmp" {
+		t.Errorf("default HOME = %q, want /tmp (never the workdir)", got)
+	}
+	if got := (Policy{Workdir: "/w", Home: "/h"}).DefaultEnv()["HOME"]; got != "/h" {
+		t.Errorf("HOME with Home = %q", got)
+	}
+	if got := CacheEnv("go", "/c/go"); got["GOMODCACHE"] != "/c/go/mod" || got["GOCACHE"] != "/c/go/build" {
+		t.Errorf("CacheEnv(go) = %v", got)
 	}
 }
 

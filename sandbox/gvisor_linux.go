@@ -140,6 +140,9 @@ func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
 func (g *gvRun) prepare(ctx context.Context) error {
 	p := g.p
 	// Refusals of the policy first: the same with or without runsc.
+	if g.opts.Terminal != nil {
+		return setupErr("--tty", "--sandbox gvisor gives the command no terminal of its own yet", "pass --no-tty")
+	}
 	rl, lims, err := gvLimits(p)
 	if err != nil {
 		return err
@@ -172,7 +175,12 @@ func (g *gvRun) prepare(ctx context.Context) error {
 	if jdir != "" {
 		sweepJournals(jdir)
 	}
-	pl, err := newPlan(p, false, 0, hostUID, hostGID, true)
+	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
+	if err != nil {
+		return err
+	}
+	g.p = p
+	pl, err := newPlan(p, own, false, 0, hostUID, hostGID, true)
 	if err != nil {
 		return err
 	}

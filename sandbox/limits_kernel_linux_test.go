@@ -264,9 +264,11 @@ func TestLimitsEnforcedAsReported(t *testing.T) {
 // raised to 4000 the same loop reaches 3000.
 func TestDefaultProcessCeiling(t *testing.T) {
 	sandboxtest.Bwrap(t)
-	// Stops at 3000 processes or 10 s, whichever first; the sleepers die
-	// with the sandbox's PID namespace.
-	loop := `i=0; end=$(( $(date +%s) + 10 )); while [ $i -lt 3000 ]; do sleep 20 & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
+	// Stops at 3000 processes or 40 s, whichever first (3000 forks take
+	// about 5 s on a quiet 2-core machine; the bound leaves room for a
+	// loaded CI without letting the loop run on); the sleepers outlive the
+	// loop and die with the sandbox's PID namespace.
+	loop := `i=0; end=$(( $(date +%s) + 40 )); while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
 	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}
 	o := runProbe(t, p, loop)
 	v, m := reported(o.res, "pids")

@@ -49,6 +49,11 @@ type plan struct {
 	tmpfs []TmpfsReport
 	scan  readScan // the --read paths' socket search
 	wscan readScan // the writable directories' socket search
+	// own are sandbox-run's state dirs among the writable ones (sessions'
+	// homes, shared caches): only sandboxes write there, so no host
+	// process's socket is to be covered, and a large cache would exhaust
+	// the search's budget.
+	own []string
 }
 
 func (pl *plan) close() {
@@ -127,8 +132,8 @@ func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution,
 // newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
 // runs under; byFD says bwrap can bind by descriptor. On error, everything
 // the partial plan holds is released.
-func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
-	pl := &plan{byFD: byFD, fdBase: fdBase}
+func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
+	pl := &plan{byFD: byFD, fdBase: fdBase, own: own}
 	defer func() {
 		if err != nil {
 			pl.close()
@@ -141,6 +146,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
+		if werr := writableMissing(p); werr != nil {
+			return nil, werr
+		}
 		return nil, guardErr(err)
 	}
 	pl.guard = g
@@ -399,6 +407,29 @@ func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool
 	return nil
 }
 
+// writableMissing names the flag and the fix when a writable directory is
+// missing or not a directory: pathguard refuses it either way, in its own
+// words, and this only finds the plain-language reason (nil when none).
+func writableMissing(p policy.Policy) error {
+	for _, w := range p.Writable() {
+		flag := "--write"
+		switch w {
+		case p.Workdir:
+			flag = "--workdir"
+		case p.Home:
+			flag = "--home"
+		}
+		fi, err := os.Stat(w)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return setupErr(flag+" "+w, "does not exist", "create it (mkdir -p "+w+") or leave out "+flag+" "+w)
+		case err == nil && !fi.IsDir():
+			return setupErr(flag+" "+w, "is a file, not a directory", "name a directory (a writable directory is bound whole)")
+		}
+	}
+	return nil
+}
+
 // guardErr turns a pathguard refusal into a setup error: one line naming
 // the bind, the link, the writable dir and the fix.
 func guardErr(err error) error {
@@ -438,4 +469,18 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// shownInside reports whether a host path is visible inside a bwrap
+// sandbox under p: a system path, a writable or a --read path.
+func shownInside(p policy.Policy) func(string) bool {
+	dirs := append(append(append([]string(nil), systemPaths...), p.Writable()...), p.Read...)
+	return func(path string) bool {
+		for _, d := range dirs {
+			if within(path, d) {
+				return true
+			}
+		}
+		return false
+	}
 }

@@ -131,7 +131,7 @@ func TestReadCoversOwn(t *testing.T) {
 func TestPlanReadCoversSockets(t *testing.T) {
 	root, _ := specialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root}}.WithDefaults()
-	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPlanReadRefusals(t *testing.T) {
 	} {
 		t.Run(tt.read, func(t *testing.T) {
 			p := policy.Policy{Workdir: t.TempDir(), Read: []string{tt.read}}.WithDefaults()
-			_, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+			_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 			var se *SetupError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || se.Fix == "" {
 				t.Fatalf("error %v, want a setup error naming %q with a fix", err, tt.want)
@@ -193,7 +193,7 @@ func TestPlanReadRefusals(t *testing.T) {
 func TestPlanTmpfs(t *testing.T) {
 	for _, sizeOption := range []bool{true, false} {
 		p := policy.Policy{Workdir: t.TempDir(), ShmSize: 16 << 20}.WithDefaults()
-		pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), sizeOption)
+		pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), sizeOption)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestPlanTmpfs(t *testing.T) {
 func TestPlanReadTwice(t *testing.T) {
 	root, _ := specialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root, root}}.WithDefaults()
-	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

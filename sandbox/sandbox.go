@@ -113,9 +113,17 @@ type ExecError struct {
 	Code    int
 	Command string
 	Reason  string
+	// Fix, when set, says how to make the command runnable (for a command
+	// the host has outside the sandbox's PATH or view).
+	Fix string
 }
 
-func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
+func (e *ExecError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("%s: %s; fix: %s", e.Command, e.Reason, e.Fix)
+	}
+	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
+}
 
 // KilledError means the mechanism itself (bwrap) died of a signal that
 // sandbox-run did not send and no limit explains: someone killed it. The
@@ -198,9 +206,24 @@ type Options struct {
 	// another uid owns it or others may write it, and a writable directory
 	// that is, holds or lies in it is refused.
 	BwrapCache string
+	// DataDir is where a Session's home is kept (sessions/NAME/home) and
+	// the shared caches (caches/uid-UID/NAME); empty refuses both. Like
+	// BwrapCache it is opened without following links, and a writable
+	// directory that is, holds or lies in it is refused.
+	DataDir string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
+	// Terminal, when set, is the caller's terminal (usually Stdin): the
+	// command then gets a new pseudo-terminal inside the sandbox as its
+	// controlling terminal and as its 0, 1 and 2, so a shell has job
+	// control and Ctrl-C and Ctrl-Z reach its foreground job. Stdin's bytes
+	// are relayed to it and its output to Stdout; Terminal is in raw mode
+	// for the run (restored after) and its window size is followed on
+	// SIGWINCH. TERM is passed from LookupEnv unless the policy sets it.
+	// Only bwrap does this; tier 0 (ModeOff) leaves the command on the
+	// caller's own terminal, and other mechanisms refuse it.
+	Terminal *os.File
 	// Signals, when set, are relayed to the command until Run returns.
 	Signals <-chan os.Signal
 	// LookupEnv resolves the policy's PassEnv names; nil passes none.
@@ -258,6 +281,11 @@ type Report struct {
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
 	EnvNames   []string        `json:"env"`
 	Notes      []string        `json:"notes,omitempty"`
+	// Egress counts what the built-in egress proxy decided and carried in
+	// this run: requests and tunnels allowed and refused, bytes to and from
+	// the upstreams. Nil without the built-in proxy (no network, or a
+	// node-wide proxy, whose own audit holds the decisions).
+	Egress *EgressCounts `json:"egress,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`
@@ -269,6 +297,14 @@ type Report struct {
 	Exit        *Exit        `json:"exit,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// EgressCounts is the built-in proxy's tally for one run.
+type EgressCounts struct {
+	Allowed  int64 `json:"allowed"`
+	Refused  int64 `json:"refused"`
+	BytesOut int64 `json:"bytes_out"`
+	BytesIn  int64 `json:"bytes_in"`
 }
 
 // BwrapReport names the bubblewrap that was used.
@@ -349,6 +385,27 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
 	}
+	if opts.Terminal != nil && runtime.GOOS != "linux" && p.Sandbox != policy.ModeOff {
+		return nil, setupErr("--tty", "only bwrap on Linux gives the command a terminal of its own so far", "pass --no-tty")
+	}
+	if (p.Session != "" || len(p.Caches) > 0) && runtime.GOOS != "linux" {
+		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
+			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
+	}
+	res, err := runTimed(ctx, p, cmd, opts)
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		shown := shownInside(p)
+		if p.Sandbox == policy.ModeOff {
+			shown = func(string) bool { return true }
+		}
+		explainNotFound(ee, p, opts.LookupEnv, shown)
+	}
+	return res, err
+}
+
+// runTimed runs the policy's mechanism under the policy's timeout.
+func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	var run func(context.Context, policy.Policy, []string, Options) (*Result, error)
 	switch p.Sandbox {
 	case policy.ModeOff:
@@ -476,6 +533,40 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NODE_USE_ENV_PROXY"] = "1"
 }
 
+// offlineEnv lists the variables a run without egress sets, so that
+// package managers fail at once with their own error instead of retrying a
+// network that is not there (npm's default retries take over a minute, pip's
+// several seconds; MCP clients give up after 30). They go into the command's
+// environment below the policy's own Env, which overrides any of them, and
+// are named in the report's environment like every other variable.
+//
+//   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
+//     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
+//     npm_config_update_notifier=false skips the version check.
+//   - PIP_RETRIES=0, PIP_DISABLE_PIP_VERSION_CHECK=1: pip fails on the
+//     first name resolution error.
+//   - UV_OFFLINE=1, CARGO_NET_OFFLINE=true: uv and cargo use their caches.
+//   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
+//   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
+//     terminal (git itself does not retry).
+var offlineEnv = map[string]string{
+	"npm_config_offline":            "true",
+	"npm_config_fetch_retries":      "0",
+	"npm_config_update_notifier":    "false",
+	"PIP_RETRIES":                   "0",
+	"PIP_DISABLE_PIP_VERSION_CHECK": "1",
+	"UV_OFFLINE":                    "1",
+	"CARGO_NET_OFFLINE":             "true",
+	"GOPROXY":                       "off",
+	"GIT_TERMINAL_PROMPT":           "0",
+}
+
+func setOfflineEnv(env map[string]string) {
+	for k, v := range offlineEnv {
+		env[k] = v
+	}
+}
+
 // Reexec serves the hidden modes in which a run re-executes the running
 // binary: sandbox-run's init inside the sandbox and the exec shim that
 // applies rlimits. Run starts /proc/self/exe in those modes, so a program
@@ -527,7 +618,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
-	h.State = spellings(opts.BwrapCache)
+	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
 	h.Own = hostOwn(p.UID)
 	return h
 }

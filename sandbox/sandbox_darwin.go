@@ -461,7 +461,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			return nil, err
 		}
 		n.serve(sctx, "egress relay", lns, func(ctx context.Context, ln net.Listener) error {
-			return forwarder.Serve(ctx, ln, p.EgressSocket)
+			return forwarder.ServeTagged(ctx, ln, p.EgressSocket, []byte(proxy.RunIDPreamble+runID+"\r\n"))
 		}, log)
 		n.proxyPort, n.mode = port, "proxy (socket "+p.EgressSocket+")"
 		n.notes = append(n.notes, note...)
@@ -482,6 +482,8 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 	}
 	if n.proxyPort != 0 {
 		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
+	} else {
+		setOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
@@ -739,3 +741,7 @@ func seatbeltErrText(err error) string {
 	}
 	return err.Error()
 }
+
+// shownInside is nil: what a Seatbelt profile lets the command read is
+// not worked out here.
+func shownInside(policy.Policy) func(string) bool { return nil }

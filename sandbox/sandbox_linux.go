@@ -34,7 +34,7 @@ func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options)
 }
 
 func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
 // Descriptor numbers as bwrap and init see them: ExtraFiles[i] is fd 3+i.
@@ -145,11 +145,15 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	p, own, err := prepareState(p, opts, uid, gid)
+	if err != nil {
+		return nil, err
+	}
 	jdir := journalDir(opts.BwrapCache)
 	if jdir != "" {
 		sweepJournals(jdir)
 	}
-	pl, err := newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
+	pl, err := newPlan(p, own, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +189,29 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	var tty *terminal
+	if opts.Terminal != nil {
+		if _, set := p.Env["TERM"]; !set && opts.LookupEnv != nil {
+			if term, ok := opts.LookupEnv("TERM"); ok {
+				nw.env["TERM"] = term
+			}
+		}
+		var in io.Reader = opts.Terminal
+		var out io.Writer = io.Discard
+		if opts.Stdin != nil {
+			in = opts.Stdin
+		}
+		if opts.Stdout != nil {
+			out = opts.Stdout
+		}
+		if tty, err = openTerminal(opts.Terminal, in, out); err != nil {
+			return nil, err
+		}
+		// Deferred after the sandbox's own cleanup is registered, so it
+		// runs first: the command's last output, then the terminal back.
+		defer tty.close()
+		opts.Stdin, opts.Stdout, opts.Stderr = tty.slave, tty.slave, tty.slave
+	}
 	env, err := commandEnv(p, nw.env, opts.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -202,8 +229,10 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	// shim beyond the two the trampoline sets itself (core dumps off and
 	// the process ceiling). Otherwise the fast path: bwrap's own PID 1 and
 	// a sh trampoline.
+	// A terminal needs init too: it makes it the command's controlling one.
+	initCfg.TTY = tty != nil
 	nproc, shimOnly := trampolineRlimits(lim.Rlimits)
-	fast := len(initCfg.Forward) == 0 && !shimOnly
+	fast := len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
 	if !fast && len(lim.Rlimits) > 0 {
 		initCfg.Rlimits = limits.EncodeRlimits(lim.Rlimits)
 	}
@@ -301,6 +330,14 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	end := map[string]any{}
 	if res != nil {
 		end["exit"] = res.ExitCode
+		if nw.px != nil {
+			// Stopped first, so every connection has ended and counted
+			// its bytes (close is idempotent; the deferred one is a no-op).
+			nw.close()
+			c := nw.px.Counts()
+			res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+			end["egress"] = res.Report.Egress
+		}
 	}
 	if err != nil {
 		end["error"] = err.Error()

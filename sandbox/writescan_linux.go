@@ -32,7 +32,7 @@ func (pl *plan) coverWritable(lim scanLimits) error {
 		if slices.ContainsFunc(pl.writable, func(o string) bool { return o != w && within(w, o) }) {
 			continue
 		}
-		if _, seen := pl.wscan.done[w]; seen {
+		if _, seen := pl.wscan.done[w]; seen || slices.Contains(pl.own, w) {
 			continue
 		}
 		lim.usedEntries, lim.usedCovered = pl.wscan.entries, len(pl.scan.covered)+len(pl.wscan.covered)

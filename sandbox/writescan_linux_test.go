@@ -26,7 +26,7 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	}
 	sandboxtest.SocketInode(t, filepath.Join(w, ".git", "fsmonitor--daemon.ipc"))
 	p := policy.Policy{Workdir: w, Write: []string{filepath.Join(w, "a")}}.WithDefaults()
-	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +92,26 @@ func TestPlanWritableBounds(t *testing.T) {
 				t.Fatalf("error %v, want a setup error saying %q with a fix", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPlanOwnStateNotSearched: sandbox-run's own state dirs among the
+// writable ones (sessions' homes, shared caches) are not searched; the
+// same dir as a plain --write dir is (the control).
+func TestPlanOwnStateNotSearched(t *testing.T) {
+	w, cache := t.TempDir(), t.TempDir()
+	sandboxtest.SocketInode(t, filepath.Join(cache, "left.sock"))
+	for _, own := range [][]string{nil, {cache}} {
+		p := policy.Policy{Workdir: w, Write: []string{cache}}.WithDefaults()
+		pl, err := newPlan(p, own, false, 9, os.Getuid(), os.Getgid(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := slices.Contains(pl.wscan.covered, filepath.Join(cache, "left.sock"))
+		pl.cleanup()
+		pl.close()
+		if covered != (own == nil) {
+			t.Errorf("own %v: socket covered %v", own, covered)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -64,13 +65,44 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":
-		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
+		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
 	case "help", "--help", "-h":
 		usage(stdio.Stdout)
 		return 0
 	}
 	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check or version (sandbox-run help)", args[0]))
+}
+
+// version is Version as stamped at build time (make build, make install);
+// without a stamp, the module version that go install
+// .../cmd/sandbox-run@VERSION records in the binary; else "dev".
+func version() string {
+	if Version != "dev" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	// Built in a checkout (go build, go install ./cmd/sandbox-run): the
+	// commit the go command recorded.
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 7:
+			rev = s.Value[:7]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev != "" {
+		return Version + "-" + rev + dirty
+	}
+	return Version
 }
 
 func usage(w io.Writer) {
@@ -106,7 +138,10 @@ type runFlags struct {
 	runscPath                   string
 	shmSize                     string
 	cgroupBase                  string
+	home, session               string
+	caches                      []string
 	dryRun, summary, verbose    bool
+	tty, noTTY                  bool
 }
 
 func newRunFlags() *runFlags {
@@ -123,6 +158,9 @@ func newRunFlags() *runFlags {
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable); nothing else is passed")
 	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
 	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
+	fs.StringVar(&f.home, "home", "", "an existing directory that becomes $HOME, writable (default: the private /tmp, never the workdir)")
+	fs.StringVar(&f.session, "session", "", "a named home kept in sandbox-run's data dir that persists between runs of this session")
+	fs.StringArrayVar(&f.caches, "cache", nil, "share this toolchain cache between your runs: npm, pip, go, cargo, uv (repeatable)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
@@ -143,6 +181,8 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.StringVar(&f.runscPath, "runsc", "", "gVisor's runsc for --sandbox gvisor (default: runsc on PATH)")
+	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of its own (default when stdin and stdout are terminals)")
+	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
@@ -150,9 +190,23 @@ func newRunFlags() *runFlags {
 	return f
 }
 
+// commandArgs returns the command after the flags. The first word that is
+// not a flag ends sandbox-run's flags, "--" or not (the flag set is not
+// interspersed), so a harness that strips the "--" (the MCP Inspector
+// does) starts the same command. A "--" right before the command, or
+// several, as a harness that adds its own leaves them, are dropped: no
+// program is named "--".
+func commandArgs(fs *pflag.FlagSet) []string {
+	cmd := fs.Args()
+	for len(cmd) > 0 && cmd[0] == "--" {
+		cmd = cmd[1:]
+	}
+	return cmd
+}
+
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
-var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
+var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
 	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // policy builds the policy: the profile, then the flags that were given.
@@ -232,6 +286,17 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			// Cloned: the argv bytes are scrubbed after parsing.
 			p.Env[strings.Clone(k)] = strings.Clone(v)
 		}
+	}
+	if changed("home") {
+		if p.Home, err = absPath("home", f.home); err != nil {
+			return p, err
+		}
+	}
+	if changed("session") {
+		p.Session = f.session
+	}
+	if changed("cache") {
+		p.Caches = f.caches
 	}
 	if changed("pass-env") {
 		p.PassEnv = f.passEnv
@@ -388,36 +453,33 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n%s", f.fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
 	}
-	cmd := f.fs.Args()
-	if f.fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		// Without "--" a command's own flags would be taken as ours.
-		return fail(stdio.Stderr, fmt.Errorf("the command must follow --; fix: sandbox-run run [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(f.fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
+		return failClient(stdio, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
 	warnMissingEnv(stdio.Stderr, p)
 	if p.Workdir != "" {
-		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+		if err := checkWorkdir(p.Workdir); err != nil {
+			return failClient(stdio, err)
 		}
 	}
 	opts := sandbox.Options{
 		BwrapPath:  f.bwrapPath,
 		RunscPath:  f.runscPath,
 		BwrapCache: cacheDir(),
+		DataDir:    dataDir(),
 		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
 		Signals:   sigs,
 		LookupEnv: os.LookupEnv,
@@ -425,13 +487,23 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
+	switch {
+	case f.tty && f.noTTY:
+		return failClient(stdio, errors.New("--tty and --no-tty contradict each other; fix: pass one of them"))
+	case f.tty && !ttySupported:
+		return failClient(stdio, errors.New("--tty: a terminal for the command is made only on Linux so far; fix: leave out --tty"))
+	case f.tty && !isTerminal(stdio.Stdin):
+		return failClient(stdio, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty"))
+	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):
+		opts.Terminal = stdio.Stdin
+	}
 	if err := f.hostFiles(p); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	var af *auditFile
 	if f.audit != "" && !f.dryRun {
 		if af, err = openAudit(f.audit); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		opts.Audit = af
@@ -462,7 +534,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		// cancelled: the command's status stands
 	case err != nil:
 		af.discard()
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Report); werr != nil {
@@ -472,6 +544,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			}
 		}
 	}
+	printOffline(stdio.Stderr, cmd, res)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {
@@ -481,6 +554,20 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// checkWorkdir says in plain words why the workdir cannot be used.
+func checkWorkdir(wd string) error {
+	fi, err := os.Stat(wd)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("workdir %s does not exist; fix: create it (mkdir -p %s) or pass --workdir DIR", wd, wd)
+	case err != nil:
+		return fmt.Errorf("workdir %s cannot be inspected: %v; fix: pass --workdir DIR, a directory you can reach", wd, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("workdir %s is not a directory; fix: pass --workdir %s, the directory that holds it, or another directory", wd, filepath.Dir(wd))
+	}
+	return nil
 }
 
 // warnMissingEnv says on w which --pass-env names are not set in
@@ -554,6 +641,9 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	}
 	fmt.Fprintf(w, "  protected    %d paths\n", len(r.Protected))
 	fmt.Fprintf(w, "  network      %s\n", r.Network)
+	if e := r.Egress; e != nil {
+		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
+	}
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
@@ -582,6 +672,23 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "sandbox-run")
+}
+
+// dataDir is where sandbox-run keeps sessions' homes and shared caches:
+// $XDG_DATA_HOME/sandbox-run, else ~/.local/share/sandbox-run; "" when
+// neither is known. As root it is /var/lib/sandbox-run: the sandbox runs
+// as another uid, which must be able to reach them, and /root is closed.
+func dataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/sandbox-run"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sandbox-run")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "share", "sandbox-run")
+	}
+	return ""
 }
 
 func printOneLine(w io.Writer, res *sandbox.Result) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -39,58 +40,59 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n%s", fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
 	}
-	cmd := fs.Args()
-	if fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		return fail(stdio.Stderr, fmt.Errorf("the server must follow --; fix: sandbox-run mcp [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
+		return failClient(stdio, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
+	}
+	if f.tty {
+		return failClient(stdio, errors.New("--tty is for sandbox-run run: MCP speaks JSON on stdin and stdout; fix: leave out --tty"))
 	}
 	if f.dryRun {
-		return fail(stdio.Stderr, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
+		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
 	// --audit gets the relay's call records and the sandbox's own
 	// (egress decisions); the relay opens it.
 	auditPath := f.audit
 	opts, err := mf.options()
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
 	warnMissingEnv(stdio.Stderr, p)
-	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-		return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+	if err := checkWorkdir(p.Workdir); err != nil {
+		return failClient(stdio, err)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Sandbox = sandbox.Options{
 		BwrapPath:  f.bwrapPath,
 		RunscPath:  f.runscPath,
 		BwrapCache: cacheDir(),
+		DataDir:    dataDir(),
 		Stderr:     stdio.Stderr,
 		Signals:    sigs,
 		LookupEnv:  os.LookupEnv,
 	}
 	if err := f.hostFiles(p); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if err := mf.loadPin(p, &opts); err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	var af *auditFile
 	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		// Calls and the sandbox's own records (egress decisions) in one
@@ -98,9 +100,26 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.Audit = af
 		opts.Sandbox.Audit = af
 	}
-	res, err := mcp.Serve(ctx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
+	in, first, stop := watchFirst(stdio.Stdin)
+	defer stop()
+	out := &writeCounter{w: stdio.Stdout}
+	res, err := mcp.Serve(ctx, p, cmd, in, out, opts)
 	if res == nil {
 		af.discard()
+		if first != nil && out.n.Load() == 0 {
+			// The sandbox failed before the relay answered anything: the
+			// client's first request, sent or still to come (a client may
+			// start its server before it speaks), gets the reason.
+			t := time.NewTimer(clientWait)
+			select {
+			case id := <-first:
+				if id != nil {
+					stdio.Stdout.Write(rpcError(id, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+				}
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		return fail(stdio.Stderr, err)
 	}
 	code := mcpExitCode(stdio.Stderr, res, err)
@@ -157,7 +176,7 @@ type mcpFlags struct {
 	auditArgs                  string
 	maxMessage, maxPending     int
 	auditArgsMax, auditLineMax int
-	pin                        string
+	pin, name                  string
 	pinUpdate                  bool
 }
 
@@ -177,8 +196,9 @@ func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
 	fs.IntVar(&m.auditArgsMax, "audit-args-max", mcp.DefaultAuditArgsMax, "argument bytes kept per call with --audit-args; larger arguments are recorded by size only")
 	fs.IntVar(&m.auditLineMax, "audit-line-max", mcp.DefaultAuditLineMax, "longest audit line, in bytes; a longer record loses its argument values")
 	fs.StringVar(&m.pin, "pin", "", "trust the tool definitions recorded in this file: a changed or new tool is hidden and refused; the first session records them")
+	fs.StringVar(&m.name, "name", "", "label for the server in the audit's mcp_start record, e.g. filesystem")
 	fs.BoolVar(&m.pinUpdate, "pin-update", false, "record this session's tool definitions in the --pin file instead of enforcing it")
-	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin")
+	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin", "name")
 	return m
 }
 
@@ -199,6 +219,7 @@ func (m *mcpFlags) options() (mcp.Options, error) {
 		MaxMessage:         m.maxMessage,
 		MaxPending:         m.maxPending,
 		DenyServerRequests: m.denyServer,
+		Name:               m.name,
 	}
 	return opts, opts.Validate()
 }

@@ -13,7 +13,7 @@ func TestMCPRefusalsAreOneLine(t *testing.T) {
 		want string
 	}{
 		{"no server", []string{"mcp", "--workdir", wd}, "no server"},
-		{"server without --", []string{"mcp", "--workdir", wd, "node", "x.js"}, "must follow --"},
+		{"no server after dashes", []string{"mcp", "--workdir", wd, "--", "--"}, "no server"},
 		{"empty pattern", []string{"mcp", "--workdir", wd, "--allow-tool", "", "--", "true"}, "--allow-tool"},
 		{"dry run", []string{"mcp", "--workdir", wd, "--dry-run", "--", "true"}, "--dry-run"},
 		{"unknown flag", []string{"mcp", "--frob", "--", "true"}, "unknown flag"},
