@@ -166,6 +166,7 @@ func TestGvisorRefusals(t *testing.T) {
 		"runsc in workdir":  {policy.Policy{Workdir: w}, Options{RunscPath: fake}, "lies in writable directory"},
 		"runsc absent":      {policy.Policy{Workdir: w}, Options{RunscPath: "/nonexistent/runsc"}, "runsc not found"},
 		"TMPDIR in workdir": {policy.Policy{Workdir: w}, Options{}, "TMPDIR"},
+		"terminal":          {policy.Policy{Workdir: w}, Options{Terminal: os.Stdin}, "--no-tty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.p.Sandbox = policy.ModeGvisor
