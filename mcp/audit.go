@@ -77,6 +77,7 @@ type Record struct {
 	// mcp_start
 	Server         string   `json:"server,omitempty"` // the server's program (argv[0]); its arguments may hold secrets
 	Name           string   `json:"name,omitempty"`   // the caller's label for the server (Options.Name)
+	Client         string   `json:"client,omitempty"` // "http ADDR" for a session of ServeHTTP
 	Allow          []string `json:"allow_tools,omitempty"`
 	Deny           []string `json:"deny_tools,omitempty"`
 	AllowPrompts   []string `json:"allow_prompts,omitempty"`

@@ -12,6 +12,10 @@
 // the initialize handshake (protocol versions up to 2025-11-25) and for
 // the stateless server/discover style (2026-07-28) alike.
 //
+// Serve relays one client on a pair of streams (stdio); ServeHTTP serves
+// MCP's Streamable HTTP transport, each client session with its own Serve
+// and sandbox (see its doc for what it adds and does not hold).
+//
 // # Guarantees
 //
 //   - A request using a tool, prompt or resource the Rules hide never

@@ -70,6 +70,9 @@ type Options struct {
 	Name string
 	// RunID names this session in the audit; empty means a random one.
 	RunID string
+	// Client says who the client is, for the mcp_start record (ServeHTTP
+	// sets "http ADDR"); empty means the one on stdio.
+	Client string
 	// MaxMessage is the largest message accepted from either side, in
 	// bytes; zero means DefaultMaxMessage. A larger client message is
 	// answered with an error; a larger server message ends the session.
@@ -154,6 +157,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer inW.Close() // the client half may still hold it, blocked on clientIn
 
 	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
+		Client: capString(opts.Client),
 		Allow: opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
 		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
 

@@ -68,7 +68,7 @@ func TestRunEnforcesTimeout(t *testing.T) {
 			if mode == policy.ModeOff {
 				script = "sleep " + marker + " & sleep " + marker
 			}
-			p := policy.Policy{Workdir: w, Sandbox: mode, Timeout: policy.Duration(time.Second)}
+			p := policy.Policy{Workdir: w, Sandbox: mode, Timeout: policy.Duration(3 * time.Second)} // room for a loaded set-up: the timer must fire after the start
 			// Bounds the test should Run ignore the timeout.
 			bound, cancelBound := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancelBound()
@@ -82,29 +82,29 @@ func TestRunEnforcesTimeout(t *testing.T) {
 			if res == nil || res.ExitCode != ExitTimeout {
 				t.Fatalf("result %+v, want exit %d", res, ExitTimeout)
 			}
-			if took < time.Second || took > 15*time.Second {
-				t.Errorf("Run returned after %v, want the 1s timeout (bounded at 15s)", took)
+			if took < 3*time.Second || took > 15*time.Second {
+				t.Errorf("Run returned after %v, want the 3s timeout (bounded at 15s)", took)
 			}
 			if e := res.Report.Exit; e == nil || e.Code != ExitTimeout || e.Class != "TimedOut" {
 				t.Errorf("report exit %+v, want code 124 class TimedOut", e)
 			}
 			found := false
 			for _, l := range res.Report.Limits {
-				found = found || (l.Name == "timeout" && l.Enforced == "timer" && l.Value == "1s")
+				found = found || (l.Name == "timeout" && l.Enforced == "timer" && l.Value == "3s")
 			}
 			if !found {
-				t.Errorf("report limits %+v: no timeout 1s enforced by timer", res.Report.Limits)
+				t.Errorf("report limits %+v: no timeout 3s enforced by timer", res.Report.Limits)
 			}
 			if left := goneWithin(marker, 3*time.Second); len(left) > 0 {
 				t.Errorf("processes of the timed-out run survive: %v", left)
 			}
 
-			// Control: no timeout; the command outlives 1s and exits 3.
+			// Control: no timeout; the command outlives 3s and exits 3.
 			p.Timeout = 0
 			start = time.Now()
-			res, err = Run(t.Context(), p, []string{"sh", "-c", "sleep 1.5; exit 3"}, Options{Stdout: null, Stderr: null})
-			if err != nil || res.ExitCode != 3 || time.Since(start) < 1500*time.Millisecond {
-				t.Fatalf("control without timeout: res %+v err %v after %v, want exit 3 after 1.5s", res, err, time.Since(start))
+			res, err = Run(t.Context(), p, []string{"sh", "-c", "sleep 3.5; exit 3"}, Options{Stdout: null, Stderr: null})
+			if err != nil || res.ExitCode != 3 || time.Since(start) < 3500*time.Millisecond {
+				t.Fatalf("control without timeout: res %+v err %v after %v, want exit 3 after 3.5s", res, err, time.Since(start))
 			}
 			for _, l := range res.Report.Limits {
 				if l.Name == "timeout" {

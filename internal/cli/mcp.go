@@ -33,11 +33,14 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	fs.Init("mcp", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	mf := addMCPFlags(fs)
+	hf := addHTTPFlags(fs)
+	strict(fs, "listen", "token-file", "session-idle")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
 				"Relays MCP on stdin/stdout to SERVER running in a sandbox. --audit FILE appends one JSON\n"+
-				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n%s", fs.FlagUsages())
+				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n"+
+				"With --listen HOST:PORT it serves MCP's Streamable HTTP transport instead, one sandboxed server per client session.\n%s", fs.FlagUsages())
 			return 0
 		}
 		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
@@ -56,6 +59,9 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	// (egress decisions); the relay opens it.
 	auditPath := f.audit
 	opts, err := mf.options()
+	if err == nil {
+		err = hf.check(fs, mf, f.report)
+	}
 	if err != nil {
 		return failClient(stdio, err)
 	}
@@ -100,6 +106,13 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.Audit = af
 		opts.Sandbox.Audit = af
 	}
+	if hf.listen != "" {
+		code, served := hf.serveHTTP(ctx, p, cmd, opts, stdio, sigs)
+		if !served {
+			af.discard()
+		}
+		return code
+	}
 	in, first, stop := watchFirst(stdio.Stdin)
 	defer stop()
 	out := &writeCounter{w: stdio.Stdout}
@@ -119,6 +132,11 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			case <-t.C:
 			}
 			t.Stop()
+		}
+		if errors.Is(err, sandbox.ErrTimeout) {
+			// Run's timer ended the set-up: a timeout, as for run.
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return ExitTimeout
 		}
 		return fail(stdio.Stderr, err)
 	}
