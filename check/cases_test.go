@@ -60,7 +60,7 @@ func TestEveryReportedMechanismHasAColumn(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
-	full := `"expect":{"bwrap":{"linux":"held","darwin":"n/a","windows":"n/a"},"gvisor":{"linux":"held","darwin":"n/a","windows":"n/a"},"seatbelt":{"linux":"n/a","darwin":"held","windows":"n/a"},"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}}`
+	full := `"expect":{"bwrap":{"linux":"held","darwin":"n/a","windows":"n/a"},"gvisor":{"linux":"held","darwin":"n/a","windows":"n/a"},"landlock":{"linux":"held","darwin":"n/a","windows":"n/a"},"seatbelt":{"linux":"n/a","darwin":"held","windows":"n/a"},"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}}`
 	row := func(extra, expect string) string {
 		return `{"cases":[{"id":"a-b","group":"fs","tries":"t","probe":"read-file","canary":"c"` + extra + `,` + expect + `}]}`
 	}
@@ -70,7 +70,8 @@ func TestParseRefuses(t *testing.T) {
 	tests := []struct{ name, doc, want string }{
 		{"missing platform", row("", strings.Replace(full, `,"windows":"escaped"`, "", 1)), "no expectation for mechanism none on windows"},
 		{"missing mechanism", row("", strings.Replace(full, `,"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}`, "", 1)), "no expectation for mechanism none"},
-		{"unknown mechanism", row("", strings.Replace(full, `"none":`, `"landlock":`, 1)), `unknown mechanism "landlock"`},
+		{"missing landlock column", row("", strings.Replace(full, `"landlock":{"linux":"held","darwin":"n/a","windows":"n/a"},`, "", 1)), "no expectation for mechanism landlock on linux"},
+		{"unknown mechanism", row("", strings.Replace(full, `"none":`, `"vmlane":`, 1)), `unknown mechanism "vmlane"`},
 		{"bad expectation", row("", strings.Replace(full, `"held"`, `"fine"`, 1)), `"fine"`},
 		{"unknown placeholder", row(`,"args":["${nope}"]`, full), "unknown placeholder"},
 		{"unknown probe", strings.Replace(row("", full), "read-file", "teleport", 1), `probe "teleport"`},

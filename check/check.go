@@ -49,8 +49,9 @@ type Options struct {
 	Binary string
 	// Full runs the whole escape matrix; otherwise the fast subset.
 	Full bool
-	// Mechanism "gvisor" runs the matrix under tier 2 and makes the
-	// verdict tier 2's; empty tests tier 1 (the platform's own).
+	// Mechanism is "" (the platform's own: bwrap or seatbelt), "landlock"
+	// (Linux: the landlock sandbox and its matrix column) or "gvisor"
+	// (tier 2: its matrix column, and the verdict is tier 2's).
 	Mechanism string
 }
 
@@ -60,6 +61,9 @@ func Check(ctx context.Context, opts Options) Report {
 	var items []Item
 	add := func(it Item) { items = append(items, it) }
 	env, mechanism, ready := environment(ctx, opts.Binary)
+	if opts.Mechanism == "landlock" {
+		env, mechanism, ready = landlockEnvironment(ctx, opts.Binary)
+	}
 	for _, it := range env {
 		add(it)
 	}

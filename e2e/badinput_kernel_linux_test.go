@@ -111,6 +111,11 @@ func badInputs() []badInput {
 		{name: "workdir in a /tmp dir not yours alone", args: withCmd("run", "--workdir", "{T}/job"), want: []string{"{T}/job lies in {T}", "not yours alone", "others may write it"}},
 		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
+		// --sandbox landlock cannot hold a protected path that exists: a
+		// writable grant beneath which nothing can be taken away.
+		{name: "landlock with a protected path present", args: withCmd("run", "--sandbox", "landlock", "--workdir", "{N}", "--protect", "d"),
+			want: []string{"--sandbox landlock cannot hold protected path {N}/d", "additive", "--sandbox bwrap"}},
+		{name: "check of an unknown mechanism", args: []string{"check", "--sandbox", "gvisorr"}, code: 2, want: []string{`"gvisorr"`, "--sandbox landlock"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},

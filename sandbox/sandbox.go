@@ -295,8 +295,43 @@ type Report struct {
 	Limits      []Limit      `json:"limits,omitempty"`
 	TimeoutSec  float64      `json:"timeout_seconds,omitempty"`
 	Exit        *Exit        `json:"exit,omitempty"`
+	// Landlock is the landlock mechanism's ruleset and read-back; nil for
+	// every other mechanism.
+	Landlock *LandlockReport `json:"landlock,omitempty"`
+	// Losses are what the mechanism, by its nature, cannot hold that
+	// tier 1 with bwrap holds, each named (landlock: no PID or network
+	// namespace, ...); empty when it loses nothing against bwrap.
+	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// LandlockReport is what --sandbox landlock set up.
+type LandlockReport struct {
+	// ABI is the Landlock ABI the ruleset was built for; KernelABI the
+	// kernel's (higher when the kernel is newer than sandbox-run knows).
+	ABI       int `json:"abi"`
+	KernelABI int `json:"kernel_abi"`
+	// NetworkByPort: TCP connect is confined to the run's proxy ports
+	// (false: the run has no network, socket() is refused by seccomp).
+	NetworkByPort bool `json:"network_by_port"`
+	// Scoped: signals and abstract Unix sockets are scoped (ABI >= 6).
+	Scoped bool `json:"scoped"`
+	// ReadbackNoNewPrivs is NoNewPrivs read on the command's thread just
+	// before exec (-1: never read); ReadbackRootDenied says that opening
+	// "/" there failed with EACCES, that is, Landlock was in force.
+	ReadbackNoNewPrivs int  `json:"readback_no_new_privs"`
+	ReadbackRootDenied bool `json:"readback_root_denied"`
+}
+
+// Loss is one named thing a mechanism cannot hold against tier 1 with
+// bwrap.
+type Loss struct {
+	// Name is the area: processes, proc, lifetime, signals, network,
+	// files, protected_paths, limits, ipc.
+	Name string `json:"name"`
+	// Detail says what the command can do that it could not under bwrap.
+	Detail string `json:"detail"`
 }
 
 // EgressCounts is the built-in proxy's tally for one run.
@@ -418,6 +453,8 @@ func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		run = runSeatbelt
 	case policy.ModeGvisor:
 		run = runGvisor
+	case policy.ModeLandlock:
+		run = runLandlock
 	default:
 		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 	}
@@ -581,6 +618,8 @@ func Reexec(args []string) (code int, handled bool) {
 		return initproc.Main(args[1:]), true
 	case initproc.ExecArg:
 		return initproc.ExecMain(args[1:]), true
+	case landlockArg:
+		return landlockMain(), true
 	}
 	return 0, false
 }

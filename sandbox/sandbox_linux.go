@@ -52,7 +52,7 @@ const (
 type tool struct{ name, flag, install string }
 
 var (
-	toolBwrap = tool{"bwrap", "--bwrap", "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH"}
+	toolBwrap = tool{"bwrap", "--bwrap", "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
 	toolRunsc = tool{"runsc", "--runsc", "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}
 )
 

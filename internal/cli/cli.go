@@ -165,7 +165,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
-	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | seatbelt | off (tier 0, explicit)")
+	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
@@ -650,6 +650,13 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	}
 	if sc := r.Seccomp; sc != nil {
 		fmt.Fprintf(w, "  seccomp      %s filter %s (ptrace allowed: %v)\n", sc.Arch, sc.Digest[:19], sc.Ptrace)
+	}
+	if ll := r.Landlock; ll != nil {
+		fmt.Fprintf(w, "  landlock     ABI %d (kernel %d), TCP by port %v, signals scoped %v, read back: NoNewPrivs %d, / denied %v\n",
+			ll.ABI, ll.KernelABI, ll.NetworkByPort, ll.Scoped, ll.ReadbackNoNewPrivs, ll.ReadbackRootDenied)
+	}
+	for _, l := range r.Losses {
+		fmt.Fprintf(w, "  loss         %s: %s\n", l.Name, l.Detail)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note         %s\n", n)

@@ -13,7 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"strconv"
 	"testing"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // RequireEnv is the variable that turns every skip of this package into a
@@ -190,4 +193,16 @@ func Runsc(t testing.TB) string {
 		return ""
 	}
 	return path
+}
+
+// Landlock returns the kernel's Landlock ABI version when it is at least
+// min, or skips (fails under SANDBOX_REQUIRE=1).
+func Landlock(t testing.TB, min int) int {
+	t.Helper()
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < min {
+		Unavailable(t, "Landlock", "a kernel with Landlock ABI "+strconv.Itoa(min)+" or newer, with landlock in the lsm= list")
+		return 0
+	}
+	return v
 }

@@ -14,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
 	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/landlock"
 )
 
 // variant is one command whose start-up is measured. cmd returns a fresh
@@ -249,6 +252,7 @@ const (
 	vSRNet   = "sandbox-run run --allow-host X (proxy + forwarder)"
 	vSRVer   = "sandbox-run version (process start only)"
 	vSROff   = "sandbox-run run --sandbox off (no bwrap)"
+	vSRLL    = "sandbox-run run --sandbox landlock (no namespaces)"
 	vSRT     = "srt (no network)"
 	vSRTNet  = "srt (allowedDomains: [X])"
 	vSRBinds = "sandbox-run, %d --read"
@@ -300,6 +304,9 @@ func (e *env) startupVariants(quick bool, srt *srtEnv) ([]variant, error) {
 		// the goal is within 1.3x of it.
 		add(vRunscDo, e.runscDo(runsc))
 		add(vSRGv, e.sandboxRun([]string{"--sandbox", "gvisor"}, "/usr/bin/true"))
+	}
+	if abi, err := llsys.LandlockGetABIVersion(); err == nil && abi >= landlock.MinABI {
+		add(vSRLL, e.sandboxRun([]string{"--sandbox", "landlock"}, "/usr/bin/true"))
 	}
 	if srt != nil {
 		add(vSRT, srt.run(srt.settingsNone, e.srtWork, "/usr/bin/true"))
