@@ -35,8 +35,9 @@ type RunOptions struct {
 	Binary string
 	// Mechanism is the column tested: this platform's own (bwrap on
 	// Linux, seatbelt on macOS; the default), "landlock" (Linux, each
-	// attempt runs with --sandbox landlock) or "none" (each attempt runs
-	// with --sandbox off, to check tier 0's expectations).
+	// attempt runs with --sandbox landlock), "gvisor" (--sandbox gvisor,
+	// tier 2 on Linux) or "none" (each attempt runs with --sandbox off, to
+	// check tier 0's expectations).
 	Mechanism string
 	// Filter selects the cases to run; nil runs all.
 	Filter func(Case) bool
@@ -389,6 +390,8 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			switch opts.Mechanism {
 			case "none":
 				argv = append(argv, "--sandbox", "off")
+			case "gvisor":
+				argv = append(argv, "--sandbox", "gvisor")
 			case "landlock":
 				argv = append(argv, "--sandbox", "landlock")
 			}

@@ -200,6 +200,12 @@ func badInputs() []badInput {
 		{name: "user zero", args: withCmd("run", "--workdir", "{W}", "--user", "0"), want: []string{`"0"`}},
 		{name: "user too big", args: withCmd("run", "--workdir", "{W}", "--user", "4294967296"), want: []string{`"4294967296"`}},
 		{name: "unknown mode", args: withCmd("run", "--workdir", "{W}", "--sandbox", "docker"), want: []string{`"docker"`}},
+		// tier 2
+		{name: "runsc missing", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{D}/absent-runsc"), want: []string{"absent-runsc", "apt-get install -y runsc"}},
+		{name: "runsc in the workdir", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{W}"), want: []string{"lies in writable directory", "outside every --workdir"}},
+		{name: "runsc empty", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", ""), want: []string{"--runsc", "empty"}},
+		{name: "gvisor with memory", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--memory", "64M"), want: []string{"--memory", "--sandbox bwrap"}},
+		{name: "gvisor with pids", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--pids", "64"), want: []string{"--pids", "cgroup"}},
 		// proxy
 		{name: "proxy without listen", args: []string{"proxy"}, want: []string{"--listen"}},
 		{name: "proxy listen dir missing", args: []string{"proxy", "--listen", "{D}/absent/p.sock"}, want: []string{"/absent/p.sock"}},
@@ -250,6 +256,7 @@ func badInputs() []badInput {
 		// check: its usage code is 2
 		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
 		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},
+		{name: "check unknown sandbox", args: []string{"check", "--sandbox", "bwrap"}, code: 2, want: []string{`"bwrap"`, "gvisor"}},
 		{name: "check repeated flag", args: []string{"check", "--json", "--json"}, code: 2, want: []string{"--json", "more than once"}},
 	}
 }

@@ -10,7 +10,12 @@
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
 // trampoline of a few builtins reports and execs the command, which saves
 // a second Go start. With policy.ModeOff it runs as a plain process with a
-// cleared environment (tier 0), and only then.
+// cleared environment (tier 0), and only then. With policy.ModeGvisor
+// (tier 2, Linux, only when asked for) the same mount plan becomes an OCI
+// bundle (package gvisor) that runsc runs: the command's system calls are
+// served by gVisor's kernel; init reports on a status socket with the
+// kernel it sees; --memory, --pids and --cpu-time are refused there, and
+// binds go by path (runsc has no bind by descriptor).
 //
 // # Guarantees
 //
@@ -51,7 +56,9 @@
 //   - Every limit the report lists is held by the mechanism it names
 //     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
 //     cannot start ends the run with a setup error. On Linux every run has
-//     a process ceiling, policy.DefaultPids unless the policy names one.
+//     a process ceiling, policy.DefaultPids unless the policy names one,
+//     except tier 2 (gvisor), which refuses a named one and reports the
+//     default as enforced "none".
 //
 // # Non-guarantees
 //
@@ -196,6 +203,10 @@ type Options struct {
 	// the caller's PATH. It is refused when it lies in a writable directory
 	// of the policy.
 	BwrapPath string
+	// RunscPath is gVisor's runsc for policy.ModeGvisor; empty means the
+	// first runsc on the caller's PATH. Refused like BwrapPath when it
+	// lies in a writable directory.
+	RunscPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
 	// binary is kept between runs (see bwrap.Detector), and the run
 	// journals under runs/; empty probes bwrap on every run and keeps no
@@ -249,11 +260,13 @@ type Result struct {
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
-	RunID      string         `json:"run_id"`
-	Tier       int            `json:"tier"`
-	Mechanism  string         `json:"mechanism"`
-	Platform   string         `json:"platform"`
-	Bwrap      *BwrapReport   `json:"bwrap,omitempty"`
+	RunID     string       `json:"run_id"`
+	Tier      int          `json:"tier"`
+	Mechanism string       `json:"mechanism"`
+	Platform  string       `json:"platform"`
+	Bwrap     *BwrapReport `json:"bwrap,omitempty"`
+	// Gvisor names the runsc of a tier-2 run; nil otherwise.
+	Gvisor     *GvisorReport  `json:"gvisor,omitempty"`
 	Namespaces []string       `json:"namespaces,omitempty"`
 	HostUID    int            `json:"host_uid"`
 	HostGID    int            `json:"host_gid"`
@@ -354,6 +367,22 @@ type BwrapReport struct {
 	Advisories []Advisory     `json:"advisories,omitempty"`
 }
 
+// GvisorReport names the runsc that ran a tier-2 sandbox.
+type GvisorReport struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	// Platform is how the Sentry intercepts the command's system calls
+	// (ptrace, systrap, kvm): runsc's own default, read from `runsc
+	// flags` and passed explicitly; "" when runsc names none (then runsc
+	// chose, unreported).
+	Platform string `json:"platform"`
+	// Rootless is set when runsc ran as an unprivileged user.
+	Rootless bool `json:"rootless"`
+	// HostUDS is set when the command may connect to the host Unix
+	// sockets bound in (the forwarded proxies, init's status socket).
+	HostUDS bool `json:"host_uds"`
+}
+
 // Advisory is a known weakness of the bwrap in use.
 type Advisory struct {
 	ID     string `json:"id"`
@@ -439,6 +468,8 @@ func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		run = runBwrap
 	case policy.ModeSeatbelt:
 		run = runSeatbelt
+	case policy.ModeGvisor:
+		run = runGvisor
 	case policy.ModeLandlock:
 		run = runLandlock
 	default:
