@@ -171,29 +171,24 @@ func (g *gvRun) prepare(ctx context.Context) error {
 	}
 	g.uid, g.gid = uid, gid
 	sweepGvisorDirs(os.TempDir())
-	jdir := journalDir(g.opts.BwrapCache)
-	if jdir != "" {
-		sweepJournals(jdir)
-	}
 	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
 	if err != nil {
 		return err
 	}
 	g.p = p
-	pl, err := newPlan(p, own, false, 0, hostUID, hostGID, true)
+	// Protected paths as under bwrap: what exists is held by the plan's
+	// binds, what is missing is watched and neutralised once the last run
+	// on the directory has ended (its lines on stderr; the report's
+	// quarantined list is bwrap's only).
+	runID := newRunID()
+	pl, pend, err := startProtection(p, g.opts.BwrapCache, runID, func() (*plan, error) {
+		return newPlan(p, own, false, 0, hostUID, hostGID, true)
+	})
 	if err != nil {
 		return err
 	}
 	g.pl = pl
-	g.undo = append(g.undo, pl.cleanup)
-	runID := newRunID()
-	if jdir != "" && len(pl.placeholders) > 0 {
-		jpath, err := writeJournal(jdir, runID, pl.placeholders)
-		if err != nil {
-			return setupErr("cannot record the run's placeholders in "+jdir, err.Error(), "check that the cache directory is writable")
-		}
-		g.undo = append(g.undo, func() { removeJournal(jpath) })
-	}
+	g.undo = append(g.undo, func() { pend.finish(nil, g.opts.Stderr) })
 	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
