@@ -43,6 +43,7 @@ func limitRun(t *testing.T, script string, extra ...string) (result, string) {
 }
 
 func TestForkBombStopsAtPids(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
 	start := time.Now()
@@ -210,6 +211,7 @@ func TestMCPTimeout(t *testing.T) {
 // refused (125, one line), and the default comes down to it, reported at
 // the value held. Control: the same --pids without that hard limit runs.
 func TestPidsAboveHardLimit(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
 	sh := func(hard string, args ...string) result {

@@ -136,6 +136,7 @@ func TestCgroupCPUTimeWatch(t *testing.T) {
 }
 
 func TestCgroupForkBombStopsAtPidsMax(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	const limit = 40
 	c := testCgroup(t, Limits{Pids: limit})
 	if b, err := os.ReadFile(filepath.Join(c.Path(), "pids.max")); err != nil || strings.TrimSpace(string(b)) != "40" {

@@ -76,6 +76,7 @@ func TestApplyCoreAndOnlyTightens(t *testing.T) {
 // namespace of its own, as an id that is not host root, RLIMIT_NPROC
 // refuses forks at the limit (EAGAIN).
 func TestNProcPerUserNamespace(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	sandboxtest.Root(t)
 	sys := &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,

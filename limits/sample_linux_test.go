@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"errors"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"io/fs"
 	"strconv"
 	"testing"
@@ -84,6 +85,7 @@ func TestSampleMemoryHogStoppedBeforeTwiceTheLimit(t *testing.T) {
 }
 
 func TestSamplePidsForkBomb(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	const limit = 30
 	// At most 2^(6+2) processes, each gone after 5 s.
 	c := start(t, "", nil, nil, bomb(6)...)

@@ -206,6 +206,7 @@ func reported(r *Result, name string) (value, method string) {
 // limit must be stopped the way the claim says. Control: without the limit
 // (the process ceiling at its default) every probe reaches its target.
 func TestLimitsEnforcedAsReported(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	sandboxtest.Bwrap(t)
 	probes := limitProbes()
 	for _, pr := range probes {
@@ -263,6 +264,7 @@ func TestLimitsEnforcedAsReported(t *testing.T) {
 // loop (3000 processes or 10 s) stops at it. Control: with the ceiling
 // raised to 4000 the same loop reaches 3000.
 func TestDefaultProcessCeiling(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	sandboxtest.Bwrap(t)
 	// Stops at 3000 processes or 40 s, whichever first (3000 forks take
 	// about 5 s on a quiet 2-core machine; the bound leaves room for a
@@ -307,6 +309,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 // same RLIMIT_NPROC set outside a new user namespace counts those host
 // processes and refuses the first fork.
 func TestNProcCountsOnlyTheSandbox(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	sandboxtest.Bwrap(t)
 	if !limits.NProcPerUserNS() {
 		sandboxtest.Unavailable(t, "RLIMIT_NPROC per user namespace", "needs Linux 5.14 or later; older kernels sample pids")

@@ -42,6 +42,7 @@ func TestTrampolineRlimits(t *testing.T) {
 // it back and start the command; asked for more than the hard limit it
 // must refuse with an error line and status 125, and run nothing.
 func TestTrampolineNProc(t *testing.T) {
+	sandboxtest.ProcessCount(t)
 	var hard unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &hard); err != nil || hard.Max < 200 || hard.Max == unix.RLIM_INFINITY {
 		sandboxtest.Unavailable(t, "a finite hard RLIMIT_NPROC of 200 or more", fmt.Sprintf("it is %d here", hard.Max))
