@@ -631,6 +631,14 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			class = limitClass(k)
 			if killedBy == limits.None {
 				exceeded = limits.Exceeded{Kind: k}
+				// The kernel ended it before Watch said so (the OOM
+				// killer takes PID 1 with the group): the cgroup still
+				// knows the usage and the limit.
+				if ls.cg != nil {
+					if x, ok := ls.cg.Exceeded(); ok && x.Kind == k {
+						exceeded = x
+					}
+				}
 			}
 			report.Exit = classify(code, class)
 			return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: exceeded}
