@@ -95,7 +95,7 @@ bb=$bbdir/bin/busybox
 say "building sandbox-run and the test binaries"
 make --no-print-directory build >/dev/null
 cp bin/sandbox-run "$cache/bin/sandbox-run"
-for pkg in limits e2e check filter; do
+for pkg in limits e2e; do
 	go test -c -o "$cache/bin/$pkg.test" "./$pkg/"
 done
 chmod -R a+rX "$cache/bin"
@@ -185,6 +185,8 @@ log=$cache/console.log
 say "booting Debian's kernel $kver (timeout ${timeout_s}s, log $log)"
 boot_start=$(date +%s)
 set +e
+# In the background so that a signal to this script reaches qemu: timeout
+# passes TERM on to it.
 timeout -s KILL "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$mem" \
 	-display none -monitor none -no-reboot -serial "file:$log" \
 	-kernel "$kdir/boot/vmlinuz-$kver" -initrd "$cache/initramfs.gz" \
@@ -192,8 +194,12 @@ timeout -s KILL "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp
 	-virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on" \
 	-virtfs "local,path=$root,mount_tag=src,security_model=none,readonly=on" \
 	-virtfs "local,path=$out,mount_tag=out,security_model=none" \
-	</dev/null >/dev/null 2>&1
+	</dev/null >/dev/null 2>&1 &
+qpid=$!
+trap 'kill -TERM $qpid 2>/dev/null; wait $qpid; exit 130' INT TERM HUP
+wait $qpid
 qrc=$?
+trap - INT TERM HUP
 set -e
 boot_end=$(date +%s)
 
