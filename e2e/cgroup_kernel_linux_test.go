@@ -96,7 +96,26 @@ print("held")
 '`, "--memory", "100M", "MemoryLimit"},
 		// 120 sleepers against a limit of 50 tasks, alive until all are
 		// started (a sampler cannot miss them, however slow the machine).
-		{"pids", "pids", `i=0; p=; while [ $i -lt 120 ]; do sleep 60 & p="$p $!"; i=$((i+1)); done; echo held; kill $p; wait; exit 0`, "--pids", "50", "PidsLimit"},
+		// A refused fork is retried after 50 ms, not fatal as in sh, so
+		// the sandbox is still running when sandbox-run learns of it.
+		{"pids", "pids", `python3 -c '
+import os, signal, time
+kids = []
+for i in range(120):
+    try:
+        pid = os.fork()
+    except OSError:
+        time.sleep(0.05)
+        continue
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+print("held")
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+    os.waitpid(k, 0)
+'`, "--pids", "50", "PidsLimit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
