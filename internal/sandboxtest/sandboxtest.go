@@ -218,5 +218,8 @@ func copyExecutable(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("sandboxtest: %s: %w", BinEnv, err)
 	}
-	return os.WriteFile(dst, b, 0o755)
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o755) // whatever the umask: the sandbox's uid runs it
 }
