@@ -28,6 +28,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 cache=$root/.cache/vm
 timeout_s=${VM_TIMEOUT:-900}
+count=${VM_COUNT:-1} # go test -count in the VM (flake hunting: VM_COUNT=5 VM_TIMEOUT=3600)
 mem=${VM_MEMORY:-2048}
 export GOTOOLCHAIN=local
 start_all=$(date +%s)
@@ -190,7 +191,7 @@ set +e
 timeout -s KILL "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$mem" \
 	-display none -monitor none -no-reboot -serial "file:$log" \
 	-kernel "$kdir/boot/vmlinuz-$kver" -initrd "$cache/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 quiet cgroup_no_v1=all VMLANE_SRC=$root VMLANE_OUT=/vmout" \
+	-append "console=ttyS0 panic=-1 quiet cgroup_no_v1=all VMLANE_SRC=$root VMLANE_OUT=/vmout VMLANE_COUNT=$count" \
 	-virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on" \
 	-virtfs "local,path=$root,mount_tag=src,security_model=none,readonly=on" \
 	-virtfs "local,path=$out,mount_tag=out,security_model=none" \
