@@ -176,3 +176,21 @@ func TestCgroupBaseNotDelegated(t *testing.T) {
 	r := run(t, "", "run", "--workdir", w, "--memory", "100M", "--cgroup-base", "/sys/fs/cgroup", "--", "true")
 	oneLine(t, r, "--cgroup-base /sys/fs/cgroup", "not writable", "fix:")
 }
+
+// TestLimitSpentInSetUp: bwrap and sandbox-run's init count against the
+// limits, and a limit they exceed before the command starts is reported
+// as that limit, not as "bwrap failed ... printed nothing" (make test-vm
+// found it: --cpu-time spent in set-up on a slow machine). As root a
+// --cpu-time of 1 ms is always spent in set-up (the sampled tree includes
+// bwrap there); as a user it need not be, so the case runs as root.
+func TestLimitSpentInSetUp(t *testing.T) {
+	needBwrap(t)
+	sandboxtest.Root(t)
+	w := sandboxtest.WorkDir(t)
+	marker := filepath.Join(w, "ran")
+	r := run(t, "", "run", "--workdir", w, "--cpu-time", "1ms", "--", "touch", marker)
+	oneLine(t, r, "before the command started", "CPU time limit exceeded", "fix:", "raise the limit")
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran: the limit was not spent in set-up, so this case tested nothing")
+	}
+}
