@@ -14,7 +14,7 @@ FUZZTIME ?= 20s
 export GOTOOLCHAIN := local
 
 .PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet clean
-.PHONY: mcp-deps
+.PHONY: mcp-deps install uninstall
 .PHONY: e2e-sandbox test-vm
 .PHONY: bench-quick bench-go
 
@@ -30,6 +30,16 @@ mcp-deps:
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandbox-run
+
+# PREFIX (default /usr/local) and DESTDIR as usual; the binary reports the
+# version it was built from (git describe) with sandbox-run version.
+PREFIX  ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/sandbox-run
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/sandbox-run
 
 demo: deps build
 	@scripts/demo.sh $(BIN)

@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // Detector detects bwrap binaries, remembering what it learnt in CacheDir
@@ -21,7 +21,12 @@ import (
 // output and is parsed again on every use, so a damaged entry is detected
 // afresh. Anyone who can write CacheDir can make sandbox-run believe a
 // feature is missing (a weaker but reported sandbox) or present (bwrap then
-// refuses the unknown option and the run fails closed); keep it private.
+// refuses the unknown option and the run fails closed), so CacheDir is
+// opened with pathguard.OpenPrivateDir: no link is followed on its way; a
+// CacheDir not owned by the effective uid, or writable by group or others,
+// is set aside and made again; an entry that is not a regular file of this
+// uid closed to others is ignored and written anew. sandbox-run refuses
+// any writable directory that is, holds or lies in CacheDir.
 type Detector struct {
 	// CacheDir is where entries live; empty disables the cache.
 	CacheDir string
@@ -33,14 +38,20 @@ type cacheEntry struct {
 }
 
 // Detect returns what the bwrap at path can do, from the cache when the
-// same binary was seen before.
+// same binary was seen before. A cache that cannot be opened safely (a
+// link among CacheDir's parents) costs a probe, never the run.
 func (d Detector) Detect(ctx context.Context, path string) (*Info, error) {
 	key, ok := identity(path)
 	if !ok || d.CacheDir == "" {
 		return Detect(ctx, path)
 	}
-	file := filepath.Join(d.CacheDir, "bwrap-"+key+".json")
-	if b, err := os.ReadFile(file); err == nil {
+	dir, err := pathguard.OpenPrivateDir(d.CacheDir)
+	if err != nil {
+		return Detect(ctx, path)
+	}
+	defer dir.Close()
+	name := "bwrap-" + key + ".json"
+	if b, err := dir.ReadFile(name); err == nil {
 		var e cacheEntry
 		if json.Unmarshal(b, &e) == nil {
 			if info, err := Parse(path, e.Version, e.Help); err == nil {
@@ -56,7 +67,11 @@ func (d Detector) Detect(ctx context.Context, path string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	store(d.CacheDir, file, cacheEntry{Version: vo, Help: ho})
+	// Written whole and renamed over an entry that was ignored; a failure
+	// only costs the next launch a probe.
+	if b, err := json.Marshal(cacheEntry{Version: vo, Help: ho}); err == nil {
+		dir.WriteFile(name, b)
+	}
 	return info, nil
 }
 
@@ -68,25 +83,4 @@ func identity(path string) (string, bool) {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
 	return hex.EncodeToString(h[:12]), true
-}
-
-// store writes the entry atomically; a failure only costs the next launch
-// a probe.
-func store(dir, file string, e cacheEntry) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(dir, ".bwrap-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
-		os.Remove(tmp.Name())
-	}
 }

@@ -51,9 +51,12 @@ func TestParseFeatureSets(t *testing.T) {
 			advisories: []string{"symlink-mount-redirect", "binds-by-path"},
 		},
 		{
-			name: "0.6 (no --disable-userns)", version: "bubblewrap 0.6.2\n",
-			help:       without(t, "--bind-fd", "--ro-bind-fd", "--disable-userns", "--assert-userns-disabled"),
-			want:       Features{Args: true, ClearEnv: true, InfoFD: true, AsPid1: true, Size: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
+			// --size came with 0.7.0 (bubblewrap PR #509, merged 2022-10-26;
+			// v0.6.2's bubblewrap.c has no "--size"); --perms and --chmod
+			// with 0.5.0.
+			name: "0.6 (no --disable-userns, no --size)", version: "bubblewrap 0.6.2\n",
+			help:       without(t, "--bind-fd", "--ro-bind-fd", "--disable-userns", "--assert-userns-disabled", "--size"),
+			want:       Features{Args: true, ClearEnv: true, InfoFD: true, AsPid1: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
 			advisories: []string{"symlink-mount-redirect", "no-disable-userns", "binds-by-path"},
 		},
 		{

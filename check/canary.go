@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -188,3 +189,72 @@ func newRedirector(ln net.Listener, target string, wg *sync.WaitGroup) *http.Ser
 
 // resolverFor is the node proxy's resolver: the DNS canary only.
 func resolverFor(addr string) *net.Resolver { return dnsResolver(addr) }
+
+// portCanary is a UDP canary bound on the host at an address a probe names
+// at run time (udp-proxy-port: the egress proxy's port, which only the
+// sandbox's environment tells). It echoes canaryReply and records every
+// payload it receives: the judge asks it, not the probe.
+type portCanary struct {
+	conn net.PacketConn
+	mu   sync.Mutex
+	got  map[string]bool
+	done chan struct{}
+}
+
+// portCanaryBind bounds how long the runner waits for a port another
+// process holds (another matrix run's canary on the same fixed port).
+const portCanaryBind = 8 * time.Second
+
+// listenPortCanary binds a UDP canary at addr, retrying while the address
+// is in use until wait has passed.
+func listenPortCanary(addr string, wait time.Duration) (*portCanary, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		conn, err := net.ListenPacket("udp", addr)
+		if err == nil {
+			pc := &portCanary{conn: conn, got: map[string]bool{}, done: make(chan struct{})}
+			go pc.serve()
+			return pc, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (pc *portCanary) serve() {
+	defer close(pc.done)
+	b := make([]byte, 512)
+	for {
+		n, from, err := pc.conn.ReadFrom(b)
+		if err != nil {
+			return
+		}
+		pc.mu.Lock()
+		pc.got[string(b[:n])] = true
+		pc.mu.Unlock()
+		pc.conn.WriteTo([]byte(canaryReply), from)
+	}
+}
+
+// received reports whether payload arrived, waiting up to grace for a
+// datagram already sent to be read; then it closes the canary.
+func (pc *portCanary) received(payload string, grace time.Duration) bool {
+	deadline := time.Now().Add(grace)
+	for {
+		pc.mu.Lock()
+		ok := pc.got[payload]
+		pc.mu.Unlock()
+		if ok || time.Now().After(deadline) {
+			pc.close()
+			return ok
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (pc *portCanary) close() {
+	pc.conn.Close()
+	<-pc.done
+}

@@ -65,8 +65,15 @@ type Case struct {
 	// Judge is "" (the probe's own verdict), "survivor" (the runner looks
 	// for processes left behind after the run), "host-file" (the runner
 	// looks for ${written} on the host: a write that lands in the
-	// sandbox's private /tmp reached nothing) or "dns-log" (the DNS canary
-	// was asked for ${exfil_name}).
+	// sandbox's private /tmp reached nothing), "host-file-late" (the same,
+	// waiting up to hostFileWait for a write that a host service makes
+	// after the run: launchd, Terminal), "pasteboard" (the host's
+	// pasteboard holds ${exfil_name} after the run; macOS), "dns-log"
+	// (the DNS canary was asked for ${exfil_name}) or "port-canary" (a
+	// UDP canary the runner binds on the host at the address the probe
+	// reads from its proxy variable, once the probe has named it,
+	// received ${exfil_name}; the control's proxy variable names the TCP
+	// canary).
 	Judge string `json:"judge,omitempty"`
 	// Requires lists what the machine must offer, or the case is n/a:
 	// "root".
@@ -97,6 +104,7 @@ var Vars = []string{
 	"flag", "flag_rel", "flag_dslash", "token", "outside",
 	"tcp4", "tcp6", "tcp_host", "tcp_port", "udp4", "dns", "unix", "abstract",
 	"marker_pid", "marker_tag", "marker_secret", "marker_key", "sysctl", "redirector", "redirector_url", "survivor_tag", "exfil_name", "written",
+	"launchd_label", "pkg_flag",
 }
 
 var (
@@ -107,9 +115,9 @@ var (
 // probes lists every probe name the binary implements (see Probe).
 var probes = []string{
 	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
-	"tcp-connect", "udp-echo", "dns-query", "unix-connect", "raw-socket", "http-get",
+	"tcp-connect", "udp-echo", "udp-proxy-port", "dns-query", "unix-connect", "raw-socket", "http-get",
 	"proc-signal", "proc-environ", "ptrace", "userns", "seccomp", "tty-inject",
-	"sysctl-write", "proc-hidden", "spawn", "foreign-abi",
+	"sysctl-write", "proc-hidden", "spawn", "foreign-abi", "exec",
 }
 
 // Load parses and validates the embedded egress-cases.json.
@@ -156,11 +164,14 @@ func Parse(b []byte) ([]Case, error) {
 			}
 		}
 		if !oneOf(c.Network, "", "proxy", "node-proxy") || !oneOf(c.Control, "", "caller", "userns") ||
-			!oneOf(c.Launch, "", "fds", "pty", "sigkill") || !oneOf(c.Judge, "", "survivor", "dns-log", "host-file") {
+			!oneOf(c.Launch, "", "fds", "pty", "sigkill") || !oneOf(c.Judge, "", "survivor", "dns-log", "host-file", "host-file-late", "pasteboard", "port-canary") {
 			bad("network, control, launch or judge has an unknown value")
 		}
 		if c.Network == "proxy" && len(c.Allow) == 0 {
 			bad("network proxy needs an allow list (--allow-host)")
+		}
+		if c.Judge == "port-canary" && (c.Network == "" || c.Probe != "udp-proxy-port") {
+			bad("judge port-canary needs a proxy (network) and the udp-proxy-port probe, which names the port")
 		}
 		for _, r := range c.Requires {
 			if r != "root" {

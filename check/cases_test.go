@@ -77,6 +77,8 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", row(`,"expected":1`, full), "unknown field"},
 		{"reason without an expectation", row(`,"why":{"seatbelt":{"plan9":"x"}}`, full), "has no expectation"},
 		{"empty reason", row(`,"why":{"seatbelt":{"darwin":" "}}`, full), "empty reason"},
+		{"port canary without a proxy", row(`,"judge":"port-canary"`, full), "judge port-canary needs a proxy"},
+		{"port canary with another probe", row(`,"judge":"port-canary","network":"proxy","allow":["example.com"]`, full), "judge port-canary needs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,8 +163,8 @@ func TestTier(t *testing.T) {
 // portable ones and probe_darwin.go's.
 var darwinProbes = []string{
 	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
-	"tcp-connect", "udp-echo", "dns-query", "unix-connect", "http-get", "spawn",
-	"raw-socket", "proc-signal", "proc-environ", "tty-inject",
+	"tcp-connect", "udp-echo", "udp-proxy-port", "dns-query", "unix-connect", "http-get", "spawn",
+	"raw-socket", "proc-signal", "proc-environ", "tty-inject", "exec",
 }
 
 // TestSeatbeltColumn: the seatbelt column on darwin says what the profile

@@ -26,7 +26,10 @@
 //     their control in a new user and network namespace, where they can.
 //   - An attempt is judged by what reached the canary, not by what the
 //     probe believed: writes are looked for on the host, survivors in the
-//     host's process table, DNS exfiltration in the DNS canary's log.
+//     host's process table, DNS exfiltration in the DNS canary's log, a
+//     datagram to the proxy's port in a UDP canary the runner binds at the
+//     address the command's proxy variable names (the probe names it
+//     first and sends only once the canary is there).
 //   - Anything that reached its canary confined is ESCAPED, whatever its
 //     control did.
 //   - The runner removes what it made (its tree under /tmp, the canaries,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -188,9 +189,20 @@ func features(f bwrap.Features) string {
 // (writable), which resource limits will need.
 func cgroupItem() Item {
 	it := Item{ID: "cgroup", Category: "kernel"}
+	nproc := "no: before Linux 5.14 it counts the uid's processes host-wide, so pids are sampled"
+	if limits.NProcPerUserNS() {
+		nproc = "yes (Linux 5.14+)"
+	}
+	// What NewPlan will choose; each run's report names the method it used.
+	how := []string{
+		"pids (default ceiling " + fmt.Sprint(policy.DefaultPids) + "): cgroup pids.max where a delegated cgroup v2 has the pids controller, else RLIMIT_NPROC set inside the sandbox's user namespace (counted per namespace here: " + nproc + ")",
+		"memory: cgroup memory.max where the memory controller is delegated, else sampled from /proc with a per-process RLIMIT_DATA backstop",
+		"cpu_time: RLIMIT_CPU per process, and the sandbox's total from its cgroup's cpu.stat where a cgroup v2 can be created, else sampled",
+	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
-		it.Status, it.Summary = StatusWarn, "no cgroup v2 at /sys/fs/cgroup: resource limits cannot be enforced here"
+		it.Status, it.Summary = StatusWarn, "no cgroup v2 at /sys/fs/cgroup: memory is sampled (can overshoot between samples), not held by the kernel"
 		it.Remediation = "boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1)"
+		it.Details = how
 		return it
 	}
 	own := ""
@@ -205,7 +217,7 @@ func cgroupItem() Item {
 	delegated := unix.Access(dir, unix.W_OK) == nil
 	it.Status = StatusOK
 	it.Summary = fmt.Sprintf("cgroup v2; this process's cgroup %s is %s", own, map[bool]string{true: "writable (delegated)", false: "not writable (not delegated)"}[delegated])
-	it.Details = []string{"resource limits (--memory, --pids, --cpu-time) are refused by this build whatever the cgroup"}
+	it.Details = how
 	return it
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,32 +45,15 @@ func assertNothingLeft(t *testing.T) {
 			t.Errorf("the runner left %s behind", d)
 		}
 	}
-	if pids := taggedPrefix(fmt.Sprintf("survivor-%d-", os.Getpid())); len(pids) > 0 {
-		// Survivors this process's runs tagged; none may be left.
+	// Survivors this process's runs tagged; none may be left. The listing
+	// is the runner's own (sysctl on macOS, which has no /proc).
+	procs, err := listProcesses()
+	if err != nil {
+		t.Errorf("survivors not checked: %v", err)
+		return
+	}
+	prefix := fmt.Sprintf("survivor-%d-", os.Getpid())
+	if pids := taggedIn(procs, os.Getpid(), func(a string) bool { return strings.HasPrefix(a, prefix) }); len(pids) > 0 {
 		t.Errorf("survivors left: %v", pids)
 	}
-}
-
-// taggedPrefix lists the processes with an argument that starts with
-// prefix.
-func taggedPrefix(prefix string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for _, arg := range strings.Split(string(b), "\x00") {
-			if strings.HasPrefix(arg, prefix) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -158,10 +159,15 @@ func Probe(args []string) int {
 		return o.verdict("no canary answered")
 	case "udp-echo": // ADDR...
 		for _, addr := range a {
-			ok, d := udpReach(addr)
+			ok, d := udpReach(addr, "ping")
 			o.sub(addr, ok, d)
 		}
 		return o.verdict("no datagram came back")
+	case "udp-proxy-port": // PAYLOAD: UDP to the port the proxy variable names
+		if !need(1) {
+			return 2
+		}
+		return udpProxyPort(o, a[0], os.Getenv, os.Stdin)
 	case "dns-query": // SERVER NAME
 		if !need(2) {
 			return 2
@@ -191,6 +197,15 @@ func Probe(args []string) int {
 		}
 		fmt.Fprintln(os.Stdout, "VERDICT blocked the runner judges what is left")
 		return 0
+	case "exec": // PROGRAM ARG...: run it; its effect is what the runner judges
+		if !need(1) {
+			return 2
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, a[0], a[1:]...).CombinedOutput()
+		o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], errText(err), oneLine(string(out))))
+		return o.verdict("the program failed")
 	case "sleeper": // TAG: what spawn leaves behind; bounded
 		time.Sleep(20 * time.Second)
 		return 0
@@ -276,7 +291,8 @@ func tcpReach(addr string) (bool, string) {
 	return false, fmt.Sprintf("connected, but %d bytes without the canary's reply", len(b))
 }
 
-func udpReach(addr string) (bool, string) {
+// udpReach sends payload to addr and reports whether the canary echoed.
+func udpReach(addr, payload string) (bool, string) {
 	c, err := net.Dial("udp", addr)
 	if err != nil {
 		return false, "dial: " + errText(err)
@@ -284,7 +300,7 @@ func udpReach(addr string) (bool, string) {
 	defer c.Close()
 	b := make([]byte, 512)
 	for i := 0; i < 3; i++ { // UDP may drop; three tries, one second each
-		if _, err := c.Write([]byte("ping")); err != nil {
+		if _, err := c.Write([]byte(payload)); err != nil {
 			return false, "send: " + errText(err)
 		}
 		c.SetReadDeadline(time.Now().Add(time.Second))
@@ -298,6 +314,72 @@ func udpReach(addr string) (bool, string) {
 	}
 	return false, "no reply"
 }
+
+// proxyVars are the variables the egress proxy's address is read from, in
+// the order tried: what sandbox-run sets for the command (setProxyEnv).
+var proxyVars = []string{"HTTP_PROXY", "http_proxy"}
+
+// proxyUDPAddr is the address, host and port, that the first set proxy
+// variable names, with a host name resolved: where a datagram "to the
+// proxy's port" goes. A variable without an explicit port is an error, not
+// a guess.
+func proxyUDPAddr(getenv func(string) string) (string, error) {
+	for _, k := range proxyVars {
+		v := getenv(k)
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil {
+			return "", fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		if u.Port() == "" || u.Hostname() == "" {
+			return "", fmt.Errorf("%s=%q names no host and port", k, v)
+		}
+		a, err := net.ResolveUDPAddr("udp", u.Host)
+		if err != nil {
+			return "", fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		return a.String(), nil
+	}
+	return "", fmt.Errorf("no proxy variable (%s) is set", strings.Join(proxyVars, ", "))
+}
+
+// udpProxyPort sends payload over UDP to the port of the egress proxy the
+// command's environment names. It prints "PORT ADDR" first and sends only
+// once the runner answers "GO" on stdin, having bound its UDP canary at
+// ADDR on the host in between (the runner cannot know the port before the
+// sandbox is set up). Without a proxy variable or a GO it prints no
+// verdict, so that the case is untested rather than held. The echo it
+// reports is the probe's own view; the runner judges by what its canary
+// received.
+func udpProxyPort(o *probeOut, payload string, getenv func(string) string, in io.Reader) int {
+	addr, err := proxyUDPAddr(getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "__probe udp-proxy-port:", err)
+		return 1
+	}
+	fmt.Fprintf(o.w, "PORT %s\n", addr)
+	line := make(chan string, 1)
+	go func() { l, _ := bufio.NewReader(in).ReadString('\n'); line <- strings.TrimSpace(l) }()
+	select {
+	case l := <-line:
+		if l != "GO" {
+			fmt.Fprintf(os.Stderr, "__probe udp-proxy-port: the runner said %q, not GO\n", l)
+			return 1
+		}
+	case <-time.After(portCanaryGo):
+		fmt.Fprintln(os.Stderr, "__probe udp-proxy-port: no GO from the runner")
+		return 1
+	}
+	ok, d := udpReach(addr, payload)
+	o.sub("udp", ok, addr+": "+d)
+	return o.verdict("nothing on the proxy's port echoed")
+}
+
+// portCanaryGo bounds how long udp-proxy-port waits for the runner's GO:
+// longer than the runner may wait for the port (portCanaryBind).
+const portCanaryGo = 15 * time.Second
 
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)

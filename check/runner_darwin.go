@@ -1,18 +1,21 @@
 package check
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // The macOS parts of the matrix's runner (runner_unix.go): the seatbelt
-// column, controls without user namespaces, survivors found through
+// column, controls without user namespaces, the process listing through
 // sysctl, and ptys through /dev/ptmx. None of this has run on a Mac yet
 // (docs/seatbelt.md); it compiles and vets for darwin.
 const (
@@ -48,33 +51,29 @@ func (fx *fixture) sysProcAttr(control string, tty *os.File) *syscall.SysProcAtt
 	return a
 }
 
-// tagged lists the processes whose arguments hold tag as one argument.
-// There is no PID namespace on macOS, so a survivor is in the host's
-// process table under the pid it had inside.
-func tagged(tag string) []int {
-	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+// listProcesses lists the host's processes through sysctl (kern.proc.all,
+// then kern.procargs2 for each): there is no PID namespace on macOS, so a
+// survivor is in the host's process table under the pid it had inside.
+// Arguments are readable for the caller's own uid, or as root; a process
+// whose arguments cannot be read is listed without them.
+func listProcesses() ([]proc, error) {
+	kp, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("list processes: sysctl kern.proc.all: %w", err)
 	}
-	var pids []int
-	for _, p := range procs {
-		pid := int(p.Proc.P_pid)
-		if pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if cmdlineHas(strconv.Itoa(pid), tag) {
-			pids = append(pids, pid)
-		}
+	if len(kp) == 0 {
+		return nil, fmt.Errorf("list processes: sysctl kern.proc.all listed nothing")
 	}
-	return pids
-}
-
-// cmdlineHas reports whether the arguments of pid (kern.procargs2: argc,
-// the executable's path, then argv and the environment, each NUL-ended)
-// hold tag as one string. Readable for the caller's own uid, or as root.
-func cmdlineHas(pid, tag string) bool {
-	b, ok := procArgs(pid)
-	return ok && bytes.Contains(b, []byte("\x00"+tag+"\x00"))
+	out := make([]proc, 0, len(kp))
+	for _, k := range kp {
+		pid := int(k.Proc.P_pid)
+		p := proc{pid: pid}
+		if b, err := unix.SysctlRaw("kern.procargs2", pid); err == nil {
+			p.args, _ = parseProcArgs2(b)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // procArgs returns kern.procargs2 of pid without its leading argc, with a
@@ -118,4 +117,49 @@ func openPty() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	return m, s, nil
+}
+
+// pkgStateDirs are where a package manager keeps services' data, in the
+// order tried: Homebrew on Apple silicon, then on Intel.
+var pkgStateDirs = []string{"/opt/homebrew/var", "/usr/local/var"}
+
+// osCanaries sets up the macOS-only canaries: ${pkg_flag}, a file holding
+// the flag token in a package manager's var directory (on GitHub's runners
+// Homebrew's prefix belongs to the runner user). Where no such directory
+// is writable there is no ${pkg_flag}, and the cases that read it are
+// untested. The returned func removes it.
+func osCanaries(fx *fixture, v map[string]string) func() {
+	for _, d := range pkgStateDirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		f := filepath.Join(d, fmt.Sprintf("sbx-check-%d-pkgflag", os.Getpid()))
+		if err := os.WriteFile(f, []byte(fx.token+"\n"), 0o644); err != nil {
+			continue
+		}
+		v["pkg_flag"] = f
+		return func() { os.Remove(f) }
+	}
+	return nil
+}
+
+// afterCase removes the launchd job a case may have submitted
+// (${launchd_label}), confined or not, so that launchd does not restart
+// it after the run. An error means there was no such job.
+func afterCase(vars map[string]string) {
+	if l := vars["launchd_label"]; l != "" {
+		exec.Command("/bin/launchctl", "remove", l).Run()
+	}
+}
+
+// pasteboardHas reports whether the host's general pasteboard holds s, as
+// pbpaste prints it for the caller.
+func pasteboardHas(s string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/pbpaste").Output()
+	if err != nil {
+		return false, fmt.Errorf("pbpaste: %w", err)
+	}
+	return strings.Contains(string(out), s), nil
 }

@@ -1,8 +1,10 @@
 package check
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -42,20 +44,27 @@ func (fx *fixture) sysProcAttr(control string, tty *os.File) *syscall.SysProcAtt
 	return a
 }
 
-// tagged lists the processes whose command line holds tag as an argument.
-func tagged(tag string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
+// listProcesses lists the host's processes from /proc: each pid with its
+// command line. A process that ends while it is read is left out; a /proc
+// that cannot be listed is an error.
+func listProcesses() ([]proc, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []proc
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+		if err != nil {
 			continue
 		}
-		if cmdlineHas(e.Name(), tag) {
-			pids = append(pids, pid)
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
 		}
+		out = append(out, proc{pid: pid, args: strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
 	}
-	return pids
+	return out, nil
 }
 
 // openPty opens a new pseudo-terminal pair.
@@ -79,4 +88,15 @@ func openPty() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	return m, s, nil
+}
+
+// osCanaries sets up the canaries that exist only on macOS; none here.
+func osCanaries(*fixture, map[string]string) func() { return nil }
+
+// afterCase undoes what a macOS-only case left with a host service.
+func afterCase(map[string]string) {}
+
+// pasteboardHas: Linux has no system pasteboard the matrix judges.
+func pasteboardHas(string) (bool, error) {
+	return false, fmt.Errorf("no pasteboard on Linux")
 }

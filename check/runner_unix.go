@@ -117,6 +117,8 @@ type fixture struct {
 	marker                                  *exec.Cmd
 	markerIn                                io.Closer
 	markerDone                              chan struct{}
+	// osCleanup undoes what osCanaries made outside the fixture's tree.
+	osCleanup func()
 }
 
 func newToken() string {
@@ -177,6 +179,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 		"flag_dslash": "/" + strings.ReplaceAll(fx.flag, "/", "//"),
 		"sysctl":      "/proc/sys/vm/overcommit_ratio",
 	}
+	fx.osCleanup = osCanaries(fx, v)
 	c := fx.can
 	if c.tcp, err = net.Listen("tcp", ":0"); err != nil {
 		return nil, fail("TCP canary", err)
@@ -282,6 +285,9 @@ func (fx *fixture) close() {
 		}
 	}
 	fx.can.close()
+	if fx.osCleanup != nil {
+		fx.osCleanup()
+	}
 	if fx.base != "" {
 		os.RemoveAll(fx.base)
 	}
@@ -358,7 +364,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			return errResult("workdir", err)
 		}
 		vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
-			"written": filepath.Join(fx.outside, "written-"+newToken())}
+			"written": filepath.Join(fx.outside, "written-"+newToken()), "launchd_label": fmt.Sprintf("sbx-check-%d-%s", os.Getpid(), newToken())}
 		for k, v := range fx.vars {
 			vars[k] = v
 		}
@@ -402,19 +408,40 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			argv = append(argv, "--", fx.bin)
 			argv = append(argv, args...)
 		}
-		pr, err := fx.launch(ctx, c, side, w, argv, opts.CaseTimeout)
+		pr, err := fx.launch(ctx, c, side, w, argv, vars, opts.CaseTimeout)
+		var nc *noCanaryError
+		if errors.As(err, &nc) {
+			return Result{Verdict: Untested, Reason: side + ": " + nc.Error(), Control: runs["control"].lines}
+		}
 		if err != nil {
 			return errResult(side+" run", err)
 		}
 		switch c.Judge {
 		case "survivor":
 			pr = judgeSurvivors(pr, vars["survivor_tag"], side == "control")
-		case "host-file":
+		case "host-file", "host-file-late":
 			_, err := os.Lstat(vars["written"])
+			for deadline := time.Now().Add(hostFileWait); err != nil && c.Judge == "host-file-late" && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				_, err = os.Lstat(vars["written"])
+			}
+			afterCase(vars)
 			pr.subs = map[string]bool{"host-file": err == nil}
 			pr.order = []string{"host-file"}
 			pr.details = map[string]string{"host-file": fmt.Sprintf("%s on the host after the run: %v", vars["written"], err == nil)}
 			os.Remove(vars["written"])
+		case "pasteboard":
+			has, err := pasteboardHas(vars["exfil_name"])
+			if err != nil {
+				pr.verdict = ""
+				pr.lines = append(pr.lines, "pasteboard not judged: "+err.Error())
+				break
+			}
+			pr.subs = map[string]bool{"pasteboard": has}
+			pr.order = []string{"pasteboard"}
+			pr.details = map[string]string{"pasteboard": fmt.Sprintf("the host's pasteboard holds %s: %v", vars["exfil_name"], has)}
+		case "port-canary":
+			// Judged in launchPortCanary, by what the canary received.
 		case "dns-log":
 			seen := fx.can.dns.asked(vars["exfil_name"])
 			pr.subs = map[string]bool{"dns": seen}
@@ -520,7 +547,7 @@ func (fx *fixture) nodeProxy(ctx context.Context, c Case, vars map[string]string
 
 // launch runs argv for one side of a case and returns what the probe
 // printed.
-func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []string, timeout time.Duration) (probeRun, error) {
+func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []string, vars map[string]string, timeout time.Duration) (probeRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -530,8 +557,15 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 	if side == "control" {
 		control = c.Control
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w}
+		if c.Judge == "port-canary" {
+			// The control's proxy is the TCP canary: a loopback TCP
+			// listener, as the proxy's port is on both platforms.
+			cmd.Env = append(cmd.Env, "HTTP_PROXY=http://"+vars["tcp4"])
+		}
 		if c.Launch == "sigkill" {
 			control = "caller" // sandbox-run --sandbox off runs the probe as the caller
+			// sandbox-run refuses a workdir that is the caller's home.
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + fx.base}
 		}
 	} else {
 		cmd.Env = os.Environ()
@@ -569,6 +603,9 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 	cmd.SysProcAttr = fx.sysProcAttr(control, tty)
 	if c.Launch == "sigkill" {
 		return launchAndKill(cmd, &stderr)
+	}
+	if c.Judge == "port-canary" {
+		return launchPortCanary(cmd, &stderr, vars["exfil_name"], portCanaryBind)
 	}
 	out, err := cmd.Output()
 	var ee *exec.ExitError
@@ -611,6 +648,83 @@ func launchAndKill(cmd *exec.Cmd, stderr *bytes.Buffer) (probeRun, error) {
 	return probeRun{verdict: "judged"}, nil
 }
 
+// noCanaryError: the canary a case needs could not be set up on this
+// machine for this run (its port is held by another process); the case is
+// untested, and this is not a bug of the runner.
+type noCanaryError struct{ what, why string }
+
+func (e *noCanaryError) Error() string { return "canary missing: " + e.what + ": " + e.why }
+
+// launchPortCanary runs a udp-proxy-port probe: it reads the address the
+// probe names (PORT ADDR), binds a UDP canary at ADDR on the host, says GO
+// and judges by whether the canary received payload. On Linux ADDR is the
+// init's port inside the sandbox's network namespace, which the host's
+// loopback does not share: a datagram that reaches the host's port of that
+// number left the namespace. On macOS ADDR is the proxy's own loopback TCP
+// port, whose UDP side the runner's canary holds. A probe that names no
+// address or prints no verdict is no judgement (the case is untested,
+// never held); a port the canary cannot have within wait is a
+// noCanaryError.
+func launchPortCanary(cmd *exec.Cmd, stderr *bytes.Buffer, payload string, wait time.Duration) (probeRun, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return probeRun{}, err
+	}
+	defer in.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return probeRun{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return probeRun{}, err
+	}
+	stop := func() { // Wait closes the pipe after cmd.WaitDelay
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	br := bufio.NewReader(out)
+	first := make(chan string, 1)
+	go func() { l, _ := br.ReadString('\n'); first <- l }()
+	var line string
+	select {
+	case line = <-first:
+	case <-time.After(portCanaryGo):
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "PORT ")
+	if !ok {
+		stop()
+		return probeRun{lines: []string{fmt.Sprintf("the probe named no proxy port: %q; stderr: %s", line, oneLine(stderr.String()))}}, nil
+	}
+	pc, err := listenPortCanary(addr, wait)
+	if err != nil {
+		io.WriteString(in, "NO\n")
+		stop()
+		return probeRun{}, &noCanaryError{what: "a UDP canary at " + addr + " on the host", why: errText(err)}
+	}
+	io.WriteString(in, "GO\n")
+	rest, _ := io.ReadAll(br) // until the probe ends, or its timeout kills it
+	in.Close()
+	werr := cmd.Wait()
+	got := pc.received(payload, 500*time.Millisecond)
+	pr := parseProbe(string(rest))
+	if pr.verdict == "" {
+		pr.lines = append(pr.lines, fmt.Sprintf("exit %v; stderr: %s", werr, oneLine(stderr.String())))
+		return pr, nil
+	}
+	detail := fmt.Sprintf("the UDP canary the runner bound at %s on the host received the datagram: %v", addr, got)
+	pr.subs = map[string]bool{"port-canary": got}
+	pr.order = []string{"port-canary"}
+	pr.details = map[string]string{"port-canary": detail}
+	pr.lines = append(pr.lines, "port-canary "+detail)
+	return pr, nil
+}
+
+// hostFileWait bounds how long the "host-file-late" judge waits for a
+// write that a host service (launchd, Terminal) makes on the command's
+// behalf, after the run.
+const hostFileWait = 3 * time.Second
+
 // judgeSurvivors looks for processes tagged for this run once it is over:
 // the control must leave them (it reached "outliving the run"); the
 // confined run must not. Every survivor found is killed.
@@ -625,7 +739,13 @@ func judgeSurvivors(pr probeRun, tag string, control bool) probeRun {
 	deadline := time.Now().Add(wait)
 	var alive []int
 	for {
-		alive = tagged(tag)
+		var err error
+		if alive, err = tagged(tag); err != nil {
+			// No listing is no judgement: the case could not run.
+			pr.verdict = ""
+			pr.lines = append(pr.lines, "survivors not judged: "+err.Error())
+			return pr
+		}
 		if len(alive) == 0 && !control || time.Now().After(deadline) {
 			break
 		}

@@ -18,8 +18,12 @@ import (
 
 // badInput is one malformed call of sandbox-run. In args, {W} is a usable
 // workdir, {D} the directory around it, {F} a regular file, {L} a symlink
-// to {W}, {P} the profile (written from profile when that is set) and {M}
-// a marker that names this row's command in /proc if it ever runs.
+// to {W}, {P} the profile (written from profile when that is set), {M}
+// a marker that names this row's command in /proc if it ever runs, {R} a
+// symlink to /, {S} a Unix socket's inode, {N} a directory nested 66
+// levels deep (the sandbox's own, so it could be a workdir) and {T} a
+// directory directly in /tmp that anyone may write, with a directory job
+// in it that is the sandbox's own.
 type badInput struct {
 	name    string
 	args    []string
@@ -52,7 +56,8 @@ func badInputs() []badInput {
 		{name: "repeated workdir", args: withCmd("run", "--workdir", "{W}", "--workdir", "{D}"), want: []string{"--workdir", "more than once"}},
 		{name: "repeated timeout", args: withCmd("run", "--workdir", "{W}", "--timeout", "1s", "--timeout", "1h"), want: []string{"--timeout", "more than once"}},
 		{name: "repeated bool", args: withCmd("run", "--workdir", "{W}", "--dry-run", "--dry-run"), want: []string{"--dry-run", "more than once"}},
-		{name: "command without --", args: []string{"run", "--workdir", "{W}", "/bin/sh", "-c", "sleep 5; :", "{M}"}, want: []string{"must follow --"}},
+		{name: "command without -- still checked", args: []string{"run", "--workdir", "{W}", "--tmp-size", "lots", "/bin/sh", "-c", "sleep 5; :", "{M}"}, want: []string{"--tmp-size"}},
+		{name: "only dashes", args: []string{"run", "--workdir", "{W}", "--", "--", "--"}, want: []string{"no command"}},
 		{name: "no command", args: []string{"run", "--workdir", "{W}"}, want: []string{"no command"}},
 		// paths
 		{name: "empty workdir", args: withCmd("run", "--workdir", ""), want: []string{"--workdir", "empty"}},
@@ -67,15 +72,68 @@ func badInputs() []badInput {
 		{name: "nonexistent read", args: withCmd("run", "--workdir", "{W}", "--read", "{D}/absent"), want: []string{"/absent", "does not exist"}},
 		{name: "unreadable read", args: withCmd("run", "--workdir", "{W}", "--read", "{D}/closed/inner"), want: []string{"/closed"}},
 		{name: "nonexistent workdir", args: withCmd("run", "--workdir", "{D}/absent"), want: []string{"/absent", "does not exist"}},
-		{name: "workdir is a file", args: withCmd("run", "--workdir", "{F}"), want: []string{"{F}", "not a directory"}},
+		{name: "workdir is a file", args: withCmd("run", "--workdir", "{F}"), want: []string{"{F}", "not a directory", "--workdir {D}"}},
 		{name: "symlinked workdir", args: withCmd("run", "--workdir", "{L}"), want: []string{"{L}", "symlink", "{W}"}},
+		{name: "write missing", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/absent"), want: []string{"--write {D}/absent", "does not exist", "mkdir -p {D}/absent"}},
+		{name: "write is a file", args: withCmd("run", "--workdir", "{W}", "--write", "{F}"), want: []string{"--write {F}", "not a directory"}},
+		{name: "allow localhost", args: withCmd("run", "--workdir", "{W}", "--allow-host", "localhost:8080"), want: []string{"localhost", "loopback"}},
+		{name: "seatbelt on Linux", args: withCmd("run", "--workdir", "{W}", "--sandbox", "seatbelt"), want: []string{"only on macOS", "leave out --sandbox"}},
+		{name: "session name with slash", args: withCmd("run", "--workdir", "{W}", "--session", "../x"), want: []string{`"../x"`, "not a session name"}},
+		{name: "session name empty", args: withCmd("run", "--workdir", "{W}", "--session", ""), want: []string{"--session", "empty"}},
+		{name: "session and home", args: withCmd("run", "--workdir", "{W}", "--session", "s", "--home", "{D}"), want: []string{"--home and --session"}},
+		{name: "unknown cache", args: withCmd("run", "--workdir", "{W}", "--cache", "maven"), want: []string{`"maven"`, "cargo, go, npm, pip, uv"}},
+		{name: "cache twice", args: withCmd("run", "--workdir", "{W}", "--cache", "npm", "--cache", "npm"), want: []string{`"npm"`, "twice"}},
+		{name: "home missing", args: withCmd("run", "--workdir", "{W}", "--home", "{D}/absent"), want: []string{"--home {D}/absent", "does not exist"}},
+		{name: "home is the workdir's parent", args: withCmd("run", "--workdir", "{W}", "--home", "/etc"), want: []string{"/etc", "system directory"}},
+		{name: "home in a dot-dir of home", args: withCmd("run", "--workdir", "{W}", "--home", "{D}/.config"), env: []string{"HOME={D}"}, want: []string{"{D}/.config", "dot-directory"}},
+		{name: "session under tier 0", args: withCmd("run", "--workdir", "{W}", "--sandbox", "off", "--session", "s"), want: []string{"session", "tier 0"}},
+		{name: "tty without a terminal", args: withCmd("run", "--workdir", "{W}", "--tty"), want: []string{"--tty", "not a terminal"}},
+		{name: "tty and no-tty", args: withCmd("run", "--workdir", "{W}", "--tty", "--no-tty"), want: []string{"--tty and --no-tty"}},
+		{name: "mcp tty", args: withCmd("mcp", "--workdir", "{W}", "--tty"), want: []string{"--tty", "MCP"}},
+		{name: "read of /", args: withCmd("run", "--workdir", "{W}", "--read", "/"), want: []string{"--read /", "/proc, /dev, /tmp"}},
+		{name: "read of /proc", args: withCmd("run", "--workdir", "{W}", "--read", "/proc"), want: []string{"--read /proc", "host's /proc"}},
+		{name: "read of a host pid", args: withCmd("run", "--workdir", "{W}", "--read", "/proc/1"), want: []string{"--read /proc/1", "host's /proc"}},
+		{name: "read of /dev/shm", args: withCmd("run", "--workdir", "{W}", "--read", "/dev/shm"), want: []string{"--read /dev/shm", "host's /dev"}},
+		{name: "read of /tmp", args: withCmd("run", "--workdir", "{W}", "--read", "/tmp"), want: []string{"--read /tmp", "host's /tmp"}},
+		{name: "read of /sys", args: withCmd("run", "--workdir", "{W}", "--read", "/sys"), want: []string{"--read /sys", "host's /sys"}},
+		{name: "read of /run", args: withCmd("run", "--workdir", "{W}", "--read", "/run"), want: []string{"--read /run", "host's /run"}},
+		{name: "read of / through a link", args: withCmd("run", "--workdir", "{W}", "--read", "{R}"), want: []string{"--read {R}", "resolves to /,"}},
+		{name: "read of a socket", args: withCmd("run", "--workdir", "{W}", "--read", "{S}"), want: []string{"--read {S}", "is a socket", "not supported"}},
+		{name: "read too deep to search", args: withCmd("run", "--workdir", "{W}", "--read", "{N}"), want: []string{"--read {N}", "deeper than 64", "narrower"}},
 		{name: "system dir writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc"), want: []string{"/etc", "system directory"}},
+		{name: "dir in /etc writable", args: withCmd("run", "--workdir", "{W}", "--write", "/etc/cron.d"), want: []string{"/etc/cron.d", "lies in /etc"}},
+		{name: "workdir /tmp", args: withCmd("run", "--workdir", "/tmp"), want: []string{"/tmp is shared", "sockets", "mktemp -d"}},
+		{name: "write /var/tmp", args: withCmd("run", "--workdir", "{W}", "--write", "/var/tmp"), want: []string{"/var/tmp is shared"}},
+		{name: "write /dev/shm", args: withCmd("run", "--workdir", "{W}", "--write", "/dev/shm"), want: []string{"/dev/shm is shared", "shared memory"}},
+		{name: "write /run/user", args: withCmd("run", "--workdir", "{W}", "--write", "/run/user"), want: []string{"/run/user lies in /run", "gpg-agent"}},
+		{name: "write /var/run/lock", args: withCmd("run", "--workdir", "{W}", "--write", "/var/run/lock"), want: []string{"/var/run/lock lies in /var/run"}},
+		{name: "write a mail spool", args: withCmd("run", "--workdir", "{W}", "--write", "/var/spool/mail"), want: []string{"/var/spool/mail lies in /var/spool"}},
+		{name: "workdir in a /tmp dir not yours alone", args: withCmd("run", "--workdir", "{T}/job"), want: []string{"{T}/job lies in {T}", "not yours alone", "others may write it"}},
+		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},
 		{name: "report dir missing", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/absent/r.json"), want: []string{"--report", "/absent"}},
 		{name: "audit left by refusal", args: withCmd("run", "--workdir", "{W}", "--audit", "{D}/audit.jsonl", "--read", "{D}/absent"), want: []string{"/absent"}},
+		// files sandbox-run opens on the host (report, audit, profile, socket)
+		{name: "report in workdir", args: withCmd("run", "--workdir", "{W}", "--report", "{W}/r.json"), want: []string{"--report", "{W}/r.json", "writable dir"}},
+		{name: "audit in workdir", args: withCmd("run", "--workdir", "{W}", "--audit", "{W}/a.jsonl"), want: []string{"--audit", "{W}/a.jsonl", "writable dir"}},
+		{name: "report through a link to workdir", args: withCmd("run", "--workdir", "{W}", "--report", "{L}/r.json"), want: []string{"--report", "{L}/r.json", "writable dir"}},
+		{name: "audit through a link outside", args: withCmd("run", "--workdir", "{D}/closed", "--audit", "{L}/a.jsonl"), want: []string{"--audit", "{L}/a.jsonl"}},
+		{name: "report is a directory", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/closed"), want: []string{"--report", "{D}/closed", "not a regular file"}},
+		{name: "profile through a link", args: withCmd("run", "--workdir", "{W}", "--config", "{L}/p.json"), want: []string{"--config", "{L}/p.json"}},
+		{name: "mcp audit in workdir", args: withCmd("mcp", "--workdir", "{W}", "--audit", "{W}/a.jsonl"), want: []string{"--audit", "{W}/a.jsonl", "writable dir"}},
+		{name: "proxy audit through a link", args: []string{"proxy", "--listen", "{D}/p.sock", "--audit", "{L}/a.jsonl"}, want: []string{"--audit", "{L}/a.jsonl"}},
+		{name: "proxy listen through a link", args: []string{"proxy", "--listen", "{L}/p.sock"}, want: []string{"{L}/p.sock", "symbolic link"}},
+		// writable dirs that expose the user's own state
+		{name: "workdir is home", args: withCmd("run", "--workdir", "{W}"), env: []string{"HOME={W}"}, want: []string{"{W}", "home directory", "project directory"}},
+		{name: "workdir holds home", args: withCmd("run", "--workdir", "{W}"), env: []string{"HOME={W}/me"}, want: []string{"{W}", "holds your home"}},
+		{name: "write in a dot-dir of home", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.config/app"), env: []string{"HOME={D}"}, want: []string{"{D}/.config/app", "dot-directory"}},
+		{name: "write is home's .ssh", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/.ssh"), env: []string{"HOME={D}"}, want: []string{"{D}/.ssh", "dot-directory"}},
+		{name: "write is the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg/sandbox-run"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg/sandbox-run", "own state"}},
+		{name: "write holds the cache", args: withCmd("run", "--workdir", "{W}", "--write", "{D}/xdg"), env: []string{"XDG_CACHE_HOME={D}/xdg"}, want: []string{"{D}/xdg", "own state"}},
+		{name: "mcp workdir is home", args: withCmd("mcp", "--workdir", "{W}"), env: []string{"HOME={W}"}, want: []string{"{W}", "home directory"}},
 		// sizes of things
 		{name: "command over bwrap's 9000 arguments", args: huge, want: []string{"9000"}},
 		{name: "binds over bwrap's 9000 arguments", args: withCmd(append([]string{"run", "--workdir", "{W}"}, many(3001, "--read", "/usr/share")...)...), want: []string{"9000"}},
@@ -90,7 +148,8 @@ func badInputs() []badInput {
 		{name: "allow-host empty", args: withCmd("run", "--workdir", "{W}", "--allow-host", ""), want: []string{"allow-host", "empty"}},
 		// profiles
 		{name: "profile not JSON", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"workdir":`, want: []string{"{P}", "profile"}},
-		{name: "profile unknown field", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"alow_hosts":["x.com"]}`, want: []string{`"alow_hosts"`}},
+		{name: "profile unknown field", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"alow_hosts":["x.com"]}`, want: []string{`"alow_hosts"`, `did you mean "allow_hosts"`}},
+		{name: "profile syntax error", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: "{\"env\": {\"A\": \"1\",\n}}", want: []string{"line 2, column 1", "invalid character"}},
 		{name: "profile field twice", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"allow_hosts":[],"allow_hosts":["*.com"]}`, want: []string{`"allow_hosts"`, "twice"}},
 		{name: "profile oversized", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"env":{"A":"` + strings.Repeat("x", 2<<20) + `"}}`, want: []string{"larger than"}},
 		{name: "profile trailing data", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{} {}`, want: []string{"trailing"}},
@@ -104,12 +163,29 @@ func badInputs() []badInput {
 		{name: "env without name", args: withCmd("run", "--workdir", "{W}", "--env", "=x"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "env without =", args: withCmd("run", "--workdir", "{W}", "--env", "NOVALUE"), want: []string{"--env", "KEY=VALUE"}},
 		{name: "pass-env with =", args: withCmd("run", "--workdir", "{W}", "--pass-env", "A=B"), want: []string{`"A=B"`}},
+		{name: "pass-env invalid name", args: withCmd("run", "--workdir", "{W}", "--pass-env", "MY-TOKEN"), want: []string{"pass-env", `"MY-TOKEN"`, "not a variable name"}},
+		{name: "pass-env leading digit", args: withCmd("run", "--workdir", "{W}", "--pass-env", "1X"), want: []string{"pass-env", `"1X"`}},
+		{name: "profile pass-env invalid", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"pass_env":["A B"]}`, want: []string{"pass-env", `"A B"`}},
+		{name: "mcp pass-env invalid", args: withCmd("mcp", "--workdir", "{W}", "--pass-env", "A.B"), want: []string{"pass-env", `"A.B"`}},
 		{name: "llm-env without socket", args: withCmd("run", "--workdir", "{W}", "--llm-env", "X"), want: []string{"llm-socket"}},
 		// sizes and durations
 		{name: "memory unit", args: withCmd("run", "--workdir", "{W}", "--memory", "12X"), want: []string{`"12X"`}},
+		{name: "memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--memory", "512MB"), want: []string{"--memory", `"512MB"`, "ambiguous", "512M"}},
+		{name: "fsize GB ambiguous", args: withCmd("run", "--workdir", "{W}", "--fsize", "1GB"), want: []string{"--fsize", `"1GB"`, "ambiguous"}},
+		{name: "tmp-size KB ambiguous", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "64KB"), want: []string{"--tmp-size", `"64KB"`, "ambiguous"}},
+		{name: "memory fraction", args: withCmd("run", "--workdir", "{W}", "--memory", "1.5G"), want: []string{"--memory", `"1.5G"`}},
+		{name: "profile memory MB ambiguous", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"memory":"512MB"}`, want: []string{`"memory"`, `"512MB"`, "ambiguous"}},
+		{name: "profile tmp_size unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"tmp_size":"1X"}`, want: []string{`"tmp_size"`, `"1X"`}},
+		{name: "profile cpu_time without unit", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"cpu_time":"30"}`, want: []string{`"30"`, "unit"}},
+		{name: "cpu-time without unit", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "30"), want: []string{"--cpu-time", `"30"`}},
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
+		{name: "shm-size negative", args: withCmd("run", "--workdir", "{W}", "--shm-size", "-1"), want: []string{"--shm-size", "-1"}},
+		{name: "shm-size zero", args: withCmd("run", "--workdir", "{W}", "--shm-size", "0"), want: []string{"--shm-size 0", "uncapped"}},
+		{name: "shm-size word", args: withCmd("run", "--workdir", "{W}", "--shm-size", "lots"), want: []string{"--shm-size", `"lots"`}},
+		{name: "shm-size empty", args: withCmd("run", "--workdir", "{W}", "--shm-size", ""), want: []string{"--shm-size"}},
+		{name: "profile shm_size negative", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"shm_size":-1}`, want: []string{"shm-size", "negative"}},
 		{name: "pids fraction", args: withCmd("run", "--workdir", "{W}", "--pids", "1.5"), want: []string{`"1.5"`}},
 		{name: "timeout word", args: withCmd("run", "--workdir", "{W}", "--timeout", "soon"), want: []string{`"soon"`, "--timeout"}},
 		{name: "timeout negative", args: withCmd("run", "--workdir", "{W}", "--timeout", "-5s"), want: []string{"timeout", "negative"}},
@@ -123,6 +199,9 @@ func badInputs() []badInput {
 		{name: "proxy listen on a file", args: []string{"proxy", "--listen", "{F}"}, want: []string{"{F}", "not a socket"}},
 		{name: "proxy bad allow-list", args: []string{"proxy", "--listen", "{D}/p.sock", "--audit", "{D}/p.audit", "--allow-host", "*."}, want: []string{`"*."`}},
 		{name: "proxy bad mode", args: []string{"proxy", "--listen", "{D}/p.sock", "--mode", "777"}, want: []string{`"777"`}},
+		{name: "proxy unknown owner", args: []string{"proxy", "--listen", "{D}/p.sock", "--owner", "sbx-no-such-user"}, want: []string{"--owner", "sbx-no-such-user"}},
+		{name: "proxy unknown group", args: []string{"proxy", "--listen", "{D}/p.sock", "--group", "sbx-no-such-group"}, want: []string{"--group", "sbx-no-such-group"}},
+		{name: "proxy owner out of range", args: []string{"proxy", "--listen", "{D}/p.sock", "--owner", "-5"}, want: []string{"--owner", "out of range"}},
 		{name: "proxy bad profile", args: []string{"proxy", "--listen", "{D}/p.sock", "--config", "{P}"}, profile: `{"allow_hosts":"x.com"}`, want: []string{"allow_hosts"}},
 		{name: "proxy listen twice", args: []string{"proxy", "--listen", "{D}/p.sock", "--listen", "{D}/q.sock"}, want: []string{"--listen", "more than once"}},
 		// mcp
@@ -130,6 +209,34 @@ func badInputs() []badInput {
 		{name: "mcp max-message negative", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "-1"), want: []string{"--max-message -1"}},
 		{name: "mcp max-message huge", args: withCmd("mcp", "--workdir", "{W}", "--max-message", "99999999999"), want: []string{"--max-message"}},
 		{name: "mcp empty tool pattern", args: withCmd("mcp", "--workdir", "{W}", "--allow-tool", ""), want: []string{"--allow-tool", "empty"}},
+		{name: "mcp malformed deny-tool glob", args: withCmd("mcp", "--workdir", "{W}", "--deny-tool", "["), want: []string{`--deny-tool "["`, "not glob syntax"}},
+		{name: "mcp class in allow-tool", args: withCmd("mcp", "--workdir", "{W}", "--allow-tool", "read_[a-z]*"), want: []string{"--allow-tool", "not glob syntax"}},
+		{name: "mcp brace in deny-prompt", args: withCmd("mcp", "--workdir", "{W}", "--deny-prompt", "{a,b}"), want: []string{"--deny-prompt", "not glob syntax"}},
+		{name: "mcp escape in allow-resource", args: withCmd("mcp", "--workdir", "{W}", "--allow-resource", `file:///\*`), want: []string{"--allow-resource", "not glob syntax"}},
+		{name: "mcp unknown server request", args: withCmd("mcp", "--workdir", "{W}", "--deny-server-request", "tools/call"), want: []string{"--deny-server-request", "sampling/createMessage"}},
+		{name: "mcp audit-args value", args: withCmd("mcp", "--workdir", "{W}", "--audit-args=full"), want: []string{"--audit-args=full", "raw"}},
+		{name: "mcp max-pending zero", args: withCmd("mcp", "--workdir", "{W}", "--max-pending", "0"), want: []string{"--max-pending 0"}},
+		{name: "mcp pin-update without pin", args: withCmd("mcp", "--workdir", "{W}", "--pin-update"), want: []string{"--pin-update", "--pin FILE"}},
+		{name: "mcp pin in the workdir", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{W}/pins.json"), want: []string{"--pin", "writable dir"}},
+		{name: "mcp pin through a symlink", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{L}/pins.json"), want: []string{"--pin", "{L}"}},
+		{name: "mcp pin not a pin file", args: withCmd("mcp", "--workdir", "{W}", "--pin", "{F}"), want: []string{"--pin", "not a pin file", "--pin-update"}},
+		{name: "mcp listen-remote without listen", args: withCmd("mcp", "--workdir", "{W}", "--listen-remote"), want: []string{"--listen-remote without --listen"}},
+		{name: "mcp token-file without listen", args: withCmd("mcp", "--workdir", "{W}", "--token-file", "{F}"), want: []string{"--token-file without --listen"}},
+		{name: "mcp listen not host:port", args: withCmd("mcp", "--workdir", "{W}", "--listen", "8765"), want: []string{`--listen "8765"`, "HOST:PORT"}},
+		{name: "mcp listen on a name", args: withCmd("mcp", "--workdir", "{W}", "--listen", "example.com:80"), want: []string{"--listen", "not an IP address"}},
+		{name: "mcp listen not loopback", args: withCmd("mcp", "--workdir", "{W}", "--listen", "0.0.0.0:0"), want: []string{"--listen 0.0.0.0:0", "not a loopback address", "--listen-remote"}},
+		{name: "mcp listen empty", args: withCmd("mcp", "--workdir", "{W}", "--listen", ""), want: []string{"--listen"}},
+		{name: "mcp listen with pin", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--pin", "{D}/pins.json"), want: []string{"--pin with --listen"}},
+		{name: "mcp listen with report", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--report", "{D}/r.json"), want: []string{"--report with --listen", "--audit"}},
+		{name: "mcp max-sessions zero", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--max-sessions", "0"), want: []string{"--max-sessions 0"}},
+		{name: "mcp session-idle tiny", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--session-idle", "1ms"), want: []string{`--session-idle "1ms"`}},
+		{name: "mcp allow-origin not an origin", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--allow-origin", "evil.example"), want: []string{`--allow-origin "evil.example"`, "scheme://host"}},
+		{name: "mcp allow-origin null", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--allow-origin", "null"), want: []string{`--allow-origin "null"`}},
+		{name: "mcp token-file in workdir", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--token-file", "{W}/tok"), want: []string{"--token-file", "writable dir"}},
+		{name: "mcp token-file through a symlink", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--token-file", "{L}/tok"), want: []string{"--token-file", "{L}"}},
+		{name: "mcp token-file readable by others", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--token-file", "{F}"), want: []string{"--token-file", "chmod 600"}},
+		{name: "mcp token-file missing", args: withCmd("mcp", "--workdir", "{W}", "--listen", "127.0.0.1:0", "--token-file", "{D}/none"), want: []string{"--token-file", "{D}/none"}},
+		{name: "mcp audit-line-max small", args: withCmd("mcp", "--workdir", "{W}", "--audit-line-max", "100"), want: []string{"--audit-line-max 100"}},
 		{name: "mcp dry-run", args: withCmd("mcp", "--workdir", "{W}", "--dry-run"), want: []string{"--dry-run"}},
 		{name: "mcp repeated workdir", args: withCmd("mcp", "--workdir", "{W}", "--workdir", "{W}"), want: []string{"--workdir", "more than once"}},
 		{name: "mcp symlinked workdir", args: withCmd("mcp", "--workdir", "{L}"), want: []string{"{L}", "symlink"}},
@@ -189,14 +296,34 @@ func TestBadInput(t *testing.T) {
 				os.Chmod(closed, 0)
 				t.Cleanup(func() { os.Chmod(closed, 0o700) })
 			}
+			rootLink := filepath.Join(d, "rootlink")
+			if err := os.Symlink("/", rootLink); err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(d, "svc.sock")
+			sandboxtest.SocketInode(t, sock)
+			deep := filepath.Join(d, "deep")
+			mustMkdir(t, filepath.Join(deep, strings.Repeat("d/", 65)))
 			p := filepath.Join(d, "profile.json")
 			if tt.profile != "" {
 				mustWrite(t, p, tt.profile)
 			}
+			sandboxtest.Chown(t, deep)
+			openTop, err := os.MkdirTemp("/tmp", "sbx-open-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(openTop) })
+			mustMkdir(t, filepath.Join(openTop, "job"))
+			sandboxtest.Chown(t, filepath.Join(openTop, "job"))
+			if err := os.Chmod(openTop, 0o777); err != nil {
+				t.Fatal(err)
+			}
 			tmp := filepath.Join(d, "tmp")
 			mustMkdir(t, tmp)
 			marker := "sbx-bad-" + randHex(t)
-			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker)
+			subst := strings.NewReplacer("{W}", w, "{D}", d, "{F}", f, "{L}", l, "{P}", p, "{M}", marker,
+				"{R}", rootLink, "{S}", sock, "{N}", deep, "{T}", openTop)
 			args := make([]string, len(tt.args))
 			for i, a := range tt.args {
 				args[i] = subst.Replace(a)
@@ -300,5 +427,28 @@ func mustWrite(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPassEnvUnsetWarns: --pass-env of a name that is not set in
+// sandbox-run's environment is not an error (the run goes on) but says so
+// in one warning line naming it. Control: the same name set passes its
+// value and warns about nothing.
+func TestPassEnvUnsetWarns(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	name := "SBX_PASS_" + strings.ToUpper(randHex(t))
+	args := []string{"run", "--workdir", w, "--pass-env", name, "--", "/bin/sh", "-c", `echo "v=${` + name + `-unset}"`}
+	r := runEnv(t, nil, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=unset") {
+		t.Fatalf("exit %d stdout %q stderr %q, want the run to go on without it", r.code, r.stdout, r.stderr)
+	}
+	warn := "sandbox-run: warning: --pass-env " + name + ": not set"
+	if !strings.Contains(r.stderr, warn) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want exactly one line holding %q", r.stderr, warn)
+	}
+	r = runEnv(t, []string{name + "=here"}, "", args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "v=here") || strings.Contains(r.stderr, "warning") {
+		t.Errorf("control (set): exit %d stdout %q stderr %q, want the value passed and no warning", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,11 +44,35 @@ func limitRun(t *testing.T, script string, extra ...string) (result, string) {
 
 func TestForkBombStopsAtPids(t *testing.T) {
 	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
 	start := time.Now()
 	// Bounded: at most 2000 sleepers, each gone within 30 s anyway.
-	r, class := limitRun(t, `i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; wait`, "--pids", "50")
-	if class != "PidsLimit" || r.code != 137 {
-		t.Errorf("exit %d class %q, want 137 PidsLimit (%q)", r.code, class, r.stderr)
+	rep, r := runReport(t, w, []string{"--pids", "50"}, `i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); echo $i; done; wait`)
+	method := ""
+	for _, l := range rep.Limits {
+		if l.Name == "pids" {
+			method = l.Enforced
+		}
+	}
+	started := 0
+	for _, f := range strings.Fields(r.stdout) {
+		if n, err := strconv.Atoi(f); err == nil {
+			started = n
+		}
+	}
+	switch method {
+	case "rlimit":
+		// The kernel refuses the 51st-odd fork (50 plus sandbox-run's
+		// own few): the shell's fork fails, the sandbox is not ended.
+		if started >= 2000 || started > 50+8 || !strings.Contains(r.stderr, "fork") {
+			t.Errorf("started %d under --pids 50 (rlimit), exit %d (%q)", started, r.code, r.stderr)
+		}
+	case "cgroup", "sampled":
+		if rep.Exit.Class != "PidsLimit" || r.code != 137 {
+			t.Errorf("exit %d class %q, want 137 PidsLimit (%q)", r.code, rep.Exit.Class, r.stderr)
+		}
+	default:
+		t.Fatalf("pids reported enforced by %q", method)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("stopping the bomb took %v", d)
@@ -131,5 +158,99 @@ func TestOwnExitIsNotALimit(t *testing.T) {
 	r, class := limitRun(t, "exit 3", "--memory", "100M", "--pids", "50", "--cpu-time", "5s")
 	if r.code != 3 || class != "exited" || strings.Contains(r.stderr, "limit") {
 		t.Errorf("exit %d class %q stderr %q, want the command's own 3", r.code, class, r.stderr)
+	}
+}
+
+// TestMCPTimeout: sandbox-run mcp has no timer of its own any more;
+// sandbox.Run's ends the server, and the relay exits 124 with one line.
+// Control: without --timeout the same server is still running after the
+// same delay.
+func TestMCPTimeout(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	start := func(extra ...string) (*exec.Cmd, *strings.Builder, chan error) {
+		args := append(append([]string{"mcp", "--workdir", w}, extra...), "--", "sh", "-c", "sleep 30")
+		c := exec.Command(bin, args...)
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		// A client that stays connected: stdin open, nothing sent.
+		if _, err := c.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		return c, &stderr, done
+	}
+	// 5 s: a loaded machine can take over a second to set the sandbox up,
+	// and the timer must fire while the server runs, not during set-up.
+	_, stderr, done := start("--timeout", "5s")
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 124 || !strings.Contains(stderr.String(), "timed out after 5s") {
+			t.Fatalf("mcp --timeout 5s: %v, stderr %q, want exit 124 and the timeout named", err, stderr.String())
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("mcp --timeout 5s still running after 25s")
+	}
+	_, _, done = start()
+	select {
+	case err := <-done:
+		t.Fatalf("control: without --timeout the server ended: %v", err)
+	case <-time.After(6 * time.Second):
+	}
+}
+
+// TestPidsAboveHardLimit: sandbox-run's own hard RLIMIT_NPROC, which every
+// process of the sandbox inherits, caps the ceiling: --pids above it is
+// refused (125, one line), and the default comes down to it, reported at
+// the value held. Control: the same --pids without that hard limit runs.
+func TestPidsAboveHardLimit(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	sh := func(hard string, args ...string) result {
+		q := bin
+		for _, a := range args {
+			q += " '" + a + "'"
+		}
+		set := ""
+		if hard != "" {
+			// Soft and hard: the shell's own fork needs soft <= hard.
+			set = "{ ulimit -u " + hard + " || ulimit -p " + hard + "; } 2>/dev/null && "
+		}
+		c := exec.Command("/bin/sh", "-c", set+"exec "+q)
+		var o, e strings.Builder
+		c.Stdout, c.Stderr = &o, &e
+		err := c.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{o.String(), e.String(), code}
+	}
+	rep := filepath.Join(sandboxtest.WorkDir(t), "r.json") // outside the writable workdir
+	r := sh("200", "run", "--workdir", w, "--pids", "500", "--", "true")
+	if r.code != 125 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--pids 500 cannot be held") || !strings.Contains(r.stderr, "fix: pass --pids 192") {
+		t.Errorf("--pids 500 under hard 200: exit %d %q, want 125 and one line", r.code, r.stderr)
+	}
+	r = sh("", "run", "--workdir", w, "--pids", "500", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("control: --pids 500 without the hard limit: exit %d %q", r.code, r.stderr)
+	}
+	r = sh("200", "run", "--workdir", w, "--report", rep, "--", "sh", "-c", `grep "Max processes" /proc/self/limits`)
+	if r.code != 0 || !strings.Contains(r.stdout, "200") {
+		t.Fatalf("default under hard 200: exit %d out %q err %q", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil || !strings.Contains(string(b), `"name": "pids",
+      "value": "192"`) {
+		t.Errorf("report does not say pids 192: %s", b)
 	}
 }

@@ -452,7 +452,7 @@ func TestMCPRelayRules(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	s := startMCP(t, []string{"mcp", "--workdir", l.work, "--read", npm.Dir,
 		"--allow-tool", "read_*", "--allow-tool", "list_*", "--deny-tool", "read_media_file",
-		"--audit", audit, "--audit-args",
+		"--audit", audit, "--audit-args", "--name", "fs-under-test",
 		"--", npm.Node, npm.Filesystem(), l.parent})
 	tools := s.tools(t)
 	for _, want := range []string{"read_text_file", "list_directory"} {
@@ -497,6 +497,9 @@ func TestMCPRelayRules(t *testing.T) {
 		}
 		if ev == "mcp_end" {
 			linked, _ = rec["sandbox_run_id"].(string)
+		}
+		if ev == "mcp_start" && (rec["name"] != "fs-under-test" || rec["server"] != npm.Node) {
+			t.Errorf("mcp_start names server %v, label %v; want %s and fs-under-test", rec["server"], rec["name"], npm.Node)
 		}
 		if ev != "mcp_call" {
 			continue

@@ -24,6 +24,11 @@ type reportJSON struct {
 		Class string `json:"class"`
 	} `json:"exit"`
 	Digest string `json:"environment_digest"`
+	Limits []struct {
+		Name     string `json:"name"`
+		Value    string `json:"value"`
+		Enforced string `json:"enforced"`
+	} `json:"limits"`
 }
 
 func runReport(t *testing.T, w string, extra []string, script string) (reportJSON, result) {

@@ -88,7 +88,7 @@ func TestEnvironment(t *testing.T) {
 	if strings.Contains(r.stdout, hostVar) || strings.Contains(r.stdout, "leaked") {
 		t.Errorf("host variable reached the command: %s", r.stdout)
 	}
-	for _, want := range []string{"FOO=bar baz\n", "SBX_PASS=passed\n", "HOME=" + w + "\n"} {
+	for _, want := range []string{"FOO=bar baz\n", "SBX_PASS=passed\n", "HOME=/tmp\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("env lacks %q: %s", want, r.stdout)
 		}
@@ -201,9 +201,22 @@ func TestRootMapsToUnprivilegedUID(t *testing.T) {
 	if len(f) < 4 || f[0] != "65534" || f[1] != "65534" {
 		t.Errorf("uid inside / uid_map = %q, want 65534 mapped to host 65534", r.stdout)
 	}
-	// --user picks another uid; the workdir must be writable for it.
+	// --user picks another uid; the workdir must be writable for it. (In a
+	// directory of root's own: one directly in /tmp that belongs to
+	// neither root nor uid 4242, as w does, is refused before that.)
+	top, err := os.MkdirTemp("/tmp", "sbx-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	w2 := filepath.Join(top, "w")
+	mustMkdir(t, w2)
+	sandboxtest.Chown(t, w2)
+	r = sandboxed(t, w2, "true", "--user", "4242")
+	oneLine(t, r, w2, "not writable for uid 4242", "chown")
 	r = sandboxed(t, w, "true", "--user", "4242")
-	oneLine(t, r, w, "not writable for uid 4242", "chown")
+	oneLine(t, r, w, "not yours alone", "owned by uid 65534")
 }
 
 func TestProcHardened(t *testing.T) {

@@ -63,6 +63,14 @@ const lingerTimeout = 2 * time.Second
 // every relayed connection are closed and all relay goroutines have
 // finished before it returns.
 func Serve(ctx context.Context, ln net.Listener, socketPath string) error {
+	return ServeTagged(ctx, ln, socketPath, nil)
+}
+
+// ServeTagged is Serve that writes tag on each connection to socketPath
+// before any byte of the client's: how a sandbox's relay names its run to
+// a node-wide proxy (proxy.RunIDPreamble). The client cannot write before
+// it, so it cannot forge it.
+func ServeTagged(ctx context.Context, ln net.Listener, socketPath string, tag []byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -132,7 +140,7 @@ func Serve(ctx context.Context, ln net.Listener, socketPath string) error {
 		go func() {
 			defer wg.Done()
 			defer untrack(c)
-			relay(ctx, c, socketPath, track, untrack)
+			relay(ctx, c, socketPath, tag, track, untrack)
 		}()
 	}
 	cancel()
@@ -151,9 +159,14 @@ func isTemporary(err error) bool {
 
 // relay connects client to a new connection to socketPath and copies both
 // ways until both directions have ended.
-func relay(ctx context.Context, client net.Conn, socketPath string, track func(net.Conn) bool, untrack func(net.Conn)) {
+func relay(ctx context.Context, client net.Conn, socketPath string, tag []byte, track func(net.Conn) bool, untrack func(net.Conn)) {
 	d := net.Dialer{Timeout: dialTimeout}
 	up, err := d.DialContext(ctx, "unix", socketPath)
+	if err == nil && len(tag) > 0 {
+		if _, err = up.Write(tag); err != nil {
+			up.Close()
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			badGateway(client, socketPath, err)

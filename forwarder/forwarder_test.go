@@ -421,3 +421,34 @@ func BenchmarkForwarder(b *testing.B) {
 		}
 	}
 }
+
+// TestServeTaggedWritesTagFirst: the upstream reads the tag, then the
+// client's bytes, on every connection; Serve writes no tag (the control).
+func TestServeTaggedWritesTagFirst(t *testing.T) {
+	sock := unixServer(t, echo)
+	for _, tag := range []string{"TAG 42\r\n", ""} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			if tag == "" {
+				errc <- forwarder.Serve(ctx, ln, sock)
+			} else {
+				errc <- forwarder.ServeTagged(ctx, ln, sock, []byte(tag))
+			}
+		}()
+		for range 2 {
+			got, err := roundTrip(dial(t, ln.Addr().String()), []byte("hello"))
+			if err != nil || string(got) != tag+"hello" {
+				t.Errorf("tag %q: echoed %q, %v", tag, got, err)
+			}
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+}

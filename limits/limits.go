@@ -142,9 +142,10 @@ type Env struct {
 	// and CgroupPids say whether the memory and pids controllers are
 	// enabled for it (see Enabled).
 	Cgroup, CgroupMemory, CgroupPids bool
-	// UserNS is true when the command runs in a user namespace of its own,
-	// so RLIMIT_NPROC counts only the sandbox's tasks (Linux 5.14 and
-	// later count per user namespace and uid).
+	// UserNS is true when the command runs in a user namespace of its own
+	// and the kernel counts RLIMIT_NPROC per user namespace and uid (Linux
+	// 5.14 and later: NProcPerUserNS), so that the limit, set inside,
+	// counts only the sandbox's tasks.
 	UserNS bool
 	// HostRoot is true when the command runs as host uid 0, whom the kernel
 	// exempts from RLIMIT_NPROC.

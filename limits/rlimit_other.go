@@ -16,3 +16,9 @@ func Apply(rs []Rlimit) error {
 	}
 	return fmt.Errorf("limits: apply: rlimits on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
+
+// Hard is not supported on this platform: it returns an error wrapping
+// errors.ErrUnsupported.
+func Hard(r Resource) (uint64, error) {
+	return 0, fmt.Errorf("limits: hard %s: rlimits on %s: %w", r, runtime.GOOS, errors.ErrUnsupported)
+}

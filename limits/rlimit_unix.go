@@ -50,3 +50,18 @@ func Apply(rs []Rlimit) error {
 	}
 	return nil
 }
+
+// Hard returns the calling process's hard limit for r, which every process
+// it starts inherits and none can raise: a ceiling above it is not held at
+// the value asked for.
+func Hard(r Resource) (uint64, error) {
+	n, ok := resourceNumber[r]
+	if !ok {
+		return 0, fmt.Errorf("limits: hard %s: unknown resource: %w", r, ErrEncoding)
+	}
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(n, &cur); err != nil {
+		return 0, fmt.Errorf("limits: hard %s: getrlimit: %w", r, err)
+	}
+	return cur.Max, nil
+}

@@ -4,47 +4,70 @@
 // tools the client may see and call and recording every call.
 //
 // The relay works on JSON-RPC messages, not on MCP features: it parses
-// every message (with mcp-go's types for ids and errors), acts on
-// tools/list, tools/call and notifications/cancelled, and forwards every
-// other message byte for byte. Resources, prompts, sampling, elicitation,
-// roots, logging, progress, completion, tasks and pagination therefore
-// pass through unchanged, for the initialize handshake (protocol versions
-// up to 2025-11-25) and for the stateless server/discover style
-// (2026-07-28) alike.
+// every message, judges the requests that name a tool, prompt or resource
+// (tools/call, prompts/get, resources/read, resources/subscribe,
+// resources/unsubscribe, completion/complete), filters the lists of them,
+// gates the server's sampling, elicitation and roots requests, and
+// forwards every other message unchanged but for its id. This holds for
+// the initialize handshake (protocol versions up to 2025-11-25) and for
+// the stateless server/discover style (2026-07-28) alike.
+//
+// Serve relays one client on a pair of streams (stdio); ServeHTTP serves
+// MCP's Streamable HTTP transport, each client session with its own Serve
+// and sandbox (see its doc for what it adds and does not hold).
 //
 // # Guarantees
 //
-//   - A tools/call naming a tool the Rules hide never reaches the server:
-//     the client gets a JSON-RPC error (-32602) naming the rule, and the
-//     audit records the refusal. This holds whatever the server advertises.
-//   - tools/list results, page by page, list only visible tools; every
-//     other member of the result (nextCursor, _meta, ttl) is kept.
+//   - A request using a tool, prompt or resource the Rules hide never
+//     reaches the server: the client gets a JSON-RPC error (-32602) naming
+//     the rule, and the audit records the refusal. So does a request whose
+//     name or URI is missing or not a string, whatever the rules. This
+//     holds whatever the server advertises.
+//   - List results, page by page, list only visible entries; every other
+//     member of the result (nextCursor, _meta, ttl) is kept.
 //   - A message that JSON parsers could read two ways (a key repeated, or
 //     keys differing only in case, which encoding/json folds together and
 //     JSON.parse does not) is refused from the client and dropped from the
-//     server, so the relay and the two ends never disagree on a method, an
-//     id or a tool name. A JSON-RPC batch from the client is split into its
-//     members, each judged alone.
-//   - A server response is delivered only for a request the client sent
-//     and has not seen answered or cancelled; anything else from the server
-//     that is not a valid JSON-RPC message is dropped and logged.
+//     server. A JSON-RPC batch from the client is split into its members,
+//     each judged alone.
+//   - Ids: a client request's id must be a string or an integer (null is
+//     refused); ids are compared by their exact value, and one already
+//     pending is refused. The server sees the relay's own ids and answers
+//     reach the client under its id as written, so the server cannot
+//     confuse two requests, and an answer to an id the relay did not issue
+//     is dropped. A response with both result and error reaches the client
+//     as an error.
+//   - Server requests needing a client capability (sampling/createMessage,
+//     elicitation/create, roots/list) reach the client only when it
+//     declared it and DenyServerRequests does not name them; a client
+//     answer to no server request is dropped.
 //   - When the server ends, every pending request gets a JSON-RPC error
 //     (-32603) saying why, and Serve returns an error wrapping
-//     ErrServerEnded.
+//     ErrServerEnded. When the relay gives up on the session (a server line
+//     over MaxMessage or one that never ends, a client line over it whose
+//     id cannot be read), the sandbox is ended at once and Serve returns an
+//     error wrapping ErrSessionEnded; the mcp_end record says why.
 //   - Memory is bounded: one message per direction (at most MaxMessage
-//     bytes) plus one record per pending request. A server that floods
-//     its output is slowed down by the pipe to the client, not buffered.
+//     bytes) plus one record per pending request (at most MaxPending each
+//     way, each holding at most AuditArgsMax argument bytes). A server that
+//     floods its output is slowed down by the pipe to the client, not
+//     buffered. No audit line is longer than AuditLineMax.
+//   - Every request either way is audited with its method, name or URI,
+//     size, outcome and duration.
 //   - The server's stderr goes to Options.Sandbox.Stderr as it is.
 //
 // # Non-guarantees
 //
 //   - Visibility is by name. A visible tool can do whatever its server
 //     implements; the sandbox, not the relay, bounds what the server can
-//     reach. Resource reads, prompts and completions are not filtered.
-//   - The audit records what the client asked and how the call ended; it
+//     reach. Definitions (descriptions, schemas) pass as sent; with Pins,
+//     a tool whose definition differs from its pin, or that has none, is
+//     hidden and refused; without, a definition that changes within the
+//     session is only flagged.
+//   - The audit records what the client asked and how the request ended; it
 //     cannot say what the server did. Argument values are recorded only
-//     with AuditArgs.
+//     with AuditArgs, redacted by a heuristic unless AuditArgsRaw.
 //   - Batches are answered message by message, not as one batch response.
-//   - The relay does not answer server-to-client requests itself (sampling,
-//     elicitation, roots): the client does, through the relay.
+//   - The relay does not answer server-to-client requests itself: the
+//     client does, through the relay, or the relay refuses them.
 package mcp

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // errAmbiguous marks a JSON object that two parsers could read differently:
@@ -31,8 +29,14 @@ func parseObject(raw []byte) (object, error) {
 		}
 		return nil, errors.New("invalid JSON")
 	}
+	return walkObject(raw)
+}
+
+// walkObject is parseObject for raw that json.Valid accepted, on its own
+// or as a member of a message it accepted.
+func walkObject(raw []byte) (object, error) {
 	i := skipSpace(raw, 0)
-	if raw[i] != '{' {
+	if i >= len(raw) || raw[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	i++
@@ -148,27 +152,79 @@ const (
 	kindResponse          // id and result or error, no method
 )
 
+// Errors about a message's id. MCP forbids a null id ("Unlike base
+// JSON-RPC, the ID MUST NOT be null") and allows strings and integers; the
+// relay refuses anything else rather than guess how the other side would
+// read it.
+var (
+	errNullID = errors.New("the id is null, which MCP forbids")
+	errBadID  = errors.New("the id is not a string or an integer")
+)
+
+// maxIDBytes bounds an id as written, so that a pending request's record
+// stays small.
+const maxIDBytes = 256
+
 // envelope is one parsed JSON-RPC message.
 type envelope struct {
+	raw    []byte // the message as it came, trimmed
 	obj    object
 	kind   kind
 	method string
-	id     mcpgo.RequestId
-	idKey  string // id.String(): how mcp-go clients match responses
+	id     json.RawMessage // as written (a sub-slice of raw); nil when absent
+	idKey  string          // the id's exact value (see idKey)
+}
+
+// idKey returns a key that is equal for two ids exactly when they are the
+// same JSON value: a string by its decoded text, an integer by its digits.
+// No float conversion takes place, so 9007199254740992 (2^53) and
+// 9007199254740993 differ. Fractions, exponents, null, and anything but a
+// string or an integer are refused.
+func idKey(raw json.RawMessage) (string, error) {
+	switch {
+	case len(raw) == 0:
+		return "", errBadID
+	case string(raw) == "null":
+		return "", errNullID
+	case len(raw) > maxIDBytes:
+		return "", fmt.Errorf("the id is over %d bytes", maxIDBytes)
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", errBadID
+		}
+		return "s:" + s, nil
+	}
+	digits := raw
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+		return "", errBadID
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return "", errBadID
+		}
+	}
+	if string(raw) == "-0" {
+		return "n:0", nil
+	}
+	return "n:" + string(raw), nil
 }
 
 func parseEnvelope(raw []byte) (envelope, error) {
 	obj, err := parseObject(raw)
 	if err != nil {
-		return envelope{}, err
+		return envelope{raw: raw}, err
 	}
-	e := envelope{obj: obj, method: obj.str("method")}
+	e := envelope{raw: raw, obj: obj, method: obj.str("method")}
 	hasResult := obj.has("result") || obj.has("error")
 	if obj.has("id") {
-		if err := json.Unmarshal(obj["id"], &e.id); err != nil {
+		e.id = obj["id"]
+		if e.idKey, err = idKey(e.id); err != nil {
 			return e, err
 		}
-		e.idKey = e.id.String()
 	}
 	switch {
 	case obj.has("method") && e.method == "":
@@ -194,15 +250,48 @@ func (e envelope) params() (object, error) {
 	if !ok || string(raw) == "null" {
 		return object{}, nil
 	}
-	return parseObject(raw)
+	// The whole message passed json.Valid: no need to check it again.
+	return walkObject(raw)
 }
 
-// errorLine renders a JSON-RPC error response as one line.
-func errorLine(id mcpgo.RequestId, code int, msg string, data any) []byte {
-	b, err := json.Marshal(mcpgo.NewJSONRPCError(id, code, msg, data))
+// splice returns a copy of whole with sub, which must be a sub-slice of
+// whole (a member value from parseObject), replaced by repl. Every other
+// byte stays as it was.
+func splice(whole, sub, repl []byte) []byte {
+	start := cap(whole) - cap(sub)
+	if start < 0 || start+len(sub) > len(whole) {
+		panic("BUG(sandbox-run): mcp: splice of a slice from another message")
+	}
+	out := make([]byte, 0, len(whole)-len(sub)+len(repl)+1)
+	out = append(out, whole[:start]...)
+	out = append(out, repl...)
+	return append(out, whole[start+len(sub):]...)
+}
+
+// nullID is the id of an error response to a message whose id could not
+// be read.
+var nullID = json.RawMessage("null")
+
+// errorLine renders a JSON-RPC error response to id (as written) as one
+// line.
+func errorLine(id json.RawMessage, code int, msg string, data any) []byte {
+	if len(id) == 0 {
+		id = nullID
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{Code: code, Message: msg, Data: data}})
 	if err != nil {
-		// data is built by this package from strings and numbers.
+		// id was validated by idKey and data is built by this package.
 		panic("BUG(sandbox-run): mcp: cannot encode an error response: " + err.Error())
 	}
 	return append(b, '\n')
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }

@@ -88,3 +88,39 @@ func FuzzParseObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHeadScan: whatever headScan reads from an object parseObject
+// accepts is that object's own top-level id and method, and it never
+// panics on anything.
+func FuzzHeadScan(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"method":"m","params":{"id":2},"id":"x"}`,
+		`{"id":1,"ID":2}`, `{"id":[1],"method":"m"}`, `{"\u0069d":3,"method":"m"}`, `[{"id":1}]`, `{"id":"a\"}"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h headScan
+		h.feed(b)
+		id, method, ok := h.result()
+		if !ok {
+			return
+		}
+		obj, err := parseObject(b)
+		if err != nil {
+			return // not one object two parsers agree on: nothing to compare
+		}
+		if method != obj.str("method") {
+			t.Fatalf("%q: method %q, the object's %q", b, method, obj.str("method"))
+		}
+		if id == nil {
+			if obj.has("id") {
+				t.Fatalf("%q: no id read, the object has %s", b, obj["id"])
+			}
+			return
+		}
+		k1, _ := idKey(id)
+		k2, err := idKey(obj["id"])
+		if err != nil || k1 != k2 {
+			t.Fatalf("%q: id %s, the object's %s (%v)", b, id, obj["id"], err)
+		}
+	})
+}

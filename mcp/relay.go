@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,43 +22,83 @@ import (
 // accepts from either side when Options.MaxMessage is zero.
 const DefaultMaxMessage = 32 << 20
 
+// DefaultMaxPending is how many requests may wait for an answer at once,
+// in each direction, when Options.MaxPending is zero.
+const DefaultMaxPending = 1024
+
 // Error codes the relay answers with itself. A refused tool is "invalid
 // params", as MCP prescribes for an unknown tool.
 const (
 	codeRefused    = mcpgo.INVALID_PARAMS
 	codeServerGone = mcpgo.INTERNAL_ERROR
+	codeBusy       = -32000 // implementation-defined: too many pending requests
 )
 
 // call is a client request the server has not answered yet.
 type call struct {
-	id       mcpgo.RequestId
-	method   string
-	tool     string // tools/call only
-	start    time.Time
-	argBytes int
-	args     json.RawMessage // kept only when the audit records values
+	clientID  json.RawMessage // as the client wrote it
+	clientKey string
+	method    string
+	kind      string // KindTool, KindPrompt, KindResource or ""
+	name      string // the tool's or prompt's name, or the resource's URI
+	nameSent  string // a name or URI that was missing or not a string, as sent
+	start     time.Time
+
+	paramBytes int
+	argBytes   int
+	args       json.RawMessage // kept only when the audit records values
+	argsNote   string          // why args were not kept
+	redacted   int
+
+	caps clientCaps // declared with this request (protocol 2026-07-28)
+}
+
+// srvCall is a request from the server the client has not answered yet.
+type srvCall struct {
+	method string
+	start  time.Time
 }
 
 // relay passes JSON-RPC messages between one client and one server,
-// filtering tools/list results and refusing calls to hidden tools. It holds
-// at most one message per direction in memory (plus the arguments of
-// pending calls when AuditArgs is set): a side that floods the other is
-// slowed down by the pipe, never buffered.
+// filtering lists and refusing requests the rules hide. It holds at most
+// one message per direction in memory, plus one small record per pending
+// request (at most maxPending each way, each with at most maxAuditArgs
+// bytes of arguments): a side that floods the other is slowed down by the
+// pipe, never buffered.
+//
+// Requests reach the server under ids the relay assigns (1, 2, 3, ...),
+// and answers go back under the client's own id, as it wrote it. So the
+// server never sees two pending requests with one id, whatever its JSON
+// library does to numbers, and a client id the relay did not issue cannot
+// be answered.
 type relay struct {
-	rules      Rules
-	audit      *auditor
-	auditArgs  bool
-	maxMessage int
-	log        *slog.Logger
+	rules       Rules
+	audit       *auditor
+	auditArgs   argsMode
+	maxMessage  int
+	maxPending  int
+	denyFromSrv map[string]bool
+	log         *slog.Logger
 
 	clientMu  sync.Mutex // serialises writes to the client
 	clientOut io.Writer
+	serverMu  sync.Mutex // serialises writes to the server
+	serverIn  io.Writer
 
 	mu         sync.Mutex
-	pending    map[string]*call
-	ended      bool // the server's output has ended
+	pending    map[uint64]*call
+	byClient   map[string]uint64 // client id key -> the relay's id
+	nextID     uint64
+	fromSrv    map[string]*srvCall // server request id key -> record
+	caps       clientCaps          // declared in initialize
+	pin        pinState            // tool definitions seen and pinned
+	ended      bool                // the server's output has ended
 	clientGone atomic.Bool
 	endReason  string // why, for the errors pending calls get
+
+	overOnce sync.Once
+	over     chan struct{} // closed when the relay ends the session
+	overErr  error
 }
 
 // streams are the four ends the relay joins.
@@ -67,19 +109,54 @@ type streams struct {
 	serverOut io.Reader
 }
 
+func (r *relay) init() {
+	if r.pending == nil {
+		r.pending = map[uint64]*call{}
+		r.byClient = map[string]uint64{}
+		r.fromSrv = map[string]*srvCall{}
+	}
+	if r.over == nil {
+		r.over = make(chan struct{})
+	}
+	if r.maxPending <= 0 {
+		r.maxPending = DefaultMaxPending
+	}
+}
+
+// endSession records why the relay gives up on the session and signals
+// Serve to end the server. The first reason wins.
+func (r *relay) endSession(err error) {
+	r.init()
+	r.overOnce.Do(func() {
+		r.overErr = err
+		r.setEndReason(err.Error())
+		close(r.over)
+	})
+}
+
+// sessionErr is the reason the relay ended the session, or nil.
+func (r *relay) sessionErr() error {
+	select {
+	case <-r.over:
+		return r.overErr
+	default:
+		return nil
+	}
+}
+
 // run relays until the server's output ends, then answers every pending
 // client request with an error. When the client's input ends first, the
 // server's input is closed (the MCP way of asking a stdio server to exit)
 // and clientEOF, when set, is called; run still returns only once the
 // server's output has ended. It returns errServerEnded when the server's
-// output ended while the client was still connected.
+// output ended while the client was still connected, and the relay's own
+// reason when it ended the session (see endSession).
 func (r *relay) run(ctx context.Context, s streams, clientEOF func()) error {
+	r.init()
 	r.clientOut = s.clientOut
-	if r.pending == nil {
-		r.pending = map[string]*call{}
-	}
+	r.serverIn = s.serverIn
 	go func() {
-		r.clientToServer(s.clientIn, s.serverIn)
+		r.clientToServer(s.clientIn)
 		// Set before the server can see EOF, so before it can exit of it.
 		r.clientGone.Store(true)
 		s.serverIn.Close()
@@ -88,7 +165,9 @@ func (r *relay) run(ctx context.Context, s streams, clientEOF func()) error {
 		}
 	}()
 	err := r.serverToClient(s.serverOut)
-	if errors.Is(err, errServerEnded) && r.clientGone.Load() {
+	if serr := r.sessionErr(); serr != nil {
+		err = serr
+	} else if errors.Is(err, errServerEnded) && r.clientGone.Load() {
 		// The client left first: a server that ends now does as asked.
 		err = nil
 	}
@@ -98,34 +177,68 @@ func (r *relay) run(ctx context.Context, s streams, clientEOF func()) error {
 
 var errServerEnded = errors.New("server ended")
 
+// ErrSessionEnded means the relay itself ended the session: a message it
+// could not relay safely (a server line over the limit, a client line over
+// the limit whose id could not be read). The server was ended with it.
+var ErrSessionEnded = errors.New("mcp: the relay ended the session")
+
 // setEndReason records why the server's output will end, before it does.
 func (r *relay) setEndReason(s string) {
 	r.mu.Lock()
-	r.endReason = s
+	if r.endReason == "" {
+		r.endReason = s
+	}
 	r.mu.Unlock()
 }
 
 func (r *relay) writeClient(b []byte) error {
 	r.clientMu.Lock()
 	defer r.clientMu.Unlock()
-	_, err := r.clientOut.Write(b)
+	_, err := r.clientOut.Write(withNewline(b))
 	return err
 }
 
+func (r *relay) writeServer(b []byte) error {
+	r.serverMu.Lock()
+	defer r.serverMu.Unlock()
+	_, err := r.serverIn.Write(withNewline(b))
+	return err
+}
+
+// writeSpliced writes whole, with its sub-slice sub replaced by repl and a
+// newline after, to w under mu: in pieces, so a large message is not
+// copied.
+func writeSpliced(mu *sync.Mutex, w io.Writer, whole, sub, repl []byte) error {
+	start := cap(whole) - cap(sub)
+	if start < 0 || start+len(sub) > len(whole) {
+		panic("BUG(sandbox-run): mcp: splice of a slice from another message")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, part := range [][]byte{whole[:start], repl, whole[start+len(sub):], []byte("\n")} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // clientToServer forwards the client's messages until its input ends.
-func (r *relay) clientToServer(in io.Reader, out io.Writer) {
+func (r *relay) clientToServer(in io.Reader) {
 	br := bufio.NewReaderSize(in, 64<<10)
+	var scratch []byte
 	for {
-		line, err := readLine(br, r.maxMessage)
+		var hs headScan
+		line, err := readLine(br, r.maxMessage, &hs, &scratch)
 		if errors.Is(err, errTooLong) {
-			r.log.Warn("client message over the size limit dropped", "limit", r.maxMessage)
-			r.writeClient(errorLine(mcpgo.NewRequestId(nil), mcpgo.INVALID_REQUEST,
-				fmt.Sprintf("sandbox-run: message over %d bytes dropped", r.maxMessage), nil))
+			if !r.clientTooLong(&hs) {
+				return
+			}
 			continue
 		}
 		if len(line) > 0 {
-			if werr := r.fromClient(line, out); werr != nil {
-				r.log.Debug("writing to the server", "error", werr)
+			if werr := r.fromClient(line); werr != nil {
+				r.log.Debug("relaying a client message", "error", werr)
 			}
 		}
 		if err != nil {
@@ -134,109 +247,190 @@ func (r *relay) clientToServer(in io.Reader, out io.Writer) {
 	}
 }
 
+// clientTooLong answers a client line over the limit, which was skipped
+// unread but for its top-level id and method (hs). It returns false when
+// the session cannot go on: the line was a request whose id could not be
+// read, so its caller would wait forever.
+func (r *relay) clientTooLong(hs *headScan) bool {
+	id, method, ok := hs.result()
+	msg := fmt.Sprintf("sandbox-run: message over %d bytes dropped (--max-message)", r.maxMessage)
+	switch {
+	case ok && id != nil:
+		c := &call{clientID: id, method: method, start: time.Now(), paramBytes: r.maxMessage}
+		r.audit.call(c, outcomeTooLarge, mcpgo.INVALID_REQUEST, "--max-message")
+		r.writeClient(errorLine(id, mcpgo.INVALID_REQUEST, msg, nil))
+		return true
+	case ok && method != "":
+		r.log.Warn("client notification over the size limit dropped", "method", method, "limit", r.maxMessage)
+		return true
+	}
+	err := fmt.Errorf("%w: the client sent a message over %d bytes whose id could not be read, so it could not be answered",
+		ErrSessionEnded, r.maxMessage)
+	r.log.Warn(err.Error())
+	r.endSession(err)
+	return false
+}
+
 // fromClient handles one line from the client.
-func (r *relay) fromClient(line []byte, out io.Writer) error {
+func (r *relay) fromClient(line []byte) error {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
 		return nil
 	}
 	if trimmed[0] == '[' {
 		// A batch (MCP 2025-03-26) is split into its members, so that
-		// every tools/call in it meets the rules.
+		// every request in it meets the rules.
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
-			return r.writeClient(errorLine(mcpgo.NewRequestId(nil), mcpgo.PARSE_ERROR, "sandbox-run: invalid JSON batch", nil))
+			return r.writeClient(errorLine(nil, mcpgo.PARSE_ERROR, "sandbox-run: invalid JSON batch", nil))
 		}
 		for _, m := range batch {
-			if err := r.fromClientMessage(m, out); err != nil {
+			if err := r.fromClientMessage(m); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return r.fromClientMessage(trimmed, out)
+	return r.fromClientMessage(trimmed)
 }
 
-func (r *relay) fromClientMessage(raw []byte, out io.Writer) error {
+func (r *relay) fromClientMessage(raw []byte) error {
 	e, err := parseEnvelope(raw)
 	if err != nil {
-		code := mcpgo.INVALID_REQUEST
-		if !errors.Is(err, errAmbiguous) {
-			var se *json.SyntaxError
-			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-				code = mcpgo.PARSE_ERROR
-			}
-		}
-		return r.writeClient(errorLine(e.id, code, "sandbox-run: "+err.Error(), nil))
+		return r.refuseMalformed(e, err)
 	}
 	switch e.kind {
 	case kindRequest:
-		c := &call{id: e.id, method: e.method, start: time.Now()}
-		if e.method == string(mcpgo.MethodToolsCall) {
-			p, err := e.params()
-			if err != nil {
-				return r.writeClient(errorLine(e.id, mcpgo.INVALID_PARAMS, "sandbox-run: tools/call params: "+err.Error(), nil))
-			}
-			c.tool = p.str("name")
-			args := p["arguments"]
-			c.argBytes = len(args)
-			if r.auditArgs {
-				c.args = bytes.Clone(args)
-			}
-			if ok, rule := r.rules.Check(c.tool); !ok {
-				r.audit.call(c, outcomeRefused, 0, rule)
-				msg := fmt.Sprintf("sandbox-run: tool %q is not available: refused by %s", c.tool, rule)
-				return r.writeClient(errorLine(e.id, codeRefused, msg, map[string]string{"tool": c.tool, "rule": rule}))
-			}
-		}
-		r.mu.Lock()
-		if r.ended {
-			reason := r.endReason
-			r.mu.Unlock()
-			r.audit.call(c, outcomeServerEnded, 0, "")
-			return r.writeClient(errorLine(e.id, codeServerGone, "sandbox-run: the MCP server has ended: "+reason, nil))
-		}
-		r.pending[e.idKey] = c
-		r.mu.Unlock()
+		return r.request(e)
 	case kindNotification:
 		if e.method == string(mcpgo.MethodNotificationCancelled) {
-			r.cancelled(e)
+			line, ok := r.cancelled(e)
+			if !ok {
+				return nil
+			}
+			return r.writeServer(line)
 		}
+		return r.writeServer(e.raw)
+	default:
+		return r.clientResponse(e)
 	}
-	return writeLine(out, raw)
+}
+
+// refuseMalformed answers a client message the relay cannot read as one
+// meaning: the client gets an error (under its id when that could be read
+// and is valid), the audit a refusal naming what was wrong.
+func (r *relay) refuseMalformed(e envelope, err error) error {
+	code := mcpgo.INVALID_REQUEST
+	var se *json.SyntaxError
+	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+		code = mcpgo.PARSE_ERROR
+	}
+	id := json.RawMessage(nil)
+	if e.idKey != "" {
+		id = e.id
+	}
+	c := &call{clientID: bytes.Clone(id), method: e.method, start: time.Now(), paramBytes: len(e.obj["params"])}
+	if c.method == "" && e.obj.has("method") {
+		c.nameSent = capString(string(e.obj["method"]))
+	}
+	r.audit.call(c, outcomeRefused, code, "malformed: "+err.Error())
+	return r.writeClient(errorLine(id, code, "sandbox-run: "+err.Error(), nil))
+}
+
+// request judges a client request and, unless refused, forwards it under
+// the relay's own id.
+func (r *relay) request(e envelope) error {
+	c, ref := r.judge(e)
+	if ref != nil {
+		r.audit.call(c, outcomeRefused, ref.code, ref.rule)
+		return r.writeClient(errorLine(c.clientID, ref.code, ref.msg, ref.data))
+	}
+	r.mu.Lock()
+	var busy *refusal
+	switch {
+	case r.ended:
+		busy = &refusal{code: codeServerGone, msg: "sandbox-run: the MCP server has ended: " + r.endReason, rule: ""}
+	case r.byClient[c.clientKey] != 0:
+		busy = &refusal{code: mcpgo.INVALID_REQUEST, rule: "duplicate id",
+			msg: fmt.Sprintf("sandbox-run: a request with id %s is already pending; ids must be unique", capString(string(c.clientID)))}
+	case len(r.pending) >= r.maxPending:
+		busy = &refusal{code: codeBusy, rule: "--max-pending " + strconv.Itoa(r.maxPending),
+			msg: fmt.Sprintf("sandbox-run: %d requests already pending (--max-pending); refused", r.maxPending)}
+	}
+	if busy != nil {
+		ended := r.ended
+		r.mu.Unlock()
+		outcome := outcomeRefused
+		if ended {
+			outcome = outcomeServerEnded
+		}
+		r.audit.call(c, outcome, busy.code, busy.rule)
+		return r.writeClient(errorLine(c.clientID, busy.code, busy.msg, nil))
+	}
+	r.nextID++
+	id := r.nextID
+	r.pending[id] = c
+	r.byClient[c.clientKey] = id
+	r.mu.Unlock()
+	return writeSpliced(&r.serverMu, r.serverIn, e.raw, e.id, strconv.AppendUint(nil, id, 10))
 }
 
 // cancelled forgets a request the client gave up on: the server need not
-// answer it, and an answer that still comes is dropped.
-func (r *relay) cancelled(e envelope) {
+// answer it, and an answer that still comes is dropped. It returns the
+// notification with the request's id as the server knows it, and false
+// when it names no pending request (the server would read it as another).
+func (r *relay) cancelled(e envelope) ([]byte, bool) {
 	p, err := e.params()
 	if err != nil {
-		return
+		return nil, false
 	}
-	var id mcpgo.RequestId
-	if json.Unmarshal(p["requestId"], &id) != nil {
-		return
+	key, err := idKey(p["requestId"])
+	if err != nil {
+		return nil, false
 	}
 	r.mu.Lock()
-	c := r.pending[id.String()]
-	delete(r.pending, id.String())
+	id := r.byClient[key]
+	c := r.pending[id]
+	delete(r.pending, id)
+	delete(r.byClient, key)
 	r.mu.Unlock()
-	if c != nil && c.tool != "" {
-		r.audit.call(c, outcomeCancelled, 0, "")
+	if c == nil {
+		return nil, false
 	}
+	r.audit.call(c, outcomeCancelled, 0, "")
+	return splice(e.raw, p["requestId"], strconv.AppendUint(nil, id, 10)), true
+}
+
+// clientResponse passes the client's answer to a server request, and
+// drops an answer to a request the server did not make.
+func (r *relay) clientResponse(e envelope) error {
+	r.mu.Lock()
+	sc := r.fromSrv[e.idKey]
+	delete(r.fromSrv, e.idKey)
+	r.mu.Unlock()
+	if sc == nil {
+		r.log.Warn("dropped a client response to no pending server request", "id", capString(string(e.id)))
+		return nil
+	}
+	outcome, code := responseOutcome(e)
+	r.audit.serverRequest(sc, outcome, code, "")
+	return r.writeServer(e.raw)
 }
 
 // serverToClient forwards the server's messages until its output ends.
 func (r *relay) serverToClient(in io.Reader) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	dropped := 0
+	var scratch []byte
 	for {
-		line, err := readLine(br, r.maxMessage)
+		line, err := readLine(br, r.maxMessage, nil, &scratch)
 		if errors.Is(err, errTooLong) {
 			// Its id is unknown, so a call waiting for it would wait
-			// forever: end the session instead.
-			r.setEndReason(fmt.Sprintf("it sent a message over %d bytes", r.maxMessage))
-			return fmt.Errorf("mcp: the server sent a message over %d bytes: %w", r.maxMessage, errServerEnded)
+			// forever, and the rest of the line may never come: end the
+			// session, and the server with it.
+			err := fmt.Errorf("%w: the server sent a message over %d bytes (--max-message)", ErrSessionEnded, r.maxMessage)
+			r.endSession(err)
+			return err
 		}
 		if len(line) > 0 {
 			if werr := r.fromServer(line, &dropped); werr != nil {
@@ -267,83 +461,91 @@ func (r *relay) fromServer(line []byte, dropped *int) error {
 		}
 		return nil
 	}
-	if e.kind != kindResponse {
-		return r.writeClient(withNewline(trimmed))
+	switch e.kind {
+	case kindRequest:
+		return r.serverRequest(e)
+	case kindNotification:
+		return r.serverNotification(e)
 	}
-	r.mu.Lock()
-	c := r.pending[e.idKey]
-	delete(r.pending, e.idKey)
-	r.mu.Unlock()
+	return r.serverResponse(e, dropped)
+}
+
+// serverResponse delivers the server's answer under the client's id,
+// filtered for the request it answers.
+func (r *relay) serverResponse(e envelope, dropped *int) error {
+	c := r.takePending(e.idKey)
 	if c == nil {
 		*dropped++
-		r.log.Warn("dropped a response to no pending request", "id", e.idKey)
+		r.log.Warn("dropped a response to no pending request", "id", capString(string(e.id)))
 		return nil
 	}
-	switch c.method {
-	case string(mcpgo.MethodToolsList):
-		if filtered, changed, err := r.filterToolsList(e); err != nil {
-			r.log.Warn("tools/list result withheld", "error", err.Error())
-			return r.writeClient(errorLine(c.id, mcpgo.INTERNAL_ERROR, "sandbox-run: the server's tools/list result was withheld: "+err.Error(), nil))
-		} else if changed {
-			return r.writeClient(filtered)
-		}
-	case string(mcpgo.MethodToolsCall):
-		outcome, code := callOutcome(e)
-		r.audit.call(c, outcome, code, "")
+	if e.obj.has("result") && e.obj.has("error") {
+		// A client library may read either member: deliver the error.
+		code, msg := rpcErrorOf(e)
+		r.audit.call(c, outcomeRPCError, code, "")
+		return r.writeClient(errorLine(c.clientID, code,
+			"sandbox-run: the server's response held both a result and an error; the result was withheld: "+msg, nil))
 	}
-	return r.writeClient(withNewline(trimmed))
+	line, err := r.filterResult(c, e)
+	if err != nil {
+		r.log.Warn(c.method+" result withheld", "error", err.Error())
+		r.audit.call(c, outcomeWithheld, mcpgo.INTERNAL_ERROR, "")
+		return r.writeClient(errorLine(c.clientID, mcpgo.INTERNAL_ERROR,
+			"sandbox-run: the server's "+c.method+" result was withheld: "+err.Error(), nil))
+	}
+	outcome, code := responseOutcome(e)
+	r.audit.call(c, outcome, code, "")
+	if line == nil {
+		return writeSpliced(&r.clientMu, r.clientOut, e.raw, e.id, c.clientID)
+	}
+	return r.writeClient(line)
 }
 
-// filterToolsList drops hidden tools from a tools/list response. It returns
-// the new line and whether anything changed; every other member stays as
-// the server sent it.
-func (r *relay) filterToolsList(e envelope) ([]byte, bool, error) {
-	raw, ok := e.obj["result"]
+// takePending removes and returns the pending request the server knows
+// by idKey (one of the relay's ids), or nil.
+func (r *relay) takePending(idKey string) *call {
+	id, ok := relayID(idKey)
 	if !ok {
-		return nil, false, nil // an error response
+		return nil
 	}
-	res, err := parseObject(raw)
-	if err != nil {
-		return nil, false, err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.pending[id]
+	if c != nil {
+		delete(r.pending, id)
+		delete(r.byClient, c.clientKey)
 	}
-	var tools []json.RawMessage
-	if t, ok := res["tools"]; ok && string(t) != "null" {
-		if err := json.Unmarshal(t, &tools); err != nil {
-			return nil, false, fmt.Errorf("tools is not a list: %w", err)
-		}
-	}
-	kept := make([]json.RawMessage, 0, len(tools))
-	for _, t := range tools {
-		obj, err := parseObject(t)
-		if err != nil {
-			r.log.Warn("tools/list entry dropped", "error", err.Error())
-			continue
-		}
-		if ok, _ := r.rules.Check(obj.str("name")); ok && obj.str("name") != "" {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == len(tools) {
-		return nil, false, nil
-	}
-	res["tools"], _ = json.Marshal(kept)
-	e.obj["result"], err = json.Marshal(res)
-	if err != nil {
-		return nil, false, err
-	}
-	b, err := json.Marshal(e.obj)
-	if err != nil {
-		return nil, false, err
-	}
-	return append(b, '\n'), true, nil
+	return c
 }
 
-// callOutcome classifies a tools/call response for the audit.
-func callOutcome(e envelope) (string, int) {
-	if raw, ok := e.obj["error"]; ok {
-		var d mcpgo.JSONRPCErrorDetails
-		json.Unmarshal(raw, &d)
-		return outcomeRPCError, d.Code
+// relayID reads an id key as one of the relay's ids.
+func relayID(idKey string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(idKey, "n:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(digits, 10, 64)
+	return id, err == nil && id > 0
+}
+
+// rpcErrorOf reads a response's error member; an unreadable one is an
+// internal error.
+func rpcErrorOf(e envelope) (int, string) {
+	var d struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(e.obj["error"], &d) != nil || d.Code == nil {
+		return mcpgo.INTERNAL_ERROR, "(an unreadable error)"
+	}
+	return *d.Code, capString(d.Message)
+}
+
+// responseOutcome classifies a response for the audit.
+func responseOutcome(e envelope) (string, int) {
+	if e.obj.has("error") {
+		code, _ := rpcErrorOf(e)
+		return outcomeRPCError, code
 	}
 	res, err := parseObject(e.obj["result"])
 	if err != nil {
@@ -366,34 +568,43 @@ func callOutcome(e envelope) (string, int) {
 func (r *relay) failPending() {
 	r.mu.Lock()
 	r.ended = true
-	reason := r.endReason
-	if reason == "" {
-		reason = "its output ended"
+	if r.endReason == "" {
+		r.endReason = "its output ended"
 	}
-	r.endReason = reason
+	reason := r.endReason
 	calls := r.pending
-	r.pending = map[string]*call{}
+	r.pending = map[uint64]*call{}
+	r.byClient = map[string]uint64{}
 	r.mu.Unlock()
 	for _, c := range calls {
-		if c.tool != "" {
-			r.audit.call(c, outcomeServerEnded, 0, "")
-		}
-		r.writeClient(errorLine(c.id, codeServerGone, "sandbox-run: the MCP server ended before answering: "+reason, nil))
+		r.audit.call(c, outcomeServerEnded, codeServerGone, "")
+		r.writeClient(errorLine(c.clientID, codeServerGone, "sandbox-run: the MCP server ended before answering: "+reason, nil))
 	}
 }
 
 var errTooLong = errors.New("message too long")
 
 // readLine returns the next line, at most max bytes. A line over max is
-// skipped whole and reported as errTooLong. At the end of input it returns
-// the last, unterminated line (if any) with io.EOF.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
+// reported as errTooLong: with hs set, the rest of it is read and skipped,
+// fed to hs on the way; with hs nil, reading stops where the limit was
+// passed (the caller ends the session: the line may never end). At the end
+// of input it returns the last, unterminated line (if any) with io.EOF.
+// A line longer than br's buffer is assembled in *scratch, which is
+// reused from line to line, so that a run of large messages does not
+// leave one garbage buffer each.
+func readLine(br *bufio.Reader, max int, hs *headScan, scratch *[]byte) ([]byte, error) {
 	var buf []byte
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(buf)+len(frag) > max {
+			if hs == nil {
+				return nil, errTooLong
+			}
+			hs.feed(buf)
+			hs.feed(frag)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
+				frag, err = br.ReadSlice('\n')
+				hs.feed(frag)
 			}
 			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 				return nil, err
@@ -401,25 +612,29 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 			return nil, errTooLong
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if buf == nil {
+				buf = (*scratch)[:0]
+			}
 			buf = append(buf, frag...)
+			*scratch = buf
 			continue
 		}
 		if buf == nil {
 			return frag, err // valid until the next read: callers copy what they keep
 		}
-		return append(buf, frag...), err
+		buf = append(buf, frag...)
+		*scratch = buf
+		return buf, err
 	}
 }
 
 func withNewline(b []byte) []byte {
-	// b is a trimmed slice of the line buffer: its cap may hold the '\n'.
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		return b
+	}
+	// b is often a trimmed slice of the line buffer: its cap may hold the '\n'.
 	if len(b) < cap(b) && b[:len(b)+1][len(b)] == '\n' {
 		return b[:len(b)+1]
 	}
 	return append(bytes.Clone(b), '\n')
-}
-
-func writeLine(w io.Writer, b []byte) error {
-	_, err := w.Write(withNewline(b))
-	return err
 }

@@ -77,9 +77,21 @@ func newPipes() *pipes {
 // startRelay runs a relay on p and returns its audit and its result.
 func startRelay(t *testing.T, p *pipes, rules Rules) (*syncBuffer, <-chan error) {
 	t.Helper()
+	return startRelayOpts(t, p, Options{Rules: rules, MaxMessage: 1 << 20})
+}
+
+// startRelayOpts runs a relay built from opts (as Serve builds it) on p.
+func startRelayOpts(t *testing.T, p *pipes, opts Options) (*syncBuffer, <-chan error) {
+	t.Helper()
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	audit := &syncBuffer{}
-	r := &relay{rules: rules, audit: &auditor{w: audit, runID: "test", now: time.Now},
-		maxMessage: 1 << 20, log: slog.New(slog.DiscardHandler)}
+	var w io.Writer = audit
+	if opts.Audit != nil {
+		w = opts.Audit
+	}
+	r := newRelay(opts, &auditor{w: w, runID: "test", now: time.Now, maxLine: opts.AuditLineMax}, slog.New(slog.DiscardHandler))
 	errc := make(chan error, 1)
 	go func() {
 		err := r.run(context.Background(), p.streams, nil)
@@ -155,7 +167,8 @@ func TestRelayMCPGo(t *testing.T) {
 		t.Run(style.name, func(t *testing.T) {
 			p := newPipes()
 			goServer(t, p)
-			audit, errc := startRelay(t, p, Rules{Allow: []string{"*"}, Deny: []string{"write_*", "crash"}})
+			audit, errc := startRelay(t, p, Rules{Allow: []string{"*"}, Deny: []string{"write_*", "crash"},
+				AllowPrompts: []string{"*"}, AllowResources: []string{"mcptest://*"}})
 			c := newClient(t, p, style.opts...)
 			if got := mcpgo.IsModernProtocol(c.ProtocolVersion()); got != style.modern {
 				t.Fatalf("protocol %q: modern %v, want %v", c.ProtocolVersion(), got, style.modern)
@@ -234,15 +247,29 @@ func TestRelayMCPGo(t *testing.T) {
 			if err := <-errc; err != nil {
 				t.Fatalf("relay after the client closed: %v", err)
 			}
-			var outcomes []string
+			var outcomes, others []string
 			for _, r := range audit.records(t) {
-				if r.RunID != "test" || r.Event != "mcp_call" || r.ArgBytes == nil || r.DurationMS == nil {
+				if r.RunID != "test" || r.DurationMS == nil || r.ParamBytes == nil {
+					t.Errorf("bad record %+v", r)
+				}
+				if r.Event != "mcp_call" {
+					others = append(others, r.Method+":"+r.Prompt+r.URI+":"+r.Outcome)
+					continue
+				}
+				if r.ArgBytes == nil {
 					t.Errorf("bad record %+v", r)
 				}
 				outcomes = append(outcomes, r.Tool+":"+r.Outcome)
 			}
 			if want := "echo:ok write_file:refused progress:ok"; strings.Join(outcomes, " ") != want {
 				t.Errorf("audit %v, want %s", outcomes, want)
+			}
+			// Every other request the relay passed is audited too.
+			gotOthers := strings.Join(others, " ")
+			for _, want := range []string{"tools/list::ok", "resources/read:" + mcptest.ResourceURI + ":ok", "prompts/get:" + mcptest.PromptName + ":ok"} {
+				if !strings.Contains(gotOthers, want) {
+					t.Errorf("audit %s lacks %s", gotOthers, want)
+				}
 			}
 		})
 	}
@@ -274,9 +301,14 @@ func TestRelayServerEnds(t *testing.T) {
 	if err := <-errc; !errors.Is(err, errServerEnded) {
 		t.Fatalf("relay: %v, want errServerEnded", err)
 	}
-	recs := audit.records(t)
-	if len(recs) != 1 || recs[0].Tool != "progress" || recs[0].Outcome != outcomeServerEnded {
-		t.Fatalf("audit %+v", recs)
+	var calls []Record
+	for _, r := range audit.records(t) {
+		if r.Event == "mcp_call" {
+			calls = append(calls, r)
+		}
+	}
+	if len(calls) != 1 || calls[0].Tool != "progress" || calls[0].Outcome != outcomeServerEnded {
+		t.Fatalf("audit %+v", calls)
 	}
 	// A request after the end is answered at once.
 	if _, err := callTool(ctx, c, "echo", map[string]any{"text": "x"}); err == nil {
@@ -293,11 +325,16 @@ type rawSession struct {
 	toSrv   *bufio.Reader // what the relay sends the server
 	audit   *syncBuffer
 	errc    <-chan error
+	lastSrv string // the last line the server read
 }
 
 func newRaw(t *testing.T, rules Rules) *rawSession {
+	return newRawOpts(t, Options{Rules: rules, MaxMessage: 1 << 20})
+}
+
+func newRawOpts(t *testing.T, opts Options) *rawSession {
 	p := newPipes()
-	audit, errc := startRelay(t, p, rules)
+	audit, errc := startRelayOpts(t, p, opts)
 	s := &rawSession{t: t, p: p, fromCli: bufio.NewReader(p.fromRelay), toSrv: bufio.NewReader(p.toServer), audit: audit, errc: errc}
 	t.Cleanup(func() { p.toRelay.Close(); p.fromSrv.Close(); p.toServer.Close(); p.fromRelay.Close() })
 	return s
@@ -329,32 +366,49 @@ func readWithin(t *testing.T, r *bufio.Reader, what string) string {
 	}
 }
 
-func (s *rawSession) atServer() string { s.t.Helper(); return readWithin(s.t, s.toSrv, "server") }
+func (s *rawSession) atServer() string {
+	s.t.Helper()
+	s.lastSrv = readWithin(s.t, s.toSrv, "server")
+	return s.lastSrv
+}
 func (s *rawSession) atClient() string { s.t.Helper(); return readWithin(s.t, s.fromCli, "client") }
 
 func TestRelayRaw(t *testing.T) {
-	t.Run("passes other messages byte for byte", func(t *testing.T) {
+	t.Run("passes other messages byte for byte but for the id", func(t *testing.T) {
 		s := newRaw(t, Rules{Deny: []string{"x"}})
-		for _, l := range []string{
-			`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"file:///x","_meta":{"k":[1,2]}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz"}}`,
-			`{"jsonrpc":"2.0","id":7,"result":{"content":"answer to the server's sampling request"}}`,
-			`{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		// Requests reach the server under the relay's ids, 1, 2, ...
+		for _, l := range []struct{ sent, want string }{
+			{`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"file:///x","_meta":{"k":[1,2]}}}`,
+				`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///x","_meta":{"k":[1,2]}}}`},
+			{`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`,
+				`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`},
+			{`{"jsonrpc":"2.0", "method":"notifications/cancelled","params":{"requestId":8, "reason":"r"}}`,
+				`{"jsonrpc":"2.0", "method":"notifications/cancelled","params":{"requestId":2, "reason":"r"}}`},
+			{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
 		} {
-			s.client(l)
-			if got := s.atServer(); got != l {
-				t.Errorf("server got %s, want %s", got, l)
+			s.client(l.sent)
+			if got := s.atServer(); got != l.want {
+				t.Errorf("server got %s, want %s", got, l.want)
 			}
 		}
-		for _, l := range []string{
-			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
-			`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[]}}`,
-			`{"jsonrpc":"2.0","id":"a","result":{"contents":[]},"extra":true}`,
+		for _, l := range []struct{ sent, want string }{
+			{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
+				`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`},
+			{`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[]}}`,
+				`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[]}}`},
+			{`{"jsonrpc":"2.0","id":1,"result":{"contents":[]},"extra":true}`,
+				`{"jsonrpc":"2.0","id":"a","result":{"contents":[]},"extra":true}`},
 		} {
-			s.server(l)
-			if got := s.atClient(); got != l {
-				t.Errorf("client got %s, want %s", got, l)
+			s.server(l.sent)
+			if got := s.atClient(); got != l.want {
+				t.Errorf("client got %s, want %s", got, l.want)
 			}
+		}
+		// The client's answer to the server's request goes back as it is.
+		l := `{"jsonrpc":"2.0","id":99,"result":{"content":"answer to the server's sampling request"}}`
+		s.client(l)
+		if got := s.atServer(); got != l {
+			t.Errorf("server got %s, want %s", got, l)
 		}
 	})
 
@@ -414,17 +468,19 @@ func TestRelayRaw(t *testing.T) {
 			}
 		}
 		s.client(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ok","arguments":{"a":1}}}`)
-		if got := s.atServer(); !strings.Contains(got, `"id":8`) {
+		if got := s.atServer(); !strings.Contains(got, `"name":"ok"`) {
 			t.Fatalf("allowed call did not reach the server first: %s", got)
 		}
-		s.server(`{"jsonrpc":"2.0","id":8,"result":{"content":[],"isError":true}}`)
-		s.atClient()
+		s.server(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`)
+		if got := s.atClient(); !strings.Contains(got, `"id":8`) {
+			t.Fatalf("client got %s, want the answer under its id 8", got)
+		}
 		var outcomes []string
 		for _, r := range s.audit.records(t) {
 			outcomes = append(outcomes, r.Tool+":"+r.Outcome)
 		}
 		// 1, 6 refused by the rules; 2-5 and 7 never parsed as a call.
-		if want := "hidden:refused hidden:refused ok:tool_error"; strings.Join(outcomes, " ") != want {
+		if want := "hidden:refused :refused :refused :refused :refused hidden:refused :refused ok:tool_error"; strings.Join(outcomes, " ") != want {
 			t.Errorf("audit %v, want %s", outcomes, want)
 		}
 	})
@@ -477,7 +533,7 @@ func TestRelayRaw(t *testing.T) {
 		if got := s.atClient(); !strings.Contains(got, "over 1048576 bytes") {
 			t.Fatalf("client got %.200s", got)
 		}
-		if err := <-s.errc; !errors.Is(err, errServerEnded) {
+		if err := <-s.errc; !errors.Is(err, ErrSessionEnded) || !strings.Contains(err.Error(), "over 1048576 bytes") {
 			t.Fatalf("relay: %v", err)
 		}
 	})
@@ -500,13 +556,16 @@ func TestRelayFloodBounded(t *testing.T) {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
+	runtime.GC()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	go func() {
 		defer close(sampled)
 		var ms runtime.MemStats
 		for {
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
+			if ms.HeapInuse > ms0.HeapInuse && ms.HeapInuse-ms0.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse - ms0.HeapInuse)
 			}
 			select {
 			case <-stop:

@@ -71,12 +71,54 @@ func TestRulesCheck(t *testing.T) {
 }
 
 func TestRulesValidate(t *testing.T) {
-	for _, bad := range []Rules{{Allow: []string{""}}, {Deny: []string{"a\x00"}}, {Deny: []string{"a\nb"}}} {
-		if err := bad.Validate(); err == nil {
-			t.Errorf("%+v: no error", bad)
+	for _, tc := range []struct {
+		r    Rules
+		want string
+	}{
+		{Rules{Allow: []string{""}}, "--allow-tool: empty"},
+		{Rules{Deny: []string{"a\x00"}}, "control character"},
+		{Rules{Deny: []string{"a\nb"}}, "control character"},
+		{Rules{Deny: []string{"["}}, `--deny-tool "[": "["`},
+		{Rules{Deny: []string{"write_[a-z]*"}}, `"[" is not glob syntax`},
+		{Rules{Allow: []string{"read_{a,b}"}}, `--allow-tool "read_{a,b}": "{"`},
+		{Rules{Deny: []string{`a\*`}}, `"\\"`},
+		{Rules{DenyPrompts: []string{"]"}}, "--deny-prompt"},
+		{Rules{AllowPrompts: []string{""}}, "--allow-prompt"},
+		{Rules{DenyResources: []string{"file:///[x]"}}, "--deny-resource"},
+		{Rules{AllowResources: []string{"\xff"}}, "UTF-8"},
+	} {
+		err := tc.r.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "fix:") {
+			t.Errorf("%+v: %v, want an error holding %q and a fix", tc.r, err, tc.want)
 		}
 	}
-	if err := (Rules{Allow: []string{"*"}, Deny: []string{"x?"}}).Validate(); err != nil {
+	if err := (Rules{Allow: []string{"*"}, Deny: []string{"x?"}, AllowResources: []string{"file:///*"}, DenyPrompts: []string{"a.b-c"}}).Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestRulesKinds(t *testing.T) {
+	for _, tc := range []struct {
+		r          Rules
+		kind, name string
+		want       bool
+		rule       string
+	}{
+		{Rules{}, KindPrompt, "p", true, ""},
+		{Rules{}, KindResource, "file:///x", true, ""},
+		{Rules{DenyPrompts: []string{"p*"}}, KindPrompt, "pp", false, `--deny-prompt "p*"`},
+		{Rules{DenyPrompts: []string{"p*"}}, KindTool, "pp", true, ""},
+		{Rules{AllowResources: []string{"file:///pub/*"}}, KindResource, "file:///pub/a", true, ""},
+		{Rules{AllowResources: []string{"file:///pub/*"}}, KindResource, "file:///priv/a", false, `no --allow-resource pattern ("file:///pub/*")`},
+		// Allow-list mode closes the kinds it does not name.
+		{Rules{AllowResources: []string{"file:///pub/*"}}, KindTool, "read", false, "allow-list mode: no --allow-tool pattern"},
+		{Rules{Allow: []string{"*"}}, KindPrompt, "p", false, "allow-list mode: no --allow-prompt pattern"},
+		{Rules{Allow: []string{"*"}, AllowPrompts: []string{"*"}}, KindPrompt, "p", true, ""},
+		{Rules{Allow: []string{"*"}}, "other", "p", false, "unknown kind other"},
+	} {
+		ok, rule := tc.r.CheckKind(tc.kind, tc.name)
+		if ok != tc.want || rule != tc.rule {
+			t.Errorf("%+v CheckKind(%s, %q) = %v %q, want %v %q", tc.r, tc.kind, tc.name, ok, rule, tc.want, tc.rule)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -34,11 +35,44 @@ type Options struct {
 	// have the sandbox's network decisions in the same file, set
 	// Sandbox.Audit to the same writer (each record is one Write).
 	Audit io.Writer
-	// AuditArgs records the arguments of each call, not only their size.
-	// Arguments may hold secrets and personal data.
-	AuditArgs bool
+	// AuditArgs records the arguments of each tools/call, not only their
+	// size, with values that look like secrets replaced (see the rule at
+	// redact) unless AuditArgsRaw is set. Arguments may hold secrets and
+	// personal data the rule does not recognise.
+	AuditArgs    bool
+	AuditArgsRaw bool
+	// AuditArgsMax is the most argument bytes kept per call; larger
+	// arguments are recorded by size only. Zero means DefaultAuditArgsMax.
+	AuditArgsMax int
+	// AuditLineMax bounds one audit line; a record that would be longer
+	// loses its argument values. Zero means DefaultAuditLineMax.
+	AuditLineMax int
+	// MaxPending is how many requests may wait for an answer at once, in
+	// each direction; one more is refused with a JSON-RPC error (-32000).
+	// Zero means DefaultMaxPending.
+	MaxPending int
+	// Pins, when set, are the tool definitions the client trusts: a listed
+	// tool whose definition (DefinitionHash) differs, and a tool the pins
+	// do not name, is hidden and its calls refused, with a warning on
+	// Logger and an mcp_tool_changed record. With PinRecord, every
+	// definition is accepted instead and Result.Pins holds those the
+	// session listed, for the caller to save. Without Pins, a definition
+	// that changes within the session is still warned about and audited.
+	Pins      *Pins
+	PinRecord bool
+	// DenyServerRequests names server-to-client requests to refuse even
+	// when the client declared the capability they need: any of
+	// ServerRequestMethods. Without a declared capability they are refused
+	// anyway.
+	DenyServerRequests []string
+	// Name labels the server in the audit's mcp_start record (such as the
+	// name the client's configuration gives it); empty records none.
+	Name string
 	// RunID names this session in the audit; empty means a random one.
 	RunID string
+	// Client says who the client is, for the mcp_start record (ServeHTTP
+	// sets "http ADDR"); empty means the one on stdio.
+	Client string
 	// MaxMessage is the largest message accepted from either side, in
 	// bytes; zero means DefaultMaxMessage. A larger client message is
 	// answered with an error; a larger server message ends the session.
@@ -65,6 +99,9 @@ type Result struct {
 	ClientClosed, ShutdownKilled bool
 	// RunID is the session's name in the audit.
 	RunID string
+	// Pins are the tool definitions the session listed, with
+	// Options.PinRecord; nil otherwise.
+	Pins *Pins
 }
 
 // Serve starts server under p and relays MCP between it and a client that
@@ -79,7 +116,7 @@ type Result struct {
 // sandbox. Serve does not close clientOut, and it may leave one goroutine
 // blocked reading clientIn until that reader ends.
 func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Reader, clientOut io.Writer, opts Options) (*Result, error) {
-	if err := opts.Rules.Validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Sandbox.Stdin != nil || opts.Sandbox.Stdout != nil {
@@ -98,12 +135,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	var aud *auditor
 	if opts.Audit != nil {
-		aud = &auditor{w: opts.Audit, runID: res.RunID, now: time.Now}
+		aud = &auditor{w: opts.Audit, runID: res.RunID, now: time.Now, maxLine: opts.AuditLineMax}
 	}
-	r := &relay{rules: opts.Rules, audit: aud, auditArgs: opts.AuditArgs, maxMessage: opts.MaxMessage, log: log}
-	if r.maxMessage <= 0 {
-		r.maxMessage = DefaultMaxMessage
-	}
+	r := newRelay(opts, aud, log)
 	grace := opts.ShutdownGrace
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
@@ -122,16 +156,15 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	defer outR.Close()
 	defer inW.Close() // the client half may still hold it, blocked on clientIn
 
-	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: server[0], Allow: opts.Rules.Allow, Deny: opts.Rules.Deny})
+	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
+		Client: capString(opts.Client),
+		Allow: opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
+		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sbOpts := opts.Sandbox
 	sbOpts.Stdin, sbOpts.Stdout = inR, outW
-	type outcome struct {
-		res *sandbox.Result
-		err error
-	}
 	done := make(chan outcome, 1)
 	go func() {
 		sres, serr := sandbox.Run(runCtx, p, server, sbOpts)
@@ -141,6 +174,17 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 		inR.Close()
 		outW.Close()
 		done <- outcome{sres, serr}
+	}()
+
+	// When the relay gives up on the session (a message it cannot relay
+	// safely), the server is ended at once: nothing it says can reach the
+	// client any more.
+	go func() {
+		select {
+		case <-r.over:
+			cancel()
+		case <-runCtx.Done():
+		}
 	}()
 
 	killed := make(chan struct{})
@@ -159,27 +203,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 		relayDone <- r.run(runCtx, streams{clientIn: clientIn, clientOut: clientOut, serverIn: inW, serverOut: outR},
 			func() { go clientEOF() })
 	}()
-	var (
-		rerr error
-		o    outcome
-	)
-	select {
-	case rerr = <-relayDone:
-		o = <-done
-	case o = <-done:
-		// The server is gone; the relay still delivers what it left. A
-		// client that stopped reading must not hold the session open.
-		t := time.NewTimer(grace)
-		select {
-		case rerr = <-relayDone:
-		case <-t.C:
-			log.Warn("the client stopped reading; the server's last messages were not delivered")
-			if !r.clientGone.Load() {
-				rerr = errServerEnded
-			}
-		}
-		t.Stop()
-	}
+	o, rerr := waitSession(relayDone, done, grace, r, log)
 	cancel()
 
 	select {
@@ -188,33 +212,78 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	default:
 	}
 	res.ClientClosed = rerr == nil
-	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(o.res, o.err)}
-	if o.res != nil {
-		end.ExitCode = &o.res.ExitCode
-		end.SandboxRunID = o.res.Report.RunID
+	if opts.PinRecord {
+		res.Pins = r.recorded()
 	}
-	aud.write(end)
-
+	serr := r.sessionErr()
+	aud.write(endRecord(o.res, o.err, serr))
 	if o.res == nil {
 		return nil, o.err
 	}
 	res.Sandbox = o.res
-	var ee *sandbox.ExecError
-	if errors.As(o.err, &ee) {
-		return res, o.err
-	}
-	if rerr != nil {
-		if errors.Is(rerr, errServerEnded) {
-			return res, fmt.Errorf("%w (%s)", ErrServerEnded, endReason(o.res, o.err))
+	return res, sessionError(ctx, o.res, o.err, serr, rerr)
+}
+
+// outcome is how the sandbox ended.
+type outcome struct {
+	res *sandbox.Result
+	err error
+}
+
+// waitSession waits for the relay and the sandbox to end. When the
+// sandbox ends first, the relay still delivers what the server left, but a
+// client that stopped reading must not hold the session open past grace.
+func waitSession(relayDone <-chan error, done <-chan outcome, grace time.Duration, r *relay, log *slog.Logger) (outcome, error) {
+	select {
+	case rerr := <-relayDone:
+		return <-done, rerr
+	case o := <-done:
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case rerr := <-relayDone:
+			return o, rerr
+		case <-t.C:
+			log.Warn("the client stopped reading; the server's last messages were not delivered")
+			if !r.clientGone.Load() {
+				return o, errServerEnded
+			}
+			return o, nil
 		}
-		return res, rerr
+	}
+}
+
+// endRecord is the mcp_end record: why the session ended.
+func endRecord(sres *sandbox.Result, err, serr error) Record {
+	end := Record{Time: time.Now().UTC(), Event: "mcp_end", Reason: endReason(sres, err)}
+	if serr != nil {
+		end.Reason = serr.Error() + "; the server was ended (" + end.Reason + ")"
+	}
+	if sres != nil {
+		end.ExitCode = &sres.ExitCode
+		end.SandboxRunID = sres.Report.RunID
+	}
+	return end
+}
+
+// sessionError is Serve's error for a session whose sandbox ran: the
+// server not starting, the relay ending the session (serr), the server
+// ending first, or ctx (a timeout).
+func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr error) error {
+	var ee *sandbox.ExecError
+	switch {
+	case errors.As(err, &ee), errors.Is(err, sandbox.ErrTimeout):
+		return err
+	case serr != nil:
+		return serr
+	case errors.Is(rerr, errServerEnded):
+		return fmt.Errorf("%w (%s)", ErrServerEnded, endReason(sres, err))
+	case rerr != nil:
+		return rerr
 	}
 	// A cancelled ctx (a timeout) stays visible to the caller; the grace
 	// kill asked for by the client's leaving does not.
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return ctx.Err()
 }
 
 // endReason says in a few words why the server stopped.
@@ -227,6 +296,8 @@ func endReason(res *sandbox.Result, err error) string {
 		return "the sandbox could not be set up: " + err.Error()
 	case res == nil:
 		return "it did not start"
+	case errors.Is(err, sandbox.ErrTimeout):
+		return "the timeout ended it"
 	case res.ExitCode > 128:
 		return fmt.Sprintf("it was killed by signal %d", res.ExitCode-128)
 	default:
@@ -238,4 +309,62 @@ func newRunID() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Validate refuses options Serve would refuse: malformed patterns (see
+// Rules), an unknown DenyServerRequests method, negative sizes, an
+// AuditLineMax under MinAuditLineMax.
+func (o Options) Validate() error {
+	if err := o.Rules.Validate(); err != nil {
+		return err
+	}
+	for _, m := range o.DenyServerRequests {
+		if _, ok := serverRequests[m]; !ok {
+			return fmt.Errorf("mcp: --deny-server-request %q: not a server request the relay gates; fix: name one of %s",
+				m, strings.Join(ServerRequestMethods(), ", "))
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"max-message", o.MaxMessage}, {"max-pending", o.MaxPending}, {"audit-args-max", o.AuditArgsMax}, {"audit-line-max", o.AuditLineMax}} {
+		if n.v < 0 {
+			return fmt.Errorf("mcp: --%s %d: negative; fix: leave it out for the default", n.flag, n.v)
+		}
+	}
+	if o.AuditLineMax != 0 && o.AuditLineMax < MinAuditLineMax {
+		return fmt.Errorf("mcp: --audit-line-max %d: under %d bytes, a record's names and rule may not fit; fix: leave it out for %d",
+			o.AuditLineMax, MinAuditLineMax, DefaultAuditLineMax)
+	}
+	return nil
+}
+
+// newRelay builds the relay for opts, defaults filled in.
+func newRelay(opts Options, aud *auditor, log *slog.Logger) *relay {
+	r := &relay{rules: opts.Rules, audit: aud, maxMessage: opts.MaxMessage, maxPending: opts.MaxPending, log: log,
+		denyFromSrv: map[string]bool{}}
+	if r.maxMessage <= 0 {
+		r.maxMessage = DefaultMaxMessage
+	}
+	for _, m := range opts.DenyServerRequests {
+		r.denyFromSrv[m] = true
+	}
+	r.pin.pins, r.pin.record = opts.Pins, opts.PinRecord
+	if r.pin.record && r.pin.pins == nil {
+		r.pin.pins = &Pins{Tools: map[string]string{}}
+	}
+	r.auditArgs.max = opts.AuditArgsMax
+	if r.auditArgs.max <= 0 {
+		r.auditArgs.max = DefaultAuditArgsMax
+	}
+	switch {
+	case !opts.AuditArgs:
+		r.auditArgs.mode = argsOff
+	case opts.AuditArgsRaw:
+		r.auditArgs.mode = argsRaw
+	default:
+		r.auditArgs.mode = argsRedact
+	}
+	r.init()
+	return r
 }

@@ -20,6 +20,14 @@
 //	f, err := r.Open()                          // ... --ro-bind-fd
 //	err = g.CheckDest(dst)                      // for destinations inside a writable dir
 //
+// The same walk guards the files sandbox-run itself opens on the host: a
+// report, an audit log, a profile, a socket, its cache. [Guard.CheckHost]
+// refuses one that lies in or resolves through a writable directory;
+// [OpenFile], [WriteFile], [RemoveIfSame] and [ListenUnix] open the rest
+// without following a link in any component; [OpenPrivateDir] opens
+// sandbox-run's own state directories, trusting only what the effective
+// uid owns and nobody else may write.
+//
 // # Guarantees
 //
 //   - The writable set holds each writable directory in two spellings: as
@@ -44,6 +52,19 @@
 //   - Every refusal is an [*EscapeError] matching [ErrEscape], whose message is
 //     one line naming the bind, the link followed, the writable directory and
 //     the fix.
+//   - Host files (Linux): [OpenFile], [WriteFile], [RemoveIfSame] and
+//     [ListenUnix] pin the file's directory as an O_PATH descriptor opened
+//     with RESOLVE_NO_SYMLINKS (or the openat walk) and act on the last
+//     component relative to it with O_NOFOLLOW; they never follow a link,
+//     refuse an existing file that is not regular ([ErrNotRegular]) before
+//     opening it for reading or writing, and [WriteFile] writes a new file
+//     (O_CREAT|O_EXCL) renamed over the old one.
+//   - Private state (Linux): [OpenPrivateDir] makes missing directories one
+//     component at a time without following links; a final directory (or,
+//     through [Dir.ReadFile], an entry) not owned by the effective uid,
+//     writable by group or others, or of the wrong kind is untrusted
+//     ([ErrUntrusted]): a directory is set aside unread and made again, an
+//     entry is not read.
 //
 // # Non-guarantees
 //
@@ -71,6 +92,10 @@
 //   - Over-refusal is accepted: a link target is also checked as spelled
 //     (joined lexically), which may name a writable path the kernel would
 //     not actually reach.
+//   - Host files are checked for links, not for who else may write their
+//     directory: a report path in a directory another host user can write
+//     is taken as it is. A link among the parents of a private directory
+//     makes [OpenPrivateDir] fail; it is not followed.
 //   - A source that does not exist is not refused by the check itself
 //     (Exists reports it); the caller decides (bwrap's --ro-bind-try skips it).
 //
@@ -83,5 +108,8 @@
 // (Linux 5.6) and falls back to an openat walk when openat2 is missing or
 // blocked by seccomp (ENOSYS or EPERM). Elsewhere it fails with an error
 // wrapping [errors.ErrUnsupported]; macOS Seatbelt profiles name paths, so
-// the race window above stays open there.
+// the race window above stays open there. Outside Linux, [OpenFile],
+// [WriteFile] and [ListenUnix] check every component with Lstat before
+// acting, so a link planted in between is followed; [OpenPrivateDir] is
+// Linux only.
 package pathguard

@@ -24,6 +24,7 @@ const (
 	KindRead     = "read"     // a read-only bind source reaches a writable dir
 	KindDest     = "dest"     // a mount destination passes through a link in a writable dir
 	KindWritable = "writable" // a writable dir is reached through a link in another writable dir
+	KindHost     = "host"     // a file sandbox-run itself opens on the host lies in or resolves through a writable dir
 )
 
 // EscapeError is a refused bind. It matches [ErrEscape] with errors.Is.
@@ -49,6 +50,9 @@ func (e *EscapeError) Error() string {
 	case KindWritable:
 		return fmt.Sprintf("pathguard: writable dir %s is reached%s inside writable dir %s: name the link's target directly, or remove the link",
 			e.Bind, via, e.Writable)
+	case KindHost:
+		return fmt.Sprintf("pathguard: host file %s reaches writable dir %s%s, where the sandboxed command can replace it: name a file outside every --workdir and --write dir",
+			e.Bind, e.Writable, via)
 	}
 	if e.Link == "" {
 		return fmt.Sprintf("pathguard: read bind %s lies inside writable dir %s: bind a path outside writable dirs, or stop making %s writable",
@@ -177,8 +181,8 @@ type spelling struct {
 }
 
 // escape applies the rule of kind to the walk r of bind, skipping writable
-// dir number except (-1: none). KindRead considers every visited path,
-// KindDest and KindWritable only the symbolic links.
+// dir number except (-1: none). KindRead and KindHost consider every
+// visited path, KindDest and KindWritable only the symbolic links.
 func (g *Guard) escape(bind string, r Resolution, kind string, except int) *EscapeError {
 	var sp []spelling
 	for i, d := range g.dirs {
@@ -220,7 +224,7 @@ func (g *Guard) escape(bind string, r Resolution, kind string, except int) *Esca
 				return g.escapeError(bind, kind, s, w)
 			}
 		}
-		if kind != KindRead || hit >= 0 {
+		if (kind != KindRead && kind != KindHost) || hit >= 0 {
 			continue
 		}
 		if s.kind == stepLink {

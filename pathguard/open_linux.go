@@ -33,7 +33,7 @@ func (r Resolution) Open() (*os.File, error) {
 	if !ok || checkPath(r.Path) != nil {
 		return nil, fmt.Errorf("pathguard: open %s: resolution not produced by Resolve: %w", r.Path, fs.ErrInvalid)
 	}
-	fd, err := openNoSymlinks(r.Path)
+	fd, err := openNoSymlinks(r.Path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pathguard: open %s: %w", r.Path, err)
 	}
@@ -60,18 +60,19 @@ func statOf(fi fs.FileInfo) (*syscall.Stat_t, bool) {
 
 const pathFlags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
-// openNoSymlinks opens the absolute, clean path p as O_PATH without following
-// any symbolic link, including one at the end.
-func openNoSymlinks(p string) (int, error) {
+// openNoSymlinks opens the absolute, clean path p as O_PATH (plus extra,
+// such as O_DIRECTORY) without following any symbolic link, including one
+// at the end.
+func openNoSymlinks(p string, extra int) (int, error) {
 	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
-		Flags:   pathFlags,
+		Flags:   uint64(pathFlags | extra),
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	// ENOSYS: kernel before 5.6. EPERM: a seccomp profile that predates
 	// openat2 (older container runtimes). Both mean "no openat2", not
 	// "refused"; the walk below gives the same guarantee.
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		return openWalk(p)
+		return openWalk(p, extra)
 	}
 	if err != nil {
 		return -1, &fs.PathError{Op: "openat2", Path: p, Err: err}
@@ -81,9 +82,10 @@ func openNoSymlinks(p string) (int, error) {
 
 // openWalk opens p one component at a time from /, each directory with
 // O_PATH|O_NOFOLLOW|O_DIRECTORY (a link there fails with ENOTDIR or ELOOP)
-// and the last component with O_PATH|O_NOFOLLOW (a link there is opened as
-// the link itself, which the caller's inode check rejects).
-func openWalk(p string) (int, error) {
+// and the last component with O_PATH|O_NOFOLLOW|extra (a link there is
+// opened as the link itself, which the caller's inode check rejects, or
+// fails with ENOTDIR when extra holds O_DIRECTORY).
+func openWalk(p string, extra int) (int, error) {
 	dir, err := unix.Open("/", pathFlags|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: "/", Err: err}
@@ -91,7 +93,7 @@ func openWalk(p string) (int, error) {
 	rest := strings.TrimPrefix(p, "/")
 	for rest != "" {
 		name, tail, more := strings.Cut(rest, "/")
-		flags := pathFlags
+		flags := pathFlags | extra
 		if more {
 			flags |= unix.O_DIRECTORY
 		}

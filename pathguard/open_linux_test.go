@@ -77,14 +77,14 @@ func sameInode(t *testing.T, f *os.File, p string) {
 func TestOpen(t *testing.T) {
 	for _, open := range []struct {
 		name string
-		fn   func(string) (int, error)
+		fn   func(string, int) (int, error)
 	}{{"openat2", openNoSymlinks}, {"openat walk", openWalk}} {
 		t.Run(open.name, func(t *testing.T) {
 			root := tempRoot(t)
 			build(t, root, "d/", "d/f", "e/", "e/f", "l => d")
 			// The path as the walk resolved it opens to the same inode.
 			for _, p := range []string{"/", root, at(root, "d"), at(root, "d/f")} {
-				fd, err := open.fn(p)
+				fd, err := open.fn(p, 0)
 				if err != nil {
 					t.Fatalf("%s: %v", p, err)
 				}
@@ -98,7 +98,7 @@ func TestOpen(t *testing.T) {
 				f.Close()
 			}
 			// A link in the middle is never followed.
-			if fd, err := open.fn(at(root, "l/f")); err == nil {
+			if fd, err := open.fn(at(root, "l/f"), 0); err == nil {
 				unix.Close(fd)
 				t.Errorf("opened %s through a link", at(root, "l/f"))
 			} else if !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.ENOTDIR) {

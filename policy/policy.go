@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -46,6 +47,17 @@ const (
 
 // DefaultTmpSize caps the private /tmp when the policy names no size.
 const DefaultTmpSize = 256 << 20
+
+// DefaultShmSize caps the private /dev/shm (POSIX shared memory) when the
+// policy names no size; 64 MiB is what container runtimes give by default.
+const DefaultShmSize = 64 << 20
+
+// DefaultPids is the process ceiling of a run whose policy names none
+// (Pids zero): tasks (processes and threads) of the whole sandbox, where
+// the mechanism can hold one (Linux: bwrap and tier 0). Podman's default;
+// far above what a build or a tool server needs, far below what exhausts
+// a node's pid space.
+const DefaultPids = 2048
 
 // DefaultProtected lists the paths, relative to every writable directory,
 // that stay read-only inside the sandbox whether or not they exist: the files
@@ -110,16 +122,33 @@ type Policy struct {
 	GID int `json:"gid,omitempty"`
 	// TmpSize caps the private /tmp in bytes; zero means DefaultTmpSize.
 	TmpSize int64 `json:"tmp_size,omitempty"`
+	// ShmSize caps the private /dev/shm in bytes; zero means DefaultShmSize.
+	ShmSize int64 `json:"shm_size,omitempty"`
 	// Timeout ends the whole sandbox after this long; zero means none.
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
 	// CPUTime its CPU time; NoFile each process's open files; FSize the
-	// size of a file it writes. Zero means no limit.
+	// size of a file it writes. Zero means no limit, except for Pids, where
+	// zero means DefaultPids on Linux.
 	Memory  int64    `json:"memory,omitempty"`
 	Pids    int64    `json:"pids,omitempty"`
 	CPUTime Duration `json:"cpu_time,omitempty"`
 	NoFile  int64    `json:"nofile,omitempty"`
 	FSize   int64    `json:"fsize,omitempty"`
+	// Home is a host directory that becomes the command's $HOME: writable,
+	// at the same path, checked like a Write directory. Empty means the
+	// private /tmp (nothing lands in the workdir). It must exist.
+	Home string `json:"home,omitempty"`
+	// Session names a home that sandbox-run keeps in its data directory
+	// and that persists between the runs of the same session; it replaces
+	// Home. Letters, digits, '.', '_' and '-', up to 64 bytes.
+	Session string `json:"session,omitempty"`
+	// Caches names the shared toolchain caches to bind writable, each at
+	// its own path in sandbox-run's cache directory, with the variables
+	// that point the tool at it (see CacheVars). They are shared by every
+	// run of the same user (and, as root, of the same sandbox uid), never
+	// between users.
+	Caches []string `json:"caches,omitempty"`
 	// CgroupBase is a delegated cgroup v2 directory to create the run's
 	// cgroup in; empty means find one, or fall back to rlimits and sampling.
 	CgroupBase string `json:"cgroup_base,omitempty"`
@@ -138,9 +167,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"90s\": %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := ParseDuration(s)
 	if err != nil {
-		return err
+		return errors.New(strings.TrimPrefix(err.Error(), "policy: "))
 	}
 	*d = Duration(v)
 	return nil
@@ -176,7 +205,9 @@ func invalid(field, reason, fix string) error {
 // parser.
 const MaxProfileSize = 1 << 20
 
-// Parse reads a profile (JSON, the same field names as the flags). Unknown
+// Parse reads a profile (JSON, the same field names as the flags; sizes as
+// a number of bytes or a string spelt as for the flags, see ParseSize;
+// durations as strings, see ParseDuration). Unknown
 // fields, a field given twice, a profile over MaxProfileSize and anything
 // after the object are refused, so that a typo or a smuggled second value
 // never silently changes a restriction.
@@ -191,13 +222,28 @@ func Parse(r io.Reader) (Policy, error) {
 	if err := uniqueKeys(b); err != nil {
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
+	if b, err = profileSizes(b); err != nil {
+		return Policy{}, fmt.Errorf("policy: profile: %w", err)
+	}
 	var p Policy
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Policy{}, fmt.Errorf("policy: profile: field %q: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+			return Policy{}, fmt.Errorf("policy: profile: %s: field %q: a JSON %s where %s is expected", lineCol(b, te.Offset), te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// Offset counts the offending byte itself.
+			return Policy{}, fmt.Errorf("policy: profile: %s: %w", lineCol(b, se.Offset-1), err)
+		}
+		if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+			name = strings.TrimSuffix(name, `"`)
+			return Policy{}, fmt.Errorf("policy: profile: unknown field %q%s", name, didYouMean(name))
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return Policy{}, fmt.Errorf("policy: profile: %s: the JSON ends early (a missing } or ])", lineCol(b, int64(len(b))))
 		}
 		return Policy{}, fmt.Errorf("policy: profile: %w", err)
 	}
@@ -205,6 +251,64 @@ func Parse(r io.Reader) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy: profile: trailing data after the JSON object")
 	}
 	return p, nil
+}
+
+// lineCol says where byte offset off of b lies, as "line L, column C"
+// (both from 1, columns in bytes).
+func lineCol(b []byte, off int64) string {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// didYouMean names the profile field closest to name (at most two edits
+// away, case ignored), as "; did you mean \"x\"", or "" when none is.
+func didYouMean(name string) string {
+	best, bestD := "", 3
+	t := reflect.TypeFor[Policy]()
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if d := editDistance(strings.ToLower(name), tag); d < bestD {
+			best, bestD = tag, d
+		}
+	}
+	if best == "" {
+		return "; the fields are those of sandbox-run run's flags, with _ for -"
+	}
+	return fmt.Sprintf("; did you mean %q", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // jsonKind names a Go kind the way a profile's author knows it.
@@ -254,8 +358,255 @@ func uniqueKeys(b []byte) error {
 }
 
 // systemRoots are directories that a writable bind would expose to the
-// command for writing as the system itself.
-var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
+// command for writing as the system itself. Below them a directory may be
+// a job's own (/usr/src/app, /var/www/site, /opt/app); systemTrees and
+// sharedPlaces name where it may not.
+var systemRoots = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/proc", "/dev", "/sys", "/boot", "/home", "/opt", "/var"}
+
+// systemTrees are system directories in which no directory may be writable
+// either: the system's configuration (a file in /etc/cron.d runs as root),
+// its boot files, and the kernel's and devices' file systems.
+var systemTrees = []string{"/etc", "/boot", "/proc", "/sys", "/dev"}
+
+// A sharedPlace is a directory that the host's users and services share:
+// what lies there belongs to many, and services keep their sockets there
+// (a Unix socket accepts connect() from anyone who can reach it, whatever
+// the mount's flags). within says whether the directories in it are
+// refused too (anyone's may hold a service: /run/user/UID holds the
+// session bus and gpg-agent), or only the place itself, with a directory
+// in it accepted when it is the caller's own (Host.Own): /tmp/tmp.XXXX of
+// mktemp -d. The /private spellings are macOS's.
+type sharedPlace struct {
+	dir, what string
+	within    bool
+}
+
+var sharedPlaces = []sharedPlace{
+	{"/tmp", "every user's and service's temporary files and sockets (X11, ssh-agent, tmux)", false},
+	{"/var/tmp", "every user's and service's temporary files", false},
+	{"/private/tmp", "every user's and service's temporary files and sockets", false},
+	{"/private/var/tmp", "every user's and service's temporary files", false},
+	{"/dev/shm", "every process's shared memory and semaphores", true},
+	{"/run", "the services' and login sessions' sockets and state (/run/user/UID: your session bus, gpg-agent)", true},
+	{"/var/run", "the services' and login sessions' sockets and state", true},
+	{"/private/var/run", "the services' sockets and state", true},
+	{"/var/lock", "every service's lock files", true},
+	{"/var/spool", "the spools system daemons act on (cron, mail, print)", true},
+	{"/var/mail", "every user's mail", true},
+	{"/var/crash", "every program's crash dumps", true},
+}
+
+// Host names the caller's own directories that no writable directory may
+// expose, each in every spelling the caller knows (as given, and resolved).
+// The zero Host refuses only the system directories and the shared places;
+// Validate uses it, and a sandbox that can read the host fills it in (see
+// sandbox.Run).
+type Host struct {
+	// Home lists the user's home directory: as $HOME names it and as the
+	// passwd entry of the effective uid does, each also resolved.
+	Home []string
+	// State lists sandbox-run's own state directories: its cache (the
+	// bwrap detection cache and the run journals) and its data directory
+	// (sessions' homes and shared caches, bound only as themselves).
+	State []string
+	// Own says whether dir, a directory directly in a shared place such
+	// as /tmp, is the caller's alone (nil error) or why not. Nil (the zero
+	// Host) accepts the directories in such a place, which only the host
+	// can tell apart.
+	Own func(dir string) error
+}
+
+// CheckWritable refuses the writable directory d (absolute and clean;
+// spelled is how the caller named it, for the message) when making it
+// writable would hand the command the system, what the host's users and
+// services share, or the caller's own state:
+//
+//   - a system directory (/, /usr, /etc, /var, ...), or one in /etc, /boot,
+//     /proc, /sys or /dev;
+//   - a shared place (/tmp, /var/tmp, /dev/shm, /run, /var/run, /var/lock,
+//     /var/spool, /var/mail, /var/crash) or, except in /tmp and /var/tmp,
+//     one in it; in /tmp and /var/tmp a directory whose top directory
+//     there is not the caller's own (Host.Own);
+//   - the home directory, or a parent of it (it holds the home);
+//   - a directory in one of the home's dot-directories (~/.config, ~/.ssh,
+//     ~/.cache, ~/.local, any ~/.X), where the user's shell, git, editors and
+//     keys read their settings: ~/.bash_login, ~/.gitconfig;
+//   - a State directory, one that holds it, or one inside it.
+//
+// The error wraps ErrInvalid (an *InvalidError) and names the directory,
+// the reason and the fix. CheckWritable compares strings and calls Own;
+// resolving links is the caller's (call it once per spelling).
+// Non-guarantee: a directory elsewhere can hold a socket too; the sandbox
+// searches every writable directory for them (see the sandbox package).
+func (h Host) CheckWritable(spelled, d string) error {
+	named := spelled
+	if d != spelled {
+		named = fmt.Sprintf("%s (%s)", spelled, d)
+	}
+	if err := checkSystem(named, d); err != nil {
+		return err
+	}
+	if err := h.checkShared(named, d); err != nil {
+		return err
+	}
+	return h.checkOwnState(named, d)
+}
+
+const writableField = "write"
+
+// checkSystem refuses the system directories and what lies in systemTrees.
+func checkSystem(named, d string) error {
+	for _, s := range systemRoots {
+		if d == s {
+			return invalid(writableField, fmt.Sprintf("%s is a system directory and cannot be writable", named),
+				"use a job directory of its own")
+		}
+	}
+	for _, s := range systemTrees {
+		if within(d, s) && !within(d, "/dev/shm") {
+			return invalid(writableField, fmt.Sprintf("%s lies in %s, a system directory, and cannot be writable", named, s),
+				"use a job directory of its own")
+		}
+	}
+	return nil
+}
+
+// checkShared refuses a shared place, what lies in one that is refused
+// whole, and a directory in /tmp or /var/tmp that is not the caller's own.
+func (h Host) checkShared(named, d string) error {
+	const fix = "make a directory of your own for the job (mktemp -d), or use a project directory"
+	for _, sp := range sharedPlaces {
+		switch {
+		case d == sp.dir:
+			return invalid(writableField, fmt.Sprintf("%s is shared by the host's users and services: it holds %s, which the command could reach or impersonate", named, sp.what), fix)
+		case !within(d, sp.dir):
+			continue
+		case sp.within:
+			return invalid(writableField, fmt.Sprintf("%s lies in %s, which holds %s", named, sp.dir, sp.what), fix)
+		case h.Own != nil:
+			first, _, _ := strings.Cut(d[len(sp.dir)+1:], "/")
+			top := sp.dir + "/" + first
+			if err := h.Own(top); err != nil {
+				return invalid(writableField, fmt.Sprintf("%s lies in %s, which is not yours alone (%v): others can put sockets and files there", named, top, err), fix)
+			}
+		}
+	}
+	return nil
+}
+
+// checkOwnState refuses the home, what holds it, its dot-directories and
+// sandbox-run's own state.
+func (h Host) checkOwnState(named, d string) error {
+	const fix = "use a project directory; or --write a specific subdirectory outside the home's dot-directories"
+	for _, home := range h.Home {
+		if home == "" || home == "/" {
+			continue
+		}
+		switch {
+		case d == home:
+			return invalid(writableField, fmt.Sprintf("%s is your home directory: the command could write your shell, git and tool settings (~/.bash_login, ~/.gitconfig)", named), fix)
+		case within(home, d):
+			return invalid(writableField, fmt.Sprintf("%s holds your home directory %s", named, home), fix)
+		case within(d, home):
+			if first, _, _ := strings.Cut(d[len(home)+1:], "/"); strings.HasPrefix(first, ".") {
+				return invalid(writableField, fmt.Sprintf("%s lies in %s, a dot-directory of your home where settings, keys and caches live", named, home+"/"+first), fix)
+			}
+		}
+	}
+	for _, st := range h.State {
+		if st != "" && (within(d, st) || within(st, d)) {
+			return invalid(writableField, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache, run journals, sessions' homes and shared caches)", named, st), fix)
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or lies below it, comparing whole
+// components. Both are absolute and clean.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// CacheVars lists, per cache name, the variables that point the tool at
+// its cache directory DIR: as a suffix after DIR ("" for DIR itself).
+var cacheVars = map[string]map[string]string{
+	"npm":   {"npm_config_cache": ""},
+	"pip":   {"PIP_CACHE_DIR": ""},
+	"go":    {"GOMODCACHE": "/mod", "GOCACHE": "/build"},
+	"cargo": {"CARGO_HOME": ""},
+	"uv":    {"UV_CACHE_DIR": ""},
+}
+
+// CacheNames returns the cache names Caches accepts, sorted.
+func CacheNames() []string {
+	out := make([]string, 0, len(cacheVars))
+	for k := range cacheVars {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+// CacheEnv returns the variables that point the tool name at its cache
+// directory dir (nil for an unknown name).
+func CacheEnv(name, dir string) map[string]string {
+	vars, ok := cacheVars[name]
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(vars))
+	for k, suffix := range vars {
+		out[k] = dir + suffix
+	}
+	return out
+}
+
+// maxSessionName bounds a session name: it is one path component.
+const maxSessionName = 64
+
+func checkSession(name string) error {
+	if name == "" {
+		return nil
+	}
+	ok := len(name) <= maxSessionName && name != "." && name != ".." && !strings.HasPrefix(name, ".")
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			ok = false
+		}
+	}
+	if !ok {
+		return invalid("session", fmt.Sprintf("%q is not a session name", name),
+			fmt.Sprintf("use letters, digits, '.', '_' and '-' (not first), up to %d bytes, e.g. --session claude-myproject", maxSessionName))
+	}
+	return nil
+}
+
+func (p Policy) validateHome() error {
+	if err := checkSession(p.Session); err != nil {
+		return err
+	}
+	if p.Session != "" && p.Home != "" {
+		return invalid("home", "both --home and --session name the home", "pass one of them")
+	}
+	if p.Sandbox == ModeOff && (p.Session != "" || len(p.Caches) > 0) {
+		return invalid("session", "tier 0 (--sandbox off) binds nothing, so it keeps no session and shares no cache", "leave out --session and --cache, or pass --home DIR")
+	}
+	seen := map[string]bool{}
+	for _, c := range p.Caches {
+		if _, ok := cacheVars[c]; !ok {
+			return invalid("cache", fmt.Sprintf("%q is not a cache sandbox-run knows", c), "name one of "+strings.Join(CacheNames(), ", "))
+		}
+		if seen[c] {
+			return invalid("cache", fmt.Sprintf("%q given twice", c), "name each cache once")
+		}
+		seen[c] = true
+	}
+	return nil
+}
 
 // Validate checks everything that can be checked without touching the
 // system. It returns an error wrapping ErrInvalid (an *InvalidError) for the
@@ -271,12 +622,20 @@ func (p Policy) Validate() error {
 		if err := checkPath("write", d); err != nil {
 			return err
 		}
-		for _, s := range systemRoots {
-			if d == s {
-				return invalid("write", fmt.Sprintf("%s is a system directory and cannot be writable", d),
-					"use a job directory of its own")
-			}
+		if err := (Host{}).CheckWritable(d, d); err != nil {
+			return err
 		}
+	}
+	if p.Home != "" {
+		if err := checkPath("home", p.Home); err != nil {
+			return err
+		}
+		if err := (Host{}).CheckWritable(p.Home, p.Home); err != nil {
+			return err
+		}
+	}
+	if err := p.validateHome(); err != nil {
+		return err
 	}
 	for _, r := range p.Read {
 		if err := checkPath("read", r); err != nil {
@@ -302,7 +661,13 @@ func (p Policy) Validate() error {
 			return err
 		}
 	}
-	for _, k := range append(append([]string(nil), p.PassEnv...), p.LLMEnv...) {
+	for _, k := range p.PassEnv {
+		if !isEnvName(k) {
+			return invalid("pass-env", fmt.Sprintf("%q is not a variable name", k),
+				"name a variable of letters, digits and '_', not starting with a digit, such as HTTP_TOKEN")
+		}
+	}
+	for _, k := range p.LLMEnv {
 		if err := checkEnvName(k); err != nil {
 			return err
 		}
@@ -335,6 +700,9 @@ func (p Policy) Validate() error {
 	}
 	if p.TmpSize < 0 {
 		return invalid("tmp-size", "negative size", "pass a size such as 256M")
+	}
+	if p.ShmSize < 0 {
+		return invalid("shm-size", "negative size", "pass a size such as 64M")
 	}
 	for f, v := range map[string]int64{"memory": p.Memory, "pids": p.Pids, "nofile": p.NoFile, "fsize": p.FSize, "cpu-time": int64(p.CPUTime)} {
 		if v < 0 {
@@ -402,6 +770,37 @@ func checkEnvName(k string) error {
 	return nil
 }
 
+// isEnvName reports whether k is a portable variable name (POSIX: letters,
+// digits and '_', not starting with a digit): the only names a PassEnv
+// entry can look up in a shell-started environment.
+func isEnvName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// MissingPassEnv returns the PassEnv names that lookup does not find, in
+// order: Environ leaves them unset, and the caller should say so.
+func (p Policy) MissingPassEnv(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, k := range p.PassEnv {
+		if lookup == nil {
+			out = append(out, k)
+			continue
+		}
+		if _, ok := lookup(k); !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // WithDefaults returns a copy with every zero field that has a default
 // filled in. It does not touch the caller's slices or maps.
 func (p Policy) WithDefaults() Policy {
@@ -409,6 +808,9 @@ func (p Policy) WithDefaults() Policy {
 	q.Workdir = filepath.Clean(p.Workdir)
 	q.Write = cleanAll(p.Write)
 	q.Read = cleanAll(p.Read)
+	if p.Home != "" {
+		q.Home = filepath.Clean(p.Home)
+	}
 	if q.Sandbox == "" {
 		q.Sandbox = ModeAuto
 	}
@@ -420,6 +822,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if q.TmpSize == 0 {
 		q.TmpSize = DefaultTmpSize
+	}
+	if q.ShmSize == 0 {
+		q.ShmSize = DefaultShmSize
 	}
 	return q
 }
@@ -437,7 +842,11 @@ func cleanAll(in []string) []string {
 
 // Writable returns the workdir followed by the --write dirs.
 func (p Policy) Writable() []string {
-	return append([]string{p.Workdir}, p.Write...)
+	w := append([]string{p.Workdir}, p.Write...)
+	if p.Home != "" {
+		w = append(w, p.Home)
+	}
+	return w
 }
 
 // ProtectedPaths returns every protected path as an absolute path inside
@@ -461,12 +870,17 @@ func (p Policy) ProtectedPaths() []string {
 }
 
 // DefaultEnv is what every command gets unless the policy's Env overrides
-// it: a PATH of the system directories, HOME at the workdir and TMPDIR at the
-// private /tmp.
+// it: a PATH of the system directories, HOME at Home or else at the private
+// /tmp (never the workdir: tools' dot-files would land in the project), and
+// TMPDIR at the private /tmp.
 func (p Policy) DefaultEnv() map[string]string {
+	home := p.Home
+	if home == "" {
+		home = "/tmp"
+	}
 	return map[string]string{
 		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME":   p.Workdir,
+		"HOME":   home,
 		"TMPDIR": "/tmp",
 		"LANG":   "C.UTF-8",
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ func TestValidate(t *testing.T) {
 		{"empty allow", Policy{Workdir: "/w", AllowHosts: []string{" "}}, "allow-host"},
 		{"negative timeout", Policy{Workdir: "/w", Timeout: Duration(-time.Second)}, "timeout"},
 		{"relative socket", Policy{Workdir: "/w", LLMSocket: "s.sock"}, "llm-socket"},
+		{"negative tmp size", Policy{Workdir: "/w", TmpSize: -1}, "tmp-size"},
+		{"negative shm size", Policy{Workdir: "/w", ShmSize: -1}, "shm-size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +75,11 @@ func TestParseProfile(t *testing.T) {
 		`"x"`:                                   "not a JSON object",
 		`{"read":["/a"],"read":["/b"]}`:         `"read" given twice`,
 		`{"env":{"A":"1"},"write":[],"env":{}}`: `"env" given twice`,
-		`{"memory":"1G"}`:                       `"memory": a JSON string where a number is expected`,
+		`{"memory":"1GB"}`:                      `"memory": size "1GB": GB is ambiguous`,
+		`{"tmp_size":"lots"}`:                   `"tmp_size": size "lots"`,
+		`{"fsize":true}`:                        `"fsize": a JSON bool where a number is expected`,
+		`{"cpu_time":"5"}`:                      `duration "5"`,
+		`{"pids":"64"}`:                         `"pids": a JSON string where a number is expected`,
 		`{"read":"/a"}`:                         `"read": a JSON string where a list is expected`,
 		`{"env":"` + strings.Repeat("a", MaxProfileSize) + `"}`: "larger than",
 	} {
@@ -151,7 +158,7 @@ func TestEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(env, " ")
-	want := "A=1 HOME=/w LANG=C.UTF-8 PATH=/bin TERM=xterm TMPDIR=/tmp"
+	want := "A=1 HOME=/tmp LANG=C.UTF-8 PATH=/bin TERM=xterm TMPDIR=/tmp"
 	if got != want {
 		t.Errorf("Environ = %q, want %q", got, want)
 	}
@@ -161,16 +168,72 @@ func TestEnviron(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"512": 512, "64K": 64 << 10, "256M": 256 << 20, "2G": 2 << 30, "1GiB": 1 << 30, "10mb": 10 << 20} {
+	for in, want := range map[string]int64{
+		"512": 512, "512B": 512, "64K": 64 << 10, "64k": 64 << 10, "64Ki": 64 << 10, "64KiB": 64 << 10,
+		"256M": 256 << 20, "256MiB": 256 << 20, "256mib": 256 << 20, "2G": 2 << 30, "1GiB": 1 << 30, "1T": 1 << 40, "0": 0,
+	} {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1", "1.5G", "99999999999T"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
+	for bad, why := range map[string]string{
+		"": "whole number", "x": "whole number", "-1": "whole number", "+1": "whole number", "1.5G": "whole number",
+		" 1M": "whole number", "1 M": "unknown unit", "1M ": "unknown unit", "99999999999T": "too large",
+		"512MB": "ambiguous", "10mb": "ambiguous", "1KB": "ambiguous", "2GB": "ambiguous", "1TB": "ambiguous",
+		"1P": "unknown unit", "1KiBB": "unknown unit", "1IB": "unknown unit", "1iB": "unknown unit",
+	} {
+		if n, err := ParseSize(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseSize(%q) = %d, %v; want an error saying %q", bad, n, err, why)
 		}
+	}
+}
+
+// TestProfileSpellings: a profile takes sizes and durations spelt as the
+// flags take them, through the same parsers.
+func TestProfileSpellings(t *testing.T) {
+	p, err := Parse(strings.NewReader(`{"memory":"512M","fsize":"64KiB","tmp_size":"1G","timeout":"1m30s","cpu_time":"500ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		field, flag string
+		got         int64
+		parse       func(string) (int64, error)
+	}{
+		{"memory", "512M", p.Memory, ParseSize},
+		{"fsize", "64KiB", p.FSize, ParseSize},
+		{"tmp_size", "1G", p.TmpSize, ParseSize},
+		{"timeout", "1m30s", int64(p.Timeout), func(s string) (int64, error) { d, err := ParseDuration(s); return int64(d), err }},
+		{"cpu_time", "500ms", int64(p.CPUTime), func(s string) (int64, error) { d, err := ParseDuration(s); return int64(d), err }},
+	} {
+		want, err := c.parse(c.flag)
+		if err != nil || c.got != want || want == 0 {
+			t.Errorf("profile %s %q = %d, the flag's parser says %d (%v)", c.field, c.flag, c.got, want, err)
+		}
+	}
+	// A number of bytes stays one.
+	if p, err := Parse(strings.NewReader(`{"memory":1048576}`)); err != nil || p.Memory != 1<<20 {
+		t.Errorf("memory as a number: %d, %v", p.Memory, err)
+	}
+}
+
+func TestPassEnvNames(t *testing.T) {
+	for _, ok := range []string{"A", "_X", "HTTP_TOKEN", "a1"} {
+		if err := (Policy{Workdir: "/w", PassEnv: []string{ok}}).Validate(); err != nil {
+			t.Errorf("pass-env %q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "1A", "A-B", "A B", "A=B", "A.B", "Ä", "A\x00"} {
+		err := (Policy{Workdir: "/w", PassEnv: []string{bad}}).Validate()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "pass-env") {
+			t.Errorf("pass-env %q: %v, want refused", bad, err)
+		}
+	}
+	p := Policy{Workdir: "/w", PassEnv: []string{"SET", "UNSET", "EMPTY"}}
+	got := p.MissingPassEnv(func(k string) (string, bool) { return "", k != "UNSET" })
+	if len(got) != 1 || got[0] != "UNSET" {
+		t.Errorf("MissingPassEnv = %q, want [UNSET] (an empty value is set)", got)
 	}
 }
 
@@ -189,5 +252,171 @@ func TestProtectedPaths(t *testing.T) {
 		if !has(want) {
 			t.Errorf("ProtectedPaths lacks %s: %v", want, got)
 		}
+	}
+}
+
+func TestHostCheckWritable(t *testing.T) {
+	// Own stands for the host's owner check: mine is the caller's.
+	var asked []string
+	own := func(dir string) error {
+		asked = append(asked, dir)
+		if dir == "/tmp/mine" || dir == "/var/tmp/mine" {
+			return nil
+		}
+		return errors.New("owned by uid 1001")
+	}
+	h := Host{Home: []string{"/home/u", "/srv/home/u"}, State: []string{"/var/cache/u/sandbox-run"}, Own: own}
+	for _, tt := range []struct {
+		dir     string
+		refused string // a word of the reason; "" means accepted
+	}{
+		{"/home/u/src/proj", ""},
+		{"/home/u/.x-not-a-dot-dir-of-a-parent/..no", "dot-directory"},
+		{"/home/u", "home directory"},
+		{"/home", "system directory"},
+		{"/srv", "holds your home"},
+		{"/home/u/.config", "dot-directory"},
+		{"/home/u/.config/app", "dot-directory"},
+		{"/home/u/.ssh", "dot-directory"},
+		{"/home/u/.cache/sandbox-run", "dot-directory"},
+		{"/srv/home/u/.local/share", "dot-directory"},
+		{"/home/u/src/.config", ""}, // a project's own dot-dir is the project's
+		{"/home/user2", ""},
+		{"/home/u2/.config", ""},
+		{"/var/cache/u/sandbox-run", "own state"},
+		{"/var/cache/u/sandbox-run/runs", "own state"},
+		{"/var/cache/u", "own state"},
+		{"/var/cache/u2", ""},
+		{"/etc", "system directory"},
+		{"/", "system directory"},
+		{"/var", "system directory"},
+		{"/opt", "system directory"},
+		{"/etc/cron.d", "lies in /etc"},
+		{"/boot/efi", "lies in /boot"},
+		{"/sys/fs/cgroup", "lies in /sys"},
+		{"/dev/pts", "lies in /dev"},
+		{"/proc/self", "lies in /proc"},
+		{"/usr/src/app", ""}, // a job's own place by Docker's convention
+		{"/var/www/site", ""},
+		{"/opt/app", ""},
+		{"/tmp", "shared by the host's users"},
+		{"/var/tmp", "shared by the host's users"},
+		{"/private/tmp", "shared by the host's users"},
+		{"/dev/shm", "shared by the host's users"},
+		{"/dev/shm/x", "lies in /dev/shm"},
+		{"/run", "shared by the host's users"},
+		{"/run/user/1000", "lies in /run"},
+		{"/run/user/1000/job", "lies in /run"},
+		{"/var/run", "shared by the host's users"},
+		{"/var/run/docker", "lies in /var/run"},
+		{"/var/lock/x", "lies in /var/lock"},
+		{"/var/spool/cron", "lies in /var/spool"},
+		{"/var/mail/u", "lies in /var/mail"},
+		{"/var/crash", "shared by the host's users"},
+		{"/tmp/mine/sub", ""},
+		{"/var/tmp/mine", ""},
+		{"/tmp/.X11-unix", "not yours alone"},
+		{"/tmp/theirs/sub/deeper", "not yours alone"},
+		{"/tmpfoo", ""}, // whole components only
+	} {
+		err := h.CheckWritable(tt.dir, tt.dir)
+		if tt.refused == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", tt.dir, err)
+			}
+			continue
+		}
+		var ie *InvalidError
+		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.refused) ||
+			!strings.Contains(err.Error(), tt.dir) || ie.Fix == "" {
+			t.Errorf("%s: %v, want a refusal naming %q and a fix", tt.dir, err, tt.refused)
+		}
+	}
+	// Own is asked about the directory directly in /tmp, never a deeper one.
+	if !slices.Contains(asked, "/tmp/theirs") || slices.Contains(asked, "/tmp/theirs/sub") {
+		t.Errorf("Own asked about %v, want /tmp/theirs and not below", asked)
+	}
+	// The zero Host refuses only the system directories and shared places.
+	for _, d := range []string{"/home/u", "/tmp/theirs/sub"} {
+		if err := (Host{}).CheckWritable(d, d); err != nil {
+			t.Errorf("zero Host: %v", err)
+		}
+	}
+	if err := (Host{}).CheckWritable("/run/user/1000", "/run/user/1000"); err == nil {
+		t.Error("zero Host accepts /run/user/1000")
+	}
+	// The resolved spelling is named with the given one.
+	if err := h.CheckWritable("/work/link", "/home/u"); err == nil || !strings.Contains(err.Error(), "/work/link (/home/u)") {
+		t.Errorf("resolved spelling: %v", err)
+	}
+}
+
+func TestParseErrorsSayWhere(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"{\"workdir\": \"/w\",\n \"alow_hosts\": []}", `unknown field "alow_hosts"; did you mean "allow_hosts"`},
+		{"{\"Workdir\": \"/w\", \"TIMEOUTS\": \"1s\"}", `did you mean "timeout"`},
+		{"{\"frobnicate\": 1}", "the fields are those of sandbox-run run's flags"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\",}}", "line 2, column 19: invalid character '}'"},
+		{"{\"workdir\": \"/w\",\n \"env\": {\"a\": \"1\"}", "line 2, column 19: the JSON ends early"},
+	} {
+		_, err := Parse(strings.NewReader(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestHomeSessionCaches(t *testing.T) {
+	ok := []Policy{
+		{Workdir: "/w", Session: "claude-proj.1"},
+		{Workdir: "/w", Home: "/h", Caches: []string{"npm", "go", "pip", "cargo", "uv"}},
+	}
+	for _, p := range ok {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+	for _, tt := range []struct {
+		p    Policy
+		want string
+	}{
+		{Policy{Workdir: "/w", Session: "../x"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: ".hidden"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: strings.Repeat("a", 65)}, "not a session name"},
+		{Policy{Workdir: "/w", Session: "a/b"}, "not a session name"},
+		{Policy{Workdir: "/w", Session: "s", Home: "/h"}, "both --home and --session"},
+		{Policy{Workdir: "/w", Home: "h"}, "absolute"},
+		{Policy{Workdir: "/w", Home: "/etc"}, "system directory"},
+		{Policy{Workdir: "/w", Caches: []string{"maven"}}, `"maven" is not a cache`},
+		{Policy{Workdir: "/w", Caches: []string{"npm", "npm"}}, "twice"},
+	} {
+		if err := tt.p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.p, err, tt.want)
+		}
+	}
+	if got := (Policy{Workdir: "/w"}).DefaultEnv()["HOME"]; got != "/tmp" {
+		t.Errorf("default HOME = %q, want /tmp (never the workdir)", got)
+	}
+	if got := (Policy{Workdir: "/w", Home: "/h"}).DefaultEnv()["HOME"]; got != "/h" {
+		t.Errorf("HOME with Home = %q", got)
+	}
+	if got := CacheEnv("go", "/c/go"); got["GOMODCACHE"] != "/c/go/mod" || got["GOCACHE"] != "/c/go/build" {
+		t.Errorf("CacheEnv(go) = %v", got)
+	}
+}
+
+// TestTmpfsDefaults: zero sizes get the documented ceilings, given ones stay.
+func TestTmpfsDefaults(t *testing.T) {
+	d := Policy{Workdir: "/w"}.WithDefaults()
+	if d.TmpSize != 256<<20 || d.ShmSize != 64<<20 {
+		t.Errorf("defaults: tmp %d, shm %d; want 256 MiB and 64 MiB", d.TmpSize, d.ShmSize)
+	}
+	g := Policy{Workdir: "/w", TmpSize: 1 << 20, ShmSize: 2 << 20}.WithDefaults()
+	if g.TmpSize != 1<<20 || g.ShmSize != 2<<20 {
+		t.Errorf("given sizes changed: tmp %d, shm %d", g.TmpSize, g.ShmSize)
+	}
+	p, err := Parse(strings.NewReader(`{"workdir":"/w","shm_size":1048576}`))
+	if err != nil || p.ShmSize != 1<<20 {
+		t.Errorf("profile shm_size: %d, %v", p.ShmSize, err)
 	}
 }

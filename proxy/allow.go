@@ -170,6 +170,11 @@ func parseEntry(raw string) (entry, error) {
 	if strings.HasPrefix(name, "*.") {
 		e.kind, name = kindSuffix, name[2:]
 	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		// RFC 6761: localhost names loopback whatever DNS says, so it is
+		// refused here like 127.0.0.1, not only later at dial time.
+		return e, fmt.Errorf("%s is loopback (RFC 6761: 127.0.0.1 and ::1), which the proxy never connects to: the host's own services stay out of the sandbox's reach", host)
+	}
 	if strings.Contains(name, "*") {
 		if name == "*" && e.kind == kindHost {
 			return e, fmt.Errorf("a bare * would allow every host; list the hosts or domains (*.example.com)")

@@ -21,6 +21,14 @@
 //   - Reachable only when an address or CIDR allow-list entry names the
 //     address or its range (a host name entry is not enough): 10.0.0.0/8,
 //     172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 198.18.0.0/15, fc00::/7.
+//   - The proxy host itself is never reached through an address of its own
+//     interfaces (every family; its LAN, bridge, VPN and veth addresses,
+//     public or private), listed anew at every decision and at the dial's
+//     re-check, so an address added a moment ago counts: such an address
+//     is refused (code own-address) even when a range or a host name entry
+//     covers it. Only an entry naming that exact address (10.1.2.3,
+//     10.1.2.3:8080, 10.1.2.3/32) opens it. When the interfaces cannot be
+//     listed, every address is refused.
 //   - Every spelling of an IPv4 address that inet_aton(3) accepts (2130706433,
 //     0177.0.0.1, 0x7f.1, 127.1), bracketed IPv6 forms and names with a
 //     trailing dot are judged as the address or name they denote; a host
@@ -29,9 +37,9 @@
 //   - A refusal is an HTTP response (403 for policy, 502 when a name does not
 //     resolve) with the header X-Sandbox-Refusal set to a reason code and a
 //     body that names the rule and how to allow the target. Codes:
-//     not-allowed, private, loopback, unspecified, link-local, metadata,
-//     multicast, reserved, broadcast, bad-host, bad-scheme, dns-failure,
-//     dial-refused.
+//     not-allowed, private, own-address, loopback, unspecified, link-local,
+//     metadata, multicast, reserved, broadcast, bad-host, bad-scheme,
+//     dns-failure, dial-refused.
 //   - Redirects are never followed: the client receives the 3xx, and the
 //     request it makes next is decided like any other.
 //   - The host's HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored: goproxy's
@@ -55,6 +63,11 @@
 //     the proxy trusts its answers only as far as the range table allows.
 //   - Data that an allowed host relays onward (an open proxy, a redirector
 //     that fetches server-side) is outside the proxy's view.
+//   - "Own" means the interfaces of the proxy's network namespace. An
+//     address the host answers on without holding it on an interface (a
+//     local route such as ip route add local 10.9.0.0/16 dev lo, AnyIP) is
+//     not recognised, nor is a service in another network namespace of the
+//     same machine; those are judged by the range table like any address.
 //   - Teredo (2001::/32) and other tunnelling forms whose IPv4 address is
 //     obfuscated are treated as ordinary IPv6 addresses.
 //   - A failed write to the audit log is logged, not fatal: the decision

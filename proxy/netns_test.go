@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -120,4 +121,68 @@ func TestRealHost(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOwnAddressRefused: a service of the proxy host bound to its own veth
+// address (an address of the host's interfaces, not loopback) is refused
+// even when an allow-list range contains it, by IP and by a name that
+// resolves to it; only an entry naming that exact address opens it.
+// Controls: the service answers a direct dial, the exact entry reaches it
+// through the proxy, and the test host at the other end of the veth, in
+// the same allowed range, is reached.
+func TestOwnAddressRefused(t *testing.T) {
+	h := sandboxtest.NewTestHost(t, 1)
+	cn := newCanaryOn(t, h.Local)
+	cn.reach(t, h.Local.String()) // positive control: the service answers directly
+	own := netip.AddrPortFrom(h.Local, uint16(cn.port)).String()
+
+	res := newResolver(map[string][]string{"self.test": {h.Local.String()}})
+	pt := startProxy(t, Config{Allow: []string{"198.18.0.0/15", "self.test:*"}, Resolver: res})
+	base := cn.count.Load()
+	for name, do := range map[string]func() (*http.Response, string){
+		"GET by IP": func() (*http.Response, string) { return pt.get(t, "http://"+own+"/") },
+		"CONNECT by IP": func() (*http.Response, string) {
+			r, b, _, _ := pt.connect(t, own)
+			return r, b
+		},
+		"GET by name": func() (*http.Response, string) {
+			return pt.get(t, "http://self.test:"+strconv.Itoa(cn.port)+"/")
+		},
+	} {
+		resp, body := do()
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(RefusalHeader) != reasonOwnAddr {
+			t.Errorf("%s: %d %s=%q, want 403 %q; body %q", name, resp.StatusCode, RefusalHeader, resp.Header.Get(RefusalHeader), reasonOwnAddr, body)
+		}
+		if !strings.Contains(body, "--allow-host "+own) {
+			t.Errorf("%s: body %q does not name the exact entry that would open it", name, body)
+		}
+	}
+	cn.reach(t, h.Local.String())
+	if got := cn.count.Load() - base; got != 1 {
+		t.Errorf("the host's own service accepted %d connections through the proxy, want 0", got-1)
+	}
+	if d := pt.dialed(); len(d) != 0 {
+		t.Errorf("dialer was asked for %v during refusals", d)
+	}
+
+	// Control: the other end of the veth, in the same allowed range.
+	if resp, body := pt.get(t, "http://"+h.HostPort()+"/ok"); resp.StatusCode != 200 || body != "ok from test host" {
+		t.Fatalf("control: the test host in the allowed range: %d %q", resp.StatusCode, body)
+	}
+
+	// Control: the exact address named opens it, for GET and CONNECT.
+	for _, entry := range []string{own, h.Local.String() + ":*", h.Local.String() + "/32"} {
+		pt := startProxy(t, Config{Allow: []string{entry}})
+		before := cn.count.Load()
+		if resp, body := pt.get(t, "http://"+own+"/"); resp.StatusCode != http.StatusBadGateway && resp.StatusCode != 200 {
+			t.Errorf("entry %s: GET %d %q, want the canary reached", entry, resp.StatusCode, body)
+		}
+		if resp, body, _, _ := pt.connect(t, own); resp.StatusCode != 200 {
+			t.Errorf("entry %s: CONNECT %d %q", entry, resp.StatusCode, body)
+		}
+		cn.reach(t, h.Local.String())
+		if got := cn.count.Load() - before; got < 2 {
+			t.Errorf("entry %s: the service counted %d connections, want the proxy's and the control's", entry, got)
+		}
+	}
 }

@@ -76,6 +76,15 @@ type Config struct {
 	// a node-wide log can be split by run.
 	RunID string
 
+	// RunIDFromPreamble takes each connection's run id from a preamble
+	// line (RunIDPreamble) its client sends first, for a node-wide proxy
+	// whose clients are sandboxes' relays: their audit lines then carry
+	// the run id of the sandbox they came from, whatever RunID says. Set
+	// it only where every client is a relay sandbox-run runs outside the
+	// sandbox, never where a sandboxed command connects itself (it could
+	// name any run).
+	RunIDFromPreamble bool
+
 	// Resolver resolves host names, once per request. Nil means
 	// net.DefaultResolver (the proxy host's resolver).
 	Resolver interface {
@@ -112,11 +121,14 @@ type resolver interface {
 // table admit. Its allow list can be replaced while it serves (SetAllow);
 // nothing else changes after New. It may serve several listeners at once.
 type Proxy struct {
-	allow    atomic.Pointer[AllowList]
-	runID    string
-	audit    *auditLog
-	log      *slog.Logger
-	resolver resolver
+	allow  atomic.Pointer[AllowList]
+	counts struct{ allowed, refused, bytesOut, bytesIn atomic.Int64 }
+	runID  string
+	// runIDPreamble: see Config.RunIDFromPreamble.
+	runIDPreamble bool
+	audit         *auditLog
+	log           *slog.Logger
+	resolver      resolver
 
 	readHeaderTimeout time.Duration
 	idleTimeout       time.Duration
@@ -124,6 +136,10 @@ type Proxy struct {
 	// dialHook, when set (tests only), sees every address the dialer is about
 	// to connect to, before the Control re-check.
 	dialHook func(netip.AddrPort)
+
+	// ownAddrs lists the proxy host's own addresses (interfaceAddrs;
+	// tests may replace it).
+	ownAddrs func() ([]netip.Addr, error)
 }
 
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
@@ -138,9 +154,10 @@ func New(cfg Config) (*Proxy, error) {
 			cfg.ReadHeaderTimeout, cfg.IdleTimeout)
 	}
 	p := &Proxy{
-		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID,
+		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID, runIDPreamble: cfg.RunIDFromPreamble,
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		ownAddrs:          interfaceAddrs,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {
@@ -210,7 +227,15 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	// ReadHeaderTimeout and IdleTimeout bound connections that send no
 	// request (slowloris); see Config. There is deliberately no ReadTimeout
 	// or WriteTimeout: they would cut long uploads, downloads and tunnels.
+	var connContext func(context.Context, net.Conn) context.Context
+	if p.runIDPreamble {
+		ln = preambleListener{ln}
+		connContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}
+	}
 	srv := &http.Server{
+		ConnContext:       connContext,
 		Handler:           gp,
 		ReadHeaderTimeout: p.readHeaderTimeout,
 		IdleTimeout:       p.idleTimeout,
@@ -246,6 +271,7 @@ type decision struct {
 	ips     []netip.Addr // checked, unmapped, zone-free
 	entry   string       // the allow-list entry that admitted the host
 	refusal *refusal
+	runID   string // the connection's run id (Config.RunIDFromPreamble), "" for the proxy's own
 
 	established atomic.Bool // a CONNECT tunnel's upstream is open
 }
@@ -310,13 +336,25 @@ func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decis
 	return d
 }
 
-// judge checks one address against the refused ranges; nil means it may be
-// connected to (for t's port).
+// judge checks one address against the refused ranges and the proxy host's
+// own addresses; nil means it may be connected to (for t's port).
 func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
 	v := classify(ip)
+	if v.rule != nil && v.rule.never {
+		return p.judgeRange(t, ip, v)
+	}
+	if r := p.judgeOwn(t, ip); r != nil {
+		return r
+	}
 	if v.rule == nil {
 		return nil
 	}
+	return p.judgeRange(t, ip, v)
+}
+
+// judgeRange checks ip, which classify put in a refused range (v.rule is
+// set), against that range's rule.
+func (p *Proxy) judgeRange(t target, ip netip.Addr, v verdict) *refusal {
 	via := ""
 	if !t.isAddr() {
 		via = fmt.Sprintf("%s resolved to %s: ", t.name, ip)
@@ -469,6 +507,7 @@ func (s *session) check(ctx context.Context, method, raw string, defaultPort uin
 	default:
 		d = s.p.decide(ctx, method, raw, t)
 	}
+	d.runID = connRunID(ctx)
 	s.p.record(d)
 	return d
 }
@@ -661,15 +700,45 @@ type auditLine struct {
 	DurationMS *int64 `json:"duration_ms,omitempty"`
 }
 
+// Counts are what a proxy decided and carried so far.
+type Counts struct {
+	Allowed  int64 `json:"allowed"`   // requests and tunnels allowed
+	Refused  int64 `json:"refused"`   // requests and tunnels refused
+	BytesOut int64 `json:"bytes_out"` // to upstreams, over connections that have ended
+	BytesIn  int64 `json:"bytes_in"`  // from upstreams, over connections that have ended
+}
+
+// Counts returns the decisions and bytes so far. Bytes are added when a
+// connection to an upstream ends, so call it after Serve has returned for
+// the totals.
+func (p *Proxy) Counts() Counts {
+	return Counts{Allowed: p.counts.allowed.Load(), Refused: p.counts.refused.Load(),
+		BytesOut: p.counts.bytesOut.Load(), BytesIn: p.counts.bytesIn.Load()}
+}
+
+// lineRunID is the run id an audit line about d carries: its
+// connection's, else the proxy's own.
+func (p *Proxy) lineRunID(d *decision) string {
+	if d.runID != "" {
+		return d.runID
+	}
+	return p.runID
+}
+
 // recordEnd writes an "egress_end" line for a connection the proxy opened:
 // the bytes each way and how long it was open.
 func (p *Proxy) recordEnd(c *upstreamConn) {
-	if p.audit == nil || c.d == nil {
+	if c.d == nil {
 		return
 	}
 	in, out, ms := c.in.Load(), c.out.Load(), time.Since(c.start).Milliseconds()
+	p.counts.bytesIn.Add(in)
+	p.counts.bytesOut.Add(out)
+	if p.audit == nil {
+		return
+	}
 	line := auditLine{
-		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "egress_end",
+		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.lineRunID(c.d), Event: "egress_end",
 		Method: c.d.method, Host: c.d.t.host(), Port: int(c.d.t.port), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
 		Decision: "allow", Reason: "closed", BytesOut: &out, BytesIn: &in, DurationMS: &ms,
 	}
@@ -681,7 +750,7 @@ func (p *Proxy) recordEnd(c *upstreamConn) {
 func (p *Proxy) record(d *decision) {
 	line := auditLine{
 		Time:   time.Now().UTC().Format(time.RFC3339Nano),
-		RunID:  p.runID,
+		RunID:  p.lineRunID(d),
 		Event:  "egress",
 		Method: d.method,
 		Host:   d.t.host(),
@@ -695,6 +764,7 @@ func (p *Proxy) record(d *decision) {
 		line.IPs = append(line.IPs, ip.String())
 	}
 	if d.refusal != nil {
+		p.counts.refused.Add(1)
 		line.Decision, line.Reason = "refuse", d.refusal.reason
 		if d.refusal.ip.IsValid() {
 			line.IP = d.refusal.ip.String()
@@ -702,6 +772,7 @@ func (p *Proxy) record(d *decision) {
 		p.log.Info("egress refused", "method", d.method, "host", line.Host, "port", line.Port,
 			"ip", line.IP, "reason", line.Reason)
 	} else {
+		p.counts.allowed.Add(1)
 		line.Decision, line.Reason = "allow", "allow-list"
 		if len(d.ips) > 0 {
 			line.IP = d.ips[0].String()

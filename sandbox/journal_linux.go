@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // A journal records the placeholders a run created in the user's tree
@@ -69,34 +71,45 @@ func writeJournal(dir, runID string, paths []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	// Written whole, then renamed: a sweep never reads half a journal.
-	tmp, err := os.CreateTemp(dir, ".journal-*")
+	// The directory is sandbox-run's own: made without following links,
+	// set aside and made again when another uid owns it or others may
+	// write it (a forged journal would name files for the sweep to remove).
+	d, err := pathguard.OpenPrivateDir(dir)
 	if err != nil {
 		return "", err
 	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	defer d.Close()
+	// Written whole, then renamed: a sweep never reads half a journal.
+	if err := d.WriteFile(runID+".json", b); err != nil {
+		return "", err
 	}
-	path := filepath.Join(dir, runID+".json")
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
+	return filepath.Join(dir, runID+".json"), nil
+}
+
+// removeJournal removes the journal at path, written by writeJournal,
+// through its directory pinned without following links.
+func removeJournal(path string) {
+	d, err := pathguard.OpenPrivateDir(filepath.Dir(path))
+	if err != nil {
+		return
 	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return "", werr
-	}
-	return path, nil
+	d.Remove(filepath.Base(path))
+	d.Close()
 }
 
 // sweepJournals removes what runs that are gone left behind: the
 // placeholders of every journal whose process no longer runs (or runs
 // since another boot), deepest first, then the journal.
+//
+// Only journals this user wrote are read: a directory or a journal that
+// another uid owns, or that others may write, is ignored (pathguard.Dir).
 func sweepJournals(dir string) {
-	ents, err := os.ReadDir(dir)
+	d, err := pathguard.OpenPrivateDir(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, err := d.Names()
 	if err != nil {
 		return
 	}
@@ -104,12 +117,11 @@ func sweepJournals(dir string) {
 	if err != nil {
 		return
 	}
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") {
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
+		b, err := d.ReadFile(name)
 		if err != nil {
 			continue
 		}
@@ -130,7 +142,7 @@ func sweepJournals(dir string) {
 		for i := len(same) - 1; i >= 0; i-- {
 			removeEmpty(same[i].Path)
 		}
-		os.Remove(path)
+		d.Remove(name)
 	}
 }
 

@@ -61,3 +61,52 @@ func TestSweepJournals(t *testing.T) {
 		t.Errorf("a live run's journal was swept: %v", err)
 	}
 }
+
+// TestSweepIgnoresUntrustedJournals: a journal others could have written
+// (it or its directory writable by group or others) is never read, so a
+// forged one cannot make the sweep remove a file. The control: the same
+// journal, trusted, does remove it.
+func TestSweepIgnoresUntrustedJournals(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		forge func(dir, journal string) error
+	}{
+		{"journal writable by others", func(_, j string) error { return os.Chmod(j, 0o666) }},
+		{"dir writable by others", func(d, _ string) error { return os.Chmod(d, 0o777) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, dir := t.TempDir(), filepath.Join(t.TempDir(), "runs")
+			victim := filepath.Join(w, "empty-file-of-the-user")
+			if err := os.WriteFile(victim, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			forged := func() string {
+				path, err := writeJournal(dir, "forged", []string{victim})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := os.ReadFile(path)
+				start, _, _ := selfStart()
+				j := strings.Replace(string(b), `"start":`+strconv.FormatUint(start, 10), `"start":`+strconv.FormatUint(start+1, 10), 1)
+				if err := os.WriteFile(path, []byte(j), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			}
+			path := forged()
+			if err := tt.forge(dir, path); err != nil {
+				t.Fatal(err)
+			}
+			sweepJournals(dir)
+			if _, err := os.Lstat(victim); err != nil {
+				t.Fatalf("an untrusted journal was obeyed: %v", err)
+			}
+			// Control: trusted, the same journal removes the file.
+			forged()
+			sweepJournals(dir)
+			if _, err := os.Lstat(victim); err == nil {
+				t.Fatal("control: a trusted journal did not remove its placeholder (untested)")
+			}
+		})
+	}
+}

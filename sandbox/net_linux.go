@@ -39,7 +39,8 @@ type network struct {
 	binds    [][2]string
 	forwards []initproc.Forward
 	env      map[string]string
-	dir      string // the run's runtime dir, removed by close or release
+	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
+	dir      string       // the run's runtime dir, removed by close or release
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -124,12 +125,12 @@ func (n *network) serve(f func(ctx context.Context) error, log *slog.Logger, wha
 // for the sandbox at once (new connections get a 502 from the forwarder),
 // and one restarted at the same path is reached again. Binding target
 // itself would pin the inode it had when the run started.
-func (n *network) relay(name, target string, uid, gid int, root bool, log *slog.Logger) (string, error) {
+func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte, log *slog.Logger) (string, error) {
 	ln, path, err := n.listen(name, uid, gid, root)
 	if err != nil {
 		return "", err
 	}
-	n.serve(func(ctx context.Context) error { return forwarder.Serve(ctx, ln, target) }, log, "relay to "+target)
+	n.serve(func(ctx context.Context) error { return forwarder.ServeTagged(ctx, ln, target, tag) }, log, "relay to "+target)
 	return path, nil
 }
 
@@ -150,7 +151,9 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, err
 		}
-		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, log); err != nil {
+		// The node's proxy learns which run each connection is from.
+		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
+		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, tag, log); err != nil {
 			return nil, err
 		}
 		n.mode = "proxy (socket " + p.EgressSocket + ")"
@@ -164,6 +167,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			return nil, err
 		}
 		egress = path
+		n.px = px
 		n.serve(func(ctx context.Context) error { return px.Serve(ctx, ln) }, log, "egress proxy")
 		n.mode = "proxy (built-in)"
 	}
@@ -171,13 +175,23 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		n.binds = append(n.binds, [2]string{egress, egressInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
 		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
+	} else {
+		setOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
-		llm, err := n.relay("llm.sock", p.LLMSocket, uid, gid, root, log)
-		if err != nil {
+		var llm string
+		if audit != nil {
+			// With an audit, an HTTP relay that records each request.
+			ln, path, err := n.listen("llm.sock", uid, gid, root)
+			if err != nil {
+				return nil, err
+			}
+			n.serve(func(ctx context.Context) error { return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log) }, log, "LLM relay")
+			llm = path
+		} else if llm, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err
 		}
 		n.binds = append(n.binds, [2]string{llm, llmInside})

@@ -55,14 +55,21 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 		}
 		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
-	lim, err := limits.NewPlan(limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}, limits.Env{})
+	// No user namespace: RLIMIT_NPROC would count every process of the
+	// caller's uid on the host, so pids are sampled (Env{} says so).
+	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	if samplerAvailable {
+		l.Pids = pidsCeiling(p)
+	}
+	lim, err := limits.NewPlan(l, limits.Env{})
 	if err != nil {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
-	report.Limits = append(report.Limits, limitReport(lim)...)
-	if p.Timeout > 0 {
-		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
+	if lim.Sample != (limits.Limits{}) && !samplerAvailable {
+		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
+			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
+	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
 	c := exec.Command(path, cmd[1:]...)
 	c.Args[0] = cmd[0]
@@ -83,9 +90,17 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	if err := c.Start(); err != nil {
 		return &Result{ExitCode: 126, Report: report}, &ExecError{Code: 126, Command: cmd[0], Reason: err.Error()}
 	}
-	over := sampleOff(ctx, c.Process.Pid, lim.Sample)
+	over, err := sampleOff(ctx, c.Process.Pid, lim.Sample)
+	if err != nil {
+		// Fail closed: the report would claim a limit nobody holds.
+		killGroup(c.Process)
+		c.Wait()
+		return nil, setupErr("cannot watch the command's sampled limits", err.Error(),
+			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)
+	cancelled := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
@@ -96,8 +111,10 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 				if ok {
 					killed <- e
 					killGroup(c.Process)
+					return
 				}
 			case <-ctx.Done():
+				cancelled <- struct{}{}
 				killGroup(c.Process)
 				return
 			case <-done:
@@ -109,18 +126,17 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	close(done)
 	killGroup(c.Process) // what the command left in its group
 	code := exitCode(c.ProcessState)
-	class := ""
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		class = "TimedOut"
-	}
+	report.Exit = classify(code, "")
 	select {
 	case e := <-killed:
 		report.Exit = classify(code, limitClass(e.Kind))
 		return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: e}
+	case <-cancelled:
+		// Ended because ctx was done; Run classifies its own timer.
+		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
 	default:
 	}
-	report.Exit = classify(code, class)
-	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	return &Result{ExitCode: code, Report: report}, nil
 }
 
 func lookPathIn(name string, env []string) (string, error) {

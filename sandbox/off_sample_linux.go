@@ -6,17 +6,16 @@ import (
 	"github.com/sandbox-run/sandbox-run/limits"
 )
 
+// samplerAvailable says whether tier 0 can sample limits here.
+const samplerAvailable = true
+
 // sampleOff watches a tier-0 command's process tree for the sampled
 // limits. Without a PID namespace a double-forked process leaves the tree
 // and escapes the count: the report says "sampled", and tier 0 promises
-// no more.
-func sampleOff(ctx context.Context, pid int, l limits.Limits) <-chan limits.Exceeded {
+// no more. An error means nothing watches them: the caller must not run.
+func sampleOff(ctx context.Context, pid int, l limits.Limits) (<-chan limits.Exceeded, error) {
 	if l == (limits.Limits{}) {
-		return nil
+		return nil, nil
 	}
-	ch, err := limits.Sample(ctx, pid, l, limits.DefaultInterval)
-	if err != nil {
-		return nil
-	}
-	return ch
+	return limits.Sample(ctx, pid, l, limits.DefaultInterval)
 }

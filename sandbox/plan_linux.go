@@ -42,6 +42,18 @@ type plan struct {
 	readOnly     []string
 	protected    []string
 	notes        []string
+	// late are mounts made after every other (before / is made
+	// read-only): remounts of the sandbox's own file systems under which
+	// other binds need mount points.
+	late  []bwrap.Mount
+	tmpfs []TmpfsReport
+	scan  readScan // the --read paths' socket search
+	wscan readScan // the writable directories' socket search
+	// own are sandbox-run's state dirs among the writable ones (sessions'
+	// homes, shared caches): only sandboxes write there, so no host
+	// process's socket is to be covered, and a large cache would exhaust
+	// the search's budget.
+	own []string
 }
 
 func (pl *plan) close() {
@@ -120,8 +132,8 @@ func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution,
 // newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
 // runs under; byFD says bwrap can bind by descriptor. On error, everything
 // the partial plan holds is released.
-func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
-	pl := &plan{byFD: byFD, fdBase: fdBase}
+func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
+	pl := &plan{byFD: byFD, fdBase: fdBase, own: own}
 	defer func() {
 		if err != nil {
 			pl.close()
@@ -134,6 +146,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
+		if werr := writableMissing(p); werr != nil {
+			return nil, werr
+		}
 		return nil, guardErr(err)
 	}
 	pl.guard = g
@@ -195,29 +210,12 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: pp, FD: -1})
 		}
 	}
-	pl.mounts = append(pl.mounts,
-		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
-		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
-	if !sizeOption {
-		pl.notes = append(pl.notes, "/tmp is not size-capped (bwrap lacks --size)")
-	}
+	pl.addOwnMounts(p, sizeOption)
 
 	for _, src := range p.Read {
-		r, err := g.CheckRead(src)
-		if err != nil {
-			return nil, guardErr(err)
-		}
-		if !r.Exists {
-			return nil, setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
-		}
-		if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
+		if err := pl.addRead(g, src, uid, gid, searchable, defaultScanLimits); err != nil {
 			return nil, err
 		}
-		// Mounted where the caller named it; the source is the checked inode.
-		if err := pl.bind(bwrap.ROBind, r, src); err != nil {
-			return nil, setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
-		}
-		pl.readOnly = append(pl.readOnly, src)
 	}
 	for _, w := range writable {
 		if err := accessibleAs(w.Path, uid, gid, true, searchable); err != nil {
@@ -228,6 +226,9 @@ func newPlan(p policy.Policy, byFD bool, fdBase int, uid, gid int, sizeOption bo
 		}
 	}
 	if err := pl.protect(p, g, pl.writable); err != nil {
+		return nil, err
+	}
+	if err := pl.coverWritable(defaultScanLimits); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -406,6 +407,29 @@ func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool
 	return nil
 }
 
+// writableMissing names the flag and the fix when a writable directory is
+// missing or not a directory: pathguard refuses it either way, in its own
+// words, and this only finds the plain-language reason (nil when none).
+func writableMissing(p policy.Policy) error {
+	for _, w := range p.Writable() {
+		flag := "--write"
+		switch w {
+		case p.Workdir:
+			flag = "--workdir"
+		case p.Home:
+			flag = "--home"
+		}
+		fi, err := os.Stat(w)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return setupErr(flag+" "+w, "does not exist", "create it (mkdir -p "+w+") or leave out "+flag+" "+w)
+		case err == nil && !fi.IsDir():
+			return setupErr(flag+" "+w, "is a file, not a directory", "name a directory (a writable directory is bound whole)")
+		}
+	}
+	return nil
+}
+
 // guardErr turns a pathguard refusal into a setup error: one line naming
 // the bind, the link, the writable dir and the fix.
 func guardErr(err error) error {
@@ -445,4 +469,18 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// shownInside reports whether a host path is visible inside a bwrap
+// sandbox under p: a system path, a writable or a --read path.
+func shownInside(p policy.Policy) func(string) bool {
+	dirs := append(append(append([]string(nil), systemPaths...), p.Writable()...), p.Read...)
+	return func(path string) bool {
+		for _, d := range dirs {
+			if within(path, d) {
+				return true
+			}
+		}
+		return false
+	}
 }

@@ -19,7 +19,7 @@ func TestPlanProtected(t *testing.T) {
 	os.MkdirAll(filepath.Join(w, ".git", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(w, ".bashrc"), []byte("x"), 0o644)
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	pl, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPlanRefusesProtectedSymlink(t *testing.T) {
 	w := t.TempDir()
 	os.Symlink("/etc", filepath.Join(w, ".vscode"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	_, err := newPlan(p, false, 9, os.Getuid(), os.Getgid(), true)
+	_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), ".vscode") {
 		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
 	}

@@ -35,7 +35,7 @@ type Exit struct {
 
 // digestVersion names the canonical form hashed into EnvironmentDigest;
 // change it whenever that form changes.
-const digestVersion = "sandbox-run/environment/v1"
+const digestVersion = "sandbox-run/environment/v2"
 
 // environmentDigest hashes what the run's environment was: the protections
 // configured, the limits, the network and the mounts. Not the command, its
@@ -60,6 +60,7 @@ func environmentDigest(r *Report) string {
 		ReadOnly   []string `json:"read_only"`
 		Protected  []string `json:"protected"`
 		TmpSize    int64    `json:"tmp_size"`
+		ShmSize    int64    `json:"shm_size"`
 		Limits     []Limit  `json:"limits"`
 		HostUID    int      `json:"host_uid"`
 		HostGID    int      `json:"host_gid"`
@@ -67,7 +68,7 @@ func environmentDigest(r *Report) string {
 		TimeoutSec float64  `json:"timeout"`
 	}{
 		V: digestVersion, Tier: r.Tier, Mechanism: r.Mechanism, Platform: r.Platform,
-		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize,
+		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize, ShmSize: tmpfsSize(r.Tmpfs, "/dev/shm"),
 		Allow: sorted(r.AllowHosts), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
 		Protected: sorted(r.Protected), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
 	}
@@ -87,6 +88,28 @@ func sorted(s []string) []string {
 	out := append([]string{}, s...)
 	slices.Sort(out)
 	return out
+}
+
+// TmpfsReport is one file system in memory that the sandbox mounts.
+type TmpfsReport struct {
+	Path string `json:"path"`
+	// Size is the ceiling in bytes; 0 means none (see Enforced).
+	Size int64 `json:"size"`
+	// Enforced says how the ceiling is held: the tmpfs size= option set
+	// through bwrap --size, read-only, or "none: ..." with the reason.
+	Enforced string `json:"enforced"`
+}
+
+// ReadScanReport is the search of the --read paths (read_scan) or of the
+// writable directories (write_scan) for Unix sockets and FIFOs, which no
+// mount flag stops the command from using.
+type ReadScanReport struct {
+	Paths   int     `json:"paths"`
+	Entries int     `json:"entries"`
+	Seconds float64 `json:"seconds"`
+	// Covered lists, as seen inside, each socket and FIFO found; each one
+	// has /dev/null bound over it. One made after the search is not covered.
+	Covered []string `json:"covered,omitempty"`
 }
 
 // Limit is one resource limit and how it was enforced.
@@ -210,4 +233,14 @@ func limitClass(k limits.Kind) string {
 		return "TimedOut"
 	}
 	return k.String()
+}
+
+// tmpfsSize is the ceiling ts names for the tmpfs at path, 0 when none.
+func tmpfsSize(ts []TmpfsReport, path string) int64 {
+	for _, t := range ts {
+		if t.Path == path {
+			return t.Size
+		}
+	}
+	return 0
 }

@@ -3,8 +3,8 @@
 //
 // On Linux the command runs under bubblewrap (tier 1): its own user, mount,
 // PID, IPC, UTS and network namespaces, the system read-only, only the
-// policy's writable directories writable, a private size-capped /tmp, no
-// capabilities, a cleared environment passed inside bwrap's --args stream.
+// policy's writable directories writable, a private size-capped /tmp and
+// /dev/shm, a read-only /dev, no capabilities, a cleared environment passed inside bwrap's --args stream.
 // When something is forwarded into the sandbox (the egress proxy, the LLM
 // channel) or an rlimit needs applying, sandbox-run's own init is PID 1 and
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
@@ -26,6 +26,28 @@
 //     thread that started it, and PID 1 dies with bwrap.
 //   - Protected paths inside writable directories stay read-only, existing
 //     or not, and placeholders made to hold missing ones are removed.
+//   - No writable directory exposes the caller's own state: one that is a
+//     system directory, the home (as $HOME and the passwd entry name it),
+//     a parent of it, a directory in one of its dot-directories, or
+//     BwrapCache (or holds it) is refused with policy.ErrInvalid, at either
+//     spelling (see policy.Host); so is one that is or lies in a place the
+//     host's users and services share (/tmp, /run, /dev/shm, ...), in /tmp
+//     and /var/tmp unless its directory there is the caller's alone.
+//   - No path hands in a service: every Unix socket and FIFO under a --read
+//     path or in a writable directory when the run starts has /dev/null
+//     bound over it (the search is bounded; over the bound the run is
+//     refused). The system directories (/usr, /etc) are not searched. A
+//     --read never replaces the sandbox's own /proc, /dev or /tmp, nor
+//     brings in the host's /sys or /run: such a path is refused.
+//   - Every tmpfs the command can write (/tmp, /dev/shm) has a size ceiling
+//     where bwrap has --size; the report lists each one and says "none"
+//     where it has not.
+//   - Run holds the policy's Timeout itself, for every mechanism: the whole
+//     sandbox is ended, the Result says 124, the error is a *TimeoutError.
+//   - Every limit the report lists is held by the mechanism it names
+//     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
+//     cannot start ends the run with a setup error. On Linux every run has
+//     a process ceiling, policy.DefaultPids unless the policy names one.
 //
 // # Non-guarantees
 //
@@ -34,6 +56,11 @@
 //     that surface.
 //   - What the command writes inside its writable directories is its own
 //     business; only the protected paths are held.
+//   - A socket or FIFO made under a --read path or in a writable directory
+//     after the run started (by a host process) is reachable; so is one
+//     under /usr or /etc. A tmpfs's inode count is not capped (bwrap has no
+//     option for it): only a cgroup memory limit bounds the kernel memory of
+//     many empty files.
 //   - If sandbox-run itself is killed with SIGKILL, the sandbox still dies,
 //     but placeholders for missing protected paths stay behind (empty).
 package sandbox
@@ -48,8 +75,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,9 +106,17 @@ type ExecError struct {
 	Code    int
 	Command string
 	Reason  string
+	// Fix, when set, says how to make the command runnable (for a command
+	// the host has outside the sandbox's PATH or view).
+	Fix string
 }
 
-func (e *ExecError) Error() string { return fmt.Sprintf("%s: %s", e.Command, e.Reason) }
+func (e *ExecError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("%s: %s; fix: %s", e.Command, e.Reason, e.Fix)
+	}
+	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
+}
 
 // KilledError means the mechanism itself (bwrap) died of a signal that
 // sandbox-run did not send and no limit explains: someone killed it. The
@@ -92,6 +130,36 @@ type KilledError struct {
 func (e *KilledError) Error() string {
 	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
 }
+
+// ErrTimeout is matched (errors.Is) by a *TimeoutError: the policy's
+// Timeout ended the run.
+var ErrTimeout = errors.New("sandbox: timed out")
+
+// TimeoutError means the policy's Timeout ended the whole sandbox: Run's own
+// timer fired, the command and everything it started were killed. The Result
+// that comes with it holds exit status 124 and a report whose exit class is
+// "TimedOut". When the timer fired before the command started, Run returns
+// the TimeoutError without a Result. A deadline or cancellation of the
+// caller's own ctx is not a TimeoutError: it surfaces as ctx's error.
+type TimeoutError struct {
+	Timeout time.Duration
+	// Started is false when the timer fired while the sandbox was still
+	// being set up: the command never ran.
+	Started bool
+}
+
+func (e *TimeoutError) Error() string {
+	if !e.Started {
+		return fmt.Sprintf("timed out after %s before the command started", e.Timeout)
+	}
+	return fmt.Sprintf("timed out after %s; the whole sandbox was ended", e.Timeout)
+}
+
+// Is matches ErrTimeout.
+func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+
+// ExitTimeout is the exit status of a run that the policy's Timeout ended.
+const ExitTimeout = 124
 
 // LimitError means a resource limit ended the whole sandbox. The Result
 // that comes with it holds the exit status and the report.
@@ -121,12 +189,30 @@ type Options struct {
 	// of the policy.
 	BwrapPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
-	// binary is kept between runs (see bwrap.Detector); empty probes bwrap
-	// on every run.
+	// binary is kept between runs (see bwrap.Detector), and the run
+	// journals under runs/; empty probes bwrap on every run and keeps no
+	// journal. It is opened without following links and rebuilt when
+	// another uid owns it or others may write it, and a writable directory
+	// that is, holds or lies in it is refused.
 	BwrapCache string
+	// DataDir is where a Session's home is kept (sessions/NAME/home) and
+	// the shared caches (caches/uid-UID/NAME); empty refuses both. Like
+	// BwrapCache it is opened without following links, and a writable
+	// directory that is, holds or lies in it is refused.
+	DataDir string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying). Nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
+	// Terminal, when set, is the caller's terminal (usually Stdin): the
+	// command then gets a new pseudo-terminal inside the sandbox as its
+	// controlling terminal and as its 0, 1 and 2, so a shell has job
+	// control and Ctrl-C and Ctrl-Z reach its foreground job. Stdin's bytes
+	// are relayed to it and its output to Stdout; Terminal is in raw mode
+	// for the run (restored after) and its window size is followed on
+	// SIGWINCH. TERM is passed from LookupEnv unless the policy sets it.
+	// Only bwrap does this; tier 0 (ModeOff) leaves the command on the
+	// caller's own terminal, and other mechanisms refuse it.
+	Terminal *os.File
 	// Signals, when set, are relayed to the command until Run returns.
 	Signals <-chan os.Signal
 	// LookupEnv resolves the policy's PassEnv names; nil passes none.
@@ -146,7 +232,8 @@ type Options struct {
 // Result is the outcome of a run whose sandbox was set up.
 type Result struct {
 	// ExitCode follows the CLI contract: the command's own status, 128+N
-	// when it died of signal N.
+	// when it died of signal N, ExitTimeout (124) when the policy's Timeout
+	// ended it.
 	ExitCode int
 	Report   Report
 }
@@ -167,11 +254,25 @@ type Report struct {
 	ReadOnly   []string       `json:"read_only,omitempty"`
 	Protected  []string       `json:"protected,omitempty"`
 	TmpSize    int64          `json:"tmp_size,omitempty"`
-	BindsByFD  bool           `json:"binds_by_fd"`
-	Network    string         `json:"network"`
-	AllowHosts []string       `json:"allow_hosts,omitempty"`
-	EnvNames   []string       `json:"env"`
-	Notes      []string       `json:"notes,omitempty"`
+	// Tmpfs lists every file system in memory that the sandbox mounts
+	// writable or holds read-only, with its ceiling and how it is held.
+	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
+	// ReadScan is the search of the --read paths for sockets and FIFOs
+	// (Linux, when there are --read paths).
+	ReadScan *ReadScanReport `json:"read_scan,omitempty"`
+	// WriteScan is the same search of the workdir and --write dirs
+	// (bwrap only).
+	WriteScan  *ReadScanReport `json:"write_scan,omitempty"`
+	BindsByFD  bool            `json:"binds_by_fd"`
+	Network    string          `json:"network"`
+	AllowHosts []string        `json:"allow_hosts,omitempty"`
+	EnvNames   []string        `json:"env"`
+	Notes      []string        `json:"notes,omitempty"`
+	// Egress counts what the built-in egress proxy decided and carried in
+	// this run: requests and tunnels allowed and refused, bytes to and from
+	// the upstreams. Nil without the built-in proxy (no network, or a
+	// node-wide proxy, whose own audit holds the decisions).
+	Egress *EgressCounts `json:"egress,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`
@@ -183,6 +284,14 @@ type Report struct {
 	Exit        *Exit        `json:"exit,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// EgressCounts is the built-in proxy's tally for one run.
+type EgressCounts struct {
+	Allowed  int64 `json:"allowed"`
+	Refused  int64 `json:"refused"`
+	BytesOut int64 `json:"bytes_out"`
+	BytesIn  int64 `json:"bytes_in"`
 }
 
 // BwrapReport names the bubblewrap that was used.
@@ -227,6 +336,10 @@ func (o Options) logger() *slog.Logger {
 // an *ExecError when the sandbox was set up but cmd could not be started;
 // otherwise a Result with the command's exit status. Cancelling ctx kills
 // the whole sandbox.
+//
+// Run enforces p.Timeout itself, for every mechanism: when it passes, the
+// whole sandbox is ended and Run returns a *TimeoutError (errors.Is
+// ErrTimeout) with a Result whose ExitCode is ExitTimeout (124).
 func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	if len(cmd) == 0 {
 		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name a command after --"}
@@ -240,17 +353,90 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, err
 	}
 	p = p.WithDefaults()
+	if err := checkHost(p, opts); err != nil {
+		return nil, err
+	}
+	if opts.Terminal != nil && runtime.GOOS != "linux" && p.Sandbox != policy.ModeOff {
+		return nil, setupErr("--tty", "only bwrap on Linux gives the command a terminal of its own so far", "pass --no-tty")
+	}
+	if (p.Session != "" || len(p.Caches) > 0) && runtime.GOOS != "linux" {
+		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
+			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
+	}
+	res, err := runTimed(ctx, p, cmd, opts)
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		shown := shownInside(p)
+		if p.Sandbox == policy.ModeOff {
+			shown = func(string) bool { return true }
+		}
+		explainNotFound(ee, p, opts.LookupEnv, shown)
+	}
+	return res, err
+}
+
+// runTimed runs the policy's mechanism under the policy's timeout.
+func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	var run func(context.Context, policy.Policy, []string, Options) (*Result, error)
 	switch p.Sandbox {
 	case policy.ModeOff:
-		return runOff(ctx, p, cmd, opts)
+		run = runOff
 	case policy.ModeAuto:
-		return runNative(ctx, p, cmd, opts)
+		run = runNative
 	case policy.ModeBwrap:
-		return runBwrap(ctx, p, cmd, opts)
+		run = runBwrap
 	case policy.ModeSeatbelt:
-		return runSeatbelt(ctx, p, cmd, opts)
+		run = runSeatbelt
+	default:
+		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 	}
-	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
+	if p.Timeout <= 0 || opts.DryRun != nil {
+		return run(ctx, p, cmd, opts)
+	}
+	// The timer's own cause tells its firing apart from a deadline of the
+	// caller's ctx, which stays the caller's error.
+	d := time.Duration(p.Timeout)
+	tctx, cancel := context.WithTimeoutCause(ctx, d, errTimerFired)
+	defer cancel()
+	res, err := run(tctx, p, cmd, opts)
+	return timedOut(tctx, d, res, err)
+}
+
+// errTimerFired is the cause of Run's timer context.
+var errTimerFired = errors.New("the policy's timeout passed")
+
+// timedOut turns a run that ended because Run's timer fired into a
+// *TimeoutError with exit status 124. A mechanism returns ctx's error only
+// when it acted on ctx (ended the sandbox or gave up setting it up), so a
+// command that ended on its own just before the timer keeps its status.
+func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*Result, error) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(context.Cause(tctx), errTimerFired) {
+		return res, err
+	}
+	if res == nil {
+		return nil, &TimeoutError{Timeout: d}
+	}
+	res.ExitCode = ExitTimeout
+	res.Report.Exit = &Exit{Code: ExitTimeout, Class: "TimedOut"}
+	return res, &TimeoutError{Timeout: d, Started: true}
+}
+
+// pidsCeiling is the run's process ceiling: the policy's, or
+// policy.DefaultPids.
+func pidsCeiling(p policy.Policy) int64 {
+	if p.Pids > 0 {
+		return p.Pids
+	}
+	return policy.DefaultPids
+}
+
+// timeoutLimit is the report's line for the policy's Timeout, which Run's
+// timer enforces for every mechanism; nil when there is none.
+func timeoutLimit(p policy.Policy) []Limit {
+	if p.Timeout <= 0 {
+		return nil
+	}
+	return []Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}
 }
 
 // newRunID returns a random id that names one run in reports and audit
@@ -316,6 +502,40 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NODE_USE_ENV_PROXY"] = "1"
 }
 
+// offlineEnv lists the variables a run without egress sets, so that
+// package managers fail at once with their own error instead of retrying a
+// network that is not there (npm's default retries take over a minute, pip's
+// several seconds; MCP clients give up after 30). They go into the command's
+// environment below the policy's own Env, which overrides any of them, and
+// are named in the report's environment like every other variable.
+//
+//   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
+//     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
+//     npm_config_update_notifier=false skips the version check.
+//   - PIP_RETRIES=0, PIP_DISABLE_PIP_VERSION_CHECK=1: pip fails on the
+//     first name resolution error.
+//   - UV_OFFLINE=1, CARGO_NET_OFFLINE=true: uv and cargo use their caches.
+//   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
+//   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
+//     terminal (git itself does not retry).
+var offlineEnv = map[string]string{
+	"npm_config_offline":            "true",
+	"npm_config_fetch_retries":      "0",
+	"npm_config_update_notifier":    "false",
+	"PIP_RETRIES":                   "0",
+	"PIP_DISABLE_PIP_VERSION_CHECK": "1",
+	"UV_OFFLINE":                    "1",
+	"CARGO_NET_OFFLINE":             "true",
+	"GOPROXY":                       "off",
+	"GIT_TERMINAL_PROMPT":           "0",
+}
+
+func setOfflineEnv(env map[string]string) {
+	for k, v := range offlineEnv {
+		env[k] = v
+	}
+}
+
 // Reexec serves the hidden modes in which a run re-executes the running
 // binary: sandbox-run's init inside the sandbox and the exec shim that
 // applies rlimits. Run starts /proc/self/exe in those modes, so a program
@@ -341,4 +561,51 @@ func setLLMEnv(env map[string]string, url string, names []string) {
 	for _, name := range names {
 		env[name] = url
 	}
+}
+
+// hostOf returns the caller's own directories that no writable directory
+// may expose: the home directory as $HOME names it and as the passwd entry
+// of the effective uid does (a hostile $HOME is the caller's own doing, but
+// the cache directory is derived from it, so both count), and
+// sandbox-run's cache, each as given and resolved; and which directories
+// in /tmp are the caller's own (hostOwn: the sandbox's uid p.UID counts
+// when sandbox-run is root).
+func hostOf(p policy.Policy, opts Options) policy.Host {
+	var h policy.Host
+	spellings := func(p string) []string {
+		if p == "" || !filepath.IsAbs(p) {
+			return nil
+		}
+		p = filepath.Clean(p)
+		out := []string{p}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+		return out
+	}
+	h.Home = spellings(os.Getenv("HOME"))
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
+		h.Home = append(h.Home, spellings(u.HomeDir)...)
+	}
+	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
+	h.Own = hostOwn(p.UID)
+	return h
+}
+
+// checkHost refuses a writable directory of p that exposes the system or
+// the caller's own state (policy.Host.CheckWritable), at either spelling:
+// as given and resolved.
+func checkHost(p policy.Policy, opts Options) error {
+	h := hostOf(p, opts)
+	for _, w := range p.Writable() {
+		if err := h.CheckWritable(w, w); err != nil {
+			return err
+		}
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			if err := h.CheckWritable(w, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,7 +112,12 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		if err := os.Chown(tmp, uid, gid); err != nil {
 			return nil, seatbeltSetupErr("cannot hand the private TMPDIR to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
 		}
+		if err := reachableForSandbox(p, tmp, uid, gid); err != nil {
+			return nil, err
+		}
 	}
+	devDir := developerDir()
+	terminals := inheritedTerminals(opts.Stdin, opts.Stdout, opts.Stderr)
 
 	runID := newRunID()
 	nw, err := seatbeltNetwork(ctx, p, runID, opts.Audit, log)
@@ -121,7 +126,8 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 	}
 	defer nw.close()
 
-	prof, err := seatbelt.Render(p, seatbelt.Options{Tag: seatbelt.NewTag(), TmpDir: tmp, ProxyPort: nw.proxyPort, LLMPort: nw.llmPort})
+	prof, err := seatbelt.Render(p, seatbelt.Options{Tag: seatbelt.NewTag(), TmpDir: tmp, ProxyPort: nw.proxyPort, LLMPort: nw.llmPort,
+		DeveloperDir: devDir, Terminals: terminals})
 	if err != nil {
 		var ue *seatbelt.UnsafeStringError
 		if errors.As(err, &ue) {
@@ -131,16 +137,9 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		return nil, err
 	}
 
-	env, err := commandEnv(p, nw.env, opts.LookupEnv)
+	env, err := seatbeltEnv(p, nw.env, tmp, opts.LookupEnv)
 	if err != nil {
 		return nil, err
-	}
-	if _, set := p.Env["TMPDIR"]; !set {
-		for i, kv := range env {
-			if strings.HasPrefix(kv, "TMPDIR=") {
-				env[i] = "TMPDIR=" + tmp
-			}
-		}
 	}
 
 	report := Report{
@@ -160,6 +159,7 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		report.Protected = append(report.Protected, seatbelt.Canonical(pr))
 	}
 	report.Notes = append(report.Notes, nw.notes...)
+	report.Notes = append(report.Notes, seatbeltNotes(devDir, terminals, nw.proxyPort != 0)...)
 	if p.Ptrace {
 		report.Notes = append(report.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
 	}
@@ -178,6 +178,7 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		{Name: "unprivileged_host_uid", Configured: uid != 0},
 	}
 	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	report.Limits = timeoutLimit(p)
 	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
@@ -233,7 +234,10 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		"network": nw.mode, "allow_hosts": p.AllowHosts, "profile_sha256": prof.Digest()})
 	res, err := launchSeatbelt(ctx, args, env, p.Workdir, cred, report, opts)
 	if watch != nil {
-		watch.stop(logGrace)
+		st := watch.stop(logGrace)
+		if res != nil && st.Noise > 0 {
+			res.Report.Notes = append(res.Report.Notes, fmt.Sprintf("%d denials of known noise (libSystem's logging and analytics clients) not written to the audit log", st.Noise))
+		}
 	}
 	end := map[string]any{}
 	if res != nil {
@@ -244,6 +248,47 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 	}
 	auditEvent(opts.Audit, runID, "run_end", end)
 	return res, err
+}
+
+// seatbeltEnv is the command's environment: commandEnv's, with TMPDIR
+// at the private directory unless the policy sets it, and clang's module
+// cache in it unless the environment names one.
+func seatbeltEnv(p policy.Policy, extra map[string]string, tmp string, lookup func(string) (string, bool)) ([]string, error) {
+	env, err := commandEnv(p, extra, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := p.Env["TMPDIR"]; !set {
+		for i, kv := range env {
+			if strings.HasPrefix(kv, "TMPDIR=") {
+				env[i] = "TMPDIR=" + tmp
+			}
+		}
+	}
+	// clang (and swiftc) keep their module cache under the user's
+	// ~/Library/Caches, which the profile does not open; the private
+	// TMPDIR is writable and goes with the run.
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CLANG_MODULE_CACHE_PATH=") }) {
+		env = append(env, "CLANG_MODULE_CACHE_PATH="+filepath.Join(tmp, "clang-module-cache"))
+	}
+	return env, nil
+}
+
+// seatbeltNotes are the report's notes on what issue 22 opened: the
+// developer directory, the inherited terminals, and trustd.
+func seatbeltNotes(devDir string, terminals []string, proxy bool) []string {
+	var notes []string
+	if devDir != "" {
+		notes = append(notes, "developer directory (xcode-select) readable: "+devDir)
+	}
+	if len(terminals) > 0 {
+		notes = append(notes, "inherited terminal open to ioctl (isatty, raw mode): "+strings.Join(terminals, ", ")+
+			"; the command has no controlling terminal (new session), so TIOCSTI is refused by the kernel")
+	}
+	if proxy {
+		notes = append(notes, "TLS verification reaches trustd, which fetches OCSP responses and CRLs itself, outside the egress proxy")
+	}
+	return notes
 }
 
 // launchSeatbelt starts sandbox-exec and waits for the command, relaying
@@ -268,6 +313,7 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	}
 	done := make(chan struct{})
 	relayed := make(chan struct{})
+	cancelled := make(chan struct{}, 1)
 	go func() {
 		defer close(relayed)
 		for {
@@ -275,6 +321,7 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 			case s := <-opts.Signals:
 				signalGroup(c.Process, s)
 			case <-ctx.Done():
+				cancelled <- struct{}{}
 				killGroup(c.Process)
 				return
 			case <-done:
@@ -287,12 +334,14 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	<-relayed
 	killGroup(c.Process) // what the command left in its session's group
 	code := exitCode(c.ProcessState)
-	class := ""
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		class = "TimedOut"
+	report.Exit = classify(code, "")
+	select {
+	case <-cancelled:
+		// Ended because ctx was done; Run classifies its own timer.
+		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	default:
 	}
-	report.Exit = classify(code, class)
-	return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+	return &Result{ExitCode: code, Report: report}, nil
 }
 
 // seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec
@@ -412,7 +461,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			return nil, err
 		}
 		n.serve(sctx, "egress relay", lns, func(ctx context.Context, ln net.Listener) error {
-			return forwarder.Serve(ctx, ln, p.EgressSocket)
+			return forwarder.ServeTagged(ctx, ln, p.EgressSocket, []byte(proxy.RunIDPreamble+runID+"\r\n"))
 		}, log)
 		n.proxyPort, n.mode = port, "proxy (socket "+p.EgressSocket+")"
 		n.notes = append(n.notes, note...)
@@ -433,6 +482,8 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 	}
 	if n.proxyPort != 0 {
 		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
+	} else {
+		setOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
@@ -502,15 +553,16 @@ func checkSocketDarwin(flag, path, fix string) error {
 
 // denialWatch streams the unified log for one run's tag.
 type denialWatch struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd   *exec.Cmd
+	watch *seatbelt.Watch
 }
 
 // startDenialWatch starts `log stream` for tag and waits, up to
-// logStartTimeout, for its first line (the "Filtering the log data ..."
-// banner, on stdout or stderr) so that denials of a command started
-// afterwards are seen. started is false when that line did not come in
-// time; the stream keeps running either way. Each denial is passed to fn.
+// logStartTimeout, for its banner ("Filtering the log data ...") so that
+// denials of a command started afterwards are seen. An error printed
+// instead of the banner ("Must be admin ...") or an exit before it is an
+// error; started is false when neither the banner nor an error came in
+// time, and the stream keeps running. Each denial is passed to fn.
 func startDenialWatch(tag string, fn func(seatbelt.Denial)) (w *denialWatch, started bool, err error) {
 	args, err := seatbelt.LogStreamArgs(tag)
 	if err != nil {
@@ -529,50 +581,101 @@ func startDenialWatch(tag string, fn func(seatbelt.Denial)) (w *denialWatch, sta
 	if err := c.Start(); err != nil {
 		return nil, false, err
 	}
-	w = &denialWatch{cmd: c, done: make(chan struct{})}
-	ready := make(chan struct{}, 2)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		br := bufio.NewReader(out)
-		if _, err := br.ReadString('\n'); err == nil {
-			ready <- struct{}{}
-			seatbelt.ReadDenials(br, tag, fn)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		br := bufio.NewReader(errOut)
-		if _, err := br.ReadString('\n'); err == nil {
-			ready <- struct{}{}
-		}
-		io.Copy(io.Discard, br)
-	}()
-	go func() { wg.Wait(); close(w.done) }()
-	select {
-	case <-ready:
-		return w, true, nil
-	case <-w.done:
-		w.cmd.Wait()
-		return nil, false, fmt.Errorf("%s stream exited at once", logPath)
-	case <-time.After(logStartTimeout):
-		return w, false, nil
+	w = &denialWatch{cmd: c, watch: seatbelt.WatchStream(out, errOut, tag, fn)}
+	started, err = w.watch.WaitStart(logStartTimeout)
+	if err != nil {
+		w.end()
+		return nil, false, err
 	}
+	return w, started, nil
 }
 
 // stop lets the stream run for grace more, ends it and waits until every
-// line it printed has been read.
-func (w *denialWatch) stop(grace time.Duration) {
+// line it printed has been read. It returns what the stream held.
+func (w *denialWatch) stop(grace time.Duration) seatbelt.StreamStats {
 	time.Sleep(grace)
+	w.end()
+	st, _ := w.watch.Stats()
+	return st
+}
+
+func (w *denialWatch) end() {
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-w.done:
+	case <-w.watch.Done():
 	case <-time.After(2 * time.Second):
 		w.cmd.Process.Kill()
-		<-w.done
+		<-w.watch.Done()
 	}
 	w.cmd.Wait() // after every read: StdoutPipe's rule
+}
+
+// reachableForSandbox checks, when sandbox-run is root, that the uid the
+// command runs as can reach the private TMPDIR, the workdir and the
+// --write directories (search on every parent, write on the directory)
+// and the --read paths that exist.
+func reachableForSandbox(p policy.Policy, tmp string, uid, gid int) error {
+	for _, w := range append(p.Writable(), tmp) {
+		if err := reachableAs(w, uid, gid, true, statOwner); err != nil {
+			if w == tmp {
+				var se *SetupError
+				if errors.As(err, &se) {
+					se.Fix = "run with TMPDIR=/private/tmp (a launchd TMPDIR is its owner's alone), or " + se.Fix
+				}
+			}
+			return err
+		}
+	}
+	for _, r := range p.Read {
+		if _, err := os.Lstat(r); err != nil {
+			continue
+		}
+		if err := reachableAs(r, uid, gid, false, statOwner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// developerDir resolves xcode-select's choice (the link
+// /private/var/db/xcode_select_link) to the directory it names, such as
+// /Applications/Xcode_16.2.app/Contents/Developer on GitHub's runners. ""
+// when there is none or it does not resolve to a directory: then only the
+// Command Line Tools are readable.
+func developerDir() string {
+	d, err := filepath.EvalSymlinks("/private/var/db/xcode_select_link")
+	if err != nil || !filepath.IsAbs(d) {
+		return ""
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return d
+}
+
+// inheritedTerminals returns the device paths of the terminals among the
+// command's standard streams: pseudo-terminals, named /dev/ttysNNN after
+// their minor number, checked against the device that path names.
+func inheritedTerminals(files ...*os.File) []string {
+	var out []string
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+			continue
+		}
+		name := fmt.Sprintf("/dev/ttys%03d", uint32(st.Rdev)&0xffffff)
+		var named syscall.Stat_t
+		if err := syscall.Stat(name, &named); err != nil || named.Rdev != st.Rdev {
+			continue
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // markInheritedCloexec sets close-on-exec on every descriptor above 2.
@@ -638,3 +741,7 @@ func seatbeltErrText(err error) string {
 	}
 	return err.Error()
 }
+
+// shownInside is nil: what a Seatbelt profile lets the command read is
+// not worked out here.
+func shownInside(policy.Policy) func(string) bool { return nil }

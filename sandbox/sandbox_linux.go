@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +34,7 @@ func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options)
 }
 
 func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
 // Descriptor numbers as bwrap and init see them: ExtraFiles[i] is fd 3+i.
@@ -132,13 +132,21 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	p, own, err := prepareState(p, opts, uid, gid)
+	if err != nil {
+		return nil, err
+	}
 	jdir := journalDir(opts.BwrapCache)
 	if jdir != "" {
 		sweepJournals(jdir)
 	}
-	pl, err := newPlan(p, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
+	pl, err := newPlan(p, own, info.Features.BindFD, fdBinds, uid, gid, info.Features.Size)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Read) > 0 {
+		log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.scan.entries,
+			"elapsed", pl.scan.elapsed, "covered", len(pl.scan.covered))
 	}
 	runID := newRunID()
 	var jpath string
@@ -152,7 +160,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	defer func() {
 		pl.cleanup()
 		if jpath != "" {
-			os.Remove(jpath)
+			removeJournal(jpath)
 		}
 	}()
 	defer pl.close()
@@ -168,6 +176,29 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		}
 	}
 
+	var tty *terminal
+	if opts.Terminal != nil {
+		if _, set := p.Env["TERM"]; !set && opts.LookupEnv != nil {
+			if term, ok := opts.LookupEnv("TERM"); ok {
+				nw.env["TERM"] = term
+			}
+		}
+		var in io.Reader = opts.Terminal
+		var out io.Writer = io.Discard
+		if opts.Stdin != nil {
+			in = opts.Stdin
+		}
+		if opts.Stdout != nil {
+			out = opts.Stdout
+		}
+		if tty, err = openTerminal(opts.Terminal, in, out); err != nil {
+			return nil, err
+		}
+		// Deferred after the sandbox's own cleanup is registered, so it
+		// runs first: the command's last output, then the terminal back.
+		defer tty.close()
+		opts.Stdin, opts.Stdout, opts.Stderr = tty.slave, tty.slave, tty.slave
+	}
 	env, err := commandEnv(p, nw.env, opts.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -181,12 +212,17 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		defer cg.Close()
 	}
 	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: nw.forwards, Command: cmd}
-	if rl := lim.Rlimits; len(rl) > 1 || (len(rl) == 1 && rl[0].Resource != limits.Core) {
-		initCfg.Rlimits = limits.EncodeRlimits(rl)
-	}
 	// Init runs only when it has work: forwarding, or rlimits for the exec
-	// shim. Otherwise the fast path: bwrap's own PID 1 and a sh trampoline.
-	fast := len(initCfg.Forward) == 0 && initCfg.Rlimits == ""
+	// shim beyond the two the trampoline sets itself (core dumps off and
+	// the process ceiling). Otherwise the fast path: bwrap's own PID 1 and
+	// a sh trampoline.
+	// A terminal needs init too: it makes it the command's controlling one.
+	initCfg.TTY = tty != nil
+	nproc, shimOnly := trampolineRlimits(lim.Rlimits)
+	fast := len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
+	if !fast && len(lim.Rlimits) > 0 {
+		initCfg.Rlimits = limits.EncodeRlimits(lim.Rlimits)
+	}
 	var argv []string
 	var notRunnable *ExecError // reported once the report exists
 	if fast {
@@ -195,7 +231,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		if err != nil {
 			notRunnable, resolved = err.(*ExecError), cmd[0]
 		}
-		argv = append([]string{path, "--args", fmt.Sprint(fdArgs), "--"}, trampolineArgs(resolved, cmd)...)
+		argv = append([]string{path, "--args", fmt.Sprint(fdArgs), "--"}, trampolineArgs(resolved, cmd, nproc)...)
 	} else {
 		argv = append([]string{path, "--args", fmt.Sprint(fdArgs), "--", fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg}, initCfg.Args()...)
 	}
@@ -206,7 +242,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		DisableUserns:    info.Features.DisableUserns,
 		UID:              -1, GID: -1,
 		Hostname:   "sandbox",
-		Mounts:     pl.mounts,
+		Mounts:     append(append([]bwrap.Mount(nil), pl.mounts...), pl.late...),
 		Chdir:      p.Workdir,
 		ClearEnv:   info.Features.ClearEnv,
 		Env:        env,
@@ -214,7 +250,6 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		InfoFD:     fdInfo,
 		SizeOption: info.Features.Size,
 	}
-	spec.Mounts = append(spec.Mounts, bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
 	args, err := bwrap.Args(spec)
 	if err != nil {
 		return nil, &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
@@ -229,7 +264,10 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    uid, HostGID: gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		TmpSize:    p.TmpSize,
+		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		Tmpfs:      pl.tmpfs,
+		ReadScan:   pl.scan.report(len(p.Read)),
+		WriteScan:  pl.wscan.report(len(pl.writable)),
 		BindsByFD:  info.Features.BindFD,
 		RunID:      runID,
 		Network:    nw.mode,
@@ -250,10 +288,7 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	sort.Strings(report.EnvNames)
 	report.Protections = bwrapProtections(info.Features.DisableUserns, info.Features.BindFD, info.Features.UnshareCgroupTry, uid, prog.Digest())
 	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	if p.Timeout > 0 {
-		report.Limits = append(report.Limits, Limit{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"})
-	}
-	report.Limits = append(report.Limits, limitReport(lim)...)
+	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
 	report.EnvironmentDigest = environmentDigest(&report)
 
 	if opts.DryRun != nil {
@@ -282,6 +317,14 @@ func runBwrap(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 	end := map[string]any{}
 	if res != nil {
 		end["exit"] = res.ExitCode
+		if nw.px != nil {
+			// Stopped first, so every connection has ended and counted
+			// its bytes (close is idempotent; the deferred one is a no-op).
+			nw.close()
+			c := nw.px.Counts()
+			res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+			end["egress"] = res.Report.Egress
+		}
 	}
 	if err != nil {
 		end["error"] = err.Error()
@@ -502,6 +545,9 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		pending  []os.Signal
 		// killedBwrap: sandbox-run itself sent bwrap SIGKILL (ctx done).
 		killedBwrap bool
+		// watchErr: a sampler the plan relies on could not start; the
+		// sandbox was ended.
+		watchErr error
 	)
 	// Signals wait until init reports the command started: init, as PID
 	// 1 of its namespace, ignores any signal it has no handler for yet,
@@ -530,7 +576,13 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			fastNS = namespacesOf(pid)
 		}
 		seenUID = hostUIDOf(pid)
-		over = watchLimits(ctx, ls, pid, opts.logger())
+		var err error
+		if over, err = watchLimits(ctx, ls, pid); err != nil {
+			// Fail closed: the plan says a limit is sampled, and
+			// nothing would sample it.
+			watchErr = err
+			unix.Kill(pid, unix.SIGKILL)
+		}
 		pidCh = nil
 	}
 	ctxDone := ctx.Done()
@@ -573,7 +625,8 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 				unix.Kill(initPID, unix.SIGKILL)
 			}
 			unix.Kill(pid, unix.SIGKILL)
-			killedBwrap = true
+			// A limit that ended the sandbox first stays the reason.
+			killedBwrap = killedBy == limits.None
 		case ex = <-exited:
 			done = true
 		}
@@ -605,6 +658,10 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		}
 		report.Notes = notes
 	}
+	if watchErr != nil {
+		return nil, setupErr("cannot watch the sandbox's sampled limits", watchErr.Error(),
+			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
 	switch {
 	case bwrapKilled:
 		if status != nil && status.Readback != nil {
@@ -624,11 +681,13 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 			verify(report.Protections, status.Readback)
 		}
 		verifyHostUID(report.Protections, seenUID)
-		class := ""
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			class = "TimedOut"
-		} else if k := classifyLimit(ls, code, killedBy); k != limits.None {
-			class = limitClass(k)
+		if killedBwrap {
+			// Ended because ctx was done (Run's timer or the caller):
+			// ctx's error says which, and Run classifies a timer's end.
+			report.Exit = classify(code, "")
+			return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+		}
+		if k := classifyLimit(ls, code, killedBy); k != limits.None {
 			if killedBy == limits.None {
 				exceeded = limits.Exceeded{Kind: k}
 				// The kernel ended it before Watch said so (the OOM
@@ -640,16 +699,21 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 					}
 				}
 			}
-			report.Exit = classify(code, class)
+			report.Exit = classify(code, limitClass(k))
 			return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: exceeded}
 		}
-		report.Exit = classify(code, class)
-		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+		report.Exit = classify(code, "")
+		return &Result{ExitCode: code, Report: report}, nil
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
 		report.Readback = status.Readback
 		verify(report.Protections, status.Readback)
 		report.Exit = &Exit{Code: status.Exit, Class: map[int]string{126: "not_executable", 127: "not_found"}[status.Exit]}
 		return &Result{ExitCode: status.Exit, Report: report}, &ExecError{Code: status.Exit, Command: cmd[0], Reason: reasonOf(status.Error)}
+	case status != nil && ls.fast && status.Error != "":
+		// The trampoline's only refusal: RLIMIT_NPROC not held as asked
+		// (setupLimits has kept the value under the hard limit).
+		return nil, setupErr("the sandbox's process ceiling could not be set", status.Error,
+			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	case status != nil:
 		return nil, setupErr("sandbox init failed", status.Error, "report this as a bug in sandbox-run")
 	case ctx.Err() != nil:
@@ -795,24 +859,70 @@ func hostUIDOf(pid int) int {
 }
 
 // watchLimits starts whatever watches the run's limits beyond the kernel's
-// own: the cgroup's counters, or sampling of the sandbox's process tree.
-// It returns nil when nothing needs watching.
-func watchLimits(ctx context.Context, ls *launchSpec, initPID int, log *slog.Logger) <-chan limits.Exceeded {
+// own: the cgroup's counters (memory and pids events, CPU time from
+// cpu.stat) and sampling of the sandbox's process tree for the limits the
+// plan left to the sampler. Both can be needed at once: a cgroup without
+// the memory controller still sums CPU time, while memory is sampled. It
+// returns a nil channel when nothing needs watching, and an error when a
+// sampler the plan relies on cannot start: the caller must then end the
+// sandbox, since the report would claim a limit nobody holds.
+func watchLimits(ctx context.Context, ls *launchSpec, initPID int) (<-chan limits.Exceeded, error) {
+	var chans []<-chan limits.Exceeded
 	if ls.cg != nil {
-		return ls.cg.Watch(ctx, 10*time.Millisecond)
+		chans = append(chans, ls.cg.Watch(ctx, 10*time.Millisecond))
 	}
-	if ls.lim.Sample == (limits.Limits{}) {
-		return nil
+	if ls.lim.Sample != (limits.Limits{}) {
+		ch, err := limits.Sample(ctx, initPID, ls.lim.Sample, limits.DefaultInterval)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The sandbox has already ended: nothing left to hold.
+		case err != nil:
+			return nil, err
+		default:
+			chans = append(chans, ch)
+		}
 	}
-	ch, err := limits.Sample(ctx, initPID, ls.lim.Sample, limits.DefaultInterval)
-	if err != nil {
-		// The run goes on with its rlimits; the report must not claim
-		// the sampled limits held, so this is logged and surfaces as an
-		// exit the command made itself.
-		log.Warn("cannot sample the sandbox's limits", "err", err)
-		return nil
+	switch len(chans) {
+	case 0:
+		return nil, nil
+	case 1:
+		return chans[0], nil
 	}
-	return ch
+	return firstExceeded(ctx, chans), nil
+}
+
+// firstExceeded forwards the first Exceeded any of chans sends and closes
+// the result when that is sent, ctx is done, or every one has closed.
+func firstExceeded(ctx context.Context, chans []<-chan limits.Exceeded) <-chan limits.Exceeded {
+	out := make(chan limits.Exceeded, 1)
+	got := make(chan limits.Exceeded, len(chans))
+	var wg sync.WaitGroup
+	for _, c := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if e, ok := <-c; ok {
+				got <- e
+			}
+		}()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	go func() {
+		defer close(out)
+		select {
+		case e := <-got:
+			out <- e
+		case <-all:
+			select {
+			case e := <-got:
+				out <- e
+			default:
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return out
 }
 
 // classifyLimit says whether a limit ended the run, from what the launcher
@@ -836,13 +946,38 @@ func classifyLimit(ls *launchSpec, code int, killedBy limits.Kind) limits.Kind {
 	return limits.Classify(ev)
 }
 
+// overheadTasks is added to the pids limit for the sandbox's tasks that are
+// not the command's: bwrap's PID 1 and, on the init path, sandbox-run's
+// init, a Go program with several threads. The command gets at least the
+// limit it asked for, at most this many more.
+const overheadTasks = 8
+
 // setupLimits plans how each limit is enforced: a cgroup of the run's own
 // where a delegated cgroup v2 offers the controllers, else rlimits and
 // sampling. A --cgroup-base that cannot be used is refused, not ignored.
+// The process ceiling is policy.DefaultPids when the policy names none.
+//
+// Pids without a cgroup's pids controller is RLIMIT_NPROC, set inside the
+// sandbox's own user namespace: since Linux 5.14 the kernel counts it per
+// user namespace and uid, so it holds the sandbox's tasks and nothing of
+// the host's (the same uid's other processes, other sandboxes). On older
+// kernels it is sampled. The command is never host root, whom the kernel
+// would exempt.
 func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
-	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
-	// Init's own threads and bwrap's monitor live in the same tree.
-	env := limits.Env{OverheadTasks: 8}
+	l := limits.Limits{Memory: p.Memory, Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	env := limits.Env{OverheadTasks: overheadTasks, UserNS: limits.NProcPerUserNS()}
+	// Every process of the sandbox inherits sandbox-run's own hard
+	// RLIMIT_NPROC, and counts against it inside its user namespace: a
+	// ceiling above it would be reported at a value that is not the one
+	// held. The default comes down to it; one asked for is refused.
+	if hard, err := limits.Hard(limits.NProc); err == nil && hard != limits.Infinity && uint64(l.Pids+overheadTasks) > hard {
+		if p.Pids > 0 || hard <= 2*overheadTasks {
+			return limits.Plan{}, nil, setupErr(fmt.Sprintf("--pids %d cannot be held", l.Pids),
+				fmt.Sprintf("sandbox-run's own hard process limit is %d (with %d tasks of sandbox-run's own in the sandbox)", hard, overheadTasks),
+				fmt.Sprintf("pass --pids %d or less, or raise the hard limit (ulimit -Hu)", int64(hard)-overheadTasks))
+		}
+		l.Pids = int64(hard) - overheadTasks
+	}
 	var base string
 	if l.Memory > 0 || l.Pids > 0 || l.CPUTime > 0 {
 		b, err := limits.FindDelegated(p.CgroupBase)

@@ -18,5 +18,8 @@ func runBwrap(context.Context, policy.Policy, []string, Options) (*Result, error
 }
 
 func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
-	return nil, fmt.Errorf("sandbox: seatbelt exists only on macOS: %w", ErrUnsupported)
+	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
+
+// shownInside is nil: no mechanism here decides visibility.
+func shownInside(policy.Policy) func(string) bool { return nil }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,14 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
 )
 
 // The fast path. When nothing is forwarded and no rlimit beyond core
-// dumps needs the exec shim, sandbox-run's own init is not started: bwrap's
-// PID 1 reaps, and this POSIX sh script, run by the sandbox's /bin/sh with
-// builtins only, does init's remaining jobs in well under a millisecond
-// rather than a second Go start:
+// dumps and the process ceiling needs the exec shim, sandbox-run's own
+// init is not started: bwrap's PID 1 reaps, and this POSIX sh script, run
+// by the sandbox's /bin/sh with builtins only, does init's remaining jobs
+// in well under a millisecond rather than a second Go start:
 //
+//   - it sets RLIMIT_NPROC, the process ceiling, with ulimit (-u in bash,
+//     zsh and busybox, -p in dash and mksh: whichever the shell takes),
+//     reads it back from /proc/self/limits and refuses to go on (status
+//     125, an error line on the status descriptor) unless the kernel holds
+//     exactly that value, soft and hard;
 //   - it reports the kernel's view of itself (NoNewPrivs, Seccomp, CapEff,
 //     CapBnd from /proc/self/status) and "started" on the status
 //     descriptor, then closes it, so sandbox-run knows setup is over;
@@ -29,15 +36,45 @@ import (
 //
 // Signals go to the command's process group (it leads its own session);
 // sandbox-run finds it as the child of bwrap's PID 1.
-const trampoline = `while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v";; esac; done </proc/self/status >&4
-echo started >&4
+const trampolineStatus = `while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v";; esac; done </proc/self/status >&4
+`
+
+const trampolineExec = `echo started >&4
 exec 4>&- 2>&5 5>&- 7>&-
 ulimit -c 0
 exec "$@"`
 
-// trampolineArgs is what bwrap runs on the fast path.
-func trampolineArgs(resolved string, cmd []string) []string {
-	return append([]string{"/bin/sh", "-c", trampoline, cmd[0], resolved}, cmd[1:]...)
+// trampolineNProc sets and reads back RLIMIT_NPROC; %[1]d is the value.
+const trampolineNProc = `ulimit -u %[1]d 2>/dev/null || ulimit -p %[1]d 2>/dev/null || { echo 'error: /bin/sh cannot set RLIMIT_NPROC (neither ulimit -u nor ulimit -p)' >&4; exit 125; }
+m=; while read -r a b c d e; do [ "$a $b" = "Max processes" ] && m="$c $d"; done </proc/self/limits
+[ "$m" = "%[1]d %[1]d" ] || { echo "error: RLIMIT_NPROC reads back as '$m', not %[1]d" >&4; exit 125; }
+`
+
+// trampolineRlimits splits rs for the fast path: the RLIMIT_NPROC value
+// the trampoline sets (0: none), and whether any rlimit other than that and
+// core dumps needs the exec shim.
+func trampolineRlimits(rs []limits.Rlimit) (nproc uint64, shim bool) {
+	for _, r := range rs {
+		switch {
+		case r.Resource == limits.Core && r.Soft == 0 && r.Hard == 0:
+		case r.Resource == limits.NProc && r.Soft == r.Hard && r.Soft != limits.Infinity:
+			nproc = r.Soft
+		default:
+			shim = true
+		}
+	}
+	return nproc, shim
+}
+
+// trampolineArgs is what bwrap runs on the fast path; nproc > 0 sets the
+// process ceiling.
+func trampolineArgs(resolved string, cmd []string, nproc uint64) []string {
+	script := trampolineStatus
+	if nproc > 0 {
+		script = fmt.Sprintf(trampolineNProc, nproc) + script
+	}
+	script += trampolineExec
+	return append([]string{"/bin/sh", "-c", script, cmd[0], resolved}, cmd[1:]...)
 }
 
 // decodeTrampoline reads the status lines the trampoline wrote.
@@ -49,6 +86,8 @@ func decodeTrampoline(b []byte) *initproc.Status {
 		switch k {
 		case "started":
 			s.Started = true
+		case "error:":
+			s.Error, s.Exit = v, 125
 		case "NoNewPrivs:":
 			s.Readback.NoNewPrivs, _ = strconv.Atoi(v)
 		case "Seccomp:":

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the real MCP servers the tests wrap (@modelcontextprotocol/
-# server-filesystem and server-everything) into a cache directory that a
+# server-filesystem and server-everything), and the MCP Inspector's CLI
+# (inspector-cli, the HTTP client of the --listen tests), into a cache directory that a
 # sandbox may read, from the pinned scripts/mcp-servers/package-lock.json.
 #
 #   scripts/install-mcp-servers.sh [DIR]      default DIR: .cache/mcp
@@ -31,7 +32,8 @@ want=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' 
 stamp="$dir/.installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -f "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] &&
-	[ -f "$dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
+	[ -f "$dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] &&
+	[ -f "$dir/node_modules/@modelcontextprotocol/inspector-cli/build/index.js" ]; then
 	exit 0
 fi
 

@@ -9,18 +9,25 @@
 # docs/seatbelt.md lists what is only reasoned and what to check first.
 #
 # Needs macOS with Go 1.26 (and git, for `go build` in a checkout). Run it
-# from anywhere in the checkout, as your user, and again with sudo (as root
-# the command runs as uid 65534, and the root-only cases apply):
+# from anywhere in the checkout, as your user, and again as root with
+# sudo -H (as root the command runs as uid 65534, and the root-only cases
+# apply; -H gives root its own HOME, so that its Go caches are not
+# root-owned files in your ~/Library/Caches/go-build):
 #
-#     scripts/test-macos.sh
-#     sudo env "PATH=$PATH" scripts/test-macos.sh
+#     scripts/test-macos.sh [OUTDIR]
+#     sudo -H env "PATH=$PATH" scripts/test-macos.sh [OUTDIR]
+#
+# OUTDIR is where the results go; it is created, and must be empty if it
+# exists. Without it, a new directory under /tmp. .github/workflows/macos.yml
+# runs both on GitHub's macOS runners and uploads OUTDIR.
 #
 # Steps, each recorded in the output directory it prints:
 #   1. sw_vers, uname -m, the Go version;
 #   2. build sandbox-run;
 #   3. go test ./seatbelt/ ./check/ with SANDBOX_REQUIRE=1 (the profile's
 #      golden files and fuzz seeds, and TestEscapeMatrixSeatbelt: every case
-#      under Seatbelt, failing on any escape the matrix does not expect);
+#      under Seatbelt, failing on any escape the matrix does not expect),
+#      and the sandbox package's reachability test;
 #   4. sandbox-run check --full --json: the environment probes, the whole
 #      matrix, and the tier (1 only when every applicable case holds).
 # Exit status: 0 when every step passed and check reported tier 1.
@@ -33,7 +40,31 @@ if [ "$(uname -s)" != Darwin ]; then
 fi
 command -v go >/dev/null 2>&1 || { echo "test-macos.sh: go not found (install Go 1.26)" >&2; exit 2; }
 
-out=$(mktemp -d /tmp/sandbox-run-macos.XXXXXX)
+if [ "$(id -u)" = 0 ]; then
+	# sudo without -H keeps the caller's HOME on macOS: go would write
+	# root-owned files into the caller's build and module caches.
+	home_owner=$(stat -f %u "${HOME:-/}" 2>/dev/null || echo unknown)
+	if [ "$home_owner" != 0 ]; then
+		echo "test-macos.sh: running as root with HOME=$HOME (owner uid $home_owner): use sudo -H so that Go's caches are root's own" >&2
+		exit 2
+	fi
+fi
+
+if [ $# -gt 1 ]; then
+	echo "usage: test-macos.sh [OUTDIR]" >&2
+	exit 2
+fi
+if [ $# -eq 1 ]; then
+	out=$1
+	if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+		echo "test-macos.sh: $out exists and is not empty; name a new or empty directory" >&2
+		exit 2
+	fi
+	mkdir -p "$out" || { echo "test-macos.sh: cannot create $out" >&2; exit 2; }
+	out=$(cd "$out" && pwd -P)
+else
+	out=$(mktemp -d /tmp/sandbox-run-macos.XXXXXX)
+fi
 status=0
 echo "== results in $out"
 
@@ -54,7 +85,8 @@ if ! go build -o "$out/sandbox-run" ./cmd/sandbox-run >"$out/build.txt" 2>&1; th
 fi
 
 echo "== go test ./seatbelt/ ./check/ (SANDBOX_REQUIRE=1)"
-if SANDBOX_REQUIRE=1 go test -count=1 -v ./seatbelt/ ./check/ >"$out/go-test.txt" 2>&1; then
+if SANDBOX_REQUIRE=1 go test -count=1 -v ./seatbelt/ ./check/ >"$out/go-test.txt" 2>&1 &&
+	SANDBOX_REQUIRE=1 go test -count=1 -v -run 'TestReachableAs' ./sandbox/ >>"$out/go-test.txt" 2>&1; then
 	grep -E '^(ok|FAIL|---)|held, ' "$out/go-test.txt" | grep -v -- '--- PASS' | tail -40
 else
 	status=1
@@ -71,5 +103,5 @@ if [ "$rc" -ne 0 ]; then
 	echo "test-macos.sh: check exited $rc (1: below tier 1, 2: check could not run); see $out/check.json" >&2
 fi
 
-echo "== done: $out (host.txt, go-test.txt, check.json); please attach them to issue 9"
+echo "== done: $out (host.txt, go-test.txt, check.json); please attach them to issue 22"
 exit "$status"

@@ -32,6 +32,10 @@ func TestReadDenialsConstructedSample(t *testing.T) {
 		{Time: "2026-11-29 17:40:01.700007+0000", Process: "git", PID: 50107, Operation: "network-outbound", Target: "/private/var/run/mDNSResponder"},
 		{Time: "2026-11-29 17:40:01.800008+0000", Process: "bash", PID: 50108, Operation: "process-info-pidinfo"},
 		{Time: "2026-11-29 17:40:02.700008+0000", Process: "ls", PID: 50112, Operation: "file-read-data", Target: "/Users"},
+		// sandboxd's report; the two forged lines after it (a binary named
+		// Sandbox, a pid-0 line with another sender) and the forged report
+		// are not denials, and mach-lookup com.apple.logd is noise.
+		{Time: "2026-11-29 17:40:02.900001+0000", Process: "node", PID: 50115, Operation: "file-write-create", Target: "/Users/alice/job/.GIT/hooks/post-checkout"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("denials:\n got %+v\nwant %+v", got, want)
@@ -47,7 +51,7 @@ func TestReadDenialsConstructedSample(t *testing.T) {
 }
 
 func TestParseLine(t *testing.T) {
-	const k = `,"processID":0`
+	const k = `,"processID":0,"senderImagePath":"/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox"`
 	for _, tc := range []struct {
 		name string
 		line string
@@ -57,7 +61,10 @@ func TestParseLine(t *testing.T) {
 			&Denial{Process: "a", PID: 1, Operation: "file-read-data", Target: "/x"}},
 		{"tag after a tab, trailing newline", `{"eventMessage":"Sandbox: a(1) deny(1) file-read-data /x\t` + sampleTag + `\n"` + k + `}`,
 			&Denial{Process: "a", PID: 1, Operation: "file-read-data", Target: "/x"}},
-		{"sender image instead of pid", `{"eventMessage":"Sandbox: a(1) deny(2) file-write-unlink /x ` + sampleTag + `","senderImagePath":"/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox","processID":77}`,
+		{"sender image without pid 0", `{"eventMessage":"Sandbox: a(1) deny(2) file-write-unlink /x ` + sampleTag + `","senderImagePath":"/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox","processID":77}`, nil},
+		{"forged: a binary named Sandbox", `{"eventMessage":"Sandbox: a(1) deny(2) file-write-unlink /x ` + sampleTag + `","senderImagePath":"/tmp/Sandbox","processImagePath":"/tmp/Sandbox","processID":4242}`, nil},
+		{"pid 0 without the sender", `{"eventMessage":"Sandbox: a(1) deny(2) file-write-unlink /x ` + sampleTag + `","senderImagePath":"/usr/lib/libfoo.dylib","processID":0}`, nil},
+		{"pid 0 and sender", `{"eventMessage":"Sandbox: a(1) deny(2) file-write-unlink /x ` + sampleTag + `","senderImagePath":"/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox","processID":0}`,
 			&Denial{Process: "a", PID: 1, Operation: "file-write-unlink", Target: "/x"}},
 		{"name with parens", `{"eventMessage":"Sandbox: a (b)(c)(12) deny(1) mach-lookup x ` + sampleTag + `"` + k + `}`,
 			&Denial{Process: "a (b)(c)", PID: 12, Operation: "mach-lookup", Target: "x"}},
@@ -69,6 +76,9 @@ func TestParseLine(t *testing.T) {
 		{"bad count", `{"eventMessage":"Sandbox: a(1) deny(one) file-read-data /x ` + sampleTag + `"` + k + `}`, nil},
 		{"bad operation", `{"eventMessage":"Sandbox: a(1) deny(1) FILE_READ /x ` + sampleTag + `"` + k + `}`, nil},
 		{"user process", `{"eventMessage":"Sandbox: a(1) deny(1) file-read-data /x ` + sampleTag + `","processID":5}`, nil},
+		{"sandboxd report", `{"eventMessage":"Sandbox: a(9) deny(1) file-read-data /x ` + sampleTag + `","subsystem":"com.apple.sandbox.reporting","processImagePath":"/usr/libexec/sandboxd","processID":412}`,
+			&Denial{Process: "a", PID: 9, Operation: "file-read-data", Target: "/x"}},
+		{"forged report: subsystem from another process", `{"eventMessage":"Sandbox: a(9) deny(1) file-read-data /x ` + sampleTag + `","subsystem":"com.apple.sandbox.reporting","processImagePath":"/tmp/sandboxd","processID":413}`, nil},
 		{"no pid field, no sender", `{"eventMessage":"Sandbox: a(1) deny(1) file-read-data /x ` + sampleTag + `"}`, nil},
 		{"message not a string", `{"eventMessage":42` + k + `}`, nil},
 		{"not json", `Filtering the log data using "eventMessage CONTAINS \"` + sampleTag + `\""`, nil},
@@ -93,8 +103,9 @@ func TestParseLine(t *testing.T) {
 }
 
 func TestReadDenialsLongLinesAndErrors(t *testing.T) {
-	good := `{"eventMessage":"Sandbox: a(1) deny(1) file-read-data /x ` + sampleTag + `","processID":0}`
-	long := `{"eventMessage":"Sandbox: a(2) deny(1) file-read-data /` + strings.Repeat("y", 2<<20) + ` ` + sampleTag + `","processID":0}`
+	const k = `,"processID":0,"senderImagePath":"/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox"`
+	good := `{"eventMessage":"Sandbox: a(1) deny(1) file-read-data /x ` + sampleTag + `"` + k + `}`
+	long := `{"eventMessage":"Sandbox: a(2) deny(1) file-read-data /` + strings.Repeat("y", 2<<20) + ` ` + sampleTag + `"` + k + `}`
 	in := good + "\n" + long + "\n" + good // no final newline
 	var n int
 	if err := ReadDenials(strings.NewReader(in), sampleTag, func(d Denial) {
@@ -120,7 +131,8 @@ func TestLogStreamArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"stream", "--style", "ndjson", "--predicate", `eventMessage CONTAINS "` + sampleTag + `"`}
+	want := []string{"stream", "--style", "ndjson", "--info", "--predicate", `eventMessage CONTAINS "` + sampleTag +
+		`" AND ((processID == 0 AND senderImagePath ENDSWITH "/Sandbox") OR (subsystem == "com.apple.sandbox.reporting" AND processImagePath == "/usr/libexec/sandboxd"))`}
 	if !reflect.DeepEqual(args, want) {
 		t.Errorf("got %q", args)
 	}

@@ -17,17 +17,23 @@
 //
 //   - Default deny: the profile starts with (deny default) and every
 //     permission is an explicit allow. Every deny carries the run's tag.
-//   - Files: the system directories are readable; the workdir, the --write
+//   - Files: the system directories are readable, except the var and etc
+//     directories of /usr/local, /opt/homebrew and /opt/local (only what
+//     TLS, git and fonts need is read there); the workdir, the --write
 //     directories and the private TMPDIR are readable and writable; the
 //     --read paths are readable; nothing else of the file system is, not
 //     even listable. The protected paths inside writable directories are
-//     never writable, whether they exist or not, and the directories that
-//     lead to them cannot be renamed, removed or replaced by a symbolic
-//     link.
-//   - Network: connect(2) only to localhost on the egress proxy's and the
-//     LLM channel's ports. No other address, no DNS (neither a socket nor
-//     mDNSResponder's Mach service), no bind or listen, and no Unix socket
-//     by path (socketpair(2) is allowed).
+//     never writable, in any letter case, whether they exist or not, and
+//     the directories that lead to them cannot be renamed, removed or
+//     replaced by a symbolic link. Git's metadata (a .git file or
+//     directory, and its config, hooks, commondir, info, modules and
+//     worktrees) is never writable at any depth below a writable
+//     directory; TMPDIR is exempt.
+//   - Network: TCP connect(2) only, to localhost on the egress proxy's and
+//     the LLM channel's ports. No UDP, no other address, no DNS (neither a
+//     socket nor mDNSResponder's Mach service), no bind or listen, and no
+//     Unix socket by path (socketpair(2) is allowed). With a proxy, the
+//     trust daemons Security.framework verifies certificates through.
 //   - Processes: the command may signal and inspect only processes of its
 //     own sandbox; sysctls that list other processes or read their
 //     arguments are not readable.
@@ -48,6 +54,11 @@
 //     public profiles use; a macOS release can change them.
 //   - localhost on the proxy port includes ::1: the runner holds the port
 //     on both 127.0.0.1 and ::1 so that no other process can serve there.
+//   - trustd, reachable when there is a proxy, fetches OCSP responses and
+//     CRLs from its own process, outside the proxy.
+//   - Regex filters match paths; a bare repository (x.git/config) and the
+//     target of a gitfile made before the run that points outside every
+//     .git are not held.
 //   - Only paths are matched. A hard link made to a protected file before
 //     the run from elsewhere in a writable directory is another path.
 //   - The unified log is lossy under load and delivers late; a denial

@@ -40,6 +40,16 @@ type Options struct {
 	ProxyPort int
 	// LLMPort is the loopback port of the LLM channel. Zero means none.
 	LLMPort int
+	// DeveloperDir is the developer directory xcode-select points at
+	// (/private/var/db/xcode_select_link), resolved: readable, with its
+	// app bundle's SharedFrameworks. Absolute; empty means only the
+	// Command Line Tools, which every profile can read.
+	DeveloperDir string
+	// Terminals are the terminal devices the command inherits as its
+	// standard input, output or error (/dev/ttysNNN): readable, writable
+	// and open to ioctl, so that isatty(3), raw mode and the window size
+	// work. Each must be /dev/tty followed by an optional 's' and digits.
+	Terminals []string
 }
 
 // Profile is a rendered SBPL profile. Only Render makes one, so a Profile
@@ -105,18 +115,25 @@ func Canonical(p string) string {
 //  1. (version 1) and (deny default), the default deny carrying the tag;
 //  2. the fixed rules of base.sbpl: process exec and fork, signals and
 //     process information within the sandbox, a short list of sysctls and
-//     Mach services, devices, and reads of the system directories;
-//  3. metadata reads (stat, not listing) of every directory above a path
-//     the policy names, so that getcwd and realpath work;
-//  4. reads of the --read paths;
-//  5. reads and writes of the workdir, the --write directories and TmpDir,
+//     Mach services, devices, and reads of / and /System (not
+//     /System/Volumes);
+//  3. reads of the system roots (systemRoots) and of DeveloperDir, the
+//     package managers' var and etc denied again within them except what
+//     TLS, git and fonts need, Security.framework's trust services when
+//     there is a proxy, and the inherited Terminals;
+//  4. metadata reads (stat, not listing) of every directory above a
+//     system root or a path the policy names, so that getcwd and realpath
+//     work;
+//  5. reads of the --read paths;
+//  6. reads and writes of the workdir, the --write directories and TmpDir,
 //     each write rule excluding the protected paths inside it;
-//  6. network-outbound to localhost on ProxyPort and LLMPort, and nothing
-//     else: no other address, no DNS, no Unix socket, no bind;
-//  7. last, because Seatbelt applies the last rule that matches: explicit
-//     write denials of the protected paths, and of the renaming, removal
-//     or replacement by a symbolic link of the directories that lead to
-//     them, each carrying the tag.
+//  7. network-outbound over TCP to localhost on ProxyPort and LLMPort, and
+//     nothing else: no UDP, no other address, no DNS, no Unix socket, no
+//     bind;
+//  8. last, because Seatbelt applies the last rule that matches: the
+//     protected paths in any letter case, the directories that lead to
+//     them, and git's metadata at any depth below each writable root
+//     (protect.go), each denial carrying the tag.
 //
 // Every path is written in its Canonical spelling. Render returns an error
 // wrapping policy.ErrInvalid when p does not validate, ErrInvalidOptions
@@ -166,16 +183,8 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if !validTag(opts.Tag) {
-		return nil, fmt.Errorf("%w: tag %q must be 8 to 64 bytes of [A-Za-z0-9_-]", ErrInvalidOptions, opts.Tag)
-	}
-	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
-		if port < 0 || port > 65535 {
-			return nil, fmt.Errorf("%w: port %d out of range", ErrInvalidOptions, port)
-		}
-	}
-	if opts.TmpDir != "" && !filepath.IsAbs(opts.TmpDir) {
-		return nil, fmt.Errorf("%w: tmp dir %q is not absolute", ErrInvalidOptions, opts.TmpDir)
+	if err := checkOptions(opts); err != nil {
+		return nil, err
 	}
 	p = p.WithDefaults()
 
@@ -204,6 +213,9 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 	if opts.TmpDir != "" {
 		tmp = check("tmp dir", Canonical(opts.TmpDir))
 	}
+	if opts.DeveloperDir != "" {
+		opts.DeveloperDir = check("developer dir", Canonical(opts.DeveloperDir))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +224,13 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 	rule := func(n ...node) { out = append(out, form{node: list(n...)}) }
 	comment := func(s string) { out = append(out, form{comment: s}) }
 
-	// 3. Metadata of the directories above every named path.
+	// 3. The system roots, and the package managers' state within them.
+	systemRules(opts, opts.Tag, rule, comment)
+
+	// 4. Metadata of the directories above every root: the policy's and
+	// the system's.
 	var ancestors []string
-	roots := append(append(slices.Clone(writable), read...), tmp)
+	roots := append(append(append(slices.Clone(writable), read...), tmp), systemAncestorRoots(opts)...)
 	for _, r := range roots {
 		if r == "" {
 			continue
@@ -226,13 +242,13 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 	slices.Sort(ancestors)
 	ancestors = slices.Compact(ancestors)
 	if len(ancestors) > 0 {
-		comment("Metadata (stat, not listing) of the directories above the policy's paths.")
+		comment("Metadata (stat, not listing) of the directories above the system's and the policy's paths.")
 		for _, a := range ancestors {
 			rule(sym("allow"), sym("file-read-metadata"), list(sym("literal"), str(a)))
 		}
 	}
 
-	// 4. Read-only paths.
+	// 5. Read-only paths.
 	if len(read) > 0 {
 		comment("--read: read-only.")
 		for _, r := range read {
@@ -240,7 +256,7 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 		}
 	}
 
-	// 5. Writable directories, minus the protected paths inside each.
+	// 6. Writable directories, minus the protected paths inside each.
 	comment("The workdir and --write directories: read and write, but not the protected paths.")
 	for _, w := range writable {
 		rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(w)))
@@ -257,12 +273,14 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 		rule(sym("allow"), sym("file-read*"), sym("file-write*"), list(sym("subpath"), str(tmp)))
 	}
 
-	// 6. Network.
-	comment("Network: only the loopback ports of the egress proxy and the LLM channel.")
+	// 7. Network. "remote tcp", not "remote ip": ip also matches UDP, and
+	// the runner holds these ports for TCP only, so a UDP datagram to
+	// localhost:PORT could reach whoever binds the port's UDP side.
+	comment("Network: TCP to the loopback ports of the egress proxy and the LLM channel only.")
 	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
 		if port != 0 {
 			rule(sym("allow"), sym("network-outbound"),
-				list(sym("remote"), sym("ip"), str("localhost:"+strconv.Itoa(port))))
+				list(sym("remote"), sym("tcp"), str("localhost:"+strconv.Itoa(port))))
 		}
 	}
 
@@ -271,40 +289,34 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 		rule(sym("allow"), sym("mach-priv-task-port"), list(sym("target"), sym("same-sandbox")))
 	}
 
-	// 7. Protected paths, last so that no allow above can win over them.
-	if len(protected) > 0 {
-		comment("Protected paths: never written, whether they exist or not.")
-		for _, pr := range protected {
-			rule(sym("deny"), sym("file-write*"), list(sym("subpath"), str(pr)), withMessage(opts.Tag))
-		}
-		// The directories between a writable root and a protected path
-		// (.git for .git/hooks): renaming or removing one would let the
-		// command put a directory of its own, or a symbolic link to one,
-		// where the protected path is looked up.
-		var between []string
-		for _, pr := range protected {
-			for _, w := range writable {
-				if !within(pr, w) {
-					continue
-				}
-				for d := filepath.Dir(pr); d != w && within(d, w); d = filepath.Dir(d) {
-					between = append(between, d)
-				}
-			}
-		}
-		slices.Sort(between)
-		between = slices.Compact(between)
-		if len(between) > 0 {
-			comment("The directories that lead to protected paths: not renamed, removed or made a symbolic link.")
-			for _, d := range between {
-				rule(sym("deny"), sym("file-write-unlink"), list(sym("literal"), str(d)), withMessage(opts.Tag))
-				rule(sym("deny"), sym("file-write-create"),
-					list(sym("require-all"), list(sym("literal"), str(d)), list(sym("vnode-type"), sym("SYMLINK"))),
-					withMessage(opts.Tag))
-			}
+	// 8. Protected paths and git metadata, last so that no allow above can
+	// win over them.
+	protectedRules(writable, protected, opts.Tag, rule, comment)
+	return out, nil
+}
+
+// checkOptions refuses Options that Render cannot use.
+func checkOptions(opts Options) error {
+	if !validTag(opts.Tag) {
+		return fmt.Errorf("%w: tag %q must be 8 to 64 bytes of [A-Za-z0-9_-]", ErrInvalidOptions, opts.Tag)
+	}
+	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
+		if port < 0 || port > 65535 {
+			return fmt.Errorf("%w: port %d out of range", ErrInvalidOptions, port)
 		}
 	}
-	return out, nil
+	if opts.TmpDir != "" && !filepath.IsAbs(opts.TmpDir) {
+		return fmt.Errorf("%w: tmp dir %q is not absolute", ErrInvalidOptions, opts.TmpDir)
+	}
+	if opts.DeveloperDir != "" && !filepath.IsAbs(opts.DeveloperDir) {
+		return fmt.Errorf("%w: developer dir %q is not absolute", ErrInvalidOptions, opts.DeveloperDir)
+	}
+	for _, t := range opts.Terminals {
+		if !validTerminal(t) {
+			return fmt.Errorf("%w: terminal %q is not /dev/tty[s]N", ErrInvalidOptions, t)
+		}
+	}
+	return nil
 }
 
 // within reports whether p is dir or lies below it (both clean).

@@ -41,6 +41,11 @@ var goldenCases = []struct {
 		opts: Options{Tag: testTag, TmpDir: "/private/var/folders/ab/cd/T/sandbox-run-tmp-2", ProxyPort: 49152, LLMPort: 49153},
 	},
 	{
+		name: "mac-typical",
+		p:    macTypical.p,
+		opts: macTypical.opts,
+	},
+	{
 		name: "hostile-names",
 		p: policy.Policy{
 			Workdir: `/Users/alice/job "x") (allow default) ; (`,
@@ -172,29 +177,33 @@ func TestRenderProperties(t *testing.T) {
 	text := withoutComments(prof.String())
 	for _, want := range []string{
 		`(deny default (with message "` + testTag + `"))`,
-		`(allow network-outbound (remote ip "localhost:3128"))`,
+		`(allow network-outbound (remote tcp "localhost:3128"))`,
 		// alias resolved, never the /tmp spelling
 		`(allow file-read* (subpath "/private/tmp/w"))`,
-		// protected, in both writable roots, last
-		`(deny file-write* (subpath "/private/tmp/w/.git/hooks") (with message "` + testTag + `"))`,
-		`(deny file-write* (subpath "/Users/alice/job/a/b/c") (with message "` + testTag + `"))`,
+		// protected, in both writable roots, in any case, last
+		`(deny file-write* (regex "^/private/tmp/w(/.*)?/\\.[gG][iI][tT]/((`,
+		`(deny file-write* (regex "^/Users/alice/job/[aA]/[bB]/[cC](/.*)?$") (with message "` + testTag + `"))`,
+		// the .git entry itself: no gitfile, no rename, no link
+		`(deny file-write* (regex "^/Users/alice/job(/.*)?/\\.[gG][iI][tT]$") (with message "` + testTag + `"))`,
 		// the directories leading to a protected path
-		`(deny file-write-unlink (literal "/Users/alice/job/a/b") (with message "` + testTag + `"))`,
-		`(deny file-write-unlink (literal "/Users/alice/job/a") (with message "` + testTag + `"))`,
-		`(deny file-write-create (require-all (literal "/Users/alice/job/.git") (vnode-type SYMLINK)) (with message "` + testTag + `"))`,
+		`(deny file-write-unlink (regex "^/Users/alice/job/[aA]/[bB]$") (with message "` + testTag + `"))`,
+		`(deny file-write-unlink (regex "^/Users/alice/job/[aA]$") (with message "` + testTag + `"))`,
+		`(deny file-write-create (require-all (regex "^/Users/alice/job/[aA]$") (vnode-type SYMLINK)) (with message "` + testTag + `"))`,
+		// package managers' state
+		`(deny file-read-data file-read-xattr (subpath "/opt/homebrew/var") (with message "` + testTag + `"))`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("profile lacks %s", want)
 		}
 	}
-	for _, bad := range []string{`"/tmp/`, "network*", "unix-socket", "network-bind", "network-inbound", "(allow default", "(allow file-write* (subpath \"/\"))"} {
+	for _, bad := range []string{`"/tmp/`, "network*", "(remote ip", "(remote udp", "unix-socket", "network-bind", "network-inbound", "(allow default", "(allow file-write* (subpath \"/\"))"} {
 		if strings.Contains(text, bad) {
 			t.Errorf("profile holds %s", bad)
 		}
 	}
 	// The protected denies come after every allow.
 	lastAllow := strings.LastIndex(text, "(allow ")
-	firstProtect := strings.Index(text, "(deny file-write* ")
+	firstProtect := strings.Index(text, "(deny file-write")
 	if firstProtect < lastAllow {
 		t.Errorf("a protected-path deny precedes an allow; Seatbelt applies the last match")
 	}
@@ -316,7 +325,7 @@ func ExampleRender() {
 	}
 	// Output:
 	// (allow file-read* (subpath "/Users/alice/job"))
-	// (allow network-outbound (remote ip "localhost:49152"))
+	// (allow network-outbound (remote tcp "localhost:49152"))
 }
 
 // withoutComments drops the ';' comment lines of a profile.

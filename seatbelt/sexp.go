@@ -52,6 +52,17 @@ func checkString(s string) string {
 	if len(s) > MaxStringLen {
 		return fmt.Sprintf("longer than %d bytes", MaxStringLen)
 	}
+	return checkChars(s)
+}
+
+// maxLiteralLen bounds every literal quote writes. Render's own strings
+// are longer than the paths they are made from (a regex escapes a path and
+// adds a fixed suffix), so the limit is wider than MaxStringLen, which
+// bounds what comes from the policy.
+const maxLiteralLen = 8 * MaxStringLen
+
+// checkChars is checkString without the length limit.
+func checkChars(s string) string {
 	if !utf8.ValidString(s) {
 		return "not valid UTF-8"
 	}
@@ -67,7 +78,11 @@ func checkString(s string) string {
 // checkString; quote panics on a string it would refuse, because that is a
 // bug in this package, never the user's input reaching it unchecked.
 func quote(s string) string {
-	if why := checkString(s); why != "" {
+	why := checkChars(s)
+	if why == "" && len(s) > maxLiteralLen {
+		why = fmt.Sprintf("longer than %d bytes", maxLiteralLen)
+	}
+	if why != "" {
 		panic("BUG(sandbox-run): seatbelt: unchecked string reached quote: " + why)
 	}
 	var b strings.Builder

@@ -11,19 +11,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
 // Exit statuses of sandbox-run run, beyond the command's own.
 const (
-	ExitTimeout       = 124 // --timeout ended the run
-	ExitRefused       = 125 // sandbox-run refused or could not set up
+	ExitTimeout       = sandbox.ExitTimeout // --timeout ended the run
+	ExitRefused       = 125                 // sandbox-run refused or could not set up
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
 )
@@ -64,13 +65,44 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":
-		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", Version)
+		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
 	case "help", "--help", "-h":
 		usage(stdio.Stdout)
 		return 0
 	}
 	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check or version (sandbox-run help)", args[0]))
+}
+
+// version is Version as stamped at build time (make build, make install);
+// without a stamp, the module version that go install
+// .../cmd/sandbox-run@VERSION records in the binary; else "dev".
+func version() string {
+	if Version != "dev" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	// Built in a checkout (go build, go install ./cmd/sandbox-run): the
+	// commit the go command recorded.
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 7:
+			rev = s.Value[:7]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev != "" {
+		return Version + "-" + rev + dirty
+	}
+	return Version
 }
 
 func usage(w io.Writer) {
@@ -100,12 +132,15 @@ type runFlags struct {
 	ptrace                      bool
 	mode                        string
 	config, report, audit       string
-	timeout                     time.Duration
+	timeout, cpuTime            string
 	memory, pids, nofile, fsize string
-	cpuTime                     time.Duration
 	tmpSize, user, bwrapPath    string
+	shmSize                     string
 	cgroupBase                  string
+	home, session               string
+	caches                      []string
 	dryRun, summary, verbose    bool
+	tty, noTTY                  bool
 }
 
 func newRunFlags() *runFlags {
@@ -122,6 +157,9 @@ func newRunFlags() *runFlags {
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable); nothing else is passed")
 	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
 	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
+	fs.StringVar(&f.home, "home", "", "an existing directory that becomes $HOME, writable (default: the private /tmp, never the workdir)")
+	fs.StringVar(&f.session, "session", "", "a named home kept in sandbox-run's data dir that persists between runs of this session")
+	fs.StringArrayVar(&f.caches, "cache", nil, "share this toolchain cache between your runs: npm, pip, go, cargo, uv (repeatable)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
@@ -130,16 +168,19 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "end the whole sandbox after this long (exit 124)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M")
-	fs.StringVar(&f.pids, "pids", "", "task limit for the whole sandbox")
-	fs.DurationVar(&f.cpuTime, "cpu-time", 0, "CPU time limit for the whole sandbox")
+	fs.StringVar(&f.timeout, "timeout", "", "end the whole sandbox after this long, e.g. 90s, 10m (exit 124)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M (K, M, G, T or KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB refused)")
+	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("task (process and thread) limit for the whole sandbox (default %d on Linux)", policy.DefaultPids))
+	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU time limit for the whole sandbox, e.g. 30s")
 	fs.StringVar(&f.nofile, "nofile", "", "open file limit per process")
-	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G")
+	fs.StringVar(&f.fsize, "fsize", "", "largest file a process may write, e.g. 1G (same units as --memory)")
 	fs.StringVar(&f.cgroupBase, "cgroup-base", "", "delegated cgroup v2 directory for the run's cgroup (default: find one)")
 	fs.StringVar(&f.tmpSize, "tmp-size", "", "size of the private /tmp (default 256M)")
+	fs.StringVar(&f.shmSize, "shm-size", "", "size of the private /dev/shm (default 64M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of its own (default when stdin and stdout are terminals)")
+	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
@@ -147,23 +188,35 @@ func newRunFlags() *runFlags {
 	return f
 }
 
+// commandArgs returns the command after the flags. The first word that is
+// not a flag ends sandbox-run's flags, "--" or not (the flag set is not
+// interspersed), so a harness that strips the "--" (the MCP Inspector
+// does) starts the same command. A "--" right before the command, or
+// several, as a harness that adds its own leaves them, are dropped: no
+// program is named "--".
+func commandArgs(fs *pflag.FlagSet) []string {
+	cmd := fs.Args()
+	for len(cmd) > 0 && cmd[0] == "--" {
+		cmd = cmd[1:]
+	}
+	return cmd
+}
+
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
-var runNonEmpty = []string{"workdir", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "user", "tmp-size", "memory", "pids", "nofile", "fsize", "sandbox"}
+var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
+	"cgroup-base", "bwrap", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 	var p policy.Policy
 	if f.config != "" {
-		fh, err := os.Open(f.config)
+		cfg, err := hostPath("config", f.config)
 		if err != nil {
-			return p, fmt.Errorf("--config: %w; fix: pass a readable profile file", err)
+			return p, err
 		}
-		p, err = policy.Parse(fh)
-		fh.Close()
-		if err != nil {
-			return p, fmt.Errorf("--config %s: %w; fix: correct the profile", f.config, err)
+		if p, err = readProfile("config", cfg); err != nil {
+			return p, err
 		}
 	}
 	changed := f.fs.Changed
@@ -232,6 +285,17 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			p.Env[strings.Clone(k)] = strings.Clone(v)
 		}
 	}
+	if changed("home") {
+		if p.Home, err = absPath("home", f.home); err != nil {
+			return p, err
+		}
+	}
+	if changed("session") {
+		p.Session = f.session
+	}
+	if changed("cache") {
+		p.Caches = f.caches
+	}
 	if changed("pass-env") {
 		p.PassEnv = f.passEnv
 	}
@@ -258,7 +322,11 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.Sandbox = policy.Mode(f.mode)
 	}
 	if changed("timeout") {
-		p.Timeout = policy.Duration(f.timeout)
+		d, err := policy.ParseDuration(f.timeout)
+		if err != nil {
+			return p, fmt.Errorf("--timeout: %w; fix: e.g. --timeout 90s", err)
+		}
+		p.Timeout = policy.Duration(d)
 	}
 	for _, l := range []struct {
 		flag string
@@ -279,6 +347,9 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 				err = fmt.Errorf("not a whole number")
 			}
 		}
+		if err != nil && l.size {
+			return p, fmt.Errorf("--%s: %w; fix: e.g. --%s 512M", l.flag, err, l.flag)
+		}
 		if err != nil || n <= 0 {
 			return p, fmt.Errorf("--%s %q: want a positive %s; fix: e.g. --%s %s", l.flag, val,
 				map[bool]string{true: "size such as 512M", false: "whole number"}[l.size], l.flag, map[bool]string{true: "512M", false: "64"}[l.size])
@@ -286,10 +357,14 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		*l.dst = n
 	}
 	if changed("cpu-time") {
-		if f.cpuTime <= 0 {
+		d, err := policy.ParseDuration(f.cpuTime)
+		if err != nil {
+			return p, fmt.Errorf("--cpu-time: %w; fix: e.g. --cpu-time 30s", err)
+		}
+		if d <= 0 {
 			return p, fmt.Errorf("--cpu-time must be positive; fix: e.g. --cpu-time 30s")
 		}
-		p.CPUTime = policy.Duration(f.cpuTime)
+		p.CPUTime = policy.Duration(d)
 	}
 	if changed("cgroup-base") {
 		if p.CgroupBase, err = absPath("cgroup-base", f.cgroupBase); err != nil {
@@ -305,6 +380,16 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 			return p, fmt.Errorf("--tmp-size 0 would leave /tmp uncapped; fix: pass a size such as 256M")
 		}
 		p.TmpSize = n
+	}
+	if changed("shm-size") {
+		n, err := policy.ParseSize(f.shmSize)
+		if err != nil {
+			return p, fmt.Errorf("--shm-size: %w; fix: e.g. --shm-size 64M", err)
+		}
+		if n == 0 {
+			return p, fmt.Errorf("--shm-size 0 would leave /dev/shm uncapped; fix: pass a size such as 64M")
+		}
+		p.ShmSize = n
 	}
 	if changed("user") {
 		uid, gid, err := parseUser(f.user)
@@ -366,34 +451,32 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n%s", f.fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
 	}
-	cmd := f.fs.Args()
-	if f.fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		// Without "--" a command's own flags would be taken as ours.
-		return fail(stdio.Stderr, fmt.Errorf("the command must follow --; fix: sandbox-run run [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(f.fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
+		return failClient(stdio, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
+	warnMissingEnv(stdio.Stderr, p)
 	if p.Workdir != "" {
-		if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-			return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+		if err := checkWorkdir(p.Workdir); err != nil {
+			return failClient(stdio, err)
 		}
 	}
 	opts := sandbox.Options{
 		BwrapPath:  f.bwrapPath,
 		BwrapCache: cacheDir(),
+		DataDir:    dataDir(),
 		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
 		Signals:   sigs,
 		LookupEnv: os.LookupEnv,
@@ -401,15 +484,23 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return fail(stdio.Stderr, err)
-		}
+	switch {
+	case f.tty && f.noTTY:
+		return failClient(stdio, errors.New("--tty and --no-tty contradict each other; fix: pass one of them"))
+	case f.tty && !ttySupported:
+		return failClient(stdio, errors.New("--tty: a terminal for the command is made only on Linux so far; fix: leave out --tty"))
+	case f.tty && !isTerminal(stdio.Stdin):
+		return failClient(stdio, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty"))
+	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):
+		opts.Terminal = stdio.Stdin
+	}
+	if err := f.hostFiles(p); err != nil {
+		return failClient(stdio, err)
 	}
 	var af *auditFile
 	if f.audit != "" && !f.dryRun {
 		if af, err = openAudit(f.audit); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		opts.Audit = af
@@ -417,16 +508,11 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
-	runCtx := ctx
-	var cancel context.CancelFunc
-	if p.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
-		defer cancel()
-	}
-	res, err := sandbox.Run(runCtx, p, cmd, opts)
+	res, err := sandbox.Run(ctx, p, cmd, opts)
 	var ee *sandbox.ExecError
 	var le *sandbox.LimitError
 	var ke *sandbox.KilledError
+	var te *sandbox.TimeoutError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
@@ -434,23 +520,28 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
 	case errors.As(err, &le) && res != nil:
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
-	case err != nil && res != nil && errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
-		res.ExitCode = ExitTimeout
+	case errors.As(err, &te) && res != nil:
+		// Run's own timer ended it; res holds 124 and the report.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", te.Error())
+	case errors.As(err, &te):
+		af.discard()
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", te.Error())
+		return ExitTimeout
 	case err != nil && res != nil:
 		// cancelled: the command's status stands
 	case err != nil:
 		af.discard()
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
 			if res.ExitCode == 0 {
 				return ExitRefused
 			}
 		}
 	}
+	printOffline(stdio.Stderr, cmd, res)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {
@@ -460,6 +551,29 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// checkWorkdir says in plain words why the workdir cannot be used.
+func checkWorkdir(wd string) error {
+	fi, err := os.Stat(wd)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("workdir %s does not exist; fix: create it (mkdir -p %s) or pass --workdir DIR", wd, wd)
+	case err != nil:
+		return fmt.Errorf("workdir %s cannot be inspected: %v; fix: pass --workdir DIR, a directory you can reach", wd, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("workdir %s is not a directory; fix: pass --workdir %s, the directory that holds it, or another directory", wd, filepath.Dir(wd))
+	}
+	return nil
+}
+
+// warnMissingEnv says on w which --pass-env names are not set in
+// sandbox-run's own environment: the run goes on without them, and a
+// command that needed one should not fail mysteriously.
+func warnMissingEnv(w io.Writer, p policy.Policy) {
+	for _, k := range p.MissingPassEnv(os.LookupEnv) {
+		fmt.Fprintf(w, "sandbox-run: warning: --pass-env %s: not set in sandbox-run's environment; the command runs without it\n", k)
+	}
 }
 
 // auditFile is an --audit file opened before the run. One this run
@@ -473,9 +587,11 @@ type auditFile struct {
 func openAudit(path string) (*auditFile, error) {
 	_, err := os.Lstat(path)
 	created := errors.Is(err, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// No link is followed, in any component: the file and every directory
+	// on its way are taken as they are (pathguard.OpenFile).
+	f, err := pathguard.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("--audit %s: %w; fix: pass a writable file", path, err)
+		return nil, fmt.Errorf("--audit %s: %v; fix: name a regular file by its real path, outside every --workdir and --write dir", path, err)
 	}
 	return &auditFile{File: f, created: created}, nil
 }
@@ -486,23 +602,7 @@ func (a *auditFile) discard() {
 	if a == nil || !a.created {
 		return
 	}
-	if fi, err := a.Stat(); err == nil && fi.Size() == 0 {
-		os.Remove(a.Name())
-	}
-}
-
-// checkOutput refuses, before anything runs, an output file that could not
-// be written afterwards: a run whose report is lost is a run the harness
-// cannot account for.
-func checkOutput(flag, path string) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("--%s %s: exists and is not a regular file; fix: name a file", flag, path)
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("--%s %s: directory %s does not exist; fix: create it or name a file in an existing directory", flag, path, dir)
-	}
-	return nil
+	pathguard.RemoveIfSame(a.Name(), a.File)
 }
 
 func writeReport(path string, r sandbox.Report) error {
@@ -510,7 +610,10 @@ func writeReport(path string, r sandbox.Report) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	// A new file renamed over path, in its directory pinned without
+	// following links: whatever the path became during the run, nothing
+	// is written through a link.
+	return pathguard.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func printSummary(w io.Writer, res *sandbox.Result) {
@@ -532,6 +635,9 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	}
 	fmt.Fprintf(w, "  protected    %d paths\n", len(r.Protected))
 	fmt.Fprintf(w, "  network      %s\n", r.Network)
+	if e := r.Egress; e != nil {
+		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
+	}
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
@@ -560,6 +666,23 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "sandbox-run")
+}
+
+// dataDir is where sandbox-run keeps sessions' homes and shared caches:
+// $XDG_DATA_HOME/sandbox-run, else ~/.local/share/sandbox-run; "" when
+// neither is known. As root it is /var/lib/sandbox-run: the sandbox runs
+// as another uid, which must be able to reach them, and /root is closed.
+func dataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/sandbox-run"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sandbox-run")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "share", "sandbox-run")
+	}
+	return ""
 }
 
 func printOneLine(w io.Writer, res *sandbox.Result) {

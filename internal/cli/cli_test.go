@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,8 @@ func TestRefusalsAreOneLine(t *testing.T) {
 		{"unknown subcommand", []string{"frobnicate"}, "unknown subcommand"},
 		{"unknown flag", []string{"run", "--frob", "--", "true"}, "unknown flag"},
 		{"no command", []string{"run", "--workdir", wd}, "no command"},
-		{"command without --", []string{"run", "--workdir", wd, "ls", "-l"}, "must follow --"},
+		{"command without -- refused after", []string{"run", "--workdir", wd, "--user", "abc", "ls", "-l"}, "--user"},
+		{"only dashes", []string{"run", "--workdir", wd, "--", "--", "--"}, "no command"},
 		{"bad env", []string{"run", "--workdir", wd, "--env", "NOVALUE", "--", "true"}, "KEY=VALUE"},
 		{"missing workdir", []string{"run", "--workdir", "/nonexistent/x", "--", "true"}, "does not exist"},
 		{"bad user", []string{"run", "--workdir", wd, "--user", "abc", "--", "true"}, "--user"},
@@ -117,4 +119,96 @@ func writeFile(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestCommandArgs(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workdir", "/w", "--", "node", "s.js", "--port", "1"}, "node s.js --port 1"},
+		{[]string{"--workdir", "/w", "node", "s.js", "--port", "1"}, "node s.js --port 1"},
+		{[]string{"--workdir", "/w", "--", "--", "node", "--"}, "node --"},
+		{[]string{"node", "--workdir", "/x"}, "node --workdir /x"},
+		{[]string{"--", "--", "--"}, ""},
+	} {
+		f := newRunFlags()
+		if err := f.fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(commandArgs(f.fs), " "); got != tt.want {
+			t.Errorf("commandArgs(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+		if tt.args[0] == "node" && f.workdir != "" {
+			t.Errorf("a flag after the command was taken as ours: --workdir %q", f.workdir)
+		}
+	}
+}
+
+// TestRefusalReachesMCPClient: a refused run or mcp whose stdin is a pipe
+// carrying a JSON-RPC request answers it with an error holding the reason;
+// other input gets nothing on stdout.
+func TestRefusalReachesMCPClient(t *testing.T) {
+	wd := t.TempDir()
+	for _, tt := range []struct {
+		name, input, want string
+		args              []string
+	}{
+		{"run", `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{}}` + "\n", `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"sandbox-run: --tmp-size`, []string{"run", "--workdir", wd, "--tmp-size", "x", "node", "s.js"}},
+		{"mcp after a notification", `{"jsonrpc":"2.0","method":"notifications/x"}` + "\n" + `{"jsonrpc":"2.0","id":"a","method":"initialize"}` + "\n", `{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"sandbox-run: --max-message`, []string{"mcp", "--workdir", wd, "--max-message", "1", "--", "node"}},
+		{"not JSON-RPC", "hello\n", "", []string{"run", "--workdir", wd, "--tmp-size", "x", "--", "cat"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, _ := os.Create(filepath.Join(dir, "out"))
+			errf, _ := os.Create(filepath.Join(dir, "err"))
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { w.WriteString(tt.input); w.Close() }()
+			code := Run(context.Background(), tt.args, IO{Stdin: r, Stdout: out, Stderr: errf}, nil)
+			r.Close()
+			o, _ := os.ReadFile(out.Name())
+			e, _ := os.ReadFile(errf.Name())
+			if code != ExitRefused || strings.Count(string(e), "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q: want 125 and one line", code, e)
+			}
+			if tt.want == "" && len(o) != 0 || !strings.HasPrefix(string(o), tt.want) || strings.Count(string(o), "\n") > 1 {
+				t.Errorf("stdout %q, want one line starting %q", o, tt.want)
+			}
+		})
+	}
+}
+
+// TestWatchFirstKeepsEveryByte: the relay gets the input whole, even a
+// line past the buffer, and only a request among the first lines has its
+// id reported.
+func TestWatchFirstKeepsEveryByte(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 3<<20) + `"}` + "\n"
+	for _, tt := range []struct {
+		in     string
+		wantID string
+	}{
+		{`{"jsonrpc":"2.0","id":5,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n", "5"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":"b","method":"m"}` + "\n", `"b"`},
+		{big + `{"jsonrpc":"2.0","id":2,"method":"m"}` + "\n", "2"},
+		{"", ""},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { w.WriteString(tt.in); w.Close() }()
+		rd, ids, stop := watchFirst(r)
+		got, _ := io.ReadAll(rd)
+		stop()
+		r.Close()
+		if string(got) != tt.in {
+			t.Errorf("read %d bytes, want %d", len(got), len(tt.in))
+		}
+		if id := <-ids; string(id) != tt.wantID {
+			t.Errorf("id %q, want %q", id, tt.wantID)
+		}
+	}
 }

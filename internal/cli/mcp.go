@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandbox-run/sandbox-run/mcp"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -30,80 +32,72 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	fs := f.fs
 	fs.Init("mcp", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var (
-		allow, deny []string
-		auditArgs   bool
-		maxMessage  int
-	)
-	fs.StringArrayVar(&allow, "allow-tool", nil, "show and allow only tools matching this glob (repeatable; * and ?)")
-	fs.StringArrayVar(&deny, "deny-tool", nil, "hide and refuse tools matching this glob (repeatable; wins over --allow-tool)")
-	fs.BoolVar(&auditArgs, "audit-args", false, "record each call's argument values in the --audit file, not only their size")
-	fs.IntVar(&maxMessage, "max-message", mcp.DefaultMaxMessage, "largest JSON-RPC message accepted from either side, in bytes")
-	strict(fs, "max-message")
+	mf := addMCPFlags(fs)
+	hf := addHTTPFlags(fs)
+	strict(fs, "listen", "token-file", "session-idle")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
 				"Relays MCP on stdin/stdout to SERVER running in a sandbox. --audit FILE appends one JSON\n"+
-				"line per tools/call (time, run id, tool, argument size, duration, outcome).\n%s", fs.FlagUsages())
+				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n"+
+				"With --listen HOST:PORT it serves MCP's Streamable HTTP transport instead, one sandboxed server per client session.\n%s", fs.FlagUsages())
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
+		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
 	}
-	cmd := fs.Args()
-	if fs.ArgsLenAtDash() < 0 && len(cmd) > 0 {
-		return fail(stdio.Stderr, fmt.Errorf("the server must follow --; fix: sandbox-run mcp [flags] -- %s", strings.Join(cmd, " ")))
-	}
+	cmd := commandArgs(fs)
 	if len(cmd) == 0 {
-		return fail(stdio.Stderr, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
+		return failClient(stdio, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
 	}
-	if maxMessage < minMaxMessage || maxMessage > maxMaxMessage {
-		return fail(stdio.Stderr, fmt.Errorf("--max-message %d: want a size from %d to %d bytes; fix: leave it out for %d", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage))
+	if f.tty {
+		return failClient(stdio, errors.New("--tty is for sandbox-run run: MCP speaks JSON on stdin and stdout; fix: leave out --tty"))
 	}
 	if f.dryRun {
-		return fail(stdio.Stderr, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
+		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
 	// --audit gets the relay's call records and the sandbox's own
 	// (egress decisions); the relay opens it.
 	auditPath := f.audit
-	rules := mcp.Rules{Allow: allow, Deny: deny}
-	if err := rules.Validate(); err != nil {
-		return fail(stdio.Stderr, err)
+	opts, err := mf.options()
+	if err == nil {
+		err = hf.check(fs, mf, f.report)
+	}
+	if err != nil {
+		return failClient(stdio, err)
 	}
 	p, err := f.policy(os.Getwd)
 	if err == nil {
 		err = p.Validate()
 	}
 	if err != nil {
-		return fail(stdio.Stderr, err)
+		return failClient(stdio, err)
 	}
 	if stdio.ScrubArgv {
 		scrubEnvValues(args)
 	}
-	if fi, err := os.Stat(p.Workdir); err != nil || !fi.IsDir() {
-		return fail(stdio.Stderr, fmt.Errorf("workdir %s does not exist or is not a directory; fix: create it (mkdir -p %s) or pass --workdir DIR", p.Workdir, p.Workdir))
+	warnMissingEnv(stdio.Stderr, p)
+	if err := checkWorkdir(p.Workdir); err != nil {
+		return failClient(stdio, err)
 	}
-	opts := mcp.Options{
-		Rules:      rules,
-		AuditArgs:  auditArgs,
-		MaxMessage: maxMessage,
-		Logger:     slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Sandbox: sandbox.Options{
-			BwrapPath:  f.bwrapPath,
-			BwrapCache: cacheDir(),
-			Stderr:     stdio.Stderr,
-			Signals:    sigs,
-			LookupEnv:  os.LookupEnv,
-		},
+	opts.Logger = slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts.Sandbox = sandbox.Options{
+		BwrapPath:  f.bwrapPath,
+		BwrapCache: cacheDir(),
+		DataDir:    dataDir(),
+		Stderr:     stdio.Stderr,
+		Signals:    sigs,
+		LookupEnv:  os.LookupEnv,
 	}
-	if f.report != "" {
-		if err := checkOutput("report", f.report); err != nil {
-			return fail(stdio.Stderr, err)
-		}
+	if err := f.hostFiles(p); err != nil {
+		return failClient(stdio, err)
+	}
+	if err := mf.loadPin(p, &opts); err != nil {
+		return failClient(stdio, err)
 	}
 	var af *auditFile
-	if auditPath != "" {
+	if auditPath = f.audit; auditPath != "" {
 		if af, err = openAudit(auditPath); err != nil {
-			return fail(stdio.Stderr, err)
+			return failClient(stdio, err)
 		}
 		defer af.Close()
 		// Calls and the sandbox's own records (egress decisions) in one
@@ -111,43 +105,50 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		opts.Audit = af
 		opts.Sandbox.Audit = af
 	}
-	runCtx := ctx
-	if p.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, time.Duration(p.Timeout))
-		defer cancel()
-	}
-	res, err := mcp.Serve(runCtx, p, cmd, stdio.Stdin, stdio.Stdout, opts)
-	var ee *sandbox.ExecError
-	code := 0
-	switch {
-	case res == nil:
-		af.discard()
-		return fail(stdio.Stderr, err)
-	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
-		code = res.Sandbox.ExitCode
-	case errors.Is(err, context.DeadlineExceeded) && p.Timeout > 0:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: timed out after %s; the whole sandbox was ended\n", time.Duration(p.Timeout))
-		code = ExitTimeout
-	case errors.Is(err, mcp.ErrServerEnded):
-		// The harness still wanted the server: never report success.
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
-		code = res.Sandbox.ExitCode
-		if code == 0 {
-			code = 1
+	if hf.listen != "" {
+		code, served := hf.serveHTTP(ctx, p, cmd, opts, stdio, sigs)
+		if !served {
+			af.discard()
 		}
-	case err != nil:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", err)
-		code = 1
-	case res.ShutdownKilled:
-		// The client left and the server lingered: ended as asked.
-	default:
-		code = res.Sandbox.ExitCode
+		return code
+	}
+	in, first, stop := watchFirst(stdio.Stdin)
+	defer stop()
+	out := &writeCounter{w: stdio.Stdout}
+	res, err := mcp.Serve(ctx, p, cmd, in, out, opts)
+	if res == nil {
+		af.discard()
+		if first != nil && out.n.Load() == 0 {
+			// The sandbox failed before the relay answered anything: the
+			// client's first request, sent or still to come (a client may
+			// start its server before it speaks), gets the reason.
+			t := time.NewTimer(clientWait)
+			select {
+			case id := <-first:
+				if id != nil {
+					stdio.Stdout.Write(rpcError(id, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+				}
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if errors.Is(err, sandbox.ErrTimeout) {
+			// Run's timer ended the set-up: a timeout, as for run.
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return ExitTimeout
+		}
+		return fail(stdio.Stderr, err)
+	}
+	code := mcpExitCode(stdio.Stderr, res, err)
+	if werr := mf.savePin(res, stdio.Stderr); werr != nil {
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v\n", werr)
+		if code == 0 {
+			code = ExitRefused
+		}
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Sandbox.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v\n", werr)
+			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
 			if code == 0 {
 				code = ExitRefused
 			}
@@ -159,4 +160,175 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printFull(stdio.Stderr, res.Sandbox.Report)
 	}
 	return code
+}
+
+// The bounds of --max-pending, --audit-args-max and --audit-line-max.
+const (
+	maxMaxPending   = 1 << 20
+	maxAuditArgsMax = 1 << 30
+)
+
+// checkRelayNumbers refuses relay sizes out of their ranges.
+func checkRelayNumbers(maxMessage, maxPending, auditArgsMax, auditLineMax int) error {
+	for _, n := range []struct {
+		flag           string
+		v, lo, hi, def int
+	}{
+		{"max-message", maxMessage, minMaxMessage, maxMaxMessage, mcp.DefaultMaxMessage},
+		{"max-pending", maxPending, 1, maxMaxPending, mcp.DefaultMaxPending},
+		{"audit-args-max", auditArgsMax, 1, maxAuditArgsMax, mcp.DefaultAuditArgsMax},
+		{"audit-line-max", auditLineMax, mcp.MinAuditLineMax, maxAuditArgsMax, mcp.DefaultAuditLineMax},
+	} {
+		if n.v < n.lo || n.v > n.hi {
+			return fmt.Errorf("--%s %d: want a number from %d to %d; fix: leave it out for %d", n.flag, n.v, n.lo, n.hi, n.def)
+		}
+	}
+	return nil
+}
+
+// mcpFlags are the relay's own flags.
+type mcpFlags struct {
+	rules                      mcp.Rules
+	denyServer                 []string
+	auditArgs                  string
+	maxMessage, maxPending     int
+	auditArgsMax, auditLineMax int
+	pin, name                  string
+	pinUpdate                  bool
+}
+
+func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
+	m := &mcpFlags{}
+	fs.StringArrayVar(&m.rules.Allow, "allow-tool", nil, "show and allow only tools matching this glob (repeatable; * and ?; closes prompts and resources unless they have --allow-* of their own)")
+	fs.StringArrayVar(&m.rules.Deny, "deny-tool", nil, "hide and refuse tools matching this glob (repeatable; wins over --allow-tool)")
+	fs.StringArrayVar(&m.rules.AllowPrompts, "allow-prompt", nil, "show and allow only prompts whose name matches this glob (repeatable)")
+	fs.StringArrayVar(&m.rules.DenyPrompts, "deny-prompt", nil, "hide and refuse prompts whose name matches this glob (repeatable)")
+	fs.StringArrayVar(&m.rules.AllowResources, "allow-resource", nil, "show and allow only resources whose URI matches this glob (repeatable)")
+	fs.StringArrayVar(&m.rules.DenyResources, "deny-resource", nil, "hide and refuse resources whose URI matches this glob (repeatable)")
+	fs.StringArrayVar(&m.denyServer, "deny-server-request", nil, "refuse this request from the server even when the client declared its capability: "+strings.Join(mcp.ServerRequestMethods(), ", ")+" (repeatable)")
+	fs.StringVar(&m.auditArgs, "audit-args", "", "record each call's argument values in the --audit file, values that look like secrets redacted; --audit-args=raw keeps them as sent")
+	fs.Lookup("audit-args").NoOptDefVal = "redact"
+	fs.IntVar(&m.maxMessage, "max-message", mcp.DefaultMaxMessage, "largest JSON-RPC message accepted from either side, in bytes")
+	fs.IntVar(&m.maxPending, "max-pending", mcp.DefaultMaxPending, "requests that may wait for an answer at once, each way; more are refused")
+	fs.IntVar(&m.auditArgsMax, "audit-args-max", mcp.DefaultAuditArgsMax, "argument bytes kept per call with --audit-args; larger arguments are recorded by size only")
+	fs.IntVar(&m.auditLineMax, "audit-line-max", mcp.DefaultAuditLineMax, "longest audit line, in bytes; a longer record loses its argument values")
+	fs.StringVar(&m.pin, "pin", "", "trust the tool definitions recorded in this file: a changed or new tool is hidden and refused; the first session records them")
+	fs.StringVar(&m.name, "name", "", "label for the server in the audit's mcp_start record, e.g. filesystem")
+	fs.BoolVar(&m.pinUpdate, "pin-update", false, "record this session's tool definitions in the --pin file instead of enforcing it")
+	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin", "name")
+	return m
+}
+
+// options turns the flags into relay options, refusing what Serve would.
+func (m *mcpFlags) options() (mcp.Options, error) {
+	if err := checkRelayNumbers(m.maxMessage, m.maxPending, m.auditArgsMax, m.auditLineMax); err != nil {
+		return mcp.Options{}, err
+	}
+	if m.auditArgs != "" && m.auditArgs != "redact" && m.auditArgs != "raw" {
+		return mcp.Options{}, fmt.Errorf("--audit-args=%s: want --audit-args (values that look like secrets redacted) or --audit-args=raw; fix: use one of those", m.auditArgs)
+	}
+	opts := mcp.Options{
+		Rules:              m.rules,
+		AuditArgs:          m.auditArgs != "",
+		AuditArgsRaw:       m.auditArgs == "raw",
+		AuditArgsMax:       m.auditArgsMax,
+		AuditLineMax:       m.auditLineMax,
+		MaxMessage:         m.maxMessage,
+		MaxPending:         m.maxPending,
+		DenyServerRequests: m.denyServer,
+		Name:               m.name,
+	}
+	return opts, opts.Validate()
+}
+
+// mcpExitCode says what the session's end means as an exit status, and
+// prints why on stderr when it is not a clean end.
+func mcpExitCode(stderr io.Writer, res *mcp.Result, err error) int {
+	var ee *sandbox.ExecError
+	switch {
+	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
+		fmt.Fprintf(stderr, "sandbox-run: %v\n", err)
+		return res.Sandbox.ExitCode
+	case errors.Is(err, sandbox.ErrTimeout):
+		// sandbox.Run's own timer ended the server.
+		fmt.Fprintf(stderr, "sandbox-run: %v\n", err)
+		return ExitTimeout
+	case errors.Is(err, mcp.ErrSessionEnded), errors.Is(err, mcp.ErrServerEnded):
+		// The harness still wanted the server: never report success.
+		fmt.Fprintf(stderr, "sandbox-run: %v\n", err)
+		if res.Sandbox.ExitCode == 0 {
+			return 1
+		}
+		return res.Sandbox.ExitCode
+	case err != nil:
+		fmt.Fprintf(stderr, "sandbox-run: %v\n", err)
+		return 1
+	case res.ShutdownKilled:
+		// The client left and the server lingered: ended as asked.
+		return 0
+	}
+	return res.Sandbox.ExitCode
+}
+
+// loadPin reads the --pin file (a host file: refused in or through a
+// writable directory, opened without following links) into opts. A file
+// that does not exist yet, or --pin-update, makes this session record the
+// definitions instead.
+func (m *mcpFlags) loadPin(p policy.Policy, opts *mcp.Options) error {
+	if m.pin == "" {
+		if m.pinUpdate {
+			return errors.New("--pin-update without --pin; fix: name the pin file with --pin FILE")
+		}
+		return nil
+	}
+	var err error
+	if m.pin, err = hostPath("pin", m.pin); err != nil {
+		return err
+	}
+	if err := checkHostFiles(p, hostFile{"pin", m.pin}); err != nil {
+		return err
+	}
+	if err := checkOutput("pin", m.pin); err != nil {
+		return err
+	}
+	if m.pinUpdate {
+		opts.PinRecord = true
+		return nil
+	}
+	fh, err := pathguard.OpenFile(m.pin, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		opts.PinRecord = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: name a regular file by its real path", m.pin, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, 16<<20))
+	if err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: name a readable file", m.pin, err)
+	}
+	if opts.Pins, err = mcp.ParsePins(b); err != nil {
+		return fmt.Errorf("--pin %s: %v; fix: rewrite it with --pin-update (after checking the server), or remove it", m.pin, err)
+	}
+	return nil
+}
+
+// savePin writes the definitions a recording session listed to the --pin
+// file, without following a link.
+// An empty record is not written: a session that never listed the tools
+// would otherwise pin none, and every later session would hide them all.
+func (m *mcpFlags) savePin(res *mcp.Result, stderr io.Writer) error {
+	if m.pin == "" || res == nil || res.Pins == nil {
+		return nil
+	}
+	if len(res.Pins.Tools) == 0 {
+		fmt.Fprintf(stderr, "sandbox-run: --pin %s: the client listed no tools, so nothing was recorded\n", m.pin)
+		return nil
+	}
+	if err := pathguard.WriteFile(m.pin, res.Pins.Marshal(), 0o600); err != nil {
+		return fmt.Errorf("--pin %s: cannot record the tool definitions: %v; fix: keep the file's directory free of symbolic links", m.pin, err)
+	}
+	fmt.Fprintf(stderr, "sandbox-run: --pin %s: recorded %d tool definitions\n", m.pin, len(res.Pins.Tools))
+	return nil
 }

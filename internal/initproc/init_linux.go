@@ -80,6 +80,11 @@ func Main(args []string) int {
 		Files: []uintptr{0, 1, uintptr(c.StderrFD)},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
+	if c.TTY {
+		// Setsid makes the command its own group too, so the signal relay
+		// below (to -pid) is unchanged.
+		attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
 	// Core dumps are off for init and everything below it. Any other
 	// rlimit goes through the exec shim so that init keeps its own
 	// descriptors and CPU for relaying.

@@ -65,6 +65,11 @@ type Config struct {
 	// Rlimits is the command's rlimits in limits.EncodeRlimits form; empty
 	// means only core dumps off.
 	Rlimits string
+	// TTY makes descriptor 0 (a pseudo-terminal) the command's controlling
+	// terminal: the command leads a new session, so a shell gets job
+	// control and the terminal's signals (Ctrl-C, Ctrl-Z) reach its
+	// foreground job.
+	TTY     bool
 	Command []string
 }
 
@@ -87,6 +92,9 @@ func (c Config) Args() []string {
 	if c.Rlimits != "" {
 		a = append(a, "--rlimits", c.Rlimits)
 	}
+	if c.TTY {
+		a = append(a, "--tty")
+	}
 	a = append(a, "--")
 	return append(a, c.Command...)
 }
@@ -105,6 +113,8 @@ func ParseArgs(args []string) (Config, error) {
 				return c, fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
 			}
 			return c, nil
+		case "--tty":
+			c.TTY = true
 		case "--status-fd", "--stderr-fd", "--forward", "--rlimits":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])

@@ -7,13 +7,17 @@ import (
 )
 
 func TestArgsRoundTrip(t *testing.T) {
-	c := Config{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}}
-	got, err := ParseArgs(c.Args())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, c) {
-		t.Errorf("round trip = %+v, want %+v", got, c)
+	for _, c := range []Config{
+		{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}},
+		{StatusFD: 4, StderrFD: 5, TTY: true, Command: []string{"bash", "--tty"}},
+	} {
+		got, err := ParseArgs(c.Args())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Errorf("round trip = %+v, want %+v", got, c)
+		}
 	}
 }
 

@@ -215,7 +215,7 @@ func NPMServers(t testing.TB) NPM {
 		dir = filepath.Join(root, ".cache", "mcp")
 	}
 	n := NPM{Dir: dir}
-	for _, p := range []string{n.Filesystem(), n.Everything()} {
+	for _, p := range []string{n.Filesystem(), n.Everything(), n.InspectorCLI()} {
 		if _, err := os.Stat(p); err != nil {
 			sandboxtest.Unavailable(t, "npm MCP servers", "run make mcp-deps (scripts/install-mcp-servers.sh): "+err.Error())
 			return NPM{}
@@ -244,6 +244,14 @@ func (n NPM) Filesystem() string {
 // Everything is @modelcontextprotocol/server-everything's entry point.
 func (n NPM) Everything() string {
 	return filepath.Join(n.Dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+// InspectorCLI is the MCP Inspector's CLI (@modelcontextprotocol/
+// inspector-cli), a client that speaks the Streamable HTTP transport. Run
+// it with its directory as the working directory: it reads its
+// package.json from there.
+func (n NPM) InspectorCLI() string {
+	return filepath.Join(n.Dir, "node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
 }
 
 func moduleRoot() (string, error) {

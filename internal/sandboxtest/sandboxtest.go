@@ -10,6 +10,7 @@ package sandboxtest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -222,4 +223,17 @@ func copyExecutable(src, dst string) error {
 		return err
 	}
 	return os.Chmod(dst, 0o755) // whatever the umask: the sandbox's uid runs it
+}
+
+// SocketInode leaves a Unix socket's inode at p, as a service that bound
+// it does: the listener is closed, the inode stays (connect() to it is
+// refused, but its file type is a socket's).
+func SocketInode(t testing.TB, p string) {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
 }

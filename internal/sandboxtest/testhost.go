@@ -89,6 +89,10 @@ func ServeBytes(w http.ResponseWriter, r *http.Request) {
 type TestHost struct {
 	Addr netip.Addr
 	Port int
+	// Local is the other end of the veth pair, in the test's own network
+	// namespace: an address of this host's own interfaces, in the same
+	// range as Addr.
+	Local netip.Addr
 }
 
 // HostPort is the test host's address as host:port.
@@ -179,7 +183,7 @@ func NewTestHost(t testing.TB, idx int) TestHost {
 		}
 	}
 
-	h := TestHost{Addr: inside, Port: 8080}
+	h := TestHost{Addr: inside, Port: 8080, Local: outside}
 	ctx, cancel := context.WithCancel(context.Background())
 	// *testing.T has a deadline; a benchmark (*testing.B) has none.
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {

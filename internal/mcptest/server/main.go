@@ -1,5 +1,6 @@
 // Command server is the mcptest MCP server on stdio, for tests: go build
-// it and run it inside a sandbox. See package mcptest for its tools.
+// it and run it inside a sandbox. See package mcptest for its tools. With
+// the first argument "hostile" it is mcptest.ServeHostile instead.
 package main
 
 import (
@@ -12,6 +13,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == mcptest.HostileArg {
+		if err := mcptest.ServeHostile(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest hostile server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := server.ServeStdio(mcptest.NewServer()); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest server:", err)
 		os.Exit(1)

@@ -1,0 +1,35 @@
+package check
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestProxyUDPAddr(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // "" = an error
+	}{
+		{"upper case", map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128"}, "127.0.0.1:3128"},
+		{"lower case only", map[string]string{"http_proxy": "http://127.0.0.1:41234"}, "127.0.0.1:41234"},
+		{"upper case first", map[string]string{"HTTP_PROXY": "http://127.0.0.1:1", "http_proxy": "http://127.0.0.1:2"}, "127.0.0.1:1"},
+		{"IPv6", map[string]string{"HTTP_PROXY": "http://[::1]:8080"}, "[::1]:8080"},
+		{"no port", map[string]string{"HTTP_PROXY": "http://127.0.0.1"}, ""},
+		{"not a URL", map[string]string{"HTTP_PROXY": "127.0.0.1:3128"}, ""},
+		{"none", map[string]string{"HTTPS_PROXY": "http://127.0.0.1:3128"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := proxyUDPAddr(func(k string) string { return tt.env[k] })
+			switch {
+			case tt.want == "" && err == nil:
+				t.Errorf("= %q, want an error", got)
+			case tt.want != "" && (err != nil || got != tt.want):
+				t.Errorf("= %q, %v, want %q", got, err, tt.want)
+			case err != nil && !strings.Contains(err.Error(), "proxy") && !strings.Contains(err.Error(), "PROXY"):
+				t.Errorf("error %q does not name the variable", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+)
+
+// ptyRun is sandbox-run started on a pseudo-terminal of the test's, as
+// from a terminal emulator: the terminal is its stdin, stdout, stderr and
+// controlling terminal.
+type ptyRun struct {
+	master *os.File
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	out    bytes.Buffer
+}
+
+func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
+	t.Helper()
+	return startOnPTY(t, env, bin, args...)
+}
+
+// startOnPTY starts prog with args on a new pseudo-terminal, as its
+// controlling terminal.
+func startOnPTY(t *testing.T, env []string, prog string, args ...string) *ptyRun {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		sandboxtest.Unavailable(t, "a pseudo-terminal", "mount devpts")
+	}
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: 100})
+	c := exec.Command(prog, args...)
+	c.Env = append(os.Environ(), env...)
+	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &ptyRun{master: master, cmd: c}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			r.mu.Lock()
+			r.out.Write(b[:n])
+			r.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		c.Process.Kill()
+		c.Wait()
+		master.Close()
+	})
+	return r
+}
+
+// expect waits until the output after from holds s; it returns the
+// output's length after s.
+func (r *ptyRun) expect(t *testing.T, from int, s string, d time.Duration) int {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		out := r.out.String()
+		r.mu.Unlock()
+		if from > len(out) {
+			from = len(out)
+		}
+		if i := strings.Index(out[from:], s); i >= 0 {
+			return from + i + len(s)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %v; output after %d: %q", s, d, from, out[from:])
+		}
+	}
+}
+
+func (r *ptyRun) send(t *testing.T, s string) {
+	t.Helper()
+	if _, err := r.master.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTerminal: from a terminal, bash -i gets a terminal of its own inside
+// the sandbox: job control on, Ctrl-C ends the foreground sleep and the
+// prompt is back within a second, Ctrl-Z stops it, the window size is
+// passed and follows a resize, TERM is passed.
+func TestTerminal(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	r := startPTY(t, []string{"TERM=xterm-sbxtest"}, "run", "--workdir", w, "--env", "PS1=SBXP$ ", "--", "bash", "--norc", "--noprofile", "-i")
+	at := r.expect(t, 0, "SBXP$ ", 10*time.Second)
+	r.send(t, "echo T=$TERM; set -o | grep monitor; stty size\n")
+	at = r.expect(t, at, "T=xterm-sbxtest", 5*time.Second)
+	at = r.expect(t, at, "on", 5*time.Second)
+	at = r.expect(t, at, "30 100", 5*time.Second)
+	at = r.expect(t, at, "SBXP$ ", 5*time.Second)
+
+	r.send(t, "sleep 100\n")
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	r.send(t, "\x03")
+	at = r.expect(t, at, "SBXP$ ", 5*time.Second)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Ctrl-C: the prompt came back after %v, want under 1s", took)
+	}
+	r.send(t, "echo rc=$?\n")
+	at = r.expect(t, at, "rc=130", 5*time.Second)
+
+	r.send(t, "sleep 100\n")
+	time.Sleep(300 * time.Millisecond)
+	r.send(t, "\x1a")
+	at = r.expect(t, at, "Stopped", 5*time.Second)
+	r.send(t, "kill %1\n")
+	at = r.expect(t, at, "SBXP$ ", 5*time.Second)
+
+	// A resize of the outer terminal sends sandbox-run SIGWINCH.
+	unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120})
+	time.Sleep(300 * time.Millisecond)
+	r.send(t, "stty size\n")
+	at = r.expect(t, at, "40 120", 5*time.Second)
+	r.send(t, "exit 7\n")
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+			t.Errorf("exit: %v, want status 7", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sandbox-run did not end after exit")
+	}
+}
+
+// TestTerminalInjectionRefused: with the sandbox's own terminal, TIOCSTI
+// (typing into the terminal) and TIOCLINUX stay refused by seccomp
+// (EPERM). Control: the same script unconfined, on a terminal that is its
+// controlling terminal, gets TIOCSTI through and TIOCLINUX fails there with
+// another error (ENOTTY: a pseudo-terminal is no virtual console).
+func TestTerminalInjectionRefused(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		sandboxtest.Unavailable(t, "python3", "apt-get install -y python3")
+	}
+	w := sandboxtest.WorkDir(t)
+	script := `import fcntl, termios
+for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C, b"\x0b")):
+    try:
+        fcntl.ioctl(0, req, arg); print(name, "ok")
+    except OSError as e:
+        print(name, "errno", e.errno)
+print("END")
+`
+	res := map[string]string{}
+	py, _ := exec.LookPath("python3")
+	for _, mode := range []string{"off", "bwrap"} {
+		var r *ptyRun
+		if mode == "off" {
+			r = startOnPTY(t, nil, py, "-c", script)
+		} else {
+			r = startPTY(t, nil, "run", "--workdir", w, "--tty", "--", "python3", "-c", script)
+		}
+		r.expect(t, 0, "END", 10*time.Second)
+		r.mu.Lock()
+		res[mode] = r.out.String()
+		r.mu.Unlock()
+	}
+	t.Logf("unconfined: %q; sandboxed: %q", res["off"], res["bwrap"])
+	if !strings.Contains(res["off"], "TIOCSTI ok") {
+		sandboxtest.Unavailable(t, "TIOCSTI unconfined (the positive control): "+res["off"], "set dev.tty.legacy_tiocsti=1")
+	}
+	if !strings.Contains(res["bwrap"], "TIOCSTI errno 1") || !strings.Contains(res["bwrap"], "TIOCLINUX errno 1") {
+		t.Errorf("inside the sandbox: %q, want EPERM (1) for both", res["bwrap"])
+	}
+	if strings.Contains(res["off"], "TIOCLINUX errno 1\r") {
+		t.Errorf("control: TIOCLINUX unconfined already EPERM, so the sandbox's EPERM proves nothing: %q", res["off"])
+	}
+}

@@ -1,0 +1,95 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// listing says which member of a list result holds the entries, which
+// member of an entry names it, and the kind the rules judge it as.
+type listing struct {
+	member, field, kind string
+}
+
+var listings = map[string]listing{
+	string(mcpgo.MethodToolsList):              {"tools", "name", KindTool},
+	string(mcpgo.MethodPromptsList):            {"prompts", "name", KindPrompt},
+	string(mcpgo.MethodResourcesList):          {"resources", "uri", KindResource},
+	string(mcpgo.MethodResourcesTemplatesList): {"resourceTemplates", "uriTemplate", KindResource},
+}
+
+// filterResult drops hidden entries from a list result. It returns the
+// line to deliver (under the client's id), or nil when nothing changed;
+// every other member stays as the server sent it. An entry that is not an
+// object with a non-empty string name is dropped too.
+func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
+	l, ok := listings[c.method]
+	raw, isResult := e.obj["result"]
+	if !ok || !isResult {
+		return nil, nil
+	}
+	res, err := parseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var entries []json.RawMessage
+	if t, ok := res[l.member]; ok && string(t) != "null" {
+		if err := json.Unmarshal(t, &entries); err != nil {
+			return nil, fmt.Errorf("%s is not a list: %w", l.member, err)
+		}
+	}
+	kept := make([]json.RawMessage, 0, len(entries))
+	for _, t := range entries {
+		obj, err := parseObject(t)
+		if err != nil {
+			r.log.Warn(c.method+" entry dropped", "error", err.Error())
+			continue
+		}
+		name := obj.str(l.field)
+		if ok, _ := r.rules.CheckKind(l.kind, name); ok && name != "" && r.definitionVisible(l.kind, name, t) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(entries) {
+		return nil, nil
+	}
+	res[l.member], _ = json.Marshal(kept)
+	out := make(object, len(e.obj))
+	for k, v := range e.obj {
+		out[k] = v
+	}
+	out["id"] = c.clientID
+	if out["result"], err = json.Marshal(res); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// definitionVisible notes a listed tool's definition (see noteDefinition)
+// and says whether the pin shows it. Other kinds are not pinned.
+func (r *relay) definitionVisible(kind, name string, entry json.RawMessage) bool {
+	if kind != KindTool {
+		return true
+	}
+	hash, err := DefinitionHash(entry)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	changed, hiddenWhy := r.noteDefinition(name, hash)
+	r.mu.Unlock()
+	if changed != "" {
+		r.flagDefinition(name, changed, hiddenWhy != "")
+	}
+	if hiddenWhy != "" {
+		r.flagDefinition(name, hiddenWhy, true)
+		return false
+	}
+	return true
+}

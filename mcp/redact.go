@@ -1,0 +1,155 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// argsMode is how the audit records argument values.
+type argsMode struct {
+	mode int // argsOff, argsRedact or argsRaw
+	max  int // the most bytes kept per call
+}
+
+const (
+	argsOff = iota
+	argsRedact
+	argsRaw
+)
+
+// redacted replaces a value the redaction rule takes for a secret.
+const redacted = "[redacted]"
+
+// redact returns args with every value that looks like a secret replaced
+// by "[redacted]", and how many were. The rule:
+//
+//   - the value of a member whose key, lower-cased without '-', '_' and
+//     '.', contains password, passwd, passphrase, secret, token, credential,
+//     cookie, session, auth, bearer, signature, apikey, accesskey or
+//     privatekey, or ends in key, or is pwd or pin: whatever the value
+//     (a whole object too);
+//   - a string starting with a known token prefix (GitHub ghp_ gho_ ghu_
+//     ghs_ ghr_ github_pat_, GitLab glpat-, OpenAI/Anthropic/Stripe sk-
+//     sk_ rk_, Slack xox?-, AWS AKIA/ASIA, Google AIza and ya29., npm_,
+//     pypi-, hf_, SendGrid SG., Shopify shp?_), a "Bearer " or "Basic "
+//     credential, a PEM block (-----BEGIN), a JWT (eyJ with two dots) or a
+//     URL with a password (scheme://user:pass@);
+//   - a string of 24 or more characters without whitespace, made of
+//     letters, digits and + / = _ - . only, holding a letter and a digit,
+//     not starting with '/', whose characters carry at least 4 bits of
+//     entropy each (hex digests sit just under that; base64 keys over).
+//
+// Non-guarantee: a secret that looks like prose, a short one, or one under
+// an innocent key in an encoding of its own is kept. Members are
+// re-encoded (keys sorted, numbers as written).
+func redact(args json.RawMessage) (json.RawMessage, int, error) {
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, 0, err
+	}
+	n := 0
+	v = redactValue(v, &n)
+	b, err := json.Marshal(v)
+	return b, n, err
+}
+
+func redactValue(v any, n *int) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if secretKey(k) && e != nil {
+				t[k] = redacted
+				*n++
+				continue
+			}
+			t[k] = redactValue(e, n)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = redactValue(e, n)
+		}
+	case string:
+		if secretValue(t) {
+			*n++
+			return redacted
+		}
+	}
+	return v
+}
+
+var secretKeyWords = []string{"password", "passwd", "passphrase", "secret", "token", "credential", "cookie",
+	"session", "auth", "bearer", "signature", "apikey", "accesskey", "privatekey"}
+
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	k = strings.NewReplacer("-", "", "_", "", ".", "").Replace(k)
+	if k == "pwd" || k == "pin" || strings.HasSuffix(k, "key") {
+		return true
+	}
+	for _, w := range secretKeyWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var secretPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_", "rk_",
+	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "pypi-", "hf_", "SG.",
+	"shpat_", "shpss_", "shpca_", "Bearer ", "bearer ", "Basic ", "-----BEGIN"}
+
+func secretValue(s string) bool {
+	t := strings.TrimSpace(s)
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(t, p) && len(t) > len(p)+7 {
+			return true
+		}
+	}
+	if strings.HasPrefix(t, "eyJ") && strings.Count(t, ".") == 2 {
+		return true
+	}
+	if i := strings.Index(t, "://"); i > 0 {
+		rest := t[i+3:]
+		if at := strings.IndexByte(rest, '@'); at > 0 && strings.Contains(rest[:at], ":") && !strings.ContainsAny(rest[:at], "/ ") {
+			return true
+		}
+		return false
+	}
+	return highEntropy(t)
+}
+
+func highEntropy(s string) bool {
+	if len(s) < 24 || s[0] == '/' {
+		return false
+	}
+	var letter, digit bool
+	var counts [128]int
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			letter = true
+		case c >= '0' && c <= '9':
+			digit = true
+		case strings.IndexByte("+/=_-.", c) >= 0:
+		default:
+			return false
+		}
+		counts[c]++
+	}
+	if !letter || !digit {
+		return false
+	}
+	h := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / float64(len(s))
+			h -= p * math.Log2(p)
+		}
+	}
+	return h >= 4.0
+}

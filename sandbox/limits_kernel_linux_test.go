@@ -1,0 +1,352 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// limitProbe is one limit of the honest-limits table: how to set it, which
+// enforcement the report may claim for it, a bounded command that exceeds
+// it, and a check, given the claimed method, that the run was stopped the
+// way that method stops it.
+type limitProbe struct {
+	name string // as in the report
+	set  func(*policy.Policy)
+	// methods the report may claim here; anything else is a lie.
+	methods []string
+	script  string
+	// reached says, from the command's output, that it got past the limit
+	// (used on the uncapped control, which must reach it).
+	reached func(out string) bool
+	check   func(t *testing.T, method string, o probeOutcome)
+}
+
+type probeOutcome struct {
+	res *Result
+	err error
+	out string
+}
+
+// The values the table sets; the probes exceed them.
+const (
+	probeMemory  = 64 << 20
+	probePids    = 20
+	probeCPU     = time.Second
+	probeNoFile  = 16
+	probeFSize   = 64 << 10
+	probeTimeout = 5 * time.Second
+)
+
+func limitProbes() []limitProbe {
+	pidsMethods := []string{"cgroup", "sampled"}
+	if limits.NProcPerUserNS() {
+		pidsMethods = append(pidsMethods, "rlimit")
+	}
+	return []limitProbe{{
+		name: "memory", set: func(p *policy.Policy) { p.Memory = probeMemory },
+		methods: []string{"cgroup", "sampled"},
+		// Four processes of 24 MiB: each under the limit (and under the
+		// per-process RLIMIT_DATA backstop), the sum over it. Only a
+		// whole-sandbox limit stops this.
+		script:  `for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(24 << 20); print("held", flush=True); time.sleep(3)' & done; wait`,
+		reached: func(out string) bool { return strings.Count(out, "held") == 4 },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			wantLimitError(t, o, limits.MemoryLimit)
+		},
+	}, {
+		name: "pids", set: func(p *policy.Policy) { p.Pids = probePids },
+		methods: pidsMethods,
+		script:  `i=0; while [ $i -lt 200 ]; do sleep 8 & i=$((i+1)); echo $i; done`,
+		reached: func(out string) bool { return lastNumber(out) == 200 },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			n := lastNumber(o.out)
+			if n >= 200 {
+				t.Fatalf("the fork loop started all %d processes under pids %d", n, probePids)
+			}
+			if method == "rlimit" {
+				// The kernel refuses the fork: the shell's own failure,
+				// never more tasks than the limit and the overhead.
+				if n > probePids+overheadTasks || o.err != nil {
+					t.Fatalf("started %d (limit %d + %d overhead), err %v", n, probePids, overheadTasks, o.err)
+				}
+				return
+			}
+			wantLimitError(t, o, limits.PidsLimit)
+		},
+	}, {
+		name: "cpu_time", set: func(p *policy.Policy) { p.CPUTime = policy.Duration(probeCPU) },
+		methods: []string{"cgroup", "sampled"},
+		// Three spinners of 0.6 s CPU each: every one under the
+		// per-process RLIMIT_CPU, the sum over the sandbox's limit.
+		script: `for i in 1 2 3; do python3 -c 'import time
+while time.process_time() < 0.6: pass
+print("spun", flush=True)' & done; wait`,
+		reached: func(out string) bool { return strings.Count(out, "spun") == 3 },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			le := wantLimitError(t, o, limits.CpuLimit)
+			if le != nil && time.Duration(le.Exceeded.Usage) < probeCPU {
+				t.Errorf("CPU limit reported at %v, below the limit %v (not the sandbox's sum)", time.Duration(le.Exceeded.Usage), probeCPU)
+			}
+		},
+	}, {
+		name: "nofile", set: func(p *policy.Policy) { p.NoFile = probeNoFile },
+		methods: []string{"rlimit"},
+		script: `python3 -c '
+import os
+n = 0
+try:
+    while n < 200:
+        os.open("/dev/null", 0); n += 1
+    print("opened", n)
+except OSError as e:
+    print("errno", e.errno)
+'`,
+		reached: func(out string) bool { return strings.Contains(out, "opened 200") },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			if !strings.Contains(o.out, "errno 24") || o.err != nil {
+				t.Fatalf("want EMFILE (errno 24) below %d descriptors: %q, err %v", probeNoFile, o.out, o.err)
+			}
+		},
+	}, {
+		name: "fsize", set: func(p *policy.Policy) { p.FSize = probeFSize },
+		methods: []string{"rlimit"},
+		script:  `head -c 100000 /dev/zero > /tmp/big 2>/dev/null; echo size=$(wc -c < /tmp/big)`,
+		reached: func(out string) bool { return strings.Contains(out, "size=100000") },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			if !strings.Contains(o.out, fmt.Sprintf("size=%d", probeFSize)) || o.err != nil {
+				t.Fatalf("want the file cut at %d bytes: %q, err %v", probeFSize, o.out, o.err)
+			}
+		},
+	}, {
+		name: "timeout", set: func(p *policy.Policy) { p.Timeout = policy.Duration(probeTimeout) },
+		methods: []string{"timer"},
+		script:  `sleep 8; echo slept`,
+		reached: func(out string) bool { return strings.Contains(out, "slept") },
+		check: func(t *testing.T, method string, o probeOutcome) {
+			if !errors.Is(o.err, ErrTimeout) || o.res == nil || o.res.ExitCode != ExitTimeout {
+				t.Fatalf("want a TimeoutError and exit 124: res %+v err %v", o.res, o.err)
+			}
+		},
+	}}
+}
+
+// wantLimitError checks that the whole sandbox was ended for kind, and
+// returns the error.
+func wantLimitError(t *testing.T, o probeOutcome, kind limits.Kind) *LimitError {
+	t.Helper()
+	var le *LimitError
+	if !errors.As(o.err, &le) || le.Exceeded.Kind != kind {
+		t.Fatalf("want the sandbox ended by %s: err %v, out %q", kind, o.err, o.out)
+	}
+	if o.res == nil || o.res.Report.Exit == nil || o.res.Report.Exit.Class != limitClass(kind) {
+		t.Errorf("report exit %+v, want class %s", o.res, limitClass(kind))
+	}
+	return le
+}
+
+// lastNumber is the last line of out that is a number, -1 if none.
+func lastNumber(out string) int {
+	n := -1
+	for _, l := range strings.Fields(out) {
+		if v, err := strconv.Atoi(l); err == nil {
+			n = v
+		}
+	}
+	return n
+}
+
+// runProbe runs script under p and returns what it printed. Every probe
+// is bounded: by its own loop counts, and by a 30 s deadline on ctx.
+func runProbe(t *testing.T, p policy.Policy, script string) probeOutcome {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	null, _ := os.Open(os.DevNull)
+	defer null.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: null})
+	b, _ := os.ReadFile(out.Name())
+	return probeOutcome{res: res, err: err, out: string(b)}
+}
+
+// reported returns how the report says the named limit is held, "" if it
+// is not listed.
+func reported(r *Result, name string) (value, method string) {
+	if r == nil {
+		return "", ""
+	}
+	for _, l := range r.Report.Limits {
+		if l.Name == name {
+			return l.Value, l.Enforced
+		}
+	}
+	return "", ""
+}
+
+// TestLimitsEnforcedAsReported is the honest-limits table: every limit
+// alone and with each other one. For each run, the report's claim for every
+// limit set must be one this host can hold, and the probe that exceeds the
+// limit must be stopped the way the claim says. Control: without the limit
+// (the process ceiling at its default) every probe reaches its target.
+func TestLimitsEnforcedAsReported(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	probes := limitProbes()
+	for _, pr := range probes {
+		t.Run("control/"+pr.name, func(t *testing.T) {
+			o := runProbe(t, policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}, pr.script)
+			if !pr.reached(o.out) {
+				t.Fatalf("untested: without the limit the probe does not reach its target: %q, err %v", o.out, o.err)
+			}
+		})
+	}
+	for i, pr := range probes {
+		others := []*limitProbe{nil} // nil: alone
+		for j := range probes {
+			if j != i {
+				others = append(others, &probes[j])
+			}
+		}
+		for _, with := range others {
+			name := pr.name + "/alone"
+			if with != nil {
+				name = pr.name + "/with_" + with.name
+			}
+			t.Run(name, func(t *testing.T) {
+				p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}
+				set := []*limitProbe{&pr}
+				pr.set(&p)
+				if with != nil {
+					with.set(&p)
+					set = append(set, with)
+					if with.name == "timeout" {
+						// Beside another probe the timer must not be
+						// what stops it, on a loaded machine either.
+						p.Timeout = policy.Duration(25 * time.Second)
+					}
+				}
+				o := runProbe(t, p, pr.script)
+				if o.res == nil {
+					t.Fatalf("no result: %v", o.err)
+				}
+				for _, s := range set {
+					_, m := reported(o.res, s.name)
+					if !slices.Contains(s.methods, m) {
+						t.Errorf("report claims %s enforced by %q; this host can hold it only by %v", s.name, m, s.methods)
+					}
+				}
+				_, method := reported(o.res, pr.name)
+				pr.check(t, method, o)
+			})
+		}
+	}
+}
+
+// TestDefaultProcessCeiling: with no limit flags a run has a process
+// ceiling, policy.DefaultPids, reported with how it is held; a bounded fork
+// loop (3000 processes or 10 s) stops at it. Control: with the ceiling
+// raised to 4000 the same loop reaches 3000.
+func TestDefaultProcessCeiling(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	// Stops at 3000 processes or 40 s, whichever first (3000 forks take
+	// about 5 s on a quiet 2-core machine; the bound leaves room for a
+	// loaded CI without letting the loop run on); the sleepers outlive the
+	// loop and die with the sandbox's PID namespace.
+	loop := `i=0; end=$(( $(date +%s) + 40 )); while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
+	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}
+	o := runProbe(t, p, loop)
+	v, m := reported(o.res, "pids")
+	if v != strconv.Itoa(policy.DefaultPids) || m == "" || m == "none" {
+		t.Fatalf("report says pids %q by %q, want the default %d and how it is held", v, m, policy.DefaultPids)
+	}
+	n := lastNumber(o.out)
+	if n < 0 || n >= 3000 || n > policy.DefaultPids+overheadTasks {
+		t.Fatalf("the fork loop started %d processes under the default ceiling %d (method %s, err %v)", n, policy.DefaultPids, m, o.err)
+	}
+	t.Logf("default ceiling %d (%s): the loop stopped at %d", policy.DefaultPids, m, n)
+
+	p.Pids = 4000
+	o = runProbe(t, p, loop)
+	if n := lastNumber(o.out); n != 3000 {
+		t.Fatalf("untested: with the ceiling at 4000 the loop stopped at %d, not 3000 (err %v)", n, o.err)
+	}
+
+	// Tier 0 has the same default, sampled (no user namespace of its
+	// own for RLIMIT_NPROC), and ends the command's group at it.
+	p = policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeOff}
+	o = runProbe(t, p, loop)
+	if v, m := reported(o.res, "pids"); v != strconv.Itoa(policy.DefaultPids) || m != "sampled" {
+		t.Fatalf("tier 0 reports pids %q by %q, want %d sampled", v, m, policy.DefaultPids)
+	}
+	if n := lastNumber(o.out); n >= 3000 {
+		t.Fatalf("tier 0: the loop started %d processes past the default ceiling", n)
+	}
+	wantLimitError(t, o, limits.PidsLimit)
+}
+
+// TestNProcCountsOnlyTheSandbox: the process ceiling held by RLIMIT_NPROC
+// counts the sandbox's own tasks, not the host's processes of the same uid
+// (the uid the sandbox runs as: 65534 under root, the caller otherwise),
+// because it is set inside the sandbox's fresh user namespace. Control: the
+// same RLIMIT_NPROC set outside a new user namespace counts those host
+// processes and refuses the first fork.
+func TestNProcCountsOnlyTheSandbox(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	if !limits.NProcPerUserNS() {
+		sandboxtest.Unavailable(t, "RLIMIT_NPROC per user namespace", "needs Linux 5.14 or later; older kernels sample pids")
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cred := (*syscall.Credential)(nil)
+	if uid == 0 {
+		uid, gid = policy.DefaultUID, policy.DefaultGID
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+	// 40 host processes of the sandbox's uid, twice the ceiling below.
+	const hostProcs = 40
+	for range hostProcs {
+		c := exec.Command("sleep", "60")
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
+	loop := `i=0; while [ $i -lt 100 ]; do sleep 8 & i=$((i+1)); echo $i; done`
+
+	// Control: ulimit -u 20 in the host's user namespace, as that uid.
+	c := exec.Command("sh", "-c", "ulimit -u 20 2>/dev/null || ulimit -p 20; "+loop)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	out, _ := c.Output()
+	syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	if n := lastNumber(string(out)); n > 0 {
+		t.Fatalf("untested: outside a user namespace RLIMIT_NPROC 20 let %d forks through despite %d processes of uid %d", n, hostProcs, uid)
+	}
+
+	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap, Pids: probePids}
+	// The command tries to raise the limit first: the hard limit is set
+	// too, and raising it needs CAP_SYS_RESOURCE in the host's namespace.
+	o := runProbe(t, p, "{ ulimit -u 5000 || ulimit -p 5000; } 2>/dev/null; "+loop)
+	if _, m := reported(o.res, "pids"); m != "rlimit" {
+		t.Skipf("pids held by %q here, not RLIMIT_NPROC", m)
+	}
+	n := lastNumber(o.out)
+	if n < probePids-overheadTasks || n > probePids+overheadTasks {
+		t.Fatalf("the sandbox started %d processes under pids %d with %d host processes of its uid: want about the limit", n, probePids, hostProcs)
+	}
+}

@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// ownPlaces are where the sandbox has file systems of its own (/proc, /dev,
+// /tmp) or keeps the host's out (/sys, /run hold the host's devices, its
+// services' sockets and its users' runtime dirs). A --read that is one of
+// them, or lies above one (only "/" does), would lay the host's tree over
+// the sandbox's own or bring the host's into it: the host's /tmp files and
+// /proc/1 would be visible inside. Such a --read is refused rather than
+// reordered: with the host's / bound first the sandbox's mounts could win,
+// but the socket search would then have to cover the whole host file
+// system, which is beyond its bound on any real host.
+var ownPlaces = []string{"/proc", "/dev", "/tmp", "/sys", "/run"}
+
+// ownSubtrees are the places below which nothing of the host's may be read
+// either: a host process's /proc/PID or the host's /dev/shm is not a file to
+// hand in. Below /tmp, /sys and /run a path is named on purpose and is bound
+// over the sandbox's view like any --read.
+var ownSubtrees = []string{"/proc", "/dev"}
+
+// readCoversOwn returns the own place that the path p (absolute, clean)
+// would replace or expose, and false when it touches none.
+func readCoversOwn(p string) (string, bool) {
+	if p == "/" {
+		return "/proc, /dev, /tmp, /sys and /run", true
+	}
+	for _, o := range ownPlaces {
+		if p == o {
+			return o, true
+		}
+	}
+	for _, o := range ownSubtrees {
+		if within(p, o) {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// readScan sums up the socket search of one run, for the report and the log.
+type readScan struct {
+	entries int
+	elapsed time.Duration
+	covered []string              // paths inside the sandbox, each covered by /dev/null
+	done    map[string]scanResult // by real path: a path named twice is searched once
+}
+
+// addRead vets the --read path src, refuses one that would cover the
+// sandbox's own mounts (at the spelling given or the one it resolves to),
+// searches it for sockets and FIFOs, binds it read-only where it was named
+// and binds /dev/null over each socket and FIFO found.
+func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim scanLimits) error {
+	if own, ok := readCoversOwn(src); ok {
+		return setupErr("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
+			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
+	}
+	r, err := g.CheckRead(src)
+	if err != nil {
+		return guardErr(err)
+	}
+	if !r.Exists {
+		return setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
+	}
+	if own, ok := readCoversOwn(r.Path); ok {
+		return setupErr("--read "+src, "resolves to "+r.Path+", which is or holds the host's "+own,
+			"pass the directories the command needs (e.g. --read /srv/data)")
+	}
+	if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
+		return err
+	}
+	res, seen := pl.scan.done[r.Path]
+	if !seen {
+		lim.usedEntries, lim.usedCovered = pl.scan.entries, len(pl.scan.covered)
+		res, err = scanSpecial(r.Path, lim)
+		pl.scan.entries += res.entries
+		pl.scan.elapsed += res.elapsed
+		if pl.scan.done == nil {
+			pl.scan.done = map[string]scanResult{}
+		}
+		pl.scan.done[r.Path] = res
+	}
+	if err != nil {
+		return setupErr("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+errText(err),
+			"pass narrower --read paths (the search stops at "+fmt.Sprint(lim.entries)+" entries, "+fmt.Sprint(lim.depth)+" levels)")
+	}
+	if len(res.found) == 1 && res.found[0].rel == "." {
+		return setupErr("--read "+src, "is a "+res.found[0].kind+": a read-only bind still lets the command talk to what is behind it",
+			"drop --read "+src+"; handing a socket or FIFO in is not supported")
+	}
+	// Mounted where the caller named it; the source is the checked inode.
+	if err := pl.bind(bwrap.ROBind, r, src); err != nil {
+		return setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
+	}
+	for _, f := range res.found {
+		// Covered again when the path is named again: the second bind
+		// of it lies over the first one's covers.
+		dst := filepath.Join(src, f.rel)
+		pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
+		if !slices.Contains(pl.scan.covered, dst) {
+			pl.scan.covered = append(pl.scan.covered, dst)
+		}
+	}
+	pl.readOnly = append(pl.readOnly, src)
+	return nil
+}
+
+// addOwnMounts mounts the sandbox's /dev and /tmp and records each file
+// system in memory with its ceiling. /dev is bwrap's (device nodes, a
+// devpts, no size option, owned by the sandbox's uid), so it is made
+// read-only once every mount under it is made (late); /dev/shm, a
+// directory of /dev until then, gets a tmpfs of its own with a size. The
+// root, bwrap's unsized tmpfs, is made read-only last. Without bwrap's
+// --size neither /tmp nor /dev/shm has a ceiling, and the report says so.
+func (pl *plan) addOwnMounts(p policy.Policy, sizeOption bool) {
+	pl.mounts = append(pl.mounts,
+		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
+		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/dev/shm", FD: -1, Size: p.ShmSize},
+		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
+	pl.late = append(pl.late,
+		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1},
+		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
+	how, tmp, shm := "tmpfs size= (bwrap --size)", p.TmpSize, p.ShmSize
+	if !sizeOption {
+		how, tmp, shm = "none: bwrap lacks --size", 0, 0
+		pl.notes = append(pl.notes, "/tmp and /dev/shm are not size-capped (bwrap lacks --size)")
+	}
+	pl.tmpfs = append(pl.tmpfs,
+		TmpfsReport{Path: "/tmp", Size: tmp, Enforced: how},
+		TmpfsReport{Path: "/dev/shm", Size: shm, Enforced: how},
+		TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"},
+		TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
+}
+
+// report is the search's part of the isolation report; nil when there
+// is no path to search.
+func (s readScan) report(paths int) *ReadScanReport {
+	if paths == 0 {
+		return nil
+	}
+	return &ReadScanReport{Paths: paths, Entries: s.entries, Seconds: s.elapsed.Seconds(), Covered: s.covered}
+}

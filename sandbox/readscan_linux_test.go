@@ -1,0 +1,286 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// specialTree makes a tree with a socket and a FIFO at depth 1 and 3, a
+// regular file, and a link to a socket elsewhere (a link is not followed).
+func specialTree(t *testing.T) (root, outside string) {
+	t.Helper()
+	root, outside = t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
+	sandboxtest.SocketInode(t, filepath.Join(root, "agent.sock"))
+	sandboxtest.SocketInode(t, filepath.Join(root, "a", "b", "docker.sock"))
+	if err := unix.Mkfifo(filepath.Join(root, "a", "pipe"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644)
+	sandboxtest.SocketInode(t, filepath.Join(outside, "far.sock"))
+	os.Symlink(filepath.Join(outside, "far.sock"), filepath.Join(root, "link.sock"))
+	return root, outside
+}
+
+func TestScanSpecial(t *testing.T) {
+	root, _ := specialTree(t)
+	res, err := scanSpecial(root, defaultScanLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range res.found {
+		got = append(got, f.kind+":"+f.rel)
+	}
+	slices.Sort(got)
+	want := []string{"fifo:a/pipe", "socket:a/b/docker.sock", "socket:agent.sock"}
+	if !slices.Equal(got, want) {
+		t.Errorf("found %q, want %q", got, want)
+	}
+	// root: agent.sock, a, link.sock; a: b, pipe, file; b: docker.sock.
+	if res.entries != 7 {
+		t.Errorf("entries %d, want 7", res.entries)
+	}
+	if res.elapsed <= 0 {
+		t.Errorf("elapsed %v: the cost was not measured", res.elapsed)
+	}
+}
+
+func TestScanSpecialBounds(t *testing.T) {
+	root, _ := specialTree(t)
+	for _, tt := range []struct {
+		name  string
+		lim   scanLimits
+		bound string
+	}{
+		{"entries", scanLimits{entries: 6, depth: 64, covered: 64}, "entries"},
+		{"depth", scanLimits{entries: 100, depth: 2, covered: 64}, "depth"},
+		{"covered", scanLimits{entries: 100, depth: 64, covered: 2}, "covered"},
+		{"all within", scanLimits{entries: 7, depth: 3, covered: 3}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := scanSpecial(root, tt.lim)
+			var be *ScanBoundError
+			switch {
+			case tt.bound == "" && err != nil:
+				t.Fatalf("within the bounds: %v", err)
+			case tt.bound == "":
+			case !errors.As(err, &be) || be.Bound != tt.bound || be.Path != root:
+				t.Fatalf("error %v, want a %s bound on %s", err, tt.bound, root)
+			}
+		})
+	}
+}
+
+// TestScanSpecialUnlistable: a directory the scan cannot list is skipped
+// when the caller cannot search it either, refused when it can (a socket
+// at a known name in it would be reachable).
+func TestScanSpecialUnlistable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root lists every directory; this case exists for an unprivileged caller only (CI runs it as sbxci)")
+	}
+	for _, tt := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o000, true}, {0o100, false}, {0o700, true}} {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			root := t.TempDir()
+			d := filepath.Join(root, "shut")
+			os.Mkdir(d, 0o700)
+			sandboxtest.SocketInode(t, filepath.Join(d, "s"))
+			os.Chmod(d, tt.mode)
+			t.Cleanup(func() { os.Chmod(d, 0o700) })
+			_, err := scanSpecial(root, defaultScanLimits)
+			if (err == nil) != tt.ok {
+				t.Fatalf("mode %v: error %v, want ok=%v", tt.mode, err, tt.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "searchable") {
+				t.Errorf("error %q does not say why", err)
+			}
+		})
+	}
+}
+
+func TestReadCoversOwn(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/": true, "/proc": true, "/proc/1": true, "/proc/self/root": true, "/dev": true, "/dev/shm": true,
+		"/tmp": true, "/sys": true, "/run": true,
+		"/tmp/x": false, "/sys/class": false, "/run/user/1000/x": false, "/usr": false, "/procx": false,
+		"/devices": false, "/srv/tmp": false,
+	} {
+		if _, got := readCoversOwn(p); got != want {
+			t.Errorf("readCoversOwn(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestPlanReadCoversSockets: every socket and FIFO under a --read path has
+// /dev/null bound over it, after the --read bind itself (a later mount
+// covers an earlier one), at the path as named inside.
+func TestPlanReadCoversSockets(t *testing.T) {
+	root, _ := specialTree(t)
+	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root}}.WithDefaults()
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.cleanup()
+	defer pl.close()
+	readAt := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == root })
+	if readAt < 0 {
+		t.Fatalf("no bind of %s", root)
+	}
+	for _, rel := range []string{"agent.sock", "a/pipe", "a/b/docker.sock"} {
+		dst := filepath.Join(root, rel)
+		i := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
+		if i < 0 || pl.mounts[i].Src != "/dev/null" || pl.mounts[i].Kind != bwrap.ROBind || i < readAt {
+			t.Errorf("%s: not covered by /dev/null after the --read bind (index %d, read at %d)", dst, i, readAt)
+		}
+		if !slices.Contains(pl.scan.covered, dst) {
+			t.Errorf("%s missing from the covered list %q", dst, pl.scan.covered)
+		}
+	}
+	if rep := pl.scan.report(1); rep == nil || rep.Entries != 7 || len(rep.Covered) != 3 {
+		t.Errorf("report %+v, want 7 entries and 3 covered", rep)
+	}
+}
+
+func TestPlanReadRefusals(t *testing.T) {
+	d := t.TempDir()
+	os.Symlink("/", filepath.Join(d, "rootlink"))
+	os.Symlink("/proc/self", filepath.Join(d, "proclink"))
+	sandboxtest.SocketInode(t, filepath.Join(d, "svc.sock"))
+	deep := d
+	for range scanMaxDepth + 1 {
+		deep = filepath.Join(deep, "d")
+	}
+	os.MkdirAll(deep, 0o755)
+	for _, tt := range []struct{ read, want string }{
+		{"/", "/proc, /dev, /tmp"},
+		{"/proc", "/proc"},
+		{"/dev/shm", "/dev"},
+		{"/run", "/run"},
+		{filepath.Join(d, "rootlink"), "resolves to /"},
+		{filepath.Join(d, "proclink"), "resolves to /proc/"},
+		{filepath.Join(d, "svc.sock"), "is a socket"},
+		{filepath.Join(d, "d"), "deeper than 64"},
+	} {
+		t.Run(tt.read, func(t *testing.T) {
+			p := policy.Policy{Workdir: t.TempDir(), Read: []string{tt.read}}.WithDefaults()
+			_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+			var se *SetupError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || se.Fix == "" {
+				t.Fatalf("error %v, want a setup error naming %q with a fix", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanTmpfs: /tmp and /dev/shm get tmpfs mounts with the policy's
+// sizes, /dev is remounted read-only late (after every bind that may need
+// a mount point under it), and without --size the report claims no cap.
+func TestPlanTmpfs(t *testing.T) {
+	for _, sizeOption := range []bool{true, false} {
+		p := policy.Policy{Workdir: t.TempDir(), ShmSize: 16 << 20}.WithDefaults()
+		pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), sizeOption)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.close()
+		pl.cleanup()
+		sizes := map[string]int64{}
+		for _, m := range pl.mounts {
+			if m.Kind == bwrap.Tmpfs {
+				sizes[m.Dst] = m.Size
+			}
+		}
+		if sizes["/dev/shm"] != 16<<20 || sizes["/tmp"] != policy.DefaultTmpSize {
+			t.Errorf("tmpfs sizes %v", sizes)
+		}
+		dev := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Kind == bwrap.Dev })
+		shm := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == "/dev/shm" })
+		if dev < 0 || shm < dev {
+			t.Errorf("/dev/shm tmpfs at %d, /dev at %d: the tmpfs must follow", shm, dev)
+		}
+		if want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.late, want) {
+			t.Errorf("late mounts %v, want %v: /dev, then / (last) made read-only", pl.late, want)
+		}
+		wantTmp, wantShm := int64(policy.DefaultTmpSize), int64(16<<20)
+		if !sizeOption {
+			wantTmp, wantShm = 0, 0
+		}
+		if got := tmpfsSize(pl.tmpfs, "/tmp"); got != wantTmp {
+			t.Errorf("size option %v: /tmp reported %d, want %d", sizeOption, got, wantTmp)
+		}
+		if got := tmpfsSize(pl.tmpfs, "/dev/shm"); got != wantShm {
+			t.Errorf("size option %v: /dev/shm reported %d, want %d", sizeOption, got, wantShm)
+		}
+		for _, tf := range pl.tmpfs {
+			if tf.Size == 0 && !strings.HasPrefix(tf.Enforced, "none") && !strings.HasPrefix(tf.Enforced, "read-only") {
+				t.Errorf("%s: no size but enforced %q", tf.Path, tf.Enforced)
+			}
+		}
+	}
+}
+
+// TestPlanReadTwice: a path named twice is searched once (the run-wide
+// budget is not spent twice) and covered after each of its binds, since
+// the second bind lies over the first one's covers.
+func TestPlanReadTwice(t *testing.T) {
+	root, _ := specialTree(t)
+	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root, root}}.WithDefaults()
+	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.cleanup()
+	defer pl.close()
+	if pl.scan.entries != 7 || len(pl.scan.covered) != 3 {
+		t.Errorf("entries %d, covered %q: want 7 and 3", pl.scan.entries, pl.scan.covered)
+	}
+	sock := filepath.Join(root, "agent.sock")
+	var lastRead, lastCover int
+	for i, m := range pl.mounts {
+		switch m.Dst {
+		case root:
+			lastRead = i
+		case sock:
+			lastCover = i
+		}
+	}
+	if lastCover < lastRead {
+		t.Errorf("the last bind of %s (%d) lies over the last cover of %s (%d)", root, lastRead, sock, lastCover)
+	}
+}
+
+// TestScanBudgetIsPerRun: the entries budget is shared by all --read paths.
+func TestScanBudgetIsPerRun(t *testing.T) {
+	a, _ := specialTree(t)
+	b, _ := specialTree(t)
+	p := policy.Policy{Workdir: t.TempDir(), Read: []string{a, b}}.WithDefaults()
+	pl := &plan{}
+	g, err := pathguard.New(p.Writable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := scanLimits{entries: 10, depth: 64, covered: 64}
+	if err := pl.addRead(g, a, os.Getuid(), os.Getgid(), nil, lim); err != nil {
+		t.Fatalf("first path, 7 of 10 entries: %v", err)
+	}
+	err = pl.addRead(g, b, os.Getuid(), os.Getgid(), nil, lim)
+	if err == nil || !strings.Contains(err.Error(), "more than 10 directory entries in all") {
+		t.Fatalf("second path, 14 of 10 entries: %v, want the run-wide bound", err)
+	}
+	pl.close()
+}

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// treeVisitor is shown each directory walkTree lists: rel is its path below
+// the root ("" for the root itself) and ents all its entries, each with the
+// type getdents gave (no stat, no link followed). An error stops the walk
+// and is returned as is. A visitor must not keep ents past the call.
+type treeVisitor func(rel string, ents []fs.DirEntry) error
+
+// walkTree walks the directory tree at root (a real path: no link on the
+// way, as pathguard resolved it), depth first, and shows every directory
+// to visit. It never follows a link: each directory is opened through its
+// parent's descriptor with O_NOFOLLOW|O_DIRECTORY, so no path is resolved
+// twice and a directory swapped for a link during the walk is skipped. It
+// crosses mount points, as bwrap's recursive bind does.
+//
+// Bounds: lim.entries directory entries (with lim.usedEntries already spent
+// by earlier walks of the run) and lim.depth levels below root; over one it
+// stops with a *ScanBoundError. A directory it cannot list is skipped when
+// the caller cannot search it either; one the caller could search but not
+// list stops the walk with an error, since a file at a known name in it
+// would be reachable. It returns the number of entries it read.
+//
+// The one walk serves every search of a tree a run makes: the socket
+// search of --read paths and writable dirs is a visitor (scanSpecial);
+// another search (git directories) can be a second visitor of the same
+// walk, which then costs one getdents pass for both.
+func walkTree(root string, lim scanLimits, visit treeVisitor) (int, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	w := walker{root: root, lim: lim, visit: visit}
+	err = w.dir(fd, "", 1)
+	return w.entries, err
+}
+
+type walker struct {
+	root    string
+	lim     scanLimits
+	visit   treeVisitor
+	entries int
+}
+
+// dir reads the directory open at fd (it closes fd), shows it to the
+// visitor, and descends into its subdirectories.
+func (w *walker) dir(fd int, rel string, depth int) error {
+	if depth > w.lim.depth {
+		unix.Close(fd)
+		return &ScanBoundError{Path: w.root, Bound: "depth", Limit: w.lim.depth}
+	}
+	d := os.NewFile(uintptr(fd), filepath.Join(w.root, rel))
+	defer d.Close()
+	var all []fs.DirEntry
+	for {
+		ents, err := d.ReadDir(1024)
+		w.entries += len(ents)
+		if w.lim.usedEntries+w.entries > w.lim.entries {
+			return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
+		}
+		all = append(all, ents...)
+		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot list %s: %w", filepath.Join(w.root, rel), err)
+		}
+	}
+	if err := w.visit(rel, all); err != nil {
+		return err
+	}
+	for _, e := range all {
+		if !e.IsDir() {
+			continue
+		}
+		if err := w.sub(int(d.Fd()), e.Name(), filepath.Join(rel, e.Name()), depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sub opens the subdirectory name of the directory at parent and walks
+// it. A directory that vanished or became something else since it was
+// listed is skipped: what is there now is no directory to descend into.
+func (w *walker) sub(parent int, name, rel string, depth int) error {
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		return w.dir(fd, rel, depth+1)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		return nil
+	case errors.Is(err, unix.EACCES):
+		// Unlistable. If it cannot be searched either, nothing in it
+		// can be reached by name; otherwise a socket at a guessed name
+		// could be.
+		if unix.Faccessat(parent, name, unix.X_OK, unix.AT_EACCESS) != nil {
+			return nil
+		}
+		return fmt.Errorf("cannot list %s, which is searchable, so a socket in it could be reached by its name", filepath.Join(w.root, rel))
+	}
+	return fmt.Errorf("cannot open %s: %w", filepath.Join(w.root, rel), err)
+}
