@@ -35,7 +35,9 @@ func underNamespaceFilter(t *testing.T, useFilter bool, w string, args ...string
 	}
 	outer := []string{"--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--tmpfs", "/tmp", "--ro-bind", filepath.Dir(bin), filepath.Dir(bin), "--bind", w, w,
-		"--setenv", "XDG_CACHE_HOME", w + "/.outer-cache"}
+		// sandbox-run's own state on the container's /tmp, outside the
+		// workdir (a workdir that holds it is refused).
+		"--setenv", "XDG_CACHE_HOME", "/tmp/outer-cache", "--setenv", "XDG_STATE_HOME", "/tmp/outer-state"}
 	var extra []*os.File
 	if useFilter {
 		r, wr, err := os.Pipe()
