@@ -209,9 +209,11 @@ fail=0
 for s in $(cat "$out/suites" 2>/dev/null); do
 	rc=$(cat "$out/$s.rc" 2>/dev/null || echo "none")
 	secs=$(cat "$out/$s.secs" 2>/dev/null || echo "?")
-	pass=$(grep -c -- '^--- PASS' "$out/$s.log" 2>/dev/null || true)
-	fl=$(grep -c -- '^--- FAIL' "$out/$s.log" 2>/dev/null || true)
-	skip=$(grep -c -- '^--- SKIP' "$out/$s.log" 2>/dev/null || true)
+	# Top-level tests only (no / in the name), wherever the line starts: a
+	# test's own unbuffered output (a fork bomb's shell) can precede it.
+	pass=$(grep -oE -- '--- PASS: [^ /]+ \(' "$out/$s.log" 2>/dev/null | wc -l)
+	fl=$(grep -oE -- '--- FAIL: [^ /]+ \(' "$out/$s.log" 2>/dev/null | wc -l)
+	skip=$(grep -oE -- '--- SKIP: [^ /]+ \(' "$out/$s.log" 2>/dev/null | wc -l)
 	status=ok
 	if [ "$rc" != 0 ]; then
 		status="FAIL (exit $rc)"
