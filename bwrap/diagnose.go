@@ -94,14 +94,14 @@ func Preflight(h Host) error {
 		return &SetupError{
 			What: "user namespaces are disabled",
 			Why:  "user.max_user_namespaces is 0, so bwrap cannot create the sandbox's user namespace",
-			Fix:  "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)",
+			Fix:  "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)" + LandlockFix,
 		}
 	}
 	if h.UnprivilegedUsernsClone == 0 {
 		return &SetupError{
 			What: "unprivileged user namespaces are disabled",
 			Why:  "kernel.unprivileged_userns_clone is 0",
-			Fix:  "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)",
+			Fix:  "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)" + LandlockFix,
 		}
 	}
 	return nil
@@ -120,13 +120,13 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 			return &SetupError{
 				What: "bwrap could not set up its user namespace",
 				Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
-				Fix:  "load Ubuntu's bwrap profile: apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined one)",
+				Fix:  "load Ubuntu's bwrap profile: apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined one)" + LandlockFix,
 			}
 		}
 		return &SetupError{
 			What: "bwrap could not set up its user namespace",
 			Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
-			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)",
+			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)" + LandlockFix,
 		}
 	case (strings.Contains(msg, "Creating new namespace failed") || strings.Contains(msg, "No permissions to creat")) &&
 		h.Seccomp == 2 && h.MaxUserNamespaces != 0 && h.UnprivilegedUsernsClone != 0:
@@ -151,7 +151,7 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 		return &SetupError{
 			What: "bwrap could not create namespaces",
 			Why:  why,
-			Fix:  "enable unprivileged user namespaces (sysctl -w user.max_user_namespaces=15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1)",
+			Fix:  "enable unprivileged user namespaces (sysctl -w user.max_user_namespaces=15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1)" + LandlockFix,
 		}
 	case strings.Contains(msg, "Can't find source path"), strings.Contains(msg, "Can't mkdir"), strings.Contains(msg, "Can't create file at"):
 		return &SetupError{
@@ -184,3 +184,8 @@ func bwrapLine(stderr string) string {
 	}
 	return firstLine(stderr)
 }
+
+// LandlockFix is the second fix every user-namespace refusal offers: the
+// landlock mechanism needs no namespace, and is never chosen on its own
+// because of what it loses.
+const LandlockFix = "; or, without namespaces, run --sandbox landlock (Landlock and seccomp; it loses the PID and network namespaces: the command sees the host's processes, and a server on the proxy's port at any address is reachable; sandbox-run check lists every loss)"

@@ -18,7 +18,7 @@ import (
 // report (sandbox.Report.Mechanism) and every platform it ships for. Each
 // case holds an expectation for each pair; a pair without one fails Load.
 var (
-	Mechanisms = []string{"bwrap", "seatbelt", "none"}
+	Mechanisms = []string{"bwrap", "gvisor", "landlock", "seatbelt", "none"}
 	Platforms  = []string{"linux", "darwin", "windows"}
 )
 

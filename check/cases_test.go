@@ -60,7 +60,7 @@ func TestEveryReportedMechanismHasAColumn(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
-	full := `"expect":{"bwrap":{"linux":"held","darwin":"n/a","windows":"n/a"},"seatbelt":{"linux":"n/a","darwin":"held","windows":"n/a"},"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}}`
+	full := `"expect":{"bwrap":{"linux":"held","darwin":"n/a","windows":"n/a"},"gvisor":{"linux":"held","darwin":"n/a","windows":"n/a"},"landlock":{"linux":"held","darwin":"n/a","windows":"n/a"},"seatbelt":{"linux":"n/a","darwin":"held","windows":"n/a"},"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}}`
 	row := func(extra, expect string) string {
 		return `{"cases":[{"id":"a-b","group":"fs","tries":"t","probe":"read-file","canary":"c"` + extra + `,` + expect + `}]}`
 	}
@@ -70,7 +70,8 @@ func TestParseRefuses(t *testing.T) {
 	tests := []struct{ name, doc, want string }{
 		{"missing platform", row("", strings.Replace(full, `,"windows":"escaped"`, "", 1)), "no expectation for mechanism none on windows"},
 		{"missing mechanism", row("", strings.Replace(full, `,"none":{"linux":"escaped","darwin":"escaped","windows":"escaped"}`, "", 1)), "no expectation for mechanism none"},
-		{"unknown mechanism", row("", strings.Replace(full, `"none":`, `"gvisor":`, 1)), `unknown mechanism "gvisor"`},
+		{"missing landlock column", row("", strings.Replace(full, `"landlock":{"linux":"held","darwin":"n/a","windows":"n/a"},`, "", 1)), "no expectation for mechanism landlock on linux"},
+		{"unknown mechanism", row("", strings.Replace(full, `"none":`, `"vmlane":`, 1)), `unknown mechanism "vmlane"`},
 		{"bad expectation", row("", strings.Replace(full, `"held"`, `"fine"`, 1)), `"fine"`},
 		{"unknown placeholder", row(`,"args":["${nope}"]`, full), "unknown placeholder"},
 		{"unknown probe", strings.Replace(row("", full), "read-file", "teleport", 1), `probe "teleport"`},
@@ -156,6 +157,16 @@ func TestTier(t *testing.T) {
 	partly.UntestedAttempts = 2
 	if n, v := tier(append(items, partly), true, "bwrap"); n != 1 || !strings.Contains(v, "1 untested and 2 untested attempts in held cases") {
 		t.Errorf("tier %d, verdict %q: want tier 1 counting 1 untested case and 2 untested attempts", n, v)
+	}
+	// A group of only n/a cases (the host-kernel group under gVisor) is
+	// not a group that ran; one n/a beside an untested case does not make
+	// an untested group pass.
+	na := Item{ID: "matrix/e", Category: "self-test/kernel", Status: StatusOK, Summary: NA + ": x"}
+	if n, v := tier(append(items, na), true, "gvisor"); n != 1 {
+		t.Errorf("an all-n/a group left tier %d (%s)", n, v)
+	}
+	if n, _ := tier(append(items, na, Item{ID: "matrix/f", Category: "self-test/kernel", Status: StatusUntested, Summary: "untested: x"}), true, "gvisor"); n != 0 {
+		t.Errorf("an untested case beside an n/a one left tier %d", n)
 	}
 }
 

@@ -155,6 +155,7 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 		Summary: fmt.Sprintf("Protected paths: on (%d paths held read-only in every writable directory)", len(policy.DefaultProtected())),
 		Details: policy.DefaultProtected()})
 
+	items = append(items, landlockItem())
 	if !bwrapOK {
 		return items, "none", false
 	}

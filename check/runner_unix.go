@@ -34,8 +34,10 @@ type RunOptions struct {
 	// this process's own executable.
 	Binary string
 	// Mechanism is the column tested: this platform's own (bwrap on
-	// Linux, seatbelt on macOS; the default) or "none" (each attempt runs
-	// with --sandbox off, to check tier 0's expectations).
+	// Linux, seatbelt on macOS; the default), "landlock" (Linux, each
+	// attempt runs with --sandbox landlock), "gvisor" (--sandbox gvisor,
+	// tier 2 on Linux) or "none" (each attempt runs with --sandbox off, to
+	// check tier 0's expectations).
 	Mechanism string
 	// Filter selects the cases to run; nil runs all.
 	Filter func(Case) bool
@@ -385,8 +387,13 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			}
 		} else {
 			argv = []string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}
-			if opts.Mechanism == "none" {
+			switch opts.Mechanism {
+			case "none":
 				argv = append(argv, "--sandbox", "off")
+			case "gvisor":
+				argv = append(argv, "--sandbox", "gvisor")
+			case "landlock":
+				argv = append(argv, "--sandbox", "landlock")
 			}
 			switch c.Network {
 			case "proxy":

@@ -20,7 +20,7 @@ import (
 // runs /usr/bin/true in it and returns its isolation report. On failure the
 // report is nil and summary and fix say why; what names the sandbox in
 // that summary.
-func sandboxReport(ctx context.Context, binary, what string) (r *sandbox.Report, summary, fix string) {
+func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r *sandbox.Report, summary, fix string) {
 	if binary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -43,7 +43,8 @@ func sandboxReport(ctx context.Context, binary, what string) (r *sandbox.Report,
 	rep := filepath.Join(dir, "report.json")
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--workdir", w, "--report", rep, "--", "/usr/bin/true")
+	args := append(append([]string{"run", "--workdir", w, "--report", rep}, extra...), "--", "/usr/bin/true")
+	cmd := exec.CommandContext(ctx, binary, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -111,6 +111,11 @@ func badInputs() []badInput {
 		{name: "workdir in a /tmp dir not yours alone", args: withCmd("run", "--workdir", "{T}/job"), want: []string{"{T}/job lies in {T}", "not yours alone", "others may write it"}},
 		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
+		// --sandbox landlock cannot hold a protected path that exists: a
+		// writable grant beneath which nothing can be taken away.
+		{name: "landlock with a protected path present", args: withCmd("run", "--sandbox", "landlock", "--workdir", "{N}", "--protect", "d"),
+			want: []string{"--sandbox landlock cannot hold protected path {N}/d", "additive", "--sandbox bwrap"}},
+		{name: "check of an unknown mechanism", args: []string{"check", "--sandbox", "gvisorr"}, code: 2, want: []string{`"gvisorr"`, "--sandbox landlock"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},
@@ -193,6 +198,12 @@ func badInputs() []badInput {
 		{name: "user zero", args: withCmd("run", "--workdir", "{W}", "--user", "0"), want: []string{`"0"`}},
 		{name: "user too big", args: withCmd("run", "--workdir", "{W}", "--user", "4294967296"), want: []string{`"4294967296"`}},
 		{name: "unknown mode", args: withCmd("run", "--workdir", "{W}", "--sandbox", "docker"), want: []string{`"docker"`}},
+		// tier 2
+		{name: "runsc missing", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{D}/absent-runsc"), want: []string{"absent-runsc", "apt-get install -y runsc"}},
+		{name: "runsc in the workdir", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{W}"), want: []string{"lies in writable directory", "outside every --workdir"}},
+		{name: "runsc empty", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", ""), want: []string{"--runsc", "empty"}},
+		{name: "gvisor with memory", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--memory", "64M"), want: []string{"--memory", "--sandbox bwrap"}},
+		{name: "gvisor with pids", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--pids", "64"), want: []string{"--pids", "cgroup"}},
 		// proxy
 		{name: "proxy without listen", args: []string{"proxy"}, want: []string{"--listen"}},
 		{name: "proxy listen dir missing", args: []string{"proxy", "--listen", "{D}/absent/p.sock"}, want: []string{"/absent/p.sock"}},
@@ -243,6 +254,7 @@ func badInputs() []badInput {
 		// check: its usage code is 2
 		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
 		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},
+		{name: "check unknown sandbox", args: []string{"check", "--sandbox", "bwrap"}, code: 2, want: []string{`"bwrap"`, "gvisor"}},
 		{name: "check repeated flag", args: []string{"check", "--json", "--json"}, code: 2, want: []string{"--json", "more than once"}},
 	}
 }

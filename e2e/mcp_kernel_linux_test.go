@@ -275,42 +275,70 @@ func TestMCPFilesystemServer(t *testing.T) {
 	ctl.close()
 
 	for _, mode := range mcpModes {
+		t.Run(mode, func(t *testing.T) { filesystemServerCase(t, l, npm.Dir, server, string(flag), mode) })
+	}
+}
+
+// TestMCPFilesystemServerGvisor: the same server and attempts under tier
+// 2 (--sandbox gvisor), through both ways of starting it. The positive
+// control is TestMCPFilesystemServer's, repeated here.
+func TestMCPFilesystemServerGvisor(t *testing.T) {
+	sandboxtest.Runsc(t)
+	npm := mcptest.NPMServers(t)
+	l := newLayout(t)
+	flag, _ := os.ReadFile(l.flag)
+	server := []string{npm.Node, npm.Filesystem(), l.parent}
+	ctl := startMCP(t, append([]string{"run", "--sandbox", "off", "--workdir", l.work, "--"}, server...))
+	if got := ctl.callText(t, "read_text_file", map[string]any{"path": l.flag}); got != string(flag) {
+		t.Fatalf("positive control read %q, want the flag (untested)", got)
+	}
+	ctl.close()
+	for _, mode := range mcpModes {
 		t.Run(mode, func(t *testing.T) {
-			s := startMCP(t, append([]string{mode, "--workdir", l.work, "--read", npm.Dir, "--"}, server...))
-			if s.init.ServerInfo.Name != "secure-filesystem-server" {
-				t.Errorf("server %q", s.init.ServerInfo.Name)
-			}
-			tools := s.tools(t)
-			for _, want := range []string{"read_text_file", "write_file", "list_directory"} {
-				if !tools[want] {
-					t.Errorf("tools/list lacks %s", want)
-				}
-			}
-			note := filepath.Join(l.work, "note-"+mode+".txt")
-			s.callText(t, "write_file", map[string]any{"path": note, "content": "written by " + mode})
-			if b, err := os.ReadFile(note); err != nil || string(b) != "written by "+mode {
-				t.Fatalf("write did not reach the workdir: %q %v", b, err)
-			}
-			if got := s.callText(t, "read_text_file", map[string]any{"path": note}); got != "written by "+mode {
-				t.Errorf("read back %q", got)
-			}
-			if got := s.callText(t, "list_directory", map[string]any{"path": l.work}); !strings.Contains(got, filepath.Base(note)) {
-				t.Errorf("list_directory %q lacks the note", got)
-			}
-			msg := s.callFails(t, "read_text_file", map[string]any{"path": l.flag})
-			if strings.Contains(msg, string(flag)) {
-				t.Fatalf("the sandboxed server read the flag: %q", msg)
-			}
-			// Beside the workdir is the sandbox's private /tmp: a write may
-			// succeed there, but never reaches the host.
-			s.call(t, "write_file", map[string]any{"path": filepath.Join(l.parent, "planted"), "content": "x"})
-			if _, err := os.Stat(filepath.Join(l.parent, "planted")); err == nil {
-				t.Fatal("the sandboxed server wrote beside the workdir on the host")
-			}
-			if code := s.close(); code != 0 {
-				t.Errorf("sandbox-run %s exited %d after the client closed; stderr:\n%s", mode, code, s.stderr)
-			}
+			filesystemServerCase(t, l, npm.Dir, server, string(flag), mode, "--sandbox", "gvisor")
 		})
+	}
+}
+
+// filesystemServerCase drives server-filesystem under `sandbox-run mode`
+// with extra flags: tools listed, a write that reaches the workdir, the
+// flag beside it unread, a write beside it kept off the host.
+func filesystemServerCase(t *testing.T, l layout, npmDir string, server []string, flag, mode string, extra ...string) {
+	t.Helper()
+	args := append(append([]string{mode, "--workdir", l.work, "--read", npmDir}, extra...), "--")
+	s := startMCP(t, append(args, server...))
+	if s.init.ServerInfo.Name != "secure-filesystem-server" {
+		t.Errorf("server %q", s.init.ServerInfo.Name)
+	}
+	tools := s.tools(t)
+	for _, want := range []string{"read_text_file", "write_file", "list_directory"} {
+		if !tools[want] {
+			t.Errorf("tools/list lacks %s", want)
+		}
+	}
+	note := filepath.Join(l.work, "note-"+mode+".txt")
+	s.callText(t, "write_file", map[string]any{"path": note, "content": "written by " + mode})
+	if b, err := os.ReadFile(note); err != nil || string(b) != "written by "+mode {
+		t.Fatalf("write did not reach the workdir: %q %v", b, err)
+	}
+	if got := s.callText(t, "read_text_file", map[string]any{"path": note}); got != "written by "+mode {
+		t.Errorf("read back %q", got)
+	}
+	if got := s.callText(t, "list_directory", map[string]any{"path": l.work}); !strings.Contains(got, filepath.Base(note)) {
+		t.Errorf("list_directory %q lacks the note", got)
+	}
+	msg := s.callFails(t, "read_text_file", map[string]any{"path": l.flag})
+	if strings.Contains(msg, flag) {
+		t.Fatalf("the sandboxed server read the flag: %q", msg)
+	}
+	// Beside the workdir is the sandbox's private /tmp: a write may
+	// succeed there, but never reaches the host.
+	s.call(t, "write_file", map[string]any{"path": filepath.Join(l.parent, "planted"), "content": "x"})
+	if _, err := os.Stat(filepath.Join(l.parent, "planted")); err == nil {
+		t.Fatal("the sandboxed server wrote beside the workdir on the host")
+	}
+	if code := s.close(); code != 0 {
+		t.Errorf("sandbox-run %s exited %d after the client closed; stderr:\n%s", mode, code, s.stderr)
 	}
 }
 

@@ -62,13 +62,25 @@ func chownSocket(t *testing.T, p string) {
 
 func TestEgressThroughSandbox(t *testing.T) {
 	needBwrap(t)
+	egressThrough(t)
+}
+
+// TestEgressThroughGvisor: the same attempts, controls and audit under
+// tier 2: the proxy and the forwarder are the same, only the sandbox
+// around them is gVisor's.
+func TestEgressThroughGvisor(t *testing.T) {
+	sandboxtest.Runsc(t)
+	egressThrough(t, "--sandbox", "gvisor")
+}
+
+func egressThrough(t *testing.T, mode ...string) {
 	sandboxtest.Root(t) // the test host lives in a network namespace only root can wire up
 	h := sandboxtest.NewTestHost(t, 1)
 	c4 := newCanary(t, "tcp4", "127.0.0.1:0")
 	port := c4.port()
 	w := sandboxtest.WorkDir(t)
 	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
-	allow := []string{"--allow-host", h.HostPort(), "--audit", audit}
+	allow := append([]string{"--allow-host", h.HostPort(), "--audit", audit}, mode...)
 
 	// Positive controls: the canary answers a direct connection, and so
 	// does the test host.
@@ -226,6 +238,16 @@ func TestEgressSocketMissing(t *testing.T) {
 
 func TestNodeProxyAndReload(t *testing.T) {
 	needBwrap(t)
+	nodeProxyAndReload(t)
+}
+
+// TestNodeProxyGvisor: --egress-socket under tier 2, with the reload.
+func TestNodeProxyGvisor(t *testing.T) {
+	sandboxtest.Runsc(t)
+	nodeProxyAndReload(t, "--sandbox", "gvisor")
+}
+
+func nodeProxyAndReload(t *testing.T, mode ...string) {
 	sandboxtest.Root(t)
 	h := sandboxtest.NewTestHost(t, 2)
 	dir := sandboxtest.WorkDir(t)
@@ -247,14 +269,15 @@ func TestNodeProxyAndReload(t *testing.T) {
 	chownSocket(t, sock)
 	w := sandboxtest.WorkDir(t)
 	get := fmt.Sprintf(`curl -s -m 10 --noproxy '' -o /dev/null -w '%%{http_code}' http://%s/ok`, h.HostPort())
-	if r := sandboxed(t, w, get, "--egress-socket", sock); r.stdout != "200" {
+	via := append([]string{"--egress-socket", sock}, mode...)
+	if r := sandboxed(t, w, get, via...); r.stdout != "200" {
 		t.Fatalf("through the node proxy: %q %q", r.stdout, r.stderr)
 	}
 	// Reload with an empty allow-list: the same request is refused.
 	os.WriteFile(cfg, []byte(`{"allow_hosts":[]}`), 0o644)
 	px.Process.Signal(syscall.SIGHUP)
 	time.Sleep(300 * time.Millisecond)
-	if r := sandboxed(t, w, get, "--egress-socket", sock); r.stdout != "403" {
+	if r := sandboxed(t, w, get, via...); r.stdout != "403" {
 		t.Errorf("after SIGHUP reload: %q, want 403", r.stdout)
 	}
 	px.Process.Signal(syscall.SIGTERM)
@@ -275,6 +298,16 @@ func TestNodeProxyAndReload(t *testing.T) {
 
 func TestLLMChannel(t *testing.T) {
 	needBwrap(t)
+	llmChannel(t)
+}
+
+// TestLLMChannelGvisor: the LLM channel under tier 2.
+func TestLLMChannelGvisor(t *testing.T) {
+	sandboxtest.Runsc(t)
+	llmChannel(t, "--sandbox", "gvisor")
+}
+
+func llmChannel(t *testing.T, mode ...string) {
 	dir := sandboxtest.WorkDir(t)
 	sock := filepath.Join(dir, "llm.sock")
 	ln, err := net.Listen("unix", sock)
@@ -289,7 +322,7 @@ func TestLLMChannel(t *testing.T) {
 	defer srv.Close()
 	w := sandboxtest.WorkDir(t)
 	r := sandboxed(t, w, `curl -sS -m 10 "$SANDBOX_LLM_URL/v1/messages"; echo; echo "$ANTHROPIC_BASE_URL"`,
-		"--llm-socket", sock, "--llm-env", "ANTHROPIC_BASE_URL")
+		append([]string{"--llm-socket", sock, "--llm-env", "ANTHROPIC_BASE_URL"}, mode...)...)
 	if !strings.Contains(r.stdout, "llm-ok /v1/messages") || !strings.Contains(r.stdout, "http://127.0.0.1:") {
 		t.Errorf("LLM channel: %q %q", r.stdout, r.stderr)
 	}

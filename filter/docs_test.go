@@ -38,6 +38,9 @@ func renderRules() string {
 		case NoneOf:
 			when = fmt.Sprintf("low 32 bits of arg %d are none of %s", r.Arg, strings.Join(r.Values, ", "))
 		}
+		if r.Net != AnyNet {
+			when += " (" + r.Net.String() + " only)"
+		}
 		result := r.Errno
 		if r.Ptrace {
 			result += " (allowed with --ptrace)"

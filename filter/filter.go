@@ -18,6 +18,16 @@ type Options struct {
 	// denied. Set it only after CheckPtrace has returned nil; the filter
 	// cannot check Yama itself.
 	AllowPtrace bool
+	// HostNamespaces builds the program for a command that shares the
+	// host's namespaces (--sandbox landlock): the socket rule for a
+	// sandbox with its own network namespace gives way to stricter ones
+	// that leave only TCP over IPv4 and IPv6 (the only sockets Landlock's
+	// port rules confine; socketpair stays allowed), and the host's System
+	// V and POSIX message-queue IPC is refused.
+	HostNamespaces bool
+	// NoSockets, with HostNamespaces, refuses socket() outright: the run
+	// has no network at all. socketpair stays allowed.
+	NoSockets bool
 }
 
 // Program is a validated seccomp filter for one architecture. It can only
@@ -41,6 +51,9 @@ func (p *Program) Bytes() []byte { return append([]byte(nil), p.bytes...) }
 // Digest returns "sha256:" and the hex SHA-256 of Bytes, the name the
 // isolation report gives the installed filter.
 func (p *Program) Digest() string { return p.digest }
+
+// Arch returns the architecture the program is for.
+func (p *Program) Arch() Arch { return p.arch }
 
 // Len returns the number of instructions.
 func (p *Program) Len() int { return len(p.insns) }
@@ -126,12 +139,14 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 	type block struct {
 		label string
 		rule  Rule
+		next  string // the chained rule's block for the same syscall, if any
 	}
 	var blocks []block
 	var errnos []string // shared returns, in order of first use
 	seen := make(map[string]bool)
+	last := "" // the syscall of the previous argument rule kept
 	for i, r := range rs {
-		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) {
+		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts) {
 			continue
 		}
 		nr, ok := ai.sysnum[r.Syscall]
@@ -139,9 +154,18 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 			return nil, fmt.Errorf("filter: rule %d: %s has no syscall %q: %w", i, arch, r.Syscall, ErrInvalidProgram)
 		}
 		if seen[r.Syscall] {
-			return nil, fmt.Errorf("filter: rule %d: second rule for %q: %w", i, r.Syscall, ErrInvalidProgram)
+			// A further argument rule for the same syscall chains onto
+			// the one right before it: the call is denied when any
+			// rule of the chain matches.
+			if r.Cond == Always || last != r.Syscall {
+				return nil, fmt.Errorf("filter: rule %d: second rule for %q: %w", i, r.Syscall, ErrInvalidProgram)
+			}
+			blocks[len(blocks)-1].next = fmt.Sprintf("rule_%s_%d", r.Syscall, i)
+			blocks = append(blocks, block{label: blocks[len(blocks)-1].next, rule: r})
+			continue
 		}
 		seen[r.Syscall] = true
+		last = ""
 		if r.Cond == Always {
 			if !contains(errnos, r.Errno) {
 				errnos = append(errnos, r.Errno)
@@ -150,7 +174,8 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 			continue
 		}
 		label := "rule_" + r.Syscall
-		blocks = append(blocks, block{label, r})
+		blocks = append(blocks, block{label: label, rule: r})
+		last = r.Syscall
 		b.jumpIf(bpf.JumpEqual, nr, label, "")
 	}
 	b.emit(allow)
@@ -181,6 +206,15 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 		yes, no := bl.label+"_match", bl.label+"_nomatch"
 		b.mark(bl.label)
 		b.emit(bpf.LoadAbsolute{Off: ai.argLow(r.Arg), Size: 4})
+		// pass is where a call that this rule does not deny goes: allowed,
+		// or on to the next rule of its chain.
+		pass := func() {
+			if bl.next != "" {
+				b.jumpAlways(bl.next)
+				return
+			}
+			b.emit(allow)
+		}
 		switch r.Cond {
 		case AnyBitSet:
 			var mask uint32
@@ -188,14 +222,14 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 				mask |= v
 			}
 			b.jumpIf(bpf.JumpBitsSet, mask, yes, "")
-			b.emit(allow)
+			pass()
 			b.mark(yes)
 			b.emit(deny)
 		case OneOf:
 			for _, v := range vals {
 				b.jumpIf(bpf.JumpEqual, v, yes, "")
 			}
-			b.emit(allow)
+			pass()
 			b.mark(yes)
 			b.emit(deny)
 		case NoneOf:
@@ -204,7 +238,7 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 			}
 			b.emit(deny)
 			b.mark(no)
-			b.emit(allow)
+			pass()
 		default:
 			return nil, fmt.Errorf("filter: rule %q: condition %v: %w", r.Syscall, r.Cond, ErrInvalidProgram)
 		}

@@ -61,6 +61,56 @@ type Rule struct {
 	Ptrace bool
 	// Why is one line for the docs: what the rule blocks.
 	Why string
+	// Net says with which network the rule is part of the program.
+	Net NetScope
+}
+
+// NetScope says for which namespaces a Rule is compiled.
+type NetScope int
+
+const (
+	// AnyNet: in every program.
+	AnyNet NetScope = iota
+	// OwnNet: only when the command has its own namespaces (bwrap): its
+	// sockets reach nothing of the host's.
+	OwnNet
+	// HostNet: only when the command shares the host's namespaces
+	// (Options.HostNamespaces, --sandbox landlock).
+	HostNet
+	// HostNetTCP: with HostNamespaces and a network (not NoSockets).
+	HostNetTCP
+	// HostNoNet: with HostNamespaces and NoSockets.
+	HostNoNet
+)
+
+// in reports whether a rule of scope s is compiled for opts.
+func (s NetScope) in(opts Options) bool {
+	switch s {
+	case OwnNet:
+		return !opts.HostNamespaces
+	case HostNet:
+		return opts.HostNamespaces
+	case HostNetTCP:
+		return opts.HostNamespaces && !opts.NoSockets
+	case HostNoNet:
+		return opts.HostNamespaces && opts.NoSockets
+	}
+	return true
+}
+
+// String returns the scope as docs/seccomp.md names it.
+func (s NetScope) String() string {
+	switch s {
+	case OwnNet:
+		return "bwrap"
+	case HostNet:
+		return "landlock"
+	case HostNetTCP:
+		return "landlock with a network"
+	case HostNoNet:
+		return "landlock without a network"
+	}
+	return "always"
 }
 
 // Personality values x/sys does not define (include/uapi/linux/personality.h).
@@ -156,7 +206,40 @@ var rules = []Rule{
 	{Syscall: "ioctl", Cond: OneOf, Arg: 1, Values: []string{"TIOCSTI", "TIOCLINUX"}, Errno: "EPERM",
 		Why: "pushing keystrokes into the controlling terminal (escapes to the harness's shell)"},
 	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, Errno: "EAFNOSUPPORT",
-		Why: "packet, vsock, crypto, key, bluetooth... sockets (rarely used, often buggy)"},
+		Net: OwnNet, Why: "packet, vsock, crypto, key, bluetooth... sockets (rarely used, often buggy)"},
+	// On the host's network the three socket rules chain: a call is
+	// refused when any of them matches. Landlock confines TCP by port
+	// and nothing else: AF_UNIX would reach the host's daemons (its
+	// abstract names are scoped only from ABI 6, its paths not at all),
+	// netlink the host's routing and interfaces, UDP any address.
+	{Syscall: "socket", Cond: NoneOf, Arg: 0, Values: []string{"AF_INET", "AF_INET6"}, Errno: "EAFNOSUPPORT",
+		Net: HostNetTCP, Why: "every family but IPv4 and IPv6 (AF_UNIX reaches the host's daemons, netlink its interfaces); socketpair stays allowed"},
+	// Every socket type but SOCK_STREAM (1) has one of bits 1-3 set
+	// (SOCK_DGRAM 2, SOCK_RAW 3, SOCK_RDM 4, SOCK_SEQPACKET 5, SOCK_DCCP
+	// 6, SOCK_PACKET 10); SOCK_NONBLOCK and SOCK_CLOEXEC lie above them.
+	{Syscall: "socket", Cond: AnyBitSet, Arg: 1, Values: []string{"0xe"}, Errno: "EPERM",
+		Net: HostNetTCP, Why: "UDP, raw and every type but SOCK_STREAM (Landlock confines TCP only)"},
+	{Syscall: "socket", Cond: NoneOf, Arg: 2, Values: []string{"0x0", "0x6"}, Errno: "EPROTONOSUPPORT",
+		Net: HostNetTCP, Why: "stream protocols but TCP (MPTCP, SCTP): Landlock's port rules cover plain TCP only"},
+	{Syscall: "socket", Cond: Always, Errno: "EAFNOSUPPORT", Net: HostNoNet,
+		Why: "every socket: a run without a network on the host's network namespace"},
+
+	// The host's IPC, which a command sharing the host's namespaces
+	// (landlock) would otherwise reach: ids are small numbers, so every
+	// call that takes one is refused, not only the lookups.
+	{Syscall: "shmget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory"},
+	{Syscall: "shmat", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory (by a guessed id)"},
+	{Syscall: "shmctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V shared memory"},
+	{Syscall: "msgget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgsnd", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgrcv", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "msgctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V message queues"},
+	{Syscall: "semget", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semop", Arches: x86Only, Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semtimedop", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "semctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
+	{Syscall: "mq_open", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's POSIX message queues"},
+
 	// personality: 0 (PER_LINUX) and ADDR_NO_RANDOMIZE are what setarch -R and
 	// the sanitizers (ASan, TSan, MSan re-exec with ASLR off) set; the
 	// 0xffffffff query changes nothing. Everything else is refused:

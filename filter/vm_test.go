@@ -209,6 +209,32 @@ func argCases() []vmCase {
 		a("socket AF_PACKET with AF_INET in arg 1", strict, "socket", [6]uint64{k("AF_PACKET"), k("AF_INET"), 0}, errnoV("EAFNOSUPPORT"))
 		a("socket family 0xffffffff", strict, "socket", [6]uint64{0xffffffff, 1, 0}, errnoV("EAFNOSUPPORT"))
 		a("socketpair untouched", strict, "socketpair", [6]uint64{k("AF_PACKET")}, allowV)
+		// On the host's network (landlock) only TCP over IPv4 and IPv6.
+		host := Options{HostNamespaces: true}
+		const nonblockCloexec = 0x80800
+		for _, f := range []string{"AF_INET", "AF_INET6"} {
+			a("host socket "+f+" stream", host, "socket", [6]uint64{k(f), 1, 0}, allowV)
+			a("host socket "+f+" stream TCP", host, "socket", [6]uint64{k(f), 1, 6}, allowV)
+			a("host socket "+f+" stream nonblock|cloexec", host, "socket", [6]uint64{k(f), 1 | nonblockCloexec, 0}, allowV)
+			a("host socket bit32|"+f, host, "socket", [6]uint64{bit32 | k(f), bit32 | 1, bit32}, allowV)
+			for _, typ := range []uint64{2, 3, 4, 5, 6, 10} {
+				a(fmt.Sprintf("host socket %s type %d", f, typ), host, "socket", [6]uint64{k(f), typ | nonblockCloexec, 0}, errnoV("EPERM"))
+			}
+			a("host socket "+f+" MPTCP", host, "socket", [6]uint64{k(f), 1, 262}, errnoV("EPROTONOSUPPORT"))
+			a("host socket "+f+" SCTP", host, "socket", [6]uint64{k(f), 1, 132}, errnoV("EPROTONOSUPPORT"))
+		}
+		for _, f := range []string{"AF_UNIX", "AF_NETLINK", "AF_PACKET", "AF_VSOCK"} {
+			a("host socket "+f, host, "socket", [6]uint64{k(f), 1, 0}, errnoV("EAFNOSUPPORT"))
+		}
+		a("host socketpair AF_UNIX untouched", host, "socketpair", [6]uint64{k("AF_UNIX"), 1, 0}, allowV)
+		a("host ptrace still denied", host, "ptrace", [6]uint64{}, errnoV("EPERM"))
+		a("host shmget", host, "shmget", [6]uint64{}, errnoV("EPERM"))
+		a("shmget allowed in bwrap", strict, "shmget", [6]uint64{}, allowV)
+		nonet := Options{HostNamespaces: true, NoSockets: true}
+		for _, f := range []string{"AF_INET", "AF_INET6", "AF_UNIX"} {
+			a("no-net socket "+f, nonet, "socket", [6]uint64{k(f), 1, 0}, errnoV("EAFNOSUPPORT"))
+		}
+		a("no-net socketpair untouched", nonet, "socketpair", [6]uint64{k("AF_UNIX"), 1, 0}, allowV)
 		// personality: arg 0, low 32 bits.
 		a("personality PER_LINUX", strict, "personality", [6]uint64{0}, allowV)
 		a("personality ADDR_NO_RANDOMIZE", strict, "personality", [6]uint64{num(addrNoRandomize)}, allowV)
@@ -224,6 +250,17 @@ func argCases() []vmCase {
 	return cases
 }
 
+// optsFor returns the options whose program holds the rules of scope s.
+func optsFor(s NetScope) Options {
+	switch s {
+	case HostNet, HostNetTCP:
+		return Options{HostNamespaces: true}
+	case HostNoNet:
+		return Options{HostNamespaces: true, NoSockets: true}
+	}
+	return Options{}
+}
+
 // ruleCases derives one row per whole-call rule and architecture, with
 // arguments that must not matter.
 func ruleCases() []vmCase {
@@ -233,8 +270,8 @@ func ruleCases() []vmCase {
 			if r.Cond != Always || !r.appliesTo(arch) {
 				continue
 			}
-			cases = append(cases, vmCase{name: "rule " + r.Syscall, arch: arch, sys: r.Syscall,
-				args: [6]uint64{0xffffffffffffffff, 1, 2, 3, 4, 5}, want: errnoV(r.Errno)})
+			cases = append(cases, vmCase{name: "rule " + r.Syscall + " " + r.Net.String(), arch: arch, sys: r.Syscall,
+				opts: optsFor(r.Net), args: [6]uint64{0xffffffffffffffff, 1, 2, 3, 4, 5}, want: errnoV(r.Errno)})
 		}
 	}
 	return cases
@@ -283,8 +320,9 @@ func TestVMCoversRules(t *testing.T) {
 				continue
 			}
 			var hit, miss bool
+			opts := optsFor(r.Net)
 			for _, tc := range argCases() {
-				if tc.arch != arch || tc.sys != r.Syscall || tc.opts != (Options{}) {
+				if tc.arch != arch || tc.sys != r.Syscall || tc.opts != opts {
 					continue
 				}
 				if tc.want == errnoV(r.Errno) {
@@ -406,6 +444,9 @@ func TestGolden(t *testing.T) {
 		{ArchX86_64, Options{AllowPtrace: true}, "x86_64_ptrace.golden"},
 		{ArchAArch64, Options{}, "aarch64.golden"},
 		{ArchAArch64, Options{AllowPtrace: true}, "aarch64_ptrace.golden"},
+		{ArchX86_64, Options{HostNamespaces: true}, "x86_64_landlock.golden"},
+		{ArchAArch64, Options{HostNamespaces: true}, "aarch64_landlock.golden"},
+		{ArchX86_64, Options{HostNamespaces: true, NoSockets: true}, "x86_64_landlock_nonet.golden"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			p, err := Assemble(tc.arch, tc.opts)

@@ -344,6 +344,7 @@ var nativeConst = map[string]uint32{
 	"EPERM":           uint32(unix.EPERM),
 	"ENOSYS":          uint32(unix.ENOSYS),
 	"EAFNOSUPPORT":    uint32(unix.EAFNOSUPPORT),
+	"EPROTONOSUPPORT": uint32(unix.EPROTONOSUPPORT),
 	"TIOCSTI":         uint32(unix.TIOCSTI),
 	"TIOCLINUX":       uint32(unix.TIOCLINUX),
 	"CLONE_NEWNS":     uint32(unix.CLONE_NEWNS),

@@ -158,7 +158,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 
 	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
 		Client: capString(opts.Client),
-		Allow: opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
+		Allow:  opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
 		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
 
 	runCtx, cancel := context.WithCancel(ctx)

@@ -35,7 +35,15 @@ const (
 	ModeAuto     Mode = "auto"
 	ModeBwrap    Mode = "bwrap"
 	ModeSeatbelt Mode = "seatbelt"
+	// ModeLandlock is Linux tier 1 without user namespaces: Landlock and
+	// the seccomp filter on the host's PID and network namespaces. Auto
+	// never picks it; the run's report names what it loses against bwrap.
+	ModeLandlock Mode = "landlock"
 	ModeOff      Mode = "off"
+	// ModeGvisor is tier 2 (Linux): runsc, the command's system calls
+	// served by gVisor's kernel. Asked for by name only; auto never
+	// picks it.
+	ModeGvisor Mode = "gvisor"
 )
 
 // DefaultUID and DefaultGID are the host ids a sandbox runs under when
@@ -691,9 +699,9 @@ func (p Policy) Validate() error {
 		}
 	}
 	switch p.Sandbox {
-	case "", ModeAuto, ModeBwrap, ModeSeatbelt, ModeOff:
+	case "", ModeAuto, ModeBwrap, ModeSeatbelt, ModeLandlock, ModeOff, ModeGvisor:
 	default:
-		return invalid("sandbox", fmt.Sprintf("unknown mode %q", p.Sandbox), "use auto, bwrap, seatbelt or off")
+		return invalid("sandbox", fmt.Sprintf("unknown mode %q", p.Sandbox), "use auto, bwrap, gvisor, landlock, seatbelt or off")
 	}
 	if p.UID < 0 || p.GID < 0 {
 		return invalid("user", "negative id", "pass --user UID[:GID] with ids above 0")

@@ -28,6 +28,7 @@ func TestValidate(t *testing.T) {
 		{"= in env name", Policy{Workdir: "/w", Env: map[string]string{"A=B": "c"}}, "env"},
 		{"empty env name", Policy{Workdir: "/w", Env: map[string]string{"": "c"}}, "env"},
 		{"bad mode", Policy{Workdir: "/w", Sandbox: "docker"}, "sandbox"},
+		{"gvisor mode", Policy{Workdir: "/w", Sandbox: ModeGvisor}, ""},
 		{"protect escapes", Policy{Workdir: "/w", Protect: []string{"../x"}}, "protect"},
 		{"empty allow", Policy{Workdir: "/w", AllowHosts: []string{" "}}, "allow-host"},
 		{"negative timeout", Policy{Workdir: "/w", Timeout: Duration(-time.Second)}, "timeout"},

@@ -10,7 +10,12 @@
 // runs the forwarders; otherwise bwrap's PID 1 reaps and a POSIX sh
 // trampoline of a few builtins reports and execs the command, which saves
 // a second Go start. With policy.ModeOff it runs as a plain process with a
-// cleared environment (tier 0), and only then.
+// cleared environment (tier 0), and only then. With policy.ModeGvisor
+// (tier 2, Linux, only when asked for) the same mount plan becomes an OCI
+// bundle (package gvisor) that runsc runs: the command's system calls are
+// served by gVisor's kernel; init reports on a status socket with the
+// kernel it sees; --memory, --pids and --cpu-time are refused there, and
+// binds go by path (runsc has no bind by descriptor).
 //
 // # Guarantees
 //
@@ -47,7 +52,9 @@
 //   - Every limit the report lists is held by the mechanism it names
 //     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
 //     cannot start ends the run with a setup error. On Linux every run has
-//     a process ceiling, policy.DefaultPids unless the policy names one.
+//     a process ceiling, policy.DefaultPids unless the policy names one,
+//     except tier 2 (gvisor), which refuses a named one and reports the
+//     default as enforced "none".
 //
 // # Non-guarantees
 //
@@ -188,6 +195,10 @@ type Options struct {
 	// the caller's PATH. It is refused when it lies in a writable directory
 	// of the policy.
 	BwrapPath string
+	// RunscPath is gVisor's runsc for policy.ModeGvisor; empty means the
+	// first runsc on the caller's PATH. Refused like BwrapPath when it
+	// lies in a writable directory.
+	RunscPath string
 	// BwrapCache is a private directory where what was learnt about a bwrap
 	// binary is kept between runs (see bwrap.Detector), and the run
 	// journals under runs/; empty probes bwrap on every run and keeps no
@@ -241,11 +252,13 @@ type Result struct {
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
-	RunID      string         `json:"run_id"`
-	Tier       int            `json:"tier"`
-	Mechanism  string         `json:"mechanism"`
-	Platform   string         `json:"platform"`
-	Bwrap      *BwrapReport   `json:"bwrap,omitempty"`
+	RunID     string       `json:"run_id"`
+	Tier      int          `json:"tier"`
+	Mechanism string       `json:"mechanism"`
+	Platform  string       `json:"platform"`
+	Bwrap     *BwrapReport `json:"bwrap,omitempty"`
+	// Gvisor names the runsc of a tier-2 run; nil otherwise.
+	Gvisor     *GvisorReport  `json:"gvisor,omitempty"`
 	Namespaces []string       `json:"namespaces,omitempty"`
 	HostUID    int            `json:"host_uid"`
 	HostGID    int            `json:"host_gid"`
@@ -282,8 +295,43 @@ type Report struct {
 	Limits      []Limit      `json:"limits,omitempty"`
 	TimeoutSec  float64      `json:"timeout_seconds,omitempty"`
 	Exit        *Exit        `json:"exit,omitempty"`
+	// Landlock is the landlock mechanism's ruleset and read-back; nil for
+	// every other mechanism.
+	Landlock *LandlockReport `json:"landlock,omitempty"`
+	// Losses are what the mechanism, by its nature, cannot hold that
+	// tier 1 with bwrap holds, each named (landlock: no PID or network
+	// namespace, ...); empty when it loses nothing against bwrap.
+	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// LandlockReport is what --sandbox landlock set up.
+type LandlockReport struct {
+	// ABI is the Landlock ABI the ruleset was built for; KernelABI the
+	// kernel's (higher when the kernel is newer than sandbox-run knows).
+	ABI       int `json:"abi"`
+	KernelABI int `json:"kernel_abi"`
+	// NetworkByPort: TCP connect is confined to the run's proxy ports
+	// (false: the run has no network, socket() is refused by seccomp).
+	NetworkByPort bool `json:"network_by_port"`
+	// Scoped: signals and abstract Unix sockets are scoped (ABI >= 6).
+	Scoped bool `json:"scoped"`
+	// ReadbackNoNewPrivs is NoNewPrivs read on the command's thread just
+	// before exec (-1: never read); ReadbackRootDenied says that opening
+	// "/" there failed with EACCES, that is, Landlock was in force.
+	ReadbackNoNewPrivs int  `json:"readback_no_new_privs"`
+	ReadbackRootDenied bool `json:"readback_root_denied"`
+}
+
+// Loss is one named thing a mechanism cannot hold against tier 1 with
+// bwrap.
+type Loss struct {
+	// Name is the area: processes, proc, lifetime, signals, network,
+	// files, protected_paths, limits, ipc.
+	Name string `json:"name"`
+	// Detail says what the command can do that it could not under bwrap.
+	Detail string `json:"detail"`
 }
 
 // EgressCounts is the built-in proxy's tally for one run.
@@ -300,6 +348,22 @@ type BwrapReport struct {
 	Version    string         `json:"version"`
 	Features   bwrap.Features `json:"features"`
 	Advisories []Advisory     `json:"advisories,omitempty"`
+}
+
+// GvisorReport names the runsc that ran a tier-2 sandbox.
+type GvisorReport struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	// Platform is how the Sentry intercepts the command's system calls
+	// (ptrace, systrap, kvm): runsc's own default, read from `runsc
+	// flags` and passed explicitly; "" when runsc names none (then runsc
+	// chose, unreported).
+	Platform string `json:"platform"`
+	// Rootless is set when runsc ran as an unprivileged user.
+	Rootless bool `json:"rootless"`
+	// HostUDS is set when the command may connect to the host Unix
+	// sockets bound in (the forwarded proxies, init's status socket).
+	HostUDS bool `json:"host_uds"`
 }
 
 // Advisory is a known weakness of the bwrap in use.
@@ -387,6 +451,10 @@ func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) 
 		run = runBwrap
 	case policy.ModeSeatbelt:
 		run = runSeatbelt
+	case policy.ModeGvisor:
+		run = runGvisor
+	case policy.ModeLandlock:
+		run = runLandlock
 	default:
 		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 	}
@@ -550,6 +618,8 @@ func Reexec(args []string) (code int, handled bool) {
 		return initproc.Main(args[1:]), true
 	case initproc.ExecArg:
 		return initproc.ExecMain(args[1:]), true
+	case landlockArg:
+		return landlockMain(), true
 	}
 	return 0, false
 }

@@ -48,25 +48,38 @@ const (
 	fdBinds   = 9 // first descriptor of the bind plan
 )
 
+// tool names a mechanism's binary for findTool's messages.
+type tool struct{ name, flag, install string }
+
+var (
+	toolBwrap = tool{"bwrap", "--bwrap", "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
+	toolRunsc = tool{"runsc", "--runsc", "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}
+)
+
 // findBwrap resolves the bwrap to use, refusing one inside a writable dir.
 func findBwrap(want string, writable []string) (string, error) {
+	return findTool(toolBwrap, want, writable)
+}
+
+// findTool resolves a mechanism's binary: want, or t.name on PATH; one
+// that lies in a writable directory (as named or resolved) is refused:
+// the command could replace it for the next run.
+func findTool(t tool, want string, writable []string) (string, error) {
 	path := want
 	if path == "" {
 		var err error
-		path, err = exec.LookPath("bwrap")
+		path, err = exec.LookPath(t.name)
 		if err != nil {
-			return "", &SetupError{What: "bwrap not found", Why: "no bwrap on PATH",
-				Fix: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH"}
+			return "", &SetupError{What: t.name + " not found", Why: "no " + t.name + " on PATH", Fix: t.install}
 		}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", &SetupError{What: "bwrap path " + path, Why: err.Error(), Fix: "pass an absolute --bwrap PATH"}
+		return "", &SetupError{What: t.name + " path " + path, Why: err.Error(), Fix: "pass an absolute " + t.flag + " PATH"}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", &SetupError{What: "bwrap not found at " + abs, Why: errText(err),
-			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
+		return "", &SetupError{What: t.name + " not found at " + abs, Why: errText(err), Fix: strings.Replace(t.install, ", dnf install bubblewrap", "", 1)}
 	}
 	for _, w := range writable {
 		wr, err := filepath.EvalSymlinks(w)
@@ -75,9 +88,9 @@ func findBwrap(want string, writable []string) (string, error) {
 		}
 		for _, cand := range []string{abs, real} {
 			if within(cand, w) || within(cand, wr) {
-				return "", &SetupError{What: "bwrap " + abs + " lies in writable directory " + w,
+				return "", &SetupError{What: t.name + " " + abs + " lies in writable directory " + w,
 					Why: "the sandboxed command could replace it for the next run",
-					Fix: "use a bwrap outside every --workdir and --write dir, such as /usr/bin/bwrap"}
+					Fix: "use a " + t.name + " outside every --workdir and --write dir, such as /usr/bin/" + t.name}
 			}
 		}
 	}

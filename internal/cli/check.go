@@ -18,10 +18,11 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print one JSON object: the tier and one entry per check")
 	full := fs.Bool("full", false, "run the whole escape matrix, not only the fast subset")
+	mode := fs.String("sandbox", "", "check another mechanism than the platform's own: landlock (Linux without user namespaces) or gvisor (tier 2)")
 	strict(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run check [--json] [--full]\n%s", fs.FlagUsages())
+			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run check [--json] [--full] [--sandbox landlock|gvisor]\n%s", fs.FlagUsages())
 			return 0
 		}
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %v; fix: sandbox-run check [--json] [--full]\n", err)
@@ -31,7 +32,11 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: check takes no arguments; fix: sandbox-run check [--json] [--full]\n")
 		return 2
 	}
-	rep := check.Check(ctx, check.Options{Full: *full})
+	if *mode != "" && *mode != "landlock" && *mode != "gvisor" {
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: check --sandbox %q: unknown mechanism; fix: sandbox-run check [--sandbox landlock|gvisor]\n", *mode)
+		return 2
+	}
+	rep := check.Check(ctx, check.Options{Full: *full, Mechanism: *mode})
 	var err error
 	if *asJSON {
 		err = rep.WriteJSON(stdio.Stdout)

@@ -135,6 +135,7 @@ type runFlags struct {
 	timeout, cpuTime            string
 	memory, pids, nofile, fsize string
 	tmpSize, user, bwrapPath    string
+	runscPath                   string
 	shmSize                     string
 	cgroupBase                  string
 	home, session               string
@@ -164,7 +165,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
-	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | seatbelt | off (tier 0, explicit)")
+	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
@@ -179,6 +180,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.shmSize, "shm-size", "", "size of the private /dev/shm (default 64M)")
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.StringVar(&f.runscPath, "runsc", "", "gVisor's runsc for --sandbox gvisor (default: runsc on PATH)")
 	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of its own (default when stdin and stdout are terminals)")
 	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
@@ -205,7 +207,7 @@ func commandArgs(fs *pflag.FlagSet) []string {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
+	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // policy builds the policy: the profile, then the flags that were given.
 func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
@@ -475,6 +477,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	opts := sandbox.Options{
 		BwrapPath:  f.bwrapPath,
+		RunscPath:  f.runscPath,
 		BwrapCache: cacheDir(),
 		DataDir:    dataDir(),
 		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
@@ -625,6 +628,9 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 			fmt.Fprintf(w, "  advisory     %s: %s\n", a.ID, a.Fix)
 		}
 	}
+	if r.Gvisor != nil {
+		fmt.Fprintf(w, "  runsc        %s %s (platform %s)\n", r.Gvisor.Path, r.Gvisor.Version, r.Gvisor.Platform)
+	}
 	if len(r.Namespaces) > 0 {
 		fmt.Fprintf(w, "  namespaces   %s\n", strings.Join(r.Namespaces, ", "))
 	}
@@ -644,6 +650,13 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	}
 	if sc := r.Seccomp; sc != nil {
 		fmt.Fprintf(w, "  seccomp      %s filter %s (ptrace allowed: %v)\n", sc.Arch, sc.Digest[:19], sc.Ptrace)
+	}
+	if ll := r.Landlock; ll != nil {
+		fmt.Fprintf(w, "  landlock     ABI %d (kernel %d), TCP by port %v, signals scoped %v, read back: NoNewPrivs %d, / denied %v\n",
+			ll.ABI, ll.KernelABI, ll.NetworkByPort, ll.Scoped, ll.ReadbackNoNewPrivs, ll.ReadbackRootDenied)
+	}
+	for _, l := range r.Losses {
+		fmt.Fprintf(w, "  loss         %s: %s\n", l.Name, l.Detail)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note         %s\n", n)

@@ -82,6 +82,7 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	opts.Logger = slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Sandbox = sandbox.Options{
 		BwrapPath:  f.bwrapPath,
+		RunscPath:  f.runscPath,
 		BwrapCache: cacheDir(),
 		DataDir:    dataDir(),
 		Stderr:     stdio.Stderr,

@@ -37,7 +37,11 @@ func Main(args []string) int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		markAllCloexec()
 	}
-	status := os.NewFile(uintptr(c.StatusFD), "status")
+	status, err := statusOf(c)
+	if err != nil {
+		os.Stderr.WriteString("sandbox-run init: " + err.Error() + "\n")
+		return 125
+	}
 	stderr := os.NewFile(uintptr(c.StderrFD), "stderr")
 	report := func(s Status) {
 		b, _ := json.Marshal(s)
@@ -58,7 +62,7 @@ func Main(args []string) int {
 		}
 	}
 
-	rb := readback()
+	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
 	// in between is lost.
 	sigs := make(chan os.Signal, 8)
@@ -165,8 +169,13 @@ func markAllCloexec() {
 	}
 }
 
-func readback() *Readback {
+// readback reads what the kernel says of init's confinement; with kernel,
+// also which kernel it is (tier 2, where it is gVisor's).
+func readback(kernel bool) *Readback {
 	rb := &Readback{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), NoNewPrivs: -1, Seccomp: -1, Namespaces: map[string]string{}}
+	if kernel {
+		rb.Kernel = readKernel()
+	}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
@@ -241,4 +250,44 @@ func ExecMain(args []string) int {
 		return 127
 	}
 	return 126
+}
+
+// statusOf opens where init reports: the status descriptor, or a
+// connection to the status socket (tier 2, where no descriptor but 0-2
+// crosses into the sandbox).
+func statusOf(c Config) (*os.File, error) {
+	if c.StatusSocket == "" {
+		return os.NewFile(uintptr(c.StatusFD), "status"), nil
+	}
+	conn, err := net.Dial("unix", c.StatusSocket)
+	if err != nil {
+		return nil, fmt.Errorf("status socket: %w", err)
+	}
+	defer conn.Close()
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		return nil, fmt.Errorf("status socket: %w", err)
+	}
+	unix.CloseOnExec(int(f.Fd()))
+	return f, nil
+}
+
+// readKernel reads what the kernel serving init says it is.
+func readKernel() *Kernel {
+	k := &Kernel{}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		k.Uname = strings.Join([]string{unix.ByteSliceToString(u.Sysname[:]), unix.ByteSliceToString(u.Release[:]),
+			unix.ByteSliceToString(u.Version[:]), unix.ByteSliceToString(u.Machine[:])}, " ")
+	}
+	if b, err := os.ReadFile("/proc/version"); err == nil {
+		k.ProcVersion, _, _ = strings.Cut(strings.TrimSpace(string(b)), "\n")
+	}
+	buf := make([]byte, 4096)
+	// SYSLOG_ACTION_READ_ALL; the host kernel refuses it to the
+	// unprivileged (dmesg_restrict), gVisor answers with its own log.
+	if n, err := unix.Klogctl(3, buf); err == nil && n > 0 {
+		k.Dmesg, _, _ = strings.Cut(strings.TrimSpace(string(buf[:n])), "\n")
+	}
+	return k
 }

@@ -55,13 +55,27 @@ type Readback struct {
 	CapBnd     string            `json:"cap_bnd"`
 	UIDMap     string            `json:"uid_map"`
 	Namespaces map[string]string `json:"namespaces"`
+	// Kernel is what the kernel serving the command says it is; read
+	// only in status-socket mode (tier 2), nil otherwise.
+	Kernel *Kernel `json:"kernel,omitempty"`
+}
+
+// Kernel is the kernel as the command sees it: under gVisor, gVisor's.
+type Kernel struct {
+	Uname       string `json:"uname"`        // sysname release version machine
+	ProcVersion string `json:"proc_version"` // first line of /proc/version
+	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
 }
 
 // Config is init's command line, parsed.
 type Config struct {
 	StatusFD int
-	StderrFD int
-	Forward  []Forward
+	// StatusSocket, when set, replaces StatusFD: init connects to this
+	// Unix socket and reports there (runsc passes no descriptor but 0-2
+	// into the sandbox). StderrFD may then be 2.
+	StatusSocket string
+	StderrFD     int
+	Forward      []Forward
 	// Rlimits is the command's rlimits in limits.EncodeRlimits form; empty
 	// means only core dumps off.
 	Rlimits string
@@ -86,6 +100,9 @@ var ErrUsage = errors.New("initproc: usage")
 // Args renders c as init's command line (after Arg).
 func (c Config) Args() []string {
 	a := []string{"--status-fd", fmt.Sprint(c.StatusFD), "--stderr-fd", fmt.Sprint(c.StderrFD)}
+	if c.StatusSocket != "" {
+		a = []string{"--status-socket", c.StatusSocket, "--stderr-fd", fmt.Sprint(c.StderrFD)}
+	}
 	for _, f := range c.Forward {
 		a = append(a, "--forward", fmt.Sprintf("%d=%s", f.Port, f.Socket))
 	}
@@ -109,13 +126,16 @@ func ParseArgs(args []string) (Config, error) {
 			if len(c.Command) == 0 {
 				return c, fmt.Errorf("%w: no command after --", ErrUsage)
 			}
+			if c.StatusSocket != "" && c.StatusFD < 0 && c.StderrFD >= 2 {
+				return c, nil
+			}
 			if c.StatusFD < 3 || c.StderrFD < 3 {
 				return c, fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
 			}
 			return c, nil
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--rlimits":
+		case "--status-fd", "--stderr-fd", "--forward", "--rlimits", "--status-socket":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -132,6 +152,8 @@ func ParseArgs(args []string) (Config, error) {
 				}
 			case "--rlimits":
 				c.Rlimits = v
+			case "--status-socket":
+				c.StatusSocket = v
 			case "--forward":
 				port, sock, ok := strings.Cut(v, "=")
 				var f Forward

@@ -36,3 +36,23 @@ func TestParseArgsRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSocketArgs: the tier-2 form of init's command line (a status
+// socket instead of a descriptor, stderr on 2) round-trips, and a stderr
+// below 2 or a missing status is refused.
+func TestStatusSocketArgs(t *testing.T) {
+	c := Config{StatusFD: -1, StatusSocket: "/run/sandbox-run/status.sock", StderrFD: 2, Command: []string{"true"}}
+	got, err := ParseArgs(c.Args())
+	if err != nil || got.StatusSocket != c.StatusSocket || got.StderrFD != 2 || got.Command[0] != "true" {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	for _, bad := range [][]string{
+		{"--status-socket", "/s", "--stderr-fd", "1", "--", "true"},
+		{"--stderr-fd", "2", "--", "true"},
+		{"--status-socket", "--", "true"},
+	} {
+		if _, err := ParseArgs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

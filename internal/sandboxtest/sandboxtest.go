@@ -14,7 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"strconv"
 	"testing"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // RequireEnv is the variable that turns every skip of this package into a
@@ -236,4 +239,43 @@ func SocketInode(t testing.TB, p string) {
 	}
 	l.SetUnlinkOnClose(false)
 	l.Close()
+}
+
+// Runsc returns the absolute path of a gVisor runsc that can start a
+// sandbox here (`runsc --network=none do true`, with --rootless when the
+// test is not root), or skips (fails under SANDBOX_REQUIRE=1).
+func Runsc(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("runsc")
+	if err != nil {
+		Unavailable(t, "runsc", "install gVisor (apt-get install -y runsc, or make deps)")
+		return ""
+	}
+	args := []string{"--network=none", "--ignore-cgroups"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--rootless")
+	}
+	state, err := os.MkdirTemp("", "sbx-runsc-probe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	args = append(args, "--root", state, "do", "true")
+	if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+		Unavailable(t, "runsc sandboxes", "runsc cannot start a sandbox here: "+string(out))
+		return ""
+	}
+	return path
+}
+
+// Landlock returns the kernel's Landlock ABI version when it is at least
+// min, or skips (fails under SANDBOX_REQUIRE=1).
+func Landlock(t testing.TB, min int) int {
+	t.Helper()
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < min {
+		Unavailable(t, "Landlock", "a kernel with Landlock ABI "+strconv.Itoa(min)+" or newer, with landlock in the lsm= list")
+		return 0
+	}
+	return v
 }

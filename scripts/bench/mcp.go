@@ -90,6 +90,7 @@ func mcpClientMain(args []string) int {
 const (
 	mDirect = "direct (client ↔ server)"
 	mRelay  = "sandbox-run mcp (client ↔ relay ↔ sandboxed server)"
+	mGvisor = "sandbox-run mcp --sandbox gvisor (server under gVisor)"
 )
 
 // mcpResults is section 7: per variant, the pooled round trips and the
@@ -118,6 +119,12 @@ func (e *env) measureMCP(batches, n int, deadline time.Time) *mcpResults {
 	}{
 		{mDirect, append(append([]string{}, client...), e.exe, "mcp-server")},
 		{mRelay, append(append([]string{}, client...), e.bin, "mcp", "--workdir", e.work, "--read", e.binDir, "--", e.exe, "mcp-server")},
+	}
+	if _, err := exec.LookPath("runsc"); err == nil {
+		vs = append(vs, struct {
+			name string
+			argv []string
+		}{mGvisor, append(append([]string{}, client...), e.bin, "mcp", "--sandbox", "gvisor", "--workdir", e.work, "--read", e.binDir, "--", e.exe, "mcp-server")})
 	}
 	for r := 0; r < batches; r++ {
 		if r > 0 && time.Now().After(deadline) {
@@ -172,7 +179,7 @@ func (r *report) mcpSection(w func(string, ...any)) {
 		len(m.calls[mDirect]))
 	w("| path | calls | p50 | p99 | max | p50 added over direct | session start (median) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	d := m.calls[mDirect]
-	for _, name := range []string{mDirect, mRelay} {
+	for _, name := range []string{mDirect, mRelay, mGvisor} {
 		t := m.calls[name]
 		if len(t) == 0 {
 			if err := m.failed[name]; err != nil {

@@ -55,7 +55,7 @@ var common = []string{
 // named are the constants that rules (and tests) refer to by name; they may
 // differ per architecture, so they are emitted as one map per architecture.
 var named = []string{
-	"EPERM", "ENOSYS", "EAFNOSUPPORT",
+	"EPERM", "ENOSYS", "EAFNOSUPPORT", "EPROTONOSUPPORT",
 	"TIOCSTI", "TIOCLINUX",
 	"CLONE_NEWNS", "CLONE_NEWCGROUP", "CLONE_NEWUTS", "CLONE_NEWIPC",
 	"CLONE_NEWUSER", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWTIME",

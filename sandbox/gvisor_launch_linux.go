@@ -1,0 +1,311 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+)
+
+// newReport is what a tier-2 run configures; launch adds what was read
+// back from inside.
+func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims []Limit) Report {
+	pl := g.pl
+	r := Report{
+		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: platform(),
+		Gvisor:     &GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
+		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
+		HostUID:    g.uid, HostGID: g.gid,
+		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
+		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		ReadScan:   pl.scan.report(len(g.p.Read)),
+		Network:    g.nw.mode,
+		AllowHosts: g.p.AllowHosts,
+		Limits:     lims,
+		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
+	}
+	if g.cfg.Rootless {
+		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
+	}
+	for _, n := range pl.notes {
+		if !strings.HasPrefix(n, "binds by path") {
+			r.Notes = append(r.Notes, n)
+		}
+	}
+	r.Notes = append(r.Notes, "binds by path: runsc's gofer opens each source when the sandbox starts (no bind by descriptor)",
+		"the command's stderr reaches the caller through a pipe (runsc's own messages are held until the command starts)")
+	r.Tmpfs = []TmpfsReport{
+		{Path: "/tmp", Size: g.p.TmpSize, Enforced: "tmpfs size= (gVisor kernel)"},
+		{Path: "/dev/shm", Size: g.p.ShmSize, Enforced: "tmpfs size= (gVisor kernel)"},
+		{Path: "/dev", Enforced: "gVisor's own devtmpfs"},
+		{Path: "/", Enforced: "read-only (OCI root.readonly)"},
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		r.EnvNames = append(r.EnvNames, k)
+	}
+	sort.Strings(r.EnvNames)
+	r.Protections = []Protection{
+		{Name: "kernel:gvisor", Configured: true, Detail: "the command's system calls are served by gVisor's Sentry"},
+		{Name: "network:loopback-only", Configured: true, Detail: "runsc --network=none"},
+		{Name: "no_new_privs", Configured: true},
+		{Name: "capabilities:none", Configured: true},
+		{Name: "uid:not-root", Configured: !g.cfg.Rootless || os.Getuid() != 0, Detail: "host uid " + strconv.Itoa(r.HostUID)},
+	}
+	r.EnvironmentDigest = environmentDigest(&r)
+	return r
+}
+
+// verifyGvisor marks each protection from init's readback: the kernel's
+// own log names gVisor, NoNewPrivs is 1, CapEff is empty.
+func verifyGvisor(ps []Protection, rb *initproc.Readback) {
+	if rb == nil {
+		return
+	}
+	yes := func(b bool) *bool { return &b }
+	for i := range ps {
+		switch ps[i].Name {
+		case "kernel:gvisor":
+			ps[i].Verified = yes(rb.Kernel != nil && strings.Contains(rb.Kernel.Dmesg, "gVisor"))
+		case "no_new_privs":
+			if rb.NoNewPrivs >= 0 { // gVisor's status file has no such line
+				ps[i].Verified = yes(rb.NoNewPrivs == 1)
+			}
+		case "capabilities:none":
+			ps[i].Verified = yes(strings.Trim(rb.CapEff, "0") == "")
+		case "uid:not-root":
+			// As root the command's uid inside is the policy's, which
+			// gVisor's gofer serves as that host uid; rootless, gVisor's
+			// uid 0 is the caller, which is not root either.
+			if os.Geteuid() == 0 {
+				ps[i].Verified = yes(rb.UID != 0)
+			}
+		}
+	}
+}
+
+// launch starts `runsc run` from a locked thread (its parent-death signal
+// follows the thread), relays signals through `runsc kill` once init has
+// started the command, and returns the command's status.
+func (g *gvRun) launch(ctx context.Context) (*Result, error) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
+	}
+	defer devnull.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	defer errR.Close()
+	argv := g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = []string{} // runsc gets nothing of ours
+	// The caller's descriptors are never handed to runsc: gVisor makes a
+	// donated descriptor non-blocking, which would break the caller's own
+	// writes to its terminal after the run. os/exec copies through pipes
+	// for anything that is not an *os.File.
+	c.Stdout, c.Stderr = writerOrNull(g.opts.Stdout, devnull), errW
+	stdin, err := g.stdinPipe(devnull)
+	if err != nil {
+		errW.Close()
+		return nil, err
+	}
+	defer stdin.Close()
+	c.Stdin = stdin
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends after runsc
+		err := c.Start()
+		started <- err
+		if err == nil {
+			exited <- c.Wait()
+		}
+	}()
+	if err := <-started; err != nil {
+		errW.Close()
+		return nil, setupErr("cannot start runsc", err.Error(), "check that "+g.runsc+" is executable")
+	}
+	errW.Close()
+	var rl relay
+	rl.out = orNull(g.opts.Stderr, devnull)
+	relayDone := make(chan struct{})
+	go func() { rl.run(errR); close(relayDone) }()
+	statusCh := make(chan *initproc.Status, 1)
+	go g.readStatus(statusCh)
+	return g.supervise(ctx, c, exited, statusCh, &rl, relayDone)
+}
+
+// stdinPipe is what runsc reads as the command's stdin: a pipe fed from
+// the caller's stdin by a goroutine that is not waited for (a read of a
+// terminal would hold the run's end); the caller closes the read end.
+func (g *gvRun) stdinPipe(null *os.File) (*os.File, error) {
+	if g.opts.Stdin == nil {
+		return os.Open(os.DevNull)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	go func() {
+		io.Copy(w, g.opts.Stdin)
+		w.Close()
+	}()
+	return r, nil
+}
+
+// writerOrNull hides the *os.File so that os/exec relays through a pipe
+// of its own.
+func writerOrNull(f, null *os.File) io.Writer {
+	if f == nil {
+		return null
+	}
+	return struct{ io.Writer }{f}
+}
+
+// readStatus accepts init's one connection and decodes its status line;
+// nil when none came (runsc failed before init ran).
+func (g *gvRun) readStatus(out chan<- *initproc.Status) {
+	conn, err := g.status.Accept()
+	if err != nil {
+		out <- nil
+		return
+	}
+	defer conn.Close()
+	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
+	s, err := initproc.DecodeStatus([]byte(strings.TrimSpace(string(b))))
+	if err != nil {
+		s = initproc.Status{Error: err.Error(), Exit: 125}
+	}
+	out <- &s
+}
+
+func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *relay, relayDone <-chan struct{}) (*Result, error) {
+	var (
+		status   *initproc.Status
+		pending  []os.Signal
+		waitErr  error
+		cmdStart bool
+		killed   bool
+	)
+	ctxDone := ctx.Done()
+	for done := false; !done; {
+		select {
+		case s := <-statusCh:
+			status, statusCh = s, nil
+			if s != nil && s.Started {
+				cmdStart = true
+				// runsc's gofer holds the bound sockets now: their
+				// directory goes, so a SIGKILL later leaves none.
+				g.nw.release()
+				rl.start()
+				for _, sig := range pending {
+					g.kill(sig)
+				}
+				pending = nil
+			}
+		case sig := <-g.opts.Signals:
+			if cmdStart {
+				g.kill(sig)
+			} else {
+				pending = append(pending, sig)
+			}
+		case <-ctxDone:
+			ctxDone, killed = nil, true
+			g.kill(syscall.SIGKILL)
+			c.Process.Kill()
+		case waitErr = <-exited:
+			done = true
+		}
+	}
+	// runsc is gone: close the listener so a status that never came ends.
+	g.status.Close()
+	if statusCh != nil {
+		status = <-statusCh
+	}
+	<-relayDone
+	g.deleteState()
+	code := 125
+	var ee *exec.ExitError
+	if waitErr == nil {
+		code = 0
+	} else if errors.As(waitErr, &ee) {
+		code = waitCode(ee.Sys().(syscall.WaitStatus))
+	}
+	return g.classify(ctx, code, status, rl, killed)
+}
+
+// classify maps what runsc and init said to the run's outcome.
+func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *relay, killed bool) (*Result, error) {
+	r := g.report
+	switch {
+	case status != nil && status.Started:
+		r.Readback = status.Readback
+		verifyGvisor(r.Protections, status.Readback)
+		r.Exit = classify(code, "")
+		if killed {
+			// Ended because ctx was done (Run's timer or the caller):
+			// ctx's error says which, and Run classifies a timer's end.
+			return &Result{ExitCode: code, Report: r}, ctxErr(ctx)
+		}
+		return &Result{ExitCode: code, Report: r}, nil
+	case status != nil && (status.Exit == 126 || status.Exit == 127):
+		r.Readback = status.Readback
+		verifyGvisor(r.Protections, status.Readback)
+		r.Exit = &Exit{Code: status.Exit, Class: map[int]string{126: "not_executable", 127: "not_found"}[status.Exit]}
+		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: reasonOf(status.Error)}
+	case status != nil:
+		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
+	case killed || ctx.Err() != nil:
+		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+	}
+	why := lastLine(rl.held())
+	if why == "" {
+		why = "runsc exited with status " + strconv.Itoa(code) + " before the command started"
+	}
+	return nil, setupErr("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
+}
+
+// kill sends sig to the container's init through runsc.
+func (g *gvRun) kill(sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	argv := g.cfg.Args(g.runsc, "kill", g.id, strconv.Itoa(int(s)))
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = []string{}
+	c.Run()
+}
+
+// deleteState removes what runsc left in its state root when the run did
+// not end by itself (runsc run deletes its container on a normal end).
+func (g *gvRun) deleteState() {
+	ents, err := os.ReadDir(g.cfg.Root)
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	argv := g.cfg.Args(g.runsc, "delete", "--force", g.id)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = []string{}
+	c.Run()
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

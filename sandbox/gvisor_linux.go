@@ -1,0 +1,474 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// Where init and its status socket appear inside a tier-2 sandbox.
+const (
+	gvInitInside   = "/run/sandbox-run/init"
+	gvStatusInside = "/run/sandbox-run/status.sock"
+	gvDirPrefix    = "sandbox-run-gvisor-"
+)
+
+// gvRun is one tier-2 run being set up; undo holds its cleanup, last
+// first.
+type gvRun struct {
+	p        policy.Policy
+	cmd      []string
+	opts     Options
+	runsc    string
+	cfg      gvisor.Runsc
+	id       string
+	dir      string // private runtime dir: bundle/, state/
+	bundle   string
+	pl       *plan
+	nw       *network
+	status   net.Listener
+	report   Report
+	spec     gvisor.Bundle
+	undo     []func()
+	uid, gid int
+}
+
+func (g *gvRun) cleanup() {
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		g.undo[i]()
+	}
+	g.undo = nil
+}
+
+func runGvisor(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	g := &gvRun{p: p, cmd: cmd, opts: opts}
+	defer g.cleanup()
+	if err := g.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if opts.DryRun != nil {
+		b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
+		fmt.Fprintf(opts.DryRun, "argv: %s\nconfig.json:\n%s\n", strings.Join(quoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
+		return &Result{Report: g.report}, nil
+	}
+	auditEvent(opts.Audit, g.report.RunID, "run_start", map[string]any{"tier": 2, "mechanism": "gvisor", "command": cmd[0],
+		"network": g.nw.mode, "allow_hosts": p.AllowHosts})
+	res, err := g.launch(ctx)
+	end := map[string]any{}
+	if res != nil {
+		end["exit"] = res.ExitCode
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	auditEvent(opts.Audit, g.report.RunID, "run_end", end)
+	return res, err
+}
+
+// redactSpec hides the values of the command's variables in a dry run.
+func redactSpec(b []byte, env []string) string {
+	s := string(b)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if v != "" {
+			s = strings.ReplaceAll(s, strconv.Quote(kv), strconv.Quote(k+"=<redacted>"))
+		}
+	}
+	return s
+}
+
+// gvLimits refuses the limits tier 2 cannot enforce and renders the rest
+// as rlimits that gVisor's kernel holds.
+func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
+	for _, l := range []struct {
+		flag string
+		set  bool
+	}{{"--memory", p.Memory > 0}, {"--pids", p.Pids > 0}, {"--cpu-time", p.CPUTime > 0}} {
+		if l.set {
+			return nil, nil, setupErr(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
+				"drop "+l.flag+", or use --sandbox bwrap")
+		}
+	}
+	rl := []gvisor.Rlimit{{Type: "RLIMIT_CORE"}}
+	out := []Limit{{Name: "core", Value: "0", Enforced: "rlimit (gVisor kernel)"}}
+	if p.NoFile > 0 {
+		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_NOFILE", Soft: uint64(p.NoFile), Hard: uint64(p.NoFile)})
+		out = append(out, Limit{Name: "nofile", Value: strconv.FormatInt(p.NoFile, 10), Enforced: "rlimit (gVisor kernel)"})
+	}
+	if p.FSize > 0 {
+		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_FSIZE", Soft: uint64(p.FSize), Hard: uint64(p.FSize)})
+		out = append(out, Limit{Name: "fsize", Value: strconv.FormatInt(p.FSize, 10), Enforced: "rlimit (gVisor kernel)"})
+	}
+	// The default process ceiling is not the caller's request: tier 2
+	// has no way to hold it (gVisor's RLIMIT_NPROC does not count the
+	// sandbox's tasks), and the report says so instead of refusing every
+	// run.
+	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none"})
+	return rl, append(timeoutLimit(p), out...), nil
+}
+
+// ids are the uid and gid the command runs as inside. As root the
+// sandbox never runs as uid 0: the policy's unprivileged ids. Otherwise
+// runsc runs rootless and maps the caller to gVisor's uid 0, which holds
+// no capability (the spec grants none) and is the caller on the host.
+func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
+	if os.Geteuid() != 0 {
+		return 0, 0, true, nil
+	}
+	if p.UID == 0 {
+		return 0, 0, false, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+	}
+	return p.UID, p.GID, false, nil
+}
+
+func (g *gvRun) prepare(ctx context.Context) error {
+	p := g.p
+	// Refusals of the policy first: the same with or without runsc.
+	if g.opts.Terminal != nil {
+		return setupErr("--tty", "--sandbox gvisor gives the command no terminal of its own yet", "pass --no-tty")
+	}
+	rl, lims, err := gvLimits(p)
+	if err != nil {
+		return err
+	}
+	if err := checkTmpdir(p.Writable()); err != nil {
+		return err
+	}
+	path, err := findTool(toolRunsc, g.opts.RunscPath, p.Writable())
+	if err != nil {
+		return err
+	}
+	g.runsc = path
+	ver, platform, err := runscInfo(ctx, path, g.opts.BwrapCache)
+	if err != nil {
+		return err
+	}
+	uid, gid, rootless, err := gvIDs(p)
+	if err != nil {
+		return err
+	}
+	// Host-side checks (reachability of the workdir) are for the uid the
+	// files are accessed as: the policy's as root, the caller's otherwise.
+	hostUID, hostGID := os.Getuid(), os.Getgid()
+	if !rootless {
+		hostUID, hostGID = uid, gid
+	}
+	g.uid, g.gid = uid, gid
+	sweepGvisorDirs(os.TempDir())
+	jdir := journalDir(g.opts.BwrapCache)
+	if jdir != "" {
+		sweepJournals(jdir)
+	}
+	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
+	if err != nil {
+		return err
+	}
+	g.p = p
+	pl, err := newPlan(p, own, false, 0, hostUID, hostGID, true)
+	if err != nil {
+		return err
+	}
+	g.pl = pl
+	g.undo = append(g.undo, pl.cleanup)
+	runID := newRunID()
+	if jdir != "" && len(pl.placeholders) > 0 {
+		jpath, err := writeJournal(jdir, runID, pl.placeholders)
+		if err != nil {
+			return setupErr("cannot record the run's placeholders in "+jdir, err.Error(), "check that the cache directory is writable")
+		}
+		g.undo = append(g.undo, func() { removeJournal(jpath) })
+	}
+	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
+	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
+}
+
+// prepareSpec sets up the network and init's status socket, renders the
+// spec and, unless this is a dry run, writes the bundle.
+func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []Limit, hostUID, hostGID int) error {
+	p, pl, log, rootless := g.p, g.pl, g.opts.logger(), g.cfg.Rootless
+	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, log)
+	if err != nil {
+		return err
+	}
+	g.nw = nw
+	g.undo = append(g.undo, nw.close)
+	ln, statusPath, err := nw.listen("status.sock", hostUID, hostGID, !rootless)
+	if err != nil {
+		return err
+	}
+	g.status = ln
+	g.undo = append(g.undo, func() { ln.Close() })
+	if err := g.makeDir(); err != nil {
+		return err
+	}
+	self, err := selfBinary(pl.guard)
+	if err != nil {
+		return err
+	}
+	extra := []bwrap.Mount{{Kind: bwrap.ROBind, Src: self, Dst: gvInitInside, FD: -1}, {Kind: bwrap.ROBind, Src: statusPath, Dst: gvStatusInside, FD: -1}}
+	for _, b := range nw.binds {
+		extra = append(extra, bwrap.Mount{Kind: bwrap.ROBind, Src: b[0], Dst: b[1], FD: -1})
+	}
+	env, err := commandEnv(p, nw.env, g.opts.LookupEnv)
+	if err != nil {
+		return err
+	}
+	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Command: g.cmd}
+	mounts := append(append(append([]bwrap.Mount(nil), pl.mounts...), extra...), pl.late...)
+	g.spec, err = gvisor.Render(gvisor.Input{
+		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
+		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
+		Files: fileBinds(mounts),
+	})
+	if err != nil {
+		return setupErr("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
+	}
+	g.cfg.Root = filepath.Join(g.dir, "state")
+	g.id = "sandbox-run-" + runID
+	g.report = g.newReport(runID, ver, env, lims)
+	if g.opts.DryRun != nil {
+		return nil
+	}
+	return g.writeBundle()
+}
+
+// fileBinds names the bind destinations whose source is not a directory.
+func fileBinds(ms []bwrap.Mount) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		if m.Kind != bwrap.ROBind && m.Kind != bwrap.Bind {
+			continue
+		}
+		if fi, err := os.Stat(m.Src); err == nil && !fi.IsDir() {
+			out[m.Dst] = true
+		}
+	}
+	return out
+}
+
+// selfBinary is sandbox-run's own executable, bound in read-only as init;
+// one that lies in a writable directory is refused like any bind.
+func selfBinary(guard *pathguard.Guard) (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+	}
+	r, err := guard.CheckRead(exe)
+	if err != nil {
+		return "", guardErr(err)
+	}
+	return r.Path, nil
+}
+
+// makeDir creates the run's private runtime directory (0700, this user's):
+// the bundle and runsc's state root. Its name carries this process's pid
+// and start time so that a later run can sweep it when sandbox-run was
+// killed before it could.
+func (g *gvRun) makeDir() error {
+	start, _, err := selfStart()
+	if err != nil {
+		return setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", gvDirPrefix, os.Getpid(), start))
+	if err != nil {
+		return setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
+	}
+	g.dir, g.bundle = dir, filepath.Join(dir, "bundle")
+	g.undo = append(g.undo, func() { os.RemoveAll(dir) })
+	for _, d := range []string{g.bundle, filepath.Join(dir, "state")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return setupErr("cannot create "+d, err.Error(), "check that $TMPDIR is writable")
+		}
+	}
+	return nil
+}
+
+// writeBundle writes config.json, the empty cover file and the root's
+// mount points. The root and its points are 0755/0444: gVisor checks
+// access with the command's uid, which must traverse them.
+func (g *gvRun) writeBundle() error {
+	b, err := json.Marshal(g.spec.Spec)
+	if err == nil {
+		err = pathguard.WriteFile(filepath.Join(g.bundle, "config.json"), b, 0o600)
+	}
+	if err == nil {
+		err = pathguard.WriteFile(filepath.Join(g.bundle, "empty"), nil, 0o444)
+	}
+	root := filepath.Join(g.bundle, "rootfs")
+	if err == nil {
+		err = os.Mkdir(root, 0o755)
+	}
+	for _, pt := range g.spec.Points {
+		if err != nil {
+			break
+		}
+		err = makePoint(root, pt)
+	}
+	if err != nil {
+		return setupErr("cannot write the sandbox's bundle in "+g.bundle, err.Error(), "check that $TMPDIR is writable and not full")
+	}
+	return nil
+}
+
+func makePoint(root string, pt gvisor.Point) error {
+	p := filepath.Join(root, pt.Path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	switch {
+	case pt.Link != "":
+		return os.Symlink(pt.Link, p)
+	case pt.Dir:
+		return os.MkdirAll(p, 0o755)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// runscInfo is what runsc says of itself: its version and default
+// platform, from `runsc --version` and `runsc flags` (empty environment),
+// remembered in cacheDir by the binary's identity like bwrap's (runsc
+// is a large Go binary: each start costs about 100 ms).
+func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, string, error) {
+	fail := func(why string) (gvisor.Version, string, error) {
+		return gvisor.Version{}, "", setupErr("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+	}
+	var e struct{ Version, Flags string }
+	name, dir := runscCacheName(path), (*pathguard.Dir)(nil)
+	if name != "" && cacheDir != "" {
+		if d, err := pathguard.OpenPrivateDir(cacheDir); err == nil {
+			dir = d
+			defer d.Close()
+			if b, err := d.ReadFile(name); err == nil && json.Unmarshal(b, &e) == nil {
+				if v, err := gvisor.ParseVersion(e.Version); err == nil {
+					return v, gvisor.DefaultPlatform(e.Flags), nil
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, q := range []struct {
+		arg string
+		out *string
+	}{{"--version", &e.Version}, {"flags", &e.Flags}} {
+		c := exec.CommandContext(ctx, path, q.arg)
+		c.Env = []string{}
+		b, err := c.CombinedOutput()
+		if err != nil {
+			return fail("runsc " + q.arg + ": " + errText(err))
+		}
+		*q.out = string(b)
+	}
+	v, err := gvisor.ParseVersion(e.Version)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if b, err := json.Marshal(e); err == nil && dir != nil {
+		dir.WriteFile(name, b) // a failure costs the next run a probe
+	}
+	return v, gvisor.DefaultPlatform(e.Flags), nil
+}
+
+// runscCacheName names the cache entry of the runsc at path by its
+// identity (device, inode, size, times): a replaced binary is probed
+// again.
+func runscCacheName(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
+	return "runsc-" + hex.EncodeToString(h[:12]) + ".json"
+}
+
+// sweepGvisorDirs removes the runtime directories of tier-2 runs whose
+// sandbox-run no longer runs (killed before its own cleanup): only
+// directories of this user's, never through a link. The sandbox itself
+// died with runsc, which died with sandbox-run (parent-death signals), and
+// no cgroup was made (--ignore-cgroups), so the directory is all there is.
+func sweepGvisorDirs(tmp string) {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, e := range ents {
+		name, ok := strings.CutPrefix(e.Name(), gvDirPrefix)
+		if !ok || !e.IsDir() || n >= 64 {
+			continue
+		}
+		n++
+		pidStart, _, _ := strings.Cut(name, "-")
+		ps, ss, _ := strings.Cut(pidStart, ".")
+		pid, err1 := strconv.Atoi(ps)
+		start, err2 := strconv.ParseUint(ss, 10, 64)
+		if err1 != nil || err2 != nil || alive(pid, start) {
+			continue
+		}
+		p := filepath.Join(tmp, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() || !ownedBySelf(fi) {
+			continue
+		}
+		os.RemoveAll(p)
+	}
+}
+
+func ownedBySelf(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// checkTmpdir refuses a TMPDIR inside a writable directory: the run's
+// runtime directories (bundle, runsc's state, the proxy's and init's
+// sockets) would be in the command's reach.
+func checkTmpdir(writable []string) error {
+	tmp := os.TempDir()
+	for _, t := range []string{tmp, resolved(tmp)} {
+		if insideAny(t, writable) || insideAny(t, resolvedAll(writable)) {
+			return setupErr("TMPDIR "+tmp+" lies in a writable directory", "the sandbox's bundle, runsc's state and the proxy's socket would be in the command's reach",
+				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
+		}
+	}
+	return nil
+}
+
+// resolved is p with its links resolved, or p when that fails.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func resolvedAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = resolved(p)
+	}
+	return out
+}

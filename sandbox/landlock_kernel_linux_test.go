@@ -1,0 +1,325 @@
+package sandbox
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/landlock"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// llProbeArg makes this test binary a probe: __llprobe NAME [ARG] tries
+// one thing and prints "ok" or "denied ERRNO".
+const llProbeArg = "__llprobe"
+
+func init() {
+	if len(os.Args) > 2 && os.Args[1] == llProbeArg {
+		os.Stdout.WriteString(llProbe(os.Args[2], os.Args[3:]) + "\n")
+		os.Exit(0)
+	}
+}
+
+func llProbe(name string, args []string) string {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	var err error
+	switch name {
+	case "read":
+		_, err = os.ReadFile(arg(0))
+	case "write":
+		err = os.WriteFile(arg(0), []byte("x"), 0o644)
+	case "truncate":
+		err = unix.Truncate(arg(0), 0)
+	case "udp":
+		err = closeFD(unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0))
+	case "unix":
+		err = closeFD(unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0))
+	case "socketpair":
+		var fds [2]int
+		fds, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+	case "connect":
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", arg(0), 3*time.Second)
+		if err == nil {
+			c.Close()
+		}
+	case "shmget":
+		var id int
+		id, err = unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+		if err == nil {
+			unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		}
+	case "signal":
+		pid, _ := strconv.Atoi(arg(0))
+		err = unix.Kill(pid, 0)
+	case "orphan":
+		// A setsid grandchild that outlives the command: its pid on stdout.
+		c := exec.Command("/bin/sleep", "60")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err = c.Start(); err == nil {
+			return "ok " + strconv.Itoa(c.Process.Pid)
+		}
+	default:
+		return "bad probe " + name
+	}
+	if err != nil {
+		var en unix.Errno
+		if errors.As(err, &en) {
+			return "denied " + unix.ErrnoName(en)
+		}
+		return "denied " + err.Error()
+	}
+	return "ok"
+}
+
+func devNull(t *testing.T) *os.File {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func closeFD(fd int, err error) error {
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// llFixture is one host laid out for the landlock probes: a workdir with
+// the probe binary, a readable and writable directory outside it, a file
+// passed as --read, a loopback listener and a process of the sandbox's uid
+// to signal.
+type llFixture struct {
+	work, probe, outside, readFile, listen string
+	victim                                 int
+}
+
+func newLLFixture(t *testing.T) *llFixture {
+	t.Helper()
+	f := &llFixture{work: sandboxtest.WorkDir(t)}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.probe = filepath.Join(f.work, "probe")
+	if err := os.WriteFile(f.probe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.outside = sandboxtest.WorkDir(t) // readable and writable by the sandbox's uid, not granted
+	if err := os.WriteFile(filepath.Join(f.outside, "secret"), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.readFile = filepath.Join(f.outside, "readable")
+	if err := os.WriteFile(f.readFile, []byte("data"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(f.readFile, 0o666)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	f.listen = ln.Addr().String()
+	v := exec.Command("/bin/sleep", "60")
+	if os.Geteuid() == 0 {
+		v.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: policy.DefaultUID, Gid: policy.DefaultGID}}
+	}
+	if err := v.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Process.Kill(); v.Wait() })
+	f.victim = v.Process.Pid
+	return f
+}
+
+// run runs one probe under mode and returns its output line.
+func (f *llFixture) run(t *testing.T, mode policy.Mode, allow []string, probe ...string) string {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p := policy.Policy{Workdir: f.work, Sandbox: mode, Read: []string{f.readFile}, AllowHosts: allow}
+	res, err := Run(t.Context(), p, append([]string{f.probe, llProbeArg}, probe...), Options{Stdout: out, Stderr: devNull(t)})
+	if err != nil {
+		t.Fatalf("%s %v: %v", mode, probe, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%s %v: exit %d", mode, probe, res.ExitCode)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestKernelLandlockMatrix: every attempt succeeds in tier 0 (the
+// positive control: the host allows it) and is refused under --sandbox
+// landlock with the expected errno.
+func TestKernelLandlockMatrix(t *testing.T) {
+	abi := sandboxtest.Landlock(t, landlock.MinABI)
+	f := newLLFixture(t)
+	victim := strconv.Itoa(f.victim)
+	for _, tc := range []struct {
+		name  string
+		probe []string
+		allow []string
+		want  string
+		abi   int // the minimum ABI that holds it
+	}{
+		{"read outside", []string{"read", filepath.Join(f.outside, "secret")}, nil, "denied EACCES", 3},
+		{"write outside", []string{"write", filepath.Join(f.outside, "new")}, nil, "denied EACCES", 3},
+		{"truncate a --read file", []string{"truncate", f.readFile}, nil, "denied EACCES", 3},
+		{"udp socket", []string{"udp"}, []string{"example.com"}, "denied EPERM", 4},
+		{"unix socket", []string{"unix"}, []string{"example.com"}, "denied EAFNOSUPPORT", 4},
+		{"tcp to another loopback port", []string{"connect", f.listen}, []string{"example.com"}, "denied EACCES", 4},
+		{"tcp without a network", []string{"connect", f.listen}, nil, "denied EAFNOSUPPORT", 3},
+		{"System V shared memory", []string{"shmget"}, nil, "denied EPERM", 3},
+		{"signal a process of the same uid", []string{"signal", victim}, nil, "denied EPERM", landlock.ScopeABI},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f.run(t, policy.ModeOff, tc.allow, tc.probe...); got != "ok" {
+				t.Fatalf("untested: the positive control (tier 0) got %q, want ok", got)
+			}
+			got := f.run(t, policy.ModeLandlock, tc.allow, tc.probe...)
+			if abi < tc.abi {
+				t.Logf("ABI %d < %d: a named loss; got %q", abi, tc.abi, got)
+				return
+			}
+			if got != tc.want {
+				t.Errorf("landlock: %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// What must keep working under landlock.
+	for _, tc := range []struct {
+		name  string
+		probe []string
+		allow []string
+	}{
+		{"write in the workdir", []string{"write", filepath.Join(f.work, "out")}, nil},
+		{"read a --read file", []string{"read", f.readFile}, nil},
+		{"read a system file", []string{"read", "/etc/passwd"}, nil},
+		{"socketpair", []string{"socketpair"}, nil},
+	} {
+		t.Run("works/"+tc.name, func(t *testing.T) {
+			if got := f.run(t, policy.ModeLandlock, tc.allow, tc.probe...); got != "ok" {
+				t.Errorf("landlock: %q, want ok", got)
+			}
+		})
+	}
+}
+
+// TestKernelLandlockOrphans: a setsid grandchild outlives a tier-0 run
+// (the naive launcher, the positive control) and is ended with a landlock
+// run by sandbox-run as its subreaper.
+func TestKernelLandlockOrphans(t *testing.T) {
+	sandboxtest.Landlock(t, landlock.MinABI)
+	f := newLLFixture(t)
+	for _, tc := range []struct {
+		mode      policy.Mode
+		wantAlive bool
+	}{{policy.ModeOff, true}, {policy.ModeLandlock, false}} {
+		got := f.run(t, tc.mode, nil, "orphan")
+		pidS, ok := strings.CutPrefix(got, "ok ")
+		if !ok {
+			t.Fatalf("%s: %q", tc.mode, got)
+		}
+		pid, _ := strconv.Atoi(pidS)
+		alive := unix.Kill(pid, 0) == nil && !zombie(pid)
+		if alive {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if alive != tc.wantAlive {
+			t.Errorf("%s: orphan %d alive %v after the run, want %v", tc.mode, pid, alive, tc.wantAlive)
+		}
+	}
+}
+
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
+}
+
+// TestKernelLandlockReport: the report names the mechanism, the ABI, the
+// read-back and the losses, and a protected path that exists refuses the
+// run.
+func TestKernelLandlockReport(t *testing.T) {
+	abi := sandboxtest.Landlock(t, landlock.MinABI)
+	f := newLLFixture(t)
+	res, err := Run(t.Context(), policy.Policy{Workdir: f.work, Sandbox: policy.ModeLandlock}, []string{"true"}, Options{Stdout: devNull(t), Stderr: devNull(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Report
+	if r.Mechanism != "landlock" || r.Tier != 1 || r.Landlock == nil || r.Landlock.KernelABI != abi {
+		t.Fatalf("report: mechanism %q tier %d landlock %+v", r.Mechanism, r.Tier, r.Landlock)
+	}
+	if !r.Landlock.ReadbackRootDenied || r.Landlock.ReadbackNoNewPrivs != 1 || r.Seccomp.Readback != 2 {
+		t.Errorf("read-back: %+v seccomp %d", r.Landlock, r.Seccomp.Readback)
+	}
+	if len(r.Losses) == 0 || r.Losses[0].Name != "processes" {
+		t.Errorf("losses: %+v", r.Losses)
+	}
+	// A protected path that exists is refused; the control: the same run
+	// without it went through above.
+	if err := os.WriteFile(filepath.Join(f.work, ".mcp.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), policy.Policy{Workdir: f.work, Sandbox: policy.ModeLandlock}, []string{"true"}, Options{Stdout: devNull(t), Stderr: devNull(t)})
+	var se *SetupError
+	if !errors.As(err, &se) || !strings.Contains(se.What, ".mcp.json") {
+		t.Errorf("existing protected path: err %v, want a SetupError naming it", err)
+	}
+	os.Remove(filepath.Join(f.work, ".mcp.json"))
+	// One created during the run is removed after it.
+	res, err = Run(t.Context(), policy.Policy{Workdir: f.work, Sandbox: policy.ModeLandlock}, []string{"sh", "-c", "echo x > .bashrc"}, Options{Stdout: devNull(t), Stderr: devNull(t)})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v exit %v", err, res)
+	}
+	if _, err := os.Lstat(filepath.Join(f.work, ".bashrc")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".bashrc created during the run is still there: %v", err)
+	}
+}

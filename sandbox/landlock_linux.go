@@ -1,0 +1,661 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/landlock"
+	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy"
+)
+
+// The device files a command under landlock may use: written, and read.
+var (
+	llDevWrite = []string{"/dev/null", "/dev/zero", "/dev/full"}
+	llDevRead  = []string{"/dev/random", "/dev/urandom"}
+)
+
+// landlockFix is the fix a refusal of --sandbox landlock offers.
+const landlockFix = "run --sandbox bwrap where user namespaces work (sandbox-run check says why they do not)"
+
+// landlockABI returns the kernel's Landlock ABI, 0 when it has none or
+// has it disabled.
+func landlockABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// llRun is one landlock run's state, built by prepare and undone by close.
+type llRun struct {
+	p        policy.Policy
+	opts     Options
+	report   Report
+	rs       *landlock.Ruleset
+	spec     landlockSpec
+	lim      limits.Plan
+	uid, gid int
+	tmp      string   // the run's TMPDIR, removed by close
+	missing  []string // protected paths absent when the run started
+	stop     context.CancelFunc
+	lns      []net.Listener
+	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
+	pxDone   chan struct{} // closed when the built-in proxy has stopped
+}
+
+// runLandlock runs cmd under Landlock and the seccomp filter, without
+// namespaces: tier 1 with the losses landlock.Translate names, each in the
+// report. It refuses (exit 125) a kernel below landlock.MinABI, a network
+// below landlock.NetABI, and a protected path that exists in a writable
+// directory (Landlock cannot hold it read-only beneath a writable grant).
+func runLandlock(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
+	if opts.Terminal != nil {
+		return nil, setupErr("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+	}
+	r := &llRun{p: p, opts: opts}
+	defer r.close()
+	if err := r.prepare(ctx, cmd); err != nil {
+		return nil, err
+	}
+	if opts.DryRun != nil {
+		r.dryRun(cmd)
+		return &Result{Report: r.report}, nil
+	}
+	return r.supervise(ctx, cmd)
+}
+
+// dryRun writes what would run: the shim, the ruleset, the filter and
+// the environment's names (values are never printed).
+func (r *llRun) dryRun(cmd []string) {
+	w := r.opts.DryRun
+	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(quoteAll(cmd), " "))
+	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
+	for _, rule := range r.rs.Rules {
+		fmt.Fprintf(w, "  %v\n", rule)
+	}
+	fmt.Fprintf(w, "seccomp: %s\n", r.report.Seccomp.Digest)
+	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
+}
+
+func (r *llRun) close() {
+	if r.stop != nil {
+		r.stop()
+	}
+	for _, ln := range r.lns {
+		ln.Close()
+	}
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+	}
+}
+
+// prepare checks the host, decides the ruleset and builds the shim's spec
+// and the report; nothing of the command runs yet.
+func (r *llRun) prepare(ctx context.Context, cmd []string) error {
+	p := r.p
+	r.report.RunID = newRunID()
+	r.uid, r.gid = os.Getuid(), os.Getgid()
+	if os.Geteuid() == 0 {
+		r.uid, r.gid = p.UID, p.GID
+		if r.uid == 0 {
+			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+		}
+	}
+	// A session's home and the caches become writable dirs like any other.
+	p, _, err := prepareState(p, r.opts, r.uid, r.gid)
+	if err != nil {
+		return err
+	}
+	r.p = p
+	if err := r.checkProtected(); err != nil {
+		return err
+	}
+	ports, netEnv, mode, err := r.network(ctx)
+	if err != nil {
+		return err
+	}
+	in, err := r.paths()
+	if err != nil {
+		return err
+	}
+	in.ABI, in.ConnectPorts = landlockABI(), ports
+	r.rs, err = landlock.Translate(in)
+	if err != nil {
+		return &SetupError{What: "--sandbox landlock", Why: err.Error(), Fix: landlockFix}
+	}
+	prog, err := r.filter(ports == nil)
+	if err != nil {
+		return err
+	}
+	env, err := commandEnv(p, netEnv, r.opts.LookupEnv)
+	if err != nil {
+		return err
+	}
+	env = withTmpdir(env, p, r.tmp)
+	if err := r.limits(); err != nil {
+		return err
+	}
+	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: limits.EncodeRlimits(r.lim.Rlimits), Env: env}
+	r.buildReport(prog, mode, env)
+	return nil
+}
+
+// checkProtected refuses a protected path that exists: beneath a writable
+// grant Landlock cannot take write access away. Missing ones are recorded
+// for removal after the run.
+func (r *llRun) checkProtected() error {
+	for _, pp := range r.p.ProtectedPaths() {
+		if _, err := os.Lstat(pp); err == nil {
+			return &SetupError{What: "--sandbox landlock cannot hold protected path " + pp,
+				Why: "Landlock grants are additive beneath a writable directory, so the command could change it",
+				Fix: "use --sandbox bwrap, or run in a directory without it"}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return setupErr("cannot inspect protected path "+pp, err.Error(), "check the directory's permissions")
+		}
+		r.missing = append(r.missing, pp)
+	}
+	return nil
+}
+
+// network starts what serves the run's network on host loopback TCP
+// ports (Landlock confines TCP connect by port, not by address): the
+// built-in egress proxy or a relay to --egress-socket (which names the
+// run to the node's proxy), and a relay to --llm-socket (an HTTP relay
+// that records each request with --audit). nil ports: no network at all.
+func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]string, mode string, err error) {
+	p, root := r.p, os.Geteuid() == 0
+	env, mode = map[string]string{}, "none"
+	sctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	listen := func() (net.Listener, string, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, "", setupErr("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
+		}
+		r.lns = append(r.lns, ln)
+		port := uint16(ln.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
+		return ln, strconv.Itoa(int(port)), nil
+	}
+	log, runID := r.opts.logger(), r.report.RunID
+	switch {
+	case p.EgressSocket != "":
+		if err := checkSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
+			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
+			return nil, nil, "", err
+		}
+		ln, port, err := listen()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
+		go forwarder.ServeTagged(sctx, ln, p.EgressSocket, tag)
+		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
+	case len(p.AllowHosts) > 0:
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID})
+		if err != nil {
+			return nil, nil, "", &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
+		}
+		ln, port, err := listen()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		r.px = px
+		r.pxDone = make(chan struct{})
+		go func() { defer close(r.pxDone); px.Serve(sctx, ln) }()
+		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mode = "proxy (built-in, loopback port " + port + ")"
+	default:
+		setOfflineEnv(env)
+	}
+	if p.LLMSocket != "" {
+		if err := checkSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
+			return nil, nil, "", err
+		}
+		ln, port, err := listen()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if r.opts.Audit != nil {
+			go serveLLM(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log)
+		} else {
+			go forwarder.Serve(sctx, ln, p.LLMSocket)
+		}
+		setLLMEnv(env, "http://127.0.0.1:"+port, p.LLMEnv)
+		if mode == "none" {
+			mode = "llm only"
+		}
+	}
+	return ports, env, mode, nil
+}
+
+// paths resolves what the command may read and write: the system paths
+// and /proc, the --read paths (each a directory or a file), the writable
+// dirs and the run's own TMPDIR, and the harmless device files.
+func (r *llRun) paths() (landlock.Input, error) {
+	var in landlock.Input
+	for _, sp := range append(append([]string{}, systemPaths...), "/proc") {
+		if fi, err := os.Stat(sp); err == nil && fi.IsDir() {
+			in.ReadDirs = append(in.ReadDirs, sp)
+		}
+	}
+	for _, rp := range r.p.Read {
+		fi, err := os.Stat(rp)
+		if err != nil {
+			return in, setupErr("--read "+rp, errText(err), "pass a path that exists")
+		}
+		if fi.IsDir() {
+			in.ReadDirs = append(in.ReadDirs, rp)
+		} else {
+			in.ReadFiles = append(in.ReadFiles, rp)
+		}
+	}
+	for _, w := range r.p.Writable() {
+		if err := accessibleAs(w, r.uid, r.gid, true, nil); err != nil {
+			return in, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "sandbox-run-tmp-")
+	if err != nil {
+		return in, setupErr("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
+	}
+	r.tmp = tmp
+	if os.Geteuid() == 0 {
+		if err := os.Chown(tmp, r.uid, r.gid); err != nil {
+			return in, setupErr("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
+		}
+	}
+	in.WriteDirs = append(r.p.Writable(), tmp)
+	for _, d := range llDevWrite {
+		if _, err := os.Stat(d); err == nil {
+			in.WriteFiles = append(in.WriteFiles, d)
+		}
+	}
+	for _, d := range llDevRead {
+		if _, err := os.Stat(d); err == nil {
+			in.ReadFiles = append(in.ReadFiles, d)
+		}
+	}
+	return in, nil
+}
+
+// filter assembles the seccomp program for a command on the host's
+// namespaces.
+func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
+	arch, err := filter.NativeArch()
+	if err != nil {
+		return nil, &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),
+			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
+	}
+	if r.p.Ptrace {
+		if err := filter.CheckPtrace(filter.YamaPtraceScope()); err != nil {
+			return nil, &SetupError{What: "--ptrace refused", Why: strings.TrimPrefix(err.Error(), "filter: "),
+				Fix: "enable Yama with kernel.yama.ptrace_scope=1 (sysctl -w kernel.yama.ptrace_scope=1), or run without --ptrace"}
+		}
+	}
+	prog, err := filter.Assemble(arch, filter.Options{AllowPtrace: r.p.Ptrace, HostNamespaces: true, NoSockets: noSockets})
+	if err != nil {
+		return nil, &SetupError{What: "cannot build the seccomp filter", Why: err.Error(), Fix: "report this bug"}
+	}
+	return prog, nil
+}
+
+// limits plans the rlimits the shim applies and the limits sampled from
+// /proc: without a user namespace RLIMIT_NPROC counts every process of
+// the uid on the host, so the process ceiling is sampled, as in tier 0.
+func (r *llRun) limits() error {
+	p := r.p
+	l := limits.Limits{Memory: p.Memory, Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	lim, err := limits.NewPlan(l, limits.Env{})
+	if err != nil {
+		return &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+	}
+	r.lim = lim
+	return nil
+}
+
+// withTmpdir points TMPDIR, and HOME when it would be the private /tmp
+// bwrap gives (no --home, --session or HOME of the policy's), at the run's
+// own directory; a value the policy names itself stays.
+func withTmpdir(env []string, p policy.Policy, tmp string) []string {
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, own := p.Env[k]; own {
+			continue
+		}
+		if k == "TMPDIR" || (k == "HOME" && p.Home == "" && v == "/tmp") {
+			env[i] = k + "=" + tmp
+		}
+	}
+	return env
+}
+
+// buildReport states what prepare set up; supervise adds the read-back.
+func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
+	p, rs := r.p, r.rs
+	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: platform(), HostUID: r.uid, HostGID: r.gid,
+		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
+		Network: mode, AllowHosts: p.AllowHosts,
+		Seccomp:  &SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
+		Landlock: &LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		rep.EnvNames = append(rep.EnvNames, k)
+	}
+	sort.Strings(rep.EnvNames)
+	for _, l := range rs.Losses {
+		rep.Losses = append(rep.Losses, Loss{Name: l.Name, Detail: l.Detail})
+	}
+	rep.Protections = []Protection{
+		{Name: "landlock", Configured: true, Detail: "ABI " + strconv.Itoa(rs.ABI)},
+		{Name: "no_new_privs", Configured: true},
+		{Name: "seccomp", Configured: true},
+		{Name: "environment_cleared", Configured: true},
+		{Name: "descriptors_closed", Configured: true},
+		{Name: "subreaper", Configured: true, Detail: "setsid and double-forked descendants are found and ended with the run"},
+		{Name: "protected_paths", Configured: true, Detail: "none existed (the run is refused otherwise); any created during the run is removed when it ends"},
+		{Name: "signal_scope", Configured: rs.Scoped},
+		{Name: "network_by_port", Configured: rs.Network},
+	}
+	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "namespace:ipc", "capabilities_dropped"} {
+		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
+	}
+	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	rep.EnvironmentDigest = environmentDigest(&rep)
+	r.report = rep
+}
+
+// spawn starts the shim with its spec on a pipe and waits for its status
+// line: an error there means the command never ran.
+func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, "", setupErr("cannot create a pipe", err.Error(), "check the open-file limit")
+	}
+	defer specR.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		specW.Close()
+		return nil, "", setupErr("cannot create a pipe", err.Error(), "check the open-file limit")
+	}
+	defer stR.Close()
+	r.spec.Path, r.spec.Argv = path, cmd
+	c := exec.Command("/proc/self/exe", landlockArg)
+	c.Args[0] = "sandbox-run"
+	c.Env = []string{}
+	c.Dir = r.p.Workdir
+	c.Stdin, c.Stdout, c.Stderr = r.opts.Stdin, r.opts.Stdout, r.opts.Stderr
+	c.ExtraFiles = []*os.File{specR, stW}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if os.Geteuid() == 0 {
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+	}
+	err = c.Start()
+	stW.Close()
+	if err != nil {
+		specW.Close()
+		return nil, "", setupErr("cannot start sandbox-run's landlock shim", err.Error(), "run sandbox-run from a readable file")
+	}
+	go func() {
+		json.NewEncoder(specW).Encode(r.spec)
+		specW.Close()
+	}()
+	line, _ := bufio.NewReader(stR).ReadString('\n')
+	if rest, ok := strings.CutPrefix(line, "ok "); ok {
+		return c, strings.TrimSpace(rest), nil
+	}
+	c.Process.Kill()
+	c.Wait()
+	why := strings.TrimSpace(strings.TrimPrefix(line, "error "))
+	if why == "" {
+		why = "the shim ended without a status"
+	}
+	return nil, "", &SetupError{What: "cannot confine the command with Landlock", Why: why, Fix: landlockFix}
+}
+
+// supervise runs the command to its end and ends every descendant.
+func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
+	rep := &r.report
+	path, err := lookPathIn(cmd[0], r.spec.Env)
+	if err != nil {
+		code := 127
+		if errors.Is(err, os.ErrPermission) {
+			code = 126
+		}
+		return &Result{ExitCode: code, Report: *rep}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+	}
+	// Orphans of the command are reparented to sandbox-run, which finds
+	// and ends them; the attribute stays for the process's life.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, setupErr("cannot become the command's subreaper", err.Error(), landlockFix)
+	}
+	c, readback, err := r.spawn(path, cmd)
+	if err != nil {
+		return nil, err
+	}
+	nnp, sc, rootDenied, ok := parseReadback(readback)
+	rep.Seccomp.Readback = sc
+	rep.Landlock.ReadbackRootDenied = rootDenied
+	rep.Landlock.ReadbackNoNewPrivs = nnp
+	if !ok {
+		killTree(c.Process.Pid)
+		c.Wait()
+		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
+	}
+	auditEvent(r.opts.Audit, rep.RunID, "run_start", map[string]any{"tier": 1, "mechanism": "landlock", "command": cmd[0],
+		"network": rep.Network, "allow_hosts": r.p.AllowHosts, "landlock_abi": rep.Landlock.ABI})
+	code, cause, err := r.wait(ctx, c)
+	r.removeCreatedProtected()
+	rep.Exit = classify(code, cause)
+	end := map[string]any{"exit": code}
+	if r.px != nil {
+		// Stopped first, so that every connection has ended and counted
+		// its bytes.
+		r.stop()
+		<-r.pxDone
+		n := r.px.Counts()
+		rep.Egress = &EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
+		end["egress"] = rep.Egress
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	auditEvent(r.opts.Audit, rep.RunID, "run_end", end)
+	return &Result{ExitCode: code, Report: *rep}, err
+}
+
+// wait waits for the command, relaying signals, holding the sampled
+// limits and ctx; then it ends every descendant.
+func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, string, error) {
+	pid := c.Process.Pid
+	over, err := sampleOff(ctx, pid, r.lim.Sample)
+	if err != nil {
+		killTree(pid)
+		c.Wait()
+		return 125, "", setupErr("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
+	}
+	done := make(chan struct{})
+	killed := make(chan limits.Exceeded, 1)
+	cancelled := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case s := <-r.opts.Signals:
+				signalGroup(c.Process, s)
+			case e, ok := <-over:
+				over = nil
+				if ok {
+					killed <- e
+					killTree(pid)
+					return
+				}
+			case <-ctx.Done():
+				cancelled <- struct{}{}
+				killTree(pid)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	c.Wait()
+	close(done)
+	endOrphans(r.uid)
+	code := exitCode(c.ProcessState)
+	select {
+	case e := <-killed:
+		return code, limitClass(e.Kind), &LimitError{Exceeded: e}
+	case <-cancelled:
+		return code, "", ctxErr(ctx)
+	default:
+	}
+	return code, "", nil
+}
+
+// removeCreatedProtected removes the protected paths the command created
+// during the run (none existed when it started) and notes each.
+func (r *llRun) removeCreatedProtected() {
+	for _, pp := range r.missing {
+		if _, err := os.Lstat(pp); err != nil {
+			continue
+		}
+		note := "protected path " + pp + " was created during the run and is removed"
+		if err := os.RemoveAll(pp); err != nil {
+			note = "protected path " + pp + " was created during the run and could not be removed: " + err.Error()
+		}
+		r.report.Notes = append(r.report.Notes, note)
+		r.report.Protected = append(r.report.Protected, pp)
+	}
+}
+
+// killTree kills pid's process group and every confined child of
+// sandbox-run.
+func killTree(pid int) {
+	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// endOrphans ends what the command left behind: every child of
+// sandbox-run (its subreaper) that runs as uid with no_new_privs and a
+// seccomp filter, that is, a descendant of a landlock run. Killed ones
+// reparent their own children to sandbox-run, so it repeats until none
+// is left, bounded in rounds and time.
+func endOrphans(uid int) {
+	self := os.Getpid()
+	deadline := time.Now().Add(2 * time.Second)
+	for range 200 {
+		pids := confinedChildren(self, uid)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, pid := range pids {
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+		}
+	}
+}
+
+// confinedChildren lists the children of self that run as uid with
+// NoNewPrivs 1 and Seccomp 2. The children are read from each thread's
+// children file (every thread of sandbox-run may have forked), not from
+// a walk of every process on the host.
+func confinedChildren(self, uid int) []int {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(self) + "/task")
+	if err != nil {
+		return nil
+	}
+	var cands []string
+	read := false
+	for _, tk := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(self), "task", tk.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		read = true
+		cands = append(cands, strings.Fields(string(b))...)
+	}
+	if !read {
+		// A kernel without CONFIG_PROC_CHILDREN: every process is a
+		// candidate, and the status decides.
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			cands = append(cands, e.Name())
+		}
+	}
+	return confinedAmong(cands, self, uid)
+}
+
+// confinedAmong keeps the pids of cands that are children of self running
+// as uid with NoNewPrivs 1 and Seccomp 2.
+func confinedAmong(cands []string, self, uid int) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range cands {
+		pid, err := strconv.Atoi(f)
+		if err != nil || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		st, err := os.ReadFile(filepath.Join("/proc", f, "status"))
+		if err != nil {
+			continue
+		}
+		if ps := parseStatus(string(st)); ps.ppid == self && ps.uid == uid && ps.nnp && ps.seccomp {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+type procStatus struct {
+	ppid, uid    int
+	nnp, seccomp bool
+}
+
+func parseStatus(s string) procStatus {
+	st := procStatus{ppid: -1, uid: -1}
+	for _, line := range strings.Split(s, "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		switch k {
+		case "PPid":
+			st.ppid, _ = strconv.Atoi(f[0])
+		case "Uid":
+			st.uid, _ = strconv.Atoi(f[0])
+		case "NoNewPrivs":
+			st.nnp = f[0] == "1"
+		case "Seccomp":
+			st.seccomp = f[0] == "2"
+		}
+	}
+	return st
+}

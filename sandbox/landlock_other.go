@@ -1,0 +1,23 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// landlockArg is the landlock shim's hidden mode; it exists only on Linux.
+const landlockArg = "__sandbox-landlock"
+
+func runLandlock(context.Context, policy.Policy, []string, Options) (*Result, error) {
+	return nil, fmt.Errorf("sandbox: landlock exists only on Linux: %w", ErrUnsupported)
+}
+
+func landlockMain() int {
+	os.Stderr.WriteString("sandbox-run: landlock: exists only on Linux\n")
+	return 125
+}

@@ -1,0 +1,164 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/landlock"
+	"github.com/sandbox-run/sandbox-run/limits"
+)
+
+// landlockArg is the hidden mode of the exec shim that confines itself
+// with Landlock and the seccomp filter and becomes the command.
+const landlockArg = "__sandbox-landlock"
+
+// Descriptors of the landlock shim: ExtraFiles[i] is fd 3+i.
+const (
+	llFdSpec   = 3 // the landlockSpec as JSON, read to EOF
+	llFdStatus = 4 // the shim's one status line, closed by exec
+)
+
+// landlockSpec is everything the shim needs; it travels on a pipe, never
+// on an argv that ps shows.
+type landlockSpec struct {
+	Input   landlock.Input `json:"input"`
+	Filter  []byte         `json:"filter"`
+	Rlimits string         `json:"rlimits"`
+	Path    string         `json:"path"`
+	Argv    []string       `json:"argv"`
+	Env     []string       `json:"env"`
+}
+
+// landlockMain is the shim: it reads its spec, applies the rlimits, sets
+// no_new_privs, restricts itself with the Landlock ruleset on this thread
+// (the only one that runs on until exec, which ends the others), installs
+// the seccomp filter, reads back what holds, closes every other
+// descriptor and execs the command with exactly the spec's environment.
+// Its status line ("ok ..." or "error ...") tells the supervisor which.
+func landlockMain() int {
+	status := os.NewFile(llFdStatus, "status")
+	fail := func(what string, err error) int {
+		fmt.Fprintf(status, "error %s: %v\n", what, err)
+		return 125
+	}
+	var spec landlockSpec
+	b, err := io.ReadAll(io.LimitReader(os.NewFile(llFdSpec, "spec"), 16<<20))
+	if err == nil {
+		err = json.Unmarshal(b, &spec)
+	}
+	unix.Close(llFdSpec)
+	if err != nil || len(spec.Argv) == 0 {
+		return fail("reading the spec", err)
+	}
+	runtime.LockOSThread() // never unlocked: this thread execs
+	rl, err := limits.ParseRlimits(spec.Rlimits)
+	if err == nil {
+		err = limits.Apply(rl)
+	}
+	if err != nil {
+		return fail("rlimits", err)
+	}
+	signal.Ignore(unix.SIGXFSZ)
+	if err := confine(spec); err != nil {
+		return fail("confining", err)
+	}
+	if err := unix.CloseRange(llFdStatus+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("close_range", err)
+	}
+	unix.CloseOnExec(llFdStatus)
+	fmt.Fprintf(status, "ok %s\n", readbackLine())
+	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
+	code := 126
+	if errors.Is(err, os.ErrNotExist) {
+		code = 127
+	}
+	fmt.Fprintf(os.Stderr, "sandbox-run: %s: %v\n", spec.Argv[0], err)
+	return code
+}
+
+// confine applies no_new_privs, the Landlock ruleset and the seccomp
+// filter to the calling thread, in that order.
+func confine(spec landlockSpec) error {
+	rs, err := landlock.Translate(spec.Input)
+	if err != nil {
+		return err
+	}
+	fd, flags, err := rs.Config.NewRulesetFD(rs.Rules...)
+	if err != nil {
+		return err
+	}
+	if fd < 0 {
+		return errors.New("the ruleset restricts nothing")
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	if len(spec.Filter) == 0 || len(spec.Filter)%8 != 0 {
+		return errors.New("no seccomp program")
+	}
+	prog := unix.SockFprog{Len: uint16(len(spec.Filter) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&spec.Filter[0]))}
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		return fmt.Errorf("seccomp: %w", e)
+	}
+	runtime.KeepAlive(spec.Filter)
+	return nil
+}
+
+// readbackLine is what holds on the shim's thread just before exec:
+// NoNewPrivs and Seccomp from /proc/thread-self/status, and whether "/" is
+// closed to it (Landlock in force: / itself is granted to no rule).
+func readbackLine() string {
+	nnp, sc := "-1", "-1"
+	if b, err := os.ReadFile("/proc/thread-self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			switch k {
+			case "NoNewPrivs":
+				nnp = strings.TrimSpace(v)
+			case "Seccomp":
+				sc = strings.TrimSpace(v)
+			}
+		}
+	}
+	root := "open"
+	if fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Close(fd)
+	} else if errors.Is(err, unix.EACCES) {
+		root = "denied"
+	}
+	return "nnp=" + nnp + " seccomp=" + sc + " root=" + root
+}
+
+// parseReadback parses readbackLine's form; ok says whether every part
+// shows the confinement in force.
+func parseReadback(s string) (nnp, seccomp int, rootDenied, ok bool) {
+	nnp, seccomp = -1, -1
+	for _, f := range strings.Fields(s) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "nnp":
+			nnp, _ = strconv.Atoi(v)
+		case "seccomp":
+			seccomp, _ = strconv.Atoi(v)
+		case "root":
+			rootDenied = v == "denied"
+		}
+	}
+	return nnp, seccomp, rootDenied, nnp == 1 && seccomp == 2 && rootDenied
+}
