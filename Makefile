@@ -15,7 +15,7 @@ export GOTOOLCHAIN := local
 
 .PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet clean
 .PHONY: mcp-deps install uninstall
-.PHONY: e2e-sandbox
+.PHONY: e2e-sandbox test-vm
 .PHONY: bench-quick bench-go
 
 all: build
@@ -71,6 +71,14 @@ test-race: mcp-deps
 
 test-kernel: mcp-deps build
 	$(GO) test -count=1 $(KERNEL_PKGS)
+
+# The suites that need another kernel than the host's (cgroup v2 limits,
+# Yama and --ptrace, user namespaces disabled), in a VM that boots Debian's
+# linux-image-amd64 under qemu (installed, downloaded and cached under
+# .cache/vm on first use; as root, or with qemu installed). About 5 minutes
+# under TCG emulation; see scripts/test-vm.sh.
+test-vm:
+	@scripts/test-vm.sh
 
 # The whole escape matrix, every case with its positive control, through
 # a freshly built binary, then the tier-0 column. CI runs it (inside make

@@ -39,6 +39,11 @@ type Host struct {
 	MaxUserNamespaces       int // user.max_user_namespaces
 	UnprivilegedUsernsClone int // kernel.unprivileged_userns_clone (Debian/Ubuntu patch)
 	AppArmorRestrictUserns  int // kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+)
+	// Seccomp is the Seccomp: field of the caller's own /proc/self/status
+	// (0 none, 2 a filter), read from the proc tree procSys lies in; 2
+	// means sandbox-run itself runs under a system-call filter, as in a
+	// container started with its runtime's default seccomp profile.
+	Seccomp int
 }
 
 // ReadHost reads Host from a /proc/sys tree (normally "/proc/sys"; tests
@@ -59,7 +64,25 @@ func ReadHost(procSys string) Host {
 		MaxUserNamespaces:       read("user/max_user_namespaces"),
 		UnprivilegedUsernsClone: read("kernel/unprivileged_userns_clone"),
 		AppArmorRestrictUserns:  read("kernel/apparmor_restrict_unprivileged_userns"),
+		Seccomp:                 seccompMode(filepath.Join(filepath.Dir(procSys), "self", "status")),
 	}
+}
+
+// seccompMode reads the Seccomp: field of a /proc/PID/status file, -1 if
+// there is none.
+func seccompMode(status string) int {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // Preflight refuses, before bwrap runs, a host whose settings rule out
@@ -105,7 +128,19 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 			Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
 			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)" + LandlockFix,
 		}
-	case strings.Contains(msg, "Creating new namespace failed"), strings.Contains(msg, "No permissions to creating new namespace"):
+	case (strings.Contains(msg, "Creating new namespace failed") || strings.Contains(msg, "No permissions to creat")) &&
+		h.Seccomp == 2 && h.MaxUserNamespaces != 0 && h.UnprivilegedUsernsClone != 0:
+		// The kernel allows user namespaces, yet creating one failed, and
+		// a seccomp filter holds sandbox-run itself: the filter refused it.
+		return &SetupError{
+			What: "bwrap could not create namespaces",
+			Why: fmt.Sprintf("sandbox-run itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), as in a container "+
+				"started with its runtime's default seccomp profile, which refuses namespace creation without CAP_SYS_ADMIN (bwrap said %q)", msg),
+			Fix: "start the container with a seccomp profile that allows unshare and clone with namespace flags " +
+				"(podman or docker: --security-opt seccomp=unconfined, or a copy of the default profile that allows them); " +
+				"--cap-add SYS_ADMIN lifts it too but gives the container far more; or run sandbox-run outside the container",
+		}
+	case strings.Contains(msg, "Creating new namespace failed"), strings.Contains(msg, "No permissions to creat"):
 		why := fmt.Sprintf("bwrap said %q", msg)
 		if h.MaxUserNamespaces == 0 {
 			why = "user.max_user_namespaces is 0; " + why

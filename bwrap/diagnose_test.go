@@ -22,6 +22,10 @@ func TestDiagnose(t *testing.T) {
 		{"uid map without apparmor", "bwrap: setting up uid map: Permission denied\n", plain, []string{"refused", "fix:"}},
 		{"userns disabled", "bwrap: Creating new namespace failed: Resource temporarily unavailable\n", Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1}, []string{"max_user_namespaces is 0", "fix:"}},
 		{"debian clone off", "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", Host{MaxUserNamespaces: 100, UnprivilegedUsernsClone: 0}, []string{"unprivileged_userns_clone is 0", "fix:"}},
+		{"container seccomp (bwrap 0.8 wording)", "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: -1, Seccomp: 2}, []string{"seccomp filter", "container", "--security-opt seccomp=unconfined", "fix:"}},
+		{"container seccomp", "bwrap: Creating new namespace failed: Operation not permitted\n", Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1, Seccomp: 2}, []string{"seccomp filter", "--security-opt seccomp="}},
+		{"sysctl before seccomp", "bwrap: Creating new namespace failed: Operation not permitted\n", Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, Seccomp: 2}, []string{"max_user_namespaces is 0"}},
+		{"no filter: not blamed on one", "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", plain, []string{"could not create namespaces", "enable unprivileged user namespaces"}},
 		{"missing source", "bwrap: Can't find source path /x: No such file or directory\n", plain, []string{"mount", "fix:"}},
 		{"silent", "", plain, []string{"printed nothing", "fix:"}},
 		{"other", "bwrap: something new\n", plain, []string{"something new", "fix:"}},
@@ -64,10 +68,14 @@ func TestReadHost(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(v+"\n"), 0o644)
 	}
-	write("user/max_user_namespaces", "0")
-	write("kernel/apparmor_restrict_unprivileged_userns", "1")
-	h := ReadHost(dir)
-	if h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1}) {
+	write("sys/user/max_user_namespaces", "0")
+	write("sys/kernel/apparmor_restrict_unprivileged_userns", "1")
+	h := ReadHost(filepath.Join(dir, "sys"))
+	if h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1, Seccomp: -1}) {
 		t.Errorf("ReadHost = %+v", h)
+	}
+	write("self/status", "Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1")
+	if h := ReadHost(filepath.Join(dir, "sys")); h.Seccomp != 2 {
+		t.Errorf("ReadHost with self/status: Seccomp = %d, want 2", h.Seccomp)
 	}
 }

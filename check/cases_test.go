@@ -95,18 +95,19 @@ func TestClassify(t *testing.T) {
 	run := func(out string) probeRun { return parseProbe(out) }
 	tests := []struct {
 		name, ctl, cnf, want string
+		untested             int
 	}{
-		{"held", "SUB a reached x\nVERDICT reached x", "SUB a blocked no\nVERDICT blocked no", Held},
-		{"escaped", "SUB a reached x\nVERDICT reached x", "SUB a reached x\nVERDICT reached x", Escaped},
-		{"control failed", "SUB a blocked x\nVERDICT blocked x", "SUB a blocked x\nVERDICT blocked x", Untested},
-		{"escape where control failed is still an escape", "SUB a blocked x\nVERDICT blocked x", "SUB a reached x\nVERDICT reached x", Escaped},
-		{"partly tested", "SUB a reached x\nSUB b blocked y\nVERDICT reached", "SUB a blocked\nSUB b blocked\nVERDICT blocked", Held},
-		{"one of two escapes", "SUB a reached\nSUB b reached\nVERDICT reached", "SUB a blocked\nSUB b reached\nVERDICT reached", Escaped},
+		{"held", "SUB a reached x\nVERDICT reached x", "SUB a blocked no\nVERDICT blocked no", Held, 0},
+		{"escaped", "SUB a reached x\nVERDICT reached x", "SUB a reached x\nVERDICT reached x", Escaped, 0},
+		{"control failed", "SUB a blocked x\nVERDICT blocked x", "SUB a blocked x\nVERDICT blocked x", Untested, 1},
+		{"escape where control failed is still an escape", "SUB a blocked x\nVERDICT blocked x", "SUB a reached x\nVERDICT reached x", Escaped, 0},
+		{"partly tested", "SUB a reached x\nSUB b blocked y\nVERDICT reached", "SUB a blocked\nSUB b blocked\nVERDICT blocked", Held, 1},
+		{"one of two escapes", "SUB a reached\nSUB b reached\nVERDICT reached", "SUB a blocked\nSUB b reached\nVERDICT reached", Escaped, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, why := classify(run(tt.ctl), run(tt.cnf)); got != tt.want {
-				t.Errorf("classify = %s (%s), want %s", got, why, tt.want)
+			if got, why, n := classify(run(tt.ctl), run(tt.cnf)); got != tt.want || n != tt.untested {
+				t.Errorf("classify = %s, %d untested (%s), want %s, %d", got, n, why, tt.want, tt.untested)
 			}
 		})
 	}
@@ -149,6 +150,13 @@ func TestTier(t *testing.T) {
 	}
 	if n, _ := tier(items, false, "none"); n != 0 {
 		t.Errorf("no sandbox, yet tier %d", n)
+	}
+	// A held case with untested attempts keeps tier 1, and the verdict
+	// counts them.
+	partly := ok("matrix/e", "self-test/net")
+	partly.UntestedAttempts = 2
+	if n, v := tier(append(items, partly), true, "bwrap"); n != 1 || !strings.Contains(v, "1 untested and 2 untested attempts in held cases") {
+		t.Errorf("tier %d, verdict %q: want tier 1 counting 1 untested case and 2 untested attempts", n, v)
 	}
 	// A group of only n/a cases (the host-kernel group under gVisor) is
 	// not a group that ran; one n/a beside an untested case does not make

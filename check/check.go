@@ -28,6 +28,10 @@ type Item struct {
 	Details     []string `json:"details,omitempty"`
 	Remediation string   `json:"remediation,omitempty"`
 	DurationMS  int64    `json:"duration_ms"`
+	// UntestedAttempts counts the attempts of a held self-test case that
+	// could not be tested here (listed in its Summary after "untested
+	// here:"); the verdict counts them.
+	UntestedAttempts int `json:"untested_attempts,omitempty"`
 	// Tier is the tier the node has, on every item, so that each JSON
 	// object stands alone.
 	Tier int `json:"tier"`
@@ -111,7 +115,7 @@ func Check(ctx context.Context, opts Options) Report {
 func resultItem(r Result) Item {
 	it := Item{ID: "matrix/" + r.ID, Category: "self-test/" + r.Group, Summary: r.Verdict + ": " + r.Reason,
 		Details:    append(append([]string{"tries: " + r.Tries, "expected: " + r.Expected}, prefix("control: ", r.Control)...), prefix("confined: ", r.Confined)...),
-		DurationMS: r.DurationMS}
+		DurationMS: r.DurationMS, UntestedAttempts: r.UntestedAttempts}
 	if r.ExpectedWhy != "" {
 		it.Details = append(it.Details, "why: "+r.ExpectedWhy)
 	}
@@ -157,6 +161,7 @@ func prefix(p string, s []string) []string {
 // testing its group.
 func tier(items []Item, ready bool, mechanism string) (int, string) {
 	var fails, warns, untested []string
+	attempts := 0 // untested attempts of held cases
 	held := map[string]int{}
 	ran := map[string]bool{}
 	for _, it := range items {
@@ -168,6 +173,7 @@ func tier(items []Item, ready bool, mechanism string) (int, string) {
 		case StatusUntested:
 			untested = append(untested, it.ID)
 		}
+		attempts += it.UntestedAttempts
 		// A case the matrix declares n/a for this mechanism tests nothing:
 		// a group of only such cases (the host-kernel group under gVisor,
 		// whose Sentry answers those calls) is not a group that ran.
@@ -186,6 +192,9 @@ func tier(items []Item, ready bool, mechanism string) (int, string) {
 	}
 	sort.Strings(empty)
 	counts := fmt.Sprintf("%d failed, %d warnings, %d untested", len(fails), len(warns), len(untested))
+	if attempts > 0 {
+		counts += fmt.Sprintf(" and %d untested %s in held cases", attempts, plural(attempts, "attempt", "attempts"))
+	}
 	switch {
 	case !ready:
 		return 0, "tier 0: no sandbox can be set up here (" + counts + "); fix the failed checks above"
@@ -195,6 +204,13 @@ func tier(items []Item, ready bool, mechanism string) (int, string) {
 		return 0, "tier 0: nothing in " + strings.Join(empty, ", ") + " could be tested here (" + counts + ")"
 	}
 	return 1, fmt.Sprintf("tier 1 (%s): every check that applies holds (%s)", mechanism, counts)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // WriteText prints the report as an aligned table and a verdict line.

@@ -18,14 +18,21 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	dirsCleanup, err := sandboxtest.PrivateUserDirs("sbx-check-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "check: private cache and state directories:", err)
+		os.Exit(1)
+	}
 	b, cleanup, err := sandboxtest.BuildSandboxRun("sbx-check-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "check: building sandbox-run:", err)
+		dirsCleanup()
 		os.Exit(1)
 	}
 	bin = b
 	code := m.Run()
 	cleanup()
+	dirsCleanup()
 	os.Exit(code)
 }
 

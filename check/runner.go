@@ -28,10 +28,13 @@ type Result struct {
 	Reason string `json:"reason"`
 	// Error marks an untested verdict caused by the runner or the probe
 	// failing, rather than by the machine (a bug to fix, not a limit).
-	Error      bool     `json:"error,omitempty"`
-	Control    []string `json:"control,omitempty"`
-	Confined   []string `json:"confined,omitempty"`
-	DurationMS int64    `json:"duration_ms"`
+	Error bool `json:"error,omitempty"`
+	// UntestedAttempts counts the attempts of a held case whose control
+	// reached nothing here (its Reason lists them after "untested here:").
+	UntestedAttempts int      `json:"untested_attempts,omitempty"`
+	Control          []string `json:"control,omitempty"`
+	Confined         []string `json:"confined,omitempty"`
+	DurationMS       int64    `json:"duration_ms"`
 }
 
 // Unexpected reports whether the verdict contradicts the case's
@@ -84,9 +87,9 @@ func parseProbe(out string) probeRun {
 // attempt. Any attempt that reached its canary confined is an escape,
 // whatever its control did; an attempt whose control failed is untested;
 // the case is held only when at least one attempt was tested and none
-// reached.
-func classify(ctl, cnf probeRun) (verdict, reason string) {
-	var escaped, held, untested []string
+// reached. untested counts the attempts whose control failed.
+func classify(ctl, cnf probeRun) (verdict, reason string, untested int) {
+	var escaped, held, notTested []string
 	names := append([]string(nil), ctl.order...)
 	for _, n := range cnf.order {
 		if _, ok := ctl.subs[n]; !ok {
@@ -100,19 +103,19 @@ func classify(ctl, cnf probeRun) (verdict, reason string) {
 		case ctl.subs[n]:
 			held = append(held, n)
 		default:
-			untested = append(untested, fmt.Sprintf("%s (control: %s)", n, ctl.details[n]))
+			notTested = append(notTested, fmt.Sprintf("%s (control: %s)", n, ctl.details[n]))
 		}
 	}
-	sort.Strings(untested)
+	sort.Strings(notTested)
 	switch {
 	case len(escaped) > 0:
-		return Escaped, "reached confined: " + strings.Join(escaped, "; ")
+		return Escaped, "reached confined: " + strings.Join(escaped, "; "), len(notTested)
 	case len(held) == 0:
-		return Untested, "the control reached nothing unconfined here: " + strings.Join(untested, "; ")
+		return Untested, "the control reached nothing unconfined here: " + strings.Join(notTested, "; "), len(notTested)
 	}
 	reason = fmt.Sprintf("%d of %d attempts reached their canary unconfined and not confined", len(held), len(names))
-	if len(untested) > 0 {
-		reason += "; untested here: " + strings.Join(untested, "; ")
+	if len(notTested) > 0 {
+		reason += "; untested here: " + strings.Join(notTested, "; ")
 	}
-	return Held, reason
+	return Held, reason, len(notTested)
 }

@@ -465,8 +465,12 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 			return Result{Verdict: Untested, Reason: "the control did not reach the canary unconfined here: " + controlWhy(pr), Control: pr.lines}
 		}
 	}
-	v, why := classify(runs["control"], runs["confined"])
-	return Result{Verdict: v, Reason: why, Control: runs["control"].lines, Confined: runs["confined"].lines}
+	v, why, untested := classify(runs["control"], runs["confined"])
+	r := Result{Verdict: v, Reason: why, Control: runs["control"].lines, Confined: runs["confined"].lines}
+	if v == Held {
+		r.UntestedAttempts = untested
+	}
+	return r
 }
 
 func controlWhy(pr probeRun) string {

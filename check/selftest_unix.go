@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -47,7 +48,13 @@ func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, what + " could not be set up: " + oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above"
+		// The refusal's one line ends in "; fix: ...": the fix is the
+		// remediation, whole, however long the reason before it.
+		msg, fix, ok := strings.Cut(strings.Join(strings.Fields(stderr.String()), " "), "; fix: ")
+		if !ok {
+			return nil, what + " could not be set up: " + oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above"
+		}
+		return nil, what + " could not be set up: " + oneLine(msg), fix
 	}
 	b, err := os.ReadFile(rep)
 	if err != nil {

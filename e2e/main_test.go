@@ -22,14 +22,21 @@ var bin string
 
 func TestMain(m *testing.M) {
 	sandboxtest.ServeTestHost()
+	dirsCleanup, err := sandboxtest.PrivateUserDirs("sbx-e2e-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: private cache and state directories:", err)
+		os.Exit(1)
+	}
 	b, cleanup, err := sandboxtest.BuildSandboxRun("sbx-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building sandbox-run:", err)
+		dirsCleanup()
 		os.Exit(1)
 	}
 	bin = b
 	code := m.Run()
 	cleanup()
+	dirsCleanup()
 	os.Exit(code)
 }
 

@@ -451,7 +451,7 @@ func (c *Cgroup) Watch(ctx context.Context, interval time.Duration) <-chan Excee
 			// populated first: an event that ended the last process
 			// happened before the read that saw the cgroup empty.
 			populated, perr := c.Populated()
-			if x, ok := c.exceeded(); ok {
+			if x, ok := c.Exceeded(); ok {
 				out <- x
 				return
 			}
@@ -468,7 +468,13 @@ func (c *Cgroup) Watch(ctx context.Context, interval time.Duration) <-chan Excee
 	return out
 }
 
-func (c *Cgroup) exceeded() (Exceeded, bool) {
+// Exceeded reads the cgroup's events and returns what Watch would send:
+// MemoryLimit when the OOM killer ran (Usage is memory.peak), PidsLimit
+// when a fork was refused at pids.max, CpuLimit when cpu.stat passed
+// Limits().CPUTime; ok is false when none was. A launcher whose sandbox
+// ended before Watch reported (the OOM killer ends the whole group, PID 1
+// included, at once) reads it for the usage and the limit.
+func (c *Cgroup) Exceeded() (Exceeded, bool) {
 	e, err := c.Events()
 	if err == nil {
 		switch e.Kind() {

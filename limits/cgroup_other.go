@@ -39,6 +39,7 @@ func (c *Cgroup) Events() (Events, error)         { return Events{}, unsupported
 func (c *Cgroup) CPUTime() (time.Duration, error) { return 0, unsupported("cgroup") }
 func (c *Cgroup) MemoryPeak() (int64, error)      { return 0, unsupported("cgroup") }
 func (c *Cgroup) Close() error                    { return nil }
+func (c *Cgroup) Exceeded() (Exceeded, bool)      { return Exceeded{}, false }
 func (c *Cgroup) Watch(ctx context.Context, d time.Duration) <-chan Exceeded {
 	ch := make(chan Exceeded)
 	close(ch)

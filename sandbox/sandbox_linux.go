@@ -691,6 +691,14 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		if k := classifyLimit(ls, code, killedBy); k != limits.None {
 			if killedBy == limits.None {
 				exceeded = limits.Exceeded{Kind: k}
+				// The kernel ended it before Watch said so (the OOM
+				// killer takes PID 1 with the group): the cgroup still
+				// knows the usage and the limit.
+				if ls.cg != nil {
+					if x, ok := ls.cg.Exceeded(); ok && x.Kind == k {
+						exceeded = x
+					}
+				}
 			}
 			report.Exit = classify(code, limitClass(k))
 			return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: exceeded}
@@ -711,6 +719,18 @@ func launch(ctx context.Context, ls *launchSpec) (*Result, error) {
 		return nil, setupErr("sandbox init failed", status.Error, "report this as a bug in sandbox-run")
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+	}
+	if k := classifyLimit(ls, code, killedBy); k != limits.None {
+		// bwrap and init count against the limits too: a limit that
+		// ended the sandbox before the command started is the cause,
+		// not bwrap (make test-vm found --cpu-time spent in set-up).
+		if exceeded.Kind != k {
+			exceeded = limits.Exceeded{Kind: k}
+		}
+		return nil, setupErr("the sandbox was ended before the command started",
+			strings.TrimSuffix((&LimitError{Exceeded: exceeded}).Error(), "; the whole sandbox was ended")+
+				" while bwrap and sandbox-run's init were setting it up",
+			"raise the limit: the sandbox's own set-up counts against it")
 	}
 	return nil, bwrap.Diagnose(rl.held(), code, host)
 }

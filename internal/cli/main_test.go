@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -14,5 +16,12 @@ func TestMain(m *testing.M) {
 	if code, ok := sandbox.Reexec(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	cleanup, err := sandboxtest.PrivateUserDirs("sbx-cli-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cli: private cache and state directories:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }

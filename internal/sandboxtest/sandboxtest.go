@@ -9,6 +9,7 @@ package sandboxtest
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -134,10 +135,36 @@ func CgroupUnavailable(t testing.TB, what, why string) {
 	t.Skipf("%s unavailable: %s (set %s=1 to make this a failure)", what, why, RequireCgroupEnv)
 }
 
+// Variables that make test-vm sets in its virtual machine, each turning
+// the skip of the tests that need that kernel setting into a failure
+// (KernelUnavailable). They are separate from RequireEnv because CI's own
+// host cannot offer these settings: the VM lane does.
+const (
+	RequireYamaEnv      = "SANDBOX_REQUIRE_YAMA"       // the Yama LSM (kernel.yama.ptrace_scope exists)
+	RequireUsernsOffEnv = "SANDBOX_REQUIRE_USERNS_OFF" // user namespaces disabled by a sysctl
+)
+
+// KernelUnavailable skips t, or fails it when the variable env is "1",
+// naming the kernel setting the test needs and where it runs (make test-vm
+// boots a kernel that has it).
+func KernelUnavailable(t testing.TB, env, what, why string) {
+	t.Helper()
+	if os.Getenv(env) == "1" {
+		t.Fatalf("%s unavailable under %s=1: %s", what, env, why)
+	}
+	t.Skipf("%s unavailable: %s (make test-vm runs this test on a kernel that has it; %s=1 makes this a failure)", what, why, env)
+}
+
+// BinEnv names a sandbox-run binary that BuildSandboxRun copies instead of
+// building one: make test-vm sets it, as its virtual machine has test
+// binaries but no time to compile.
+const BinEnv = "SANDBOX_RUN_TEST_BIN"
+
 // BuildSandboxRun builds ../cmd/sandbox-run (relative to the test's
-// package directory) into a new directory under /tmp that the sandbox's
-// uid can reach, for suites that run the binary as users do. cleanup
-// removes it. It is meant for TestMain, before m.Run.
+// package directory), or copies the binary $SANDBOX_RUN_TEST_BIN names,
+// into a new directory under /tmp that the sandbox's uid can reach, for
+// suites that run the binary as users do. cleanup removes it. It is meant
+// for TestMain, before m.Run.
 func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("/tmp", prefix)
 	if err != nil {
@@ -146,6 +173,13 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 	cleanup = func() { os.RemoveAll(dir) }
 	os.Chmod(dir, 0o755)
 	bin = dir + "/sandbox-run"
+	if prebuilt := os.Getenv(BinEnv); prebuilt != "" {
+		if err := copyExecutable(prebuilt, bin); err != nil {
+			cleanup()
+			return "", nil, err
+		}
+		return bin, cleanup, nil
+	}
 	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
@@ -153,6 +187,45 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	return bin, cleanup, nil
+}
+
+// PrivateUserDirs points XDG_CACHE_HOME, XDG_STATE_HOME and XDG_CONFIG_HOME
+// at new directories of this test binary's own, so that the sandbox-run
+// it runs (in process or as a binary) keeps its bwrap cache, journals and
+// configuration apart from every other package's run: go test runs
+// packages in parallel, and a run sweeps the journals of runs that are
+// gone, which another package's killed run is (issue 19 item 7). The
+// variables are set for the whole process; it is meant for TestMain,
+// before m.Run. cleanup removes the directories.
+func PrivateUserDirs(prefix string) (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	for _, v := range []struct{ env, sub string }{
+		{"XDG_CACHE_HOME", "cache"}, {"XDG_STATE_HOME", "state"}, {"XDG_CONFIG_HOME", "config"},
+	} {
+		d := dir + "/" + v.sub
+		if err := os.Mkdir(d, 0o700); err != nil {
+			cleanup()
+			return nil, err
+		}
+		os.Setenv(v.env, d)
+	}
+	return cleanup, nil
+}
+
+// copyExecutable copies the file src to dst, mode 0755.
+func copyExecutable(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("sandboxtest: %s: %w", BinEnv, err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o755) // whatever the umask: the sandbox's uid runs it
 }
 
 // SocketInode leaves a Unix socket's inode at p, as a service that bound
