@@ -11,7 +11,7 @@ chmod 755 "$work"
 home=${HOME:-/root}
 echo "== sandbox-run run --workdir $work -- sh -c '...'"
 set +e
-"$bin" run --workdir "$work" --summary --env GREETING=hello -- sh -c '
+DEMO_HOST_SECRET=s3cret "$bin" run --workdir "$work" --summary --env GREETING=hello -- sh -c '
 	echo "$GREETING from inside" > note.txt && echo "wrote $PWD/note.txt: $(cat note.txt)"
 	if ls "$1" >/dev/null 2>&1; then echo "UNEXPECTED: read $1"; exit 1; fi
 	echo "cannot read $1 (the host home): $(ls "$1" 2>&1)"
