@@ -21,6 +21,8 @@ for t in $(scripts/fuzz-targets.sh); do
 		elif printf '%s' "$out" | grep -q 'context deadline exceeded'; then
 			echo "fuzz $name: the engine stopped with 'context deadline exceeded' and no failing input: not a finding"
 		else
+			# No failing input: show what the engine and TestMain said.
+			printf '%s\n' "$out" | grep -v '^fuzz: elapsed' | tail -40
 			echo "fuzz $name: FAILED"
 			status=1
 		fi
