@@ -225,6 +225,7 @@ func TestPidsAboveHardLimit(t *testing.T) {
 			set = "{ ulimit -u " + hard + " || ulimit -p " + hard + "; } 2>/dev/null && "
 		}
 		c := exec.Command("/bin/sh", "-c", set+"exec "+q)
+		c.SysProcAttr = sandboxtest.OwnUserNS()
 		var o, e strings.Builder
 		c.Stdout, c.Stderr = &o, &e
 		err := c.Run()

@@ -75,6 +75,9 @@ func TestTrampolineNProc(t *testing.T) {
 				// fd 4: status, 5: the real stderr, 7: the init slot.
 				c.ExtraFiles = []*os.File{nil, statusW, os.Stderr, nil, os.Stdin}
 				c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				if cred == nil {
+					c.SysProcAttr = sandboxtest.OwnUserNS()
+				}
 				c.Dir = "/"
 				err := c.Start()
 				statusW.Close()
