@@ -1,7 +1,11 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,16 +127,25 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gi
 	return out
 }
 
-// gitHintSource returns the host file holding gitHintScript, written when
-// it is missing or differs. Its directory must be this user's own and no
-// link.
+// gitHintSource returns the host file holding gitHintScript. Its name
+// carries a digest of the script, and it is published with link(2), which
+// never replaces: a file a run has opened to bind is never unlinked under
+// it by a parallel run writing the same script or a newer binary writing
+// another (bwrap before 0.9 resolves a descriptor's path before it binds,
+// and fails on a deleted one). Its directory must be this user's own and
+// no link.
 func gitHintSource(cache string) (string, error) {
-	dir, mode := filepath.Join(cache, "bin"), os.FileMode(0o700)
 	if os.Geteuid() == 0 {
-		dir, mode = "/run/sandbox-run", 0o755
-	} else if cache == "" {
+		return publishGitHint("/run/sandbox-run", 0o755)
+	}
+	if cache == "" {
 		return "", os.ErrNotExist
 	}
+	return publishGitHint(filepath.Join(cache, "bin"), 0o700)
+}
+
+// publishGitHint is gitHintSource in dir, made with mode when missing.
+func publishGitHint(dir string, mode os.FileMode) (string, error) {
 	if err := os.MkdirAll(dir, mode); err != nil {
 		return "", err
 	}
@@ -143,16 +156,16 @@ func gitHintSource(cache string) (string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
 		return "", fmt.Errorf("%s is not a directory of this user's, closed to others", dir)
 	}
-	path := filepath.Join(dir, "git-hint")
-	if b, err := os.ReadFile(path); err == nil && string(b) == gitHintScript {
-		if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o777 == 0o755 {
-			return path, nil
-		}
+	sum := sha256.Sum256([]byte(gitHintScript))
+	path := filepath.Join(dir, "git-hint-"+hex.EncodeToString(sum[:6]))
+	if isGitHint(path) {
+		return path, nil
 	}
 	tmp, err := os.CreateTemp(dir, ".git-hint-*")
 	if err != nil {
 		return "", err
 	}
+	defer os.Remove(tmp.Name())
 	_, werr := tmp.WriteString(gitHintScript)
 	if err := tmp.Chmod(0o755); werr == nil {
 		werr = err
@@ -160,12 +173,26 @@ func gitHintSource(cache string) (string, error) {
 	if err := tmp.Close(); werr == nil {
 		werr = err
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
 	if werr != nil {
-		os.Remove(tmp.Name())
 		return "", werr
 	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	// Ours, or a parallel run's with the same name: either way, the script.
+	if !isGitHint(path) {
+		return "", fmt.Errorf("%s is not the hint wrapper", path)
+	}
 	return path, nil
+}
+
+// isGitHint reports whether path is a regular file, mode 0755, holding
+// gitHintScript.
+func isGitHint(path string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o777 != 0o755 {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && string(b) == gitHintScript
 }
