@@ -11,6 +11,9 @@ import (
 func TestDiagnose(t *testing.T) {
 	ubuntu := Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: 1}
 	plain := Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1}
+	// What sandbox-run reads inside Debian's podman with its defaults.
+	podman := Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: -1, Seccomp: 2,
+		ProcCovered: "/proc/bus, /proc/fs, /proc/irq, /proc/sys, /proc/acpi, /proc/keys, /proc/timer_list"}
 	tests := []struct {
 		name   string
 		stderr string
@@ -25,6 +28,10 @@ func TestDiagnose(t *testing.T) {
 		{"container seccomp (bwrap 0.8 wording)", "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: -1, Seccomp: 2}, []string{"seccomp filter", "container", "--security-opt seccomp=unconfined", "fix:"}},
 		{"container seccomp", "bwrap: Creating new namespace failed: Operation not permitted\n", Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1, Seccomp: 2}, []string{"seccomp filter", "--security-opt seccomp="}},
 		{"sysctl before seccomp", "bwrap: Creating new namespace failed: Operation not permitted\n", Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, Seccomp: 2}, []string{"max_user_namespaces is 0"}},
+		{"podman: sethostname refused by its profile", "bwrap: Can't set hostname to sandbox: Operation not permitted\n", podman, []string{"sethostname without CAP_SYS_ADMIN", "--security-opt seccomp=unconfined", "--security-opt unmask=ALL", "--sandbox landlock", "fix:"}},
+		{"podman: proc mount under masked paths", "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n", podman, []string{"/proc/acpi", "proc mount", "--security-opt unmask=ALL", "systempaths=unconfined", "--sandbox landlock"}},
+		{"hostname refused, no filter: not blamed on a container", "bwrap: Can't set hostname to sandbox: Operation not permitted\n", plain, []string{"bwrap said", "--dry-run"}},
+		{"proc mount refused, /proc uncovered: not blamed on masks", "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n", plain, []string{"bwrap said", "--dry-run"}},
 		{"no filter: not blamed on one", "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", plain, []string{"could not create namespaces", "enable unprivileged user namespaces"}},
 		{"missing source", "bwrap: Can't find source path /x: No such file or directory\n", plain, []string{"mount", "fix:"}},
 		{"silent", "", plain, []string{"printed nothing", "fix:"}},
@@ -73,6 +80,16 @@ func TestReadHost(t *testing.T) {
 	h := ReadHost(filepath.Join(dir, "sys"))
 	if h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1, Seccomp: -1}) {
 		t.Errorf("ReadHost = %+v", h)
+	}
+	write("self/mountinfo", strings.Join([]string{
+		"22 1 0:21 / /proc rw,nosuid - proc proc rw",
+		"23 22 0:40 / /proc/sys/fs/binfmt_misc rw - binfmt_misc binfmt_misc rw",
+		"24 22 0:21 /bus /proc/bus ro,nosuid - proc proc rw",
+		"25 22 0:50 / /proc/acpi ro - tmpfs tmpfs ro",
+		"26 1 0:51 / /procfoo rw - tmpfs tmpfs rw",
+	}, "\n"))
+	if h := ReadHost(filepath.Join(dir, "sys")); h.ProcCovered != "/proc/bus, /proc/acpi" {
+		t.Errorf("ReadHost with self/mountinfo: ProcCovered = %q, want the masks, not /proc, binfmt_misc or /procfoo", h.ProcCovered)
 	}
 	write("self/status", "Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1")
 	if h := ReadHost(filepath.Join(dir, "sys")); h.Seccomp != 2 {
