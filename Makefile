@@ -15,7 +15,7 @@ export GOTOOLCHAIN := local
 
 .PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet clean
 .PHONY: mcp-deps install uninstall
-.PHONY: e2e-sandbox test-vm
+.PHONY: e2e-sandbox test-vm container-rootfs
 .PHONY: bench-quick bench-go
 
 all: build
@@ -79,6 +79,13 @@ test-kernel: mcp-deps build
 # under TCG emulation; see scripts/test-vm.sh.
 test-vm:
 	@scripts/test-vm.sh
+
+# The Debian root filesystem the container tests run podman on
+# (debootstrap, bookworm minbase plus bubblewrap; root; about a minute,
+# once, cached under .cache/rootfs). The tests build it themselves when it
+# is missing; this builds it ahead.
+container-rootfs:
+	@scripts/container-rootfs.sh
 
 # The whole escape matrix, every case with its positive control, through
 # a freshly built binary, then the tier-0 column. CI runs it (inside make

@@ -57,7 +57,11 @@ rm -f "$tmp/log"
 # Apt's caches are not needed to run anything.
 rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
 printf '%s\n' "$recipe" >"$tmp/root/.complete"
-rm -rf "$dir"
-mv "$tmp/root" "$dir"
+if [ -f "$dir/.complete" ]; then
+	say "a parallel build finished first; using it"
+else
+	rm -rf "$dir"
+	mv "$tmp/root" "$dir"
+fi
 say "built in $(($(date +%s) - start)) s"
 echo "$dir"
