@@ -19,9 +19,11 @@ import (
 // The tests in this file run sandbox-run in a real container: Debian's
 // podman, with its default seccomp profile, capabilities and masked paths,
 // on a minimal Debian root filesystem that scripts/container-rootfs.sh
-// builds with debootstrap (cached under .cache/rootfs). They are the
-// real-container counterpart of the fakes in container_kernel_linux_test.go
-// and landlock_kernel_linux_test.go.
+// builds with debootstrap (cached under .cache/rootfs): rootful as root
+// (CI's make test), rootless as a user (CI's make test-kernel as sbxci,
+// where the sandbox's user namespace nests in the container's). They are
+// the real-container counterpart of the fakes in
+// container_kernel_linux_test.go and landlock_kernel_linux_test.go.
 
 // podmanTimeout bounds every podman call; a container still there after
 // it is removed by the test's cleanup.
@@ -44,15 +46,12 @@ type podmanBox struct {
 // the tests look at.
 var podmanLimits = []string{"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=8192:8192"}
 
-// newPodman returns a podmanBox, or skips: as a user other than root
-// (rootless podman needs subordinate id ranges CI's user does not have; CI
-// runs these tests in its root pass, make test), or where podman or the
-// rootfs is unavailable (a failure under SANDBOX_REQUIRE=1).
+// newPodman returns a podmanBox, or skips (a failure under
+// SANDBOX_REQUIRE=1) where podman or the rootfs is unavailable. As root it
+// is podman's rootful mode, as any other user rootless podman (which needs
+// the user's /etc/subuid and /etc/subgid ranges and newuidmap).
 func newPodman(t *testing.T) *podmanBox {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: rootless podman needs /etc/subuid ranges and newuidmap, which CI's unprivileged user lacks; CI's root pass (make test) runs this test")
-	}
 	podman, err := exec.LookPath("podman")
 	if err != nil {
 		sandboxtest.Unavailable(t, "podman", "apt-get install -y podman runc debootstrap (make deps)")
@@ -64,7 +63,7 @@ func newPodman(t *testing.T) *podmanBox {
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
-		sandboxtest.Unavailable(t, "a debootstrap rootfs", fmt.Sprintf("scripts/container-rootfs.sh: %v: %s", err, stderr.String()))
+		sandboxtest.Unavailable(t, "a debootstrap rootfs", fmt.Sprintf("scripts/container-rootfs.sh: %v: %s (as root: make container-rootfs)", err, stderr.String()))
 	}
 	b := &podmanBox{t: t, podman: podman, rootfs: strings.TrimSpace(string(out))}
 	// Podman's default runtime first (crun on Debian); crun refuses a
@@ -80,7 +79,8 @@ func newPodman(t *testing.T) *podmanBox {
 		}
 		why = append(why, fmt.Sprintf("runtime %v: exit %d: %s", rt, r.code, strings.TrimSpace(r.stderr)))
 	}
-	sandboxtest.Unavailable(t, "podman run --rootfs", strings.Join(why, "; ")+" (apt-get install -y runc)")
+	sandboxtest.Unavailable(t, "podman run --rootfs", strings.Join(why, "; ")+
+		" (apt-get install -y runc; rootless: uidmap and ranges for "+sandboxtest.CurrentUser()+" in /etc/subuid and /etc/subgid)")
 	return nil
 }
 
@@ -92,7 +92,15 @@ func (b *podmanBox) run(extra []string, args ...string) result {
 	name := fmt.Sprintf("sbx-test-%d-%d", os.Getpid(), b.n)
 	// No network: the tests need none, and it keeps podman's firewall
 	// set-up (netavark) out of what can fail.
-	a := append(append([]string{}, b.runtime...), "run", "--rm", "--name", name, "--network", "none")
+	// Podman's own warnings (rootless: "/" is not a shared mount) would
+	// mix with sandbox-run's one line on stderr.
+	a := append([]string{"--log-level", "error"}, b.runtime...)
+	a = append(a, "run", "--rm", "--name", name, "--network", "none")
+	// A tmpfs /tmp and the XDG directories on it: rootless, the rootfs
+	// (root's) cannot be written, not even through its overlay, and
+	// sandbox-run keeps its cache and state under $HOME (/root).
+	a = append(a, "--tmpfs", "/tmp", "--env", "XDG_CACHE_HOME=/tmp/cache", "--env", "XDG_STATE_HOME=/tmp/state",
+		"--env", "XDG_CONFIG_HOME=/tmp/config")
 	a = append(append(append(a, podmanLimits...), extra...), "--rootfs", b.rootfs+":O")
 	ctx, cancel := context.WithTimeout(context.Background(), podmanTimeout)
 	defer cancel()
@@ -128,6 +136,22 @@ func (b *podmanBox) sandboxRun(extra []string, job, out string, args ...string) 
 	return b.run(append(jobMounts(job, out), extra...), append([]string{"/usr/local/bin/sandbox-run"}, args...)...)
 }
 
+// jobDirs returns two directories for a container's /job and /out that
+// uid 65534 in the container can write: sandbox-run's uid as root.
+// Rootless, that uid is one of the user's subordinate ids, so the
+// directories are made writable to all.
+func jobDirs(t *testing.T) (job, out string) {
+	job, out = sandboxtest.WorkDir(t), sandboxtest.WorkDir(t)
+	if os.Geteuid() != 0 {
+		for _, d := range []string{job, out} {
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return job, out
+}
+
 // jobMounts binds sandbox-run and the host directories job and out into
 // a container.
 func jobMounts(job, out string) []string {
@@ -148,7 +172,7 @@ var containerFixFlags = []string{"--security-opt", "seccomp=unconfined", "--secu
 // and is diagnosed as such.
 func TestPodmanDiagnosed(t *testing.T) {
 	b := newPodman(t)
-	job, out := sandboxtest.WorkDir(t), sandboxtest.WorkDir(t)
+	job, out := jobDirs(t)
 	cmd := []string{"run", "--workdir", "/job", "--", "touch", "/job/ran"}
 
 	r := b.sandboxRun(nil, job, out, cmd...)
@@ -179,7 +203,11 @@ func TestPodmanDiagnosed(t *testing.T) {
 	r = b.sandboxRun(containerFixFlags[:2], job, out, cmd...)
 	oneLine(t, r, "proc mount", "/proc/", "--security-opt unmask=ALL")
 
-	// The whole fix the diagnosis names: the run works.
+	// The whole fix the diagnosis names: the run works. (check there
+	// still says tier 0, "namespace is the host's": sandbox-run, the
+	// container's root without CAP_SYS_PTRACE, cannot read the namespace
+	// links of the sandbox's PID 1 on the fast path, and an unread link is
+	// counted as the host's. Not asserted here; reported.)
 	if r := b.sandboxRun(containerFixFlags, job, out, cmd...); r.code != 0 {
 		t.Fatalf("control: with %v the run fails: exit %d %q", containerFixFlags, r.code, r.stderr)
 	}
@@ -195,7 +223,7 @@ func TestPodmanDiagnosed(t *testing.T) {
 // container) is denied.
 func TestPodmanLandlock(t *testing.T) {
 	b := newPodman(t)
-	job, out := sandboxtest.WorkDir(t), sandboxtest.WorkDir(t)
+	job, out := jobDirs(t)
 	// The control: uid 65534, the uid sandbox-run runs the command as,
 	// writes /out in the same container without the sandbox.
 	ctl := b.run(jobMounts(job, out), "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sh", "-c", "echo x >/out/control")

@@ -9,10 +9,12 @@
 # digits of the SHA-256 of the recipe line below (suite, variant, mirror,
 # extra packages, recipe version): change any of them and a new directory
 # is built; the old one stays until `make clean` (or rm -rf .cache/rootfs).
-# A build takes one to a few minutes and needs root (debootstrap makes
-# device nodes and chowns); it is done in a temporary directory and
+# A build takes about a minute (52 s here) and needs root (debootstrap
+# makes device nodes and chowns); it is done in a temporary directory and
 # renamed into place only when complete, so an interrupted build is never
-# used. Reading a built rootfs needs no privileges.
+# used. Reading a built rootfs needs no privileges: an unprivileged user's
+# rootless podman runs it as it is (CI copies root's cache into its
+# user's clone).
 #
 # ROOTFS_CACHE overrides the cache directory (default .cache/rootfs of
 # this tree).
@@ -22,7 +24,8 @@ suite=bookworm
 variant=minbase
 mirror=http://deb.debian.org/debian
 include=bubblewrap
-recipe="v1 suite=$suite variant=$variant mirror=$mirror include=$include"
+# v2: the mount points podman binds are made in the tree (see below).
+recipe="v2 suite=$suite variant=$variant mirror=$mirror include=$include"
 key=$(printf '%s\n' "$recipe" | sha256sum | cut -c1-12)
 cache=${ROOTFS_CACHE:-$(pwd)/.cache/rootfs}
 dir=$cache/$suite-$key
@@ -56,6 +59,13 @@ fi
 rm -f "$tmp/log"
 # Apt's caches are not needed to run anything.
 rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
+# Rootless podman (the tests as an unprivileged user) cannot create
+# anything in this root-owned tree, not even in its overlay (:O): the
+# files and directories it binds over must exist. Podman's own (mtab,
+# hosts, .containerenv) and the tests' (the binary under test, /job, /out).
+ln -sf ../proc/self/mounts "$tmp/root/etc/mtab"
+touch "$tmp/root/etc/hosts" "$tmp/root/run/.containerenv" "$tmp/root/usr/local/bin/sandbox-run"
+mkdir -p "$tmp/root/job" "$tmp/root/out"
 printf '%s\n' "$recipe" >"$tmp/root/.complete"
 if [ -f "$dir/.complete" ]; then
 	say "a parallel build finished first; using it"
