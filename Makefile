@@ -52,6 +52,7 @@ vet:
 # Everything CI runs. SANDBOX_REQUIRE=1 turns every "cannot run bwrap here"
 # skip into a failure.
 test: deps mcp-deps build vet
+	@if [ "$$(id -u)" = 0 ]; then scripts/container-rootfs.sh >/dev/null; fi
 	$(GO) test -count=1 -skip '^TestSoak$$' ./...
 	$(MAKE) --no-print-directory soak
 	$(MAKE) --no-print-directory fuzz
