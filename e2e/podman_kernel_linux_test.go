@@ -25,8 +25,9 @@ import (
 // the real-container counterpart of the fakes in
 // container_kernel_linux_test.go and landlock_kernel_linux_test.go.
 
-// podmanTimeout bounds every podman call; a container still there after
-// it is removed by the test's cleanup.
+// podmanTimeout bounds every podman call; a container still there when
+// its podman run ends (killed at the timeout) is removed right after, with
+// podman rm --force.
 const podmanTimeout = 120 * time.Second
 
 // podmanBox runs containers from one rootfs with one runtime.
