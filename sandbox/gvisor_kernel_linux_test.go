@@ -229,7 +229,7 @@ func TestGvisorLimits(t *testing.T) {
 		[]string{"sleep", "120"}, Options{})
 	var te *TimeoutError
 	if d := time.Since(start); d > 60*time.Second || !errors.As(err, &te) || res == nil || res.ExitCode != ExitTimeout ||
-		res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
+		res.Report.Exit == nil || res.Report.Exit.Class != "timed_out" {
 		t.Errorf("timeout: after %v, %+v, %v", d, res, err)
 	}
 }

@@ -153,7 +153,7 @@ var ErrTimeout = errors.New("sandbox: timed out")
 // TimeoutError means the policy's Timeout ended the whole sandbox: Run's own
 // timer fired, the command and everything it started were killed. The Result
 // that comes with it holds exit status 124 and a report whose exit class is
-// "TimedOut". When the timer fired before the command started, Run returns
+// ClassTimedOut. When the timer fired before the command started, Run returns
 // the TimeoutError without a Result. A deadline or cancellation of the
 // caller's own ctx is not a TimeoutError: it surfaces as ctx's error.
 type TimeoutError struct {
@@ -306,7 +306,10 @@ type Report struct {
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string           `json:"full_filesystems,omitempty"`
-	Readback        *initproc.Readback `json:"readback,omitempty"`
+	// Readback is what the sandbox's init read from inside; nil when the
+	// command never started or the mechanism reads nothing back (tier 0,
+	// seatbelt, landlock, which has its own in Landlock).
+	Readback *Readback `json:"readback,omitempty"`
 	// Protections lists each protection, configured and verified.
 	Protections []Protection `json:"protections"`
 	Limits      []Limit      `json:"limits,omitempty"`
@@ -321,6 +324,52 @@ type Report struct {
 	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// Readback is what the kernel told the sandbox's init from inside, just
+// before the command started.
+type Readback struct {
+	// PID is init's pid inside (1 with a PID namespace).
+	PID int `json:"pid"`
+	// UID and GID are the ids inside.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
+	NoNewPrivs int `json:"no_new_privs"`
+	// Seccomp is its Seccomp field (2: filter mode).
+	Seccomp int `json:"seccomp"`
+	// CapEff and CapBnd are the effective and bounding capability sets,
+	// hex as the kernel writes them ("0000000000000000": none).
+	CapEff string `json:"cap_eff"`
+	CapBnd string `json:"cap_bnd"`
+	// UIDMap is /proc/self/uid_map, "" when unread.
+	UIDMap string `json:"uid_map"`
+	// Namespaces maps a namespace's name to its link (net:[4026...]);
+	// nil when unread.
+	Namespaces map[string]string `json:"namespaces"`
+	// Kernel is what the kernel serving the command says it is; read only
+	// under gvisor (tier 2), nil otherwise.
+	Kernel *Kernel `json:"kernel,omitempty"`
+}
+
+// Kernel is the kernel as the command sees it: under gVisor, gVisor's.
+type Kernel struct {
+	Uname       string `json:"uname"`        // sysname release version machine
+	ProcVersion string `json:"proc_version"` // first line of /proc/version
+	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
+}
+
+// readbackOf is init's read-back as the report's; nil for nil.
+func readbackOf(rb *initproc.Readback) *Readback {
+	if rb == nil {
+		return nil
+	}
+	out := &Readback{PID: rb.PID, UID: rb.UID, GID: rb.GID, NoNewPrivs: rb.NoNewPrivs, Seccomp: rb.Seccomp,
+		CapEff: rb.CapEff, CapBnd: rb.CapBnd, UIDMap: rb.UIDMap, Namespaces: rb.Namespaces}
+	if k := rb.Kernel; k != nil {
+		out.Kernel = &Kernel{Uname: k.Uname, ProcVersion: k.ProcVersion, Dmesg: k.Dmesg}
+	}
+	return out
 }
 
 // LandlockReport is what --sandbox landlock set up.
@@ -458,23 +507,7 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 
 // runTimed runs the policy's mechanism under the policy's timeout.
 func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	var run func(context.Context, policy.Policy, []string, Options) (*Result, error)
-	switch p.Sandbox {
-	case policy.ModeOff:
-		run = runOff
-	case policy.ModeAuto:
-		run = runNative
-	case policy.ModeBwrap:
-		run = runBwrap
-	case policy.ModeSeatbelt:
-		run = runSeatbelt
-	case policy.ModeGvisor:
-		run = runGvisor
-	case policy.ModeLandlock:
-		run = runLandlock
-	default:
-		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
-	}
+	run := runMechanism
 	if p.Timeout <= 0 || opts.DryRun != nil {
 		return run(ctx, p, cmd, opts)
 	}
@@ -502,7 +535,7 @@ func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*R
 		return nil, &TimeoutError{Timeout: d}
 	}
 	res.ExitCode = ExitTimeout
-	res.Report.Exit = &Exit{Code: ExitTimeout, Class: "TimedOut"}
+	res.Report.Exit = &Exit{Code: ExitTimeout, Class: ClassTimedOut}
 	return res, &TimeoutError{Timeout: d, Started: true}
 }
 

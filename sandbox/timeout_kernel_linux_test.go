@@ -85,7 +85,7 @@ func TestRunEnforcesTimeout(t *testing.T) {
 			if took < 3*time.Second || took > 15*time.Second {
 				t.Errorf("Run returned after %v, want the 3s timeout (bounded at 15s)", took)
 			}
-			if e := res.Report.Exit; e == nil || e.Code != ExitTimeout || e.Class != "TimedOut" {
+			if e := res.Report.Exit; e == nil || e.Code != ExitTimeout || e.Class != "timed_out" {
 				t.Errorf("report exit %+v, want code 124 class TimedOut", e)
 			}
 			found := false

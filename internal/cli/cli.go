@@ -714,7 +714,7 @@ func printOneLine(w io.Writer, res *sandbox.Result) {
 	}
 	class := ""
 	if r.Exit != nil {
-		class = " (" + r.Exit.Class + ")"
+		class = " (" + string(r.Exit.Class) + ")"
 	}
 	fmt.Fprintf(w, "sandbox-run: run %s: tier %d %s, %d protections configured, %d verified from inside, network %s, exit %d%s, %s\n",
 		r.RunID, r.Tier, r.Mechanism, held, verified, r.Network, res.ExitCode, class, r.EnvironmentDigest)
