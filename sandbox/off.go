@@ -3,8 +3,8 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"

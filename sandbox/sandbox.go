@@ -305,7 +305,7 @@ type Report struct {
 	Egress *EgressCounts `json:"egress,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
-	FullFilesystems []string           `json:"full_filesystems,omitempty"`
+	FullFilesystems []string `json:"full_filesystems,omitempty"`
 	// Readback is what the sandbox's init read from inside; nil when the
 	// command never started or the mechanism reads nothing back (tier 0,
 	// seatbelt, landlock, which has its own in Landlock).
