@@ -302,8 +302,10 @@ func endRecord(sres *sandbox.Result, err, serr error) Record {
 func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr error) error {
 	var ee *sandbox.ExecError
 	switch {
-	case errors.As(err, &ee), errors.Is(err, sandbox.ErrTimeout):
+	case errors.As(err, &ee):
 		return err
+	case endedBy(sres, sandbox.ClassTimedOut), endedBy(sres, sandbox.ClassMechanismKilled):
+		return &SandboxEndError{Exit: *sres.Report.Exit}
 	case serr != nil:
 		return serr
 	case errors.Is(rerr, errServerEnded):
@@ -316,6 +318,25 @@ func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr err
 	return ctx.Err()
 }
 
+// SandboxEndError is a session that sandbox-run ended from outside the
+// server: the policy's timeout (it matches sandbox.ErrTimeout), or the
+// mechanism killed. Exit says which, and why.
+type SandboxEndError struct {
+	Exit sandbox.Exit
+}
+
+func (e *SandboxEndError) Error() string { return e.Exit.Reason }
+
+// Is matches sandbox.ErrTimeout for a session the timeout ended.
+func (e *SandboxEndError) Is(target error) bool {
+	return target == sandbox.ErrTimeout && e.Exit.Class == sandbox.ClassTimedOut
+}
+
+// endedBy says whether the sandbox's run ended with class c.
+func endedBy(res *sandbox.Result, c sandbox.ExitClass) bool {
+	return res != nil && res.Report.Exit != nil && res.Report.Exit.Class == c
+}
+
 // endReason says in a few words why the server stopped.
 func endReason(res *sandbox.Result, err error) string {
 	var ee *sandbox.ExecError
@@ -326,7 +347,7 @@ func endReason(res *sandbox.Result, err error) string {
 		return "the sandbox could not be set up: " + err.Error()
 	case res == nil:
 		return "it did not start"
-	case errors.Is(err, sandbox.ErrTimeout):
+	case endedBy(res, sandbox.ClassTimedOut):
 		return "the timeout ended it"
 	case res.ExitCode > 128:
 		return fmt.Sprintf("it was killed by signal %d", res.ExitCode-128)

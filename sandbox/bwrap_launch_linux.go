@@ -393,7 +393,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
 		rep.Exit = &Exit{Code: 125, Class: ClassMechanismKilled}
-		return &Result{ExitCode: 125, Report: rep}, &KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+		return &Result{ExitCode: 125, Report: rep}, &killedError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
 	switch {
@@ -422,7 +422,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 			ex = limits.Exceeded{Kind: limit}
 		}
 		return nil, setupErr("the sandbox was ended before the command started",
-			strings.TrimSuffix((&LimitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
+			strings.TrimSuffix((&limitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
@@ -457,7 +457,7 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, lim
 			}
 		}
 		rep.Exit = classify(code, limitClass(limit))
-		return &Result{ExitCode: code, Report: rep}, &LimitError{Exceeded: ex}
+		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: ex}
 	}
 	rep.Exit = classify(code, "")
 	return &Result{ExitCode: code, Report: rep}, nil

@@ -526,7 +526,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	code := exitCode(c.ProcessState)
 	select {
 	case e := <-killed:
-		return code, limitClass(e.Kind), &LimitError{Exceeded: e}
+		return code, limitClass(e.Kind), &limitError{Exceeded: e}
 	case <-cancelled:
 		return code, "", ctxErr(ctx)
 	default:

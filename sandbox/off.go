@@ -132,7 +132,7 @@ func (r *offRun) run(ctx context.Context) (*Result, error) {
 	select {
 	case e := <-killed:
 		rep.Exit = classify(code, limitClass(e.Kind))
-		return &Result{ExitCode: code, Report: rep}, &LimitError{Exceeded: e}
+		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: e}
 	case <-cancelled:
 		// Ended because ctx was done; Run classifies its own timer.
 		return &Result{ExitCode: code, Report: rep}, ctxErr(ctx)

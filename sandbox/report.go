@@ -33,6 +33,15 @@ type Exit struct {
 	// Code is the exit status sandbox-run exits with (see ExitCode).
 	Code  int       `json:"code"`
 	Class ExitClass `json:"class"`
+	// Reason says in one line why sandbox-run ended the command (a limit,
+	// the timeout, ctx, the mechanism killed); "" when it ended on its own
+	// or could not be started.
+	Reason string `json:"reason,omitempty"`
+	// Usage and Limit are what the limit that ended the run measured and
+	// allowed (bytes of memory, tasks, nanoseconds of CPU time); 0 for
+	// any other end, or when the kernel ended it before a measure.
+	Usage int64 `json:"usage,omitempty"`
+	Limit int64 `json:"limit,omitempty"`
 }
 
 // ExitClass names how a run ended, in one style (snake case) across
@@ -50,6 +59,7 @@ const (
 	ClassNotFound        ExitClass = "not_found"        // 127: the command was not found inside
 	ClassNotExecutable   ExitClass = "not_executable"   // 126: found, but not executable inside
 	ClassMechanismKilled ExitClass = "mechanism_killed" // 125: the mechanism was killed from outside
+	ClassCancelled       ExitClass = "cancelled"        // the caller's ctx ended the sandbox (128+9)
 )
 
 // ExitCode is the table of the exit statuses sandbox-run itself gives (the

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/limits"
@@ -77,7 +79,7 @@ func fullReport() Report {
 		Protections:       []Protection{{Name: "seccomp", Configured: true, Verified: &yes, Detail: "mode 2"}},
 		Limits:            []Limit{{Name: "pids", Value: "2048", Enforced: "rlimit"}},
 		TimeoutSec:        90,
-		Exit:              &Exit{Code: 137, Class: ClassMemoryLimit},
+		Exit:              &Exit{Code: 137, Class: ClassMemoryLimit, Reason: "memory limit exceeded (100 MiB in use, limit 100 MiB); the whole sandbox was ended", Usage: 104857600, Limit: 104857600},
 		Landlock:          &LandlockReport{ABI: 6, KernelABI: 7, NetworkByPort: true, Scoped: true, ReadbackNoNewPrivs: 1, ReadbackRootDenied: true},
 		Losses:            []Loss{{Name: "processes", Detail: "no PID namespace"}},
 		EnvironmentDigest: "sha256:11",
@@ -112,6 +114,42 @@ func TestReportGoldenTierZero(t *testing.T) {
 	goldenJSON(t, "report-tier0.golden.json", rep)
 }
 
+// TestOutcome is the table of how a mechanism's end becomes Run's: an
+// error only for a command that never ran.
+func TestOutcome(t *testing.T) {
+	ran := func() *Result { return &Result{ExitCode: 137, Report: Report{Exit: classify(137, "")}} }
+	for _, tt := range []struct {
+		name    string
+		res     *Result
+		err     error
+		wantErr bool
+		class   ExitClass
+		reason  string
+	}{
+		{"exited", &Result{ExitCode: 3, Report: Report{Exit: classify(3, "")}}, nil, false, ClassExited, ""},
+		{"limit", &Result{ExitCode: 137, Report: Report{Exit: classify(137, ClassPidsLimit)}},
+			&limitError{Exceeded: limits.Exceeded{Kind: limits.PidsLimit, Usage: 60, Limit: 50}}, false, ClassPidsLimit, "task limit exceeded (60 tasks, limit 50); the whole sandbox was ended"},
+		{"killed", &Result{ExitCode: 125, Report: Report{Exit: &Exit{Code: 125, Class: ClassMechanismKilled}}},
+			&killedError{Mechanism: "bwrap", Signal: 9}, false, ClassMechanismKilled, "bwrap was killed by signal 9; the sandbox was ended with it and the command's status is lost"},
+		{"cancelled", ran(), fmt.Errorf("sandbox: %w", context.Canceled), false, ClassCancelled, "cancelled (sandbox: context canceled); the whole sandbox was ended"},
+		{"not found", &Result{ExitCode: 127}, &ExecError{Code: 127, Command: "x", Reason: "command not found"}, true, "", ""},
+		{"setup", nil, setupErr("a", "b", "c"), true, "", ""},
+		{"timeout before start", nil, &TimeoutError{Timeout: time.Second}, true, "", ""},
+	} {
+		res, err := outcome(tt.res, tt.err)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: err %v, want error %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		if tt.class == "" {
+			continue
+		}
+		if e := res.Report.Exit; e == nil || e.Class != tt.class || e.Reason != tt.reason {
+			t.Errorf("%s: exit %+v, want class %s reason %q", tt.name, e, tt.class, tt.reason)
+		}
+	}
+}
+
 // TestExitClasses is the outcome table: every class in one naming style,
 // and the codes sandbox-run itself gives.
 func TestExitClasses(t *testing.T) {
@@ -119,15 +157,15 @@ func TestExitClasses(t *testing.T) {
 		got  *Exit
 		want Exit
 	}{
-		{classify(0, ""), Exit{0, ClassExited}},
-		{classify(3, ""), Exit{3, ClassExited}},
-		{classify(143, ""), Exit{143, ClassSignaled}},
-		{classify(137, limitClass(limits.MemoryLimit)), Exit{137, ClassMemoryLimit}},
-		{classify(137, limitClass(limits.PidsLimit)), Exit{137, ClassPidsLimit}},
-		{classify(152, limitClass(limits.CpuLimit)), Exit{152, ClassCPULimit}},
-		{classify(ExitTimeout, limitClass(limits.TimedOut)), Exit{124, ClassTimedOut}},
-		{&Exit{ExitNotFound, execClass(ExitNotFound)}, Exit{127, ClassNotFound}},
-		{&Exit{ExitNotExecutable, execClass(ExitNotExecutable)}, Exit{126, ClassNotExecutable}},
+		{classify(0, ""), Exit{Code: 0, Class: ClassExited}},
+		{classify(3, ""), Exit{Code: 3, Class: ClassExited}},
+		{classify(143, ""), Exit{Code: 143, Class: ClassSignaled}},
+		{classify(137, limitClass(limits.MemoryLimit)), Exit{Code: 137, Class: ClassMemoryLimit}},
+		{classify(137, limitClass(limits.PidsLimit)), Exit{Code: 137, Class: ClassPidsLimit}},
+		{classify(152, limitClass(limits.CpuLimit)), Exit{Code: 152, Class: ClassCPULimit}},
+		{classify(ExitTimeout, limitClass(limits.TimedOut)), Exit{Code: 124, Class: ClassTimedOut}},
+		{&Exit{Code: ExitNotFound, Class: execClass(ExitNotFound)}, Exit{Code: 127, Class: ClassNotFound}},
+		{&Exit{Code: ExitNotExecutable, Class: execClass(ExitNotExecutable)}, Exit{Code: 126, Class: ClassNotExecutable}},
 	} {
 		if *tt.got != tt.want {
 			t.Errorf("got %+v, want %+v", *tt.got, tt.want)

@@ -133,16 +133,16 @@ func (e *ExecError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
 }
 
-// KilledError means the mechanism itself (bwrap) died of a signal that
+// killedError means the mechanism itself (bwrap) died of a signal that
 // sandbox-run did not send and no limit explains: someone killed it. The
-// sandbox ended with it; the command's own status is lost. The Result that
-// comes with it holds exit status 125 and the report.
-type KilledError struct {
+// sandbox ended with it; the command's own status is lost (Run reports it
+// as ClassMechanismKilled, 125).
+type killedError struct {
 	Mechanism string
 	Signal    int
 }
 
-func (e *KilledError) Error() string {
+func (e *killedError) Error() string {
 	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
 }
 
@@ -150,12 +150,11 @@ func (e *KilledError) Error() string {
 // Timeout ended the run.
 var ErrTimeout = errors.New("sandbox: timed out")
 
-// TimeoutError means the policy's Timeout ended the whole sandbox: Run's own
-// timer fired, the command and everything it started were killed. The Result
-// that comes with it holds exit status 124 and a report whose exit class is
-// ClassTimedOut. When the timer fired before the command started, Run returns
-// the TimeoutError without a Result. A deadline or cancellation of the
-// caller's own ctx is not a TimeoutError: it surfaces as ctx's error.
+// TimeoutError means the policy's Timeout passed while the sandbox was
+// still being set up: the command never ran. (When it passes while the
+// command runs, Run returns no error: the report's exit class is
+// ClassTimedOut, its reason this error's text.) A deadline or cancellation
+// of the caller's own ctx is not a TimeoutError.
 type TimeoutError struct {
 	Timeout time.Duration
 	// Started is false when the timer fired while the sandbox was still
@@ -176,13 +175,13 @@ func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 // ExitTimeout is the exit status of a run that the policy's Timeout ended.
 const ExitTimeout = 124
 
-// LimitError means a resource limit ended the whole sandbox. The Result
-// that comes with it holds the exit status and the report.
-type LimitError struct {
+// limitError means a resource limit ended the whole sandbox (Run reports
+// it by the limit's class).
+type limitError struct {
 	Exceeded limits.Exceeded
 }
 
-func (e *LimitError) Error() string {
+func (e *limitError) Error() string {
 	k := e.Exceeded.Kind
 	s := fmt.Sprintf("%s exceeded", k)
 	switch {
@@ -461,15 +460,17 @@ func (o Options) logger() *slog.Logger {
 // Run runs cmd under p and returns when the command and everything it
 // started have ended.
 //
-// It returns an error wrapping policy.ErrInvalid, ErrUnsupported or ErrSetup
-// (and the command never ran) when the policy cannot be enforced as asked;
-// an *ExecError when the sandbox was set up but cmd could not be started;
-// otherwise a Result with the command's exit status. Cancelling ctx kills
-// the whole sandbox.
+// An error means the command never ran: one wrapping policy.ErrInvalid,
+// ErrUnsupported or ErrSetup when the policy cannot be enforced as asked;
+// an *ExecError when the sandbox was set up but cmd could not be started
+// (with a Result holding the report and 126 or 127); a *TimeoutError when
+// the policy's Timeout passed during set-up. When the command ran, the
+// error is nil and Result.Report.Exit says how it ended, by class: its own
+// status, a signal, the policy's Timeout (ExitTimeout, 124), a limit, ctx
+// cancelled (the whole sandbox is killed), or the mechanism killed from
+// outside; Exit.Reason says why in one line when sandbox-run ended it.
 //
-// Run enforces p.Timeout itself, for every mechanism: when it passes, the
-// whole sandbox is ended and Run returns a *TimeoutError (errors.Is
-// ErrTimeout) with a Result whose ExitCode is ExitTimeout (124).
+// Run enforces p.Timeout itself, for every mechanism.
 func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	if len(cmd) == 0 {
 		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name a command after --"}
@@ -493,7 +494,7 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
 			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
-	res, err := runTimed(ctx, p, cmd, opts)
+	res, err := outcome(runTimed(ctx, p, cmd, opts))
 	var ee *ExecError
 	if errors.As(err, &ee) {
 		shown := shownInside(p)
@@ -535,8 +536,42 @@ func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*R
 		return nil, &TimeoutError{Timeout: d}
 	}
 	res.ExitCode = ExitTimeout
-	res.Report.Exit = &Exit{Code: ExitTimeout, Class: ClassTimedOut}
-	return res, &TimeoutError{Timeout: d, Started: true}
+	te := &TimeoutError{Timeout: d, Started: true}
+	res.Report.Exit = &Exit{Code: ExitTimeout, Class: ClassTimedOut, Reason: te.Error()}
+	return res, te
+}
+
+// outcome turns what a mechanism returned into Run's contract: a command
+// that ran is a Result and no error, however it ended; the mechanisms'
+// own errors for such an end (a limit, the timer, ctx, the mechanism
+// killed) become the Exit's class and reason.
+func outcome(res *Result, err error) (*Result, error) {
+	if res == nil || err == nil {
+		return res, err
+	}
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		return res, err
+	}
+	exit := res.Report.Exit
+	if exit == nil {
+		exit = classify(res.ExitCode, "")
+		res.Report.Exit = exit
+	}
+	var te *TimeoutError
+	var le *limitError
+	var ke *killedError
+	switch {
+	case errors.As(err, &le):
+		exit.Reason, exit.Usage, exit.Limit = err.Error(), le.Exceeded.Usage, le.Exceeded.Limit
+	case errors.As(err, &te), errors.As(err, &ke):
+		exit.Reason = err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		exit.Class, exit.Reason = ClassCancelled, "cancelled ("+err.Error()+"); the whole sandbox was ended"
+	default:
+		return res, err
+	}
+	return res, nil
 }
 
 // pidsCeiling is the run's process ceiling: the policy's, or
