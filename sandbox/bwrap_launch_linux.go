@@ -426,7 +426,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
-	return nil, bwrap.Diagnose(w.rl.held(), code, r.host)
+	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, r.host))
 }
 
 // ended classifies a command that started: its own status, ctx's end, or

@@ -98,7 +98,7 @@ func (r *bwRun) tools(ctx context.Context) error {
 		return &SetupError{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
 	}
 	if err := bwrap.Preflight(r.host); err != nil {
-		return err
+		return bwrapErr(err)
 	}
 	if r.arch, err = filter.NativeArch(); err != nil {
 		return &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),

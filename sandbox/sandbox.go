@@ -109,11 +109,41 @@ import (
 var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
 
 // ErrSetup marks a sandbox that could not be set up; the command did not
-// run. It is the same sentinel as bwrap.ErrSetup.
-var ErrSetup = bwrap.ErrSetup
+// run. Every *SetupError matches it.
+var ErrSetup = errors.New("sandbox: setup failed")
 
-// SetupError says what failed, why and the fix, in one line.
-type SetupError = bwrap.SetupError
+// SetupError says what failed, why and the fix, in one line. Err, when
+// set, is the typed error of the package that found the cause (a
+// *bwrap.SetupError from bwrap's own diagnosis), reachable with errors.As.
+type SetupError struct {
+	What, Why, Fix string
+	Err            error
+}
+
+func (e *SetupError) Error() string {
+	s := e.What
+	if e.Why != "" {
+		s += ": " + e.Why
+	}
+	if e.Fix != "" {
+		s += "; fix: " + e.Fix
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// Is matches ErrSetup.
+func (e *SetupError) Is(target error) bool { return target == ErrSetup }
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
+func bwrapErr(err error) error {
+	var be *bwrap.SetupError
+	if errors.As(err, &be) {
+		return &SetupError{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
+	}
+	return err
+}
 
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
