@@ -118,16 +118,9 @@ func (r *bwRun) tools(ctx context.Context) error {
 
 // ids picks the host uid and gid the sandbox runs as: the caller's, or
 // the policy's when sandbox-run is root (never uid 0).
-func (r *bwRun) ids(context.Context) error {
-	r.uid, r.gid = os.Getuid(), os.Getgid()
-	r.root = os.Geteuid() == 0
-	if r.root {
-		r.uid, r.gid = r.p.UID, r.p.GID
-		if r.uid == 0 {
-			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-		}
-	}
-	return nil
+func (r *bwRun) ids(context.Context) (err error) {
+	r.uid, r.gid, r.root, err = hostIDs(r.p)
+	return err
 }
 
 // protection makes the session's state, then the mount plan under the

@@ -122,15 +122,12 @@ func (r *llRun) close(*Result) {
 func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	p := r.p
 	r.report.RunID = newRunID()
-	r.uid, r.gid = os.Getuid(), os.Getgid()
-	if os.Geteuid() == 0 {
-		r.uid, r.gid = p.UID, p.GID
-		if r.uid == 0 {
-			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-		}
+	var err error
+	if r.uid, r.gid, _, err = hostIDs(p); err != nil {
+		return err
 	}
 	// A session's home and the caches become writable dirs like any other.
-	p, _, err := prepareState(p, r.opts, r.uid, r.gid)
+	p, _, err = prepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}

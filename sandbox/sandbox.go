@@ -604,6 +604,18 @@ func outcome(res *Result, err error) (*Result, error) {
 	return res, nil
 }
 
+// hostIDs are the host uid and gid the sandbox runs as: the caller's, or
+// the policy's when sandbox-run is root (root says so), never uid 0.
+func hostIDs(p policy.Policy) (uid, gid int, root bool, err error) {
+	if os.Geteuid() != 0 {
+		return os.Getuid(), os.Getgid(), false, nil
+	}
+	if p.UID == 0 {
+		return 0, 0, true, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+	}
+	return p.UID, p.GID, true, nil
+}
+
 // pidsCeiling is the run's process ceiling: the policy's, or
 // policy.DefaultPids.
 func pidsCeiling(p policy.Policy) int64 {

@@ -129,14 +129,9 @@ func (r *sbRun) checkHost(context.Context) error {
 // policy's paths: Seatbelt matches the path the kernel resolved, so every
 // path goes in resolved (/var/folders/... as /private/var/folders/..., a
 // workdir reached through a link at its target).
-func (r *sbRun) ids(context.Context) error {
-	r.uid, r.gid = os.Getuid(), os.Getgid()
-	r.root = os.Geteuid() == 0
-	if r.root {
-		r.uid, r.gid = r.p.UID, r.p.GID
-		if r.uid == 0 {
-			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-		}
+func (r *sbRun) ids(context.Context) (err error) {
+	if r.uid, r.gid, r.root, err = hostIDs(r.p); err != nil {
+		return err
 	}
 	p, err := resolvePolicyPaths(r.p)
 	if err != nil {
