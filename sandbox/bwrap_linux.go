@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,9 +106,9 @@ func (r *bwRun) tools(ctx context.Context) error {
 			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
 	}
 	if r.p.Ptrace {
-		if err := filter.CheckPtrace(filter.YamaPtraceScope()); err != nil {
-			return &SetupError{What: "--ptrace refused", Why: strings.TrimPrefix(err.Error(), "filter: "),
-				Fix: "enable Yama with kernel.yama.ptrace_scope=1 (sysctl -w kernel.yama.ptrace_scope=1), or run without --ptrace"}
+		var pe *filter.PtraceError
+		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
+			return &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
 	if r.prog, err = filter.Assemble(r.arch, filter.Options{AllowPtrace: r.p.Ptrace}); err != nil {

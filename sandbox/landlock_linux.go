@@ -314,9 +314,9 @@ func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
 	}
 	if r.p.Ptrace {
-		if err := filter.CheckPtrace(filter.YamaPtraceScope()); err != nil {
-			return nil, &SetupError{What: "--ptrace refused", Why: strings.TrimPrefix(err.Error(), "filter: "),
-				Fix: "enable Yama with kernel.yama.ptrace_scope=1 (sysctl -w kernel.yama.ptrace_scope=1), or run without --ptrace"}
+		var pe *filter.PtraceError
+		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
+			return nil, &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
 	prog, err := filter.Assemble(arch, filter.Options{AllowPtrace: r.p.Ptrace, HostNamespaces: true, NoSockets: noSockets})
