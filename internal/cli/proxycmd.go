@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
@@ -86,7 +87,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	cfg := proxy.Config{Allow: list, Logger: log, RunIDFromPreamble: true}
 	// The allow-list is checked before the audit file is opened, so that a
 	// refused start leaves no file behind.
-	if _, err := proxy.ParseAllow(list); err != nil {
+	if _, err := allowlist.Parse(list); err != nil {
 		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
 	}
 	var af *auditFile
