@@ -216,4 +216,3 @@ func (p Policy) validateSizes() error {
 	}
 	return nil
 }
-
