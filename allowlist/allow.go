@@ -105,6 +105,8 @@ func Parse(entries []string) (List, error) {
 	return list, nil
 }
 
+// parseEntry reads one entry: a CIDR, or a host part and an optional
+// port (see Parse).
 func parseEntry(raw string) (entry, error) {
 	e := entry{raw: raw}
 	if raw == "" {
@@ -124,13 +126,30 @@ func parseEntry(raw string) (entry, error) {
 		}
 		return parsePrefixEntry(raw)
 	}
+	host, port, err := splitEntryPort(raw)
+	if err != nil {
+		return e, err
+	}
+	e.port = port
+	if strings.Contains(host, ":") { // IPv6
+		return v6Entry(e, host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return addrEntry(e, ip)
+	}
+	return nameEntry(e, host)
+}
+
+// splitEntryPort splits raw (no '/') into its host part and its port: 0
+// for none (the web ports), anyPort for '*', else 1 to 65535.
+func splitEntryPort(raw string) (string, int, error) {
 	host, portStr, hasPort := raw, "", false
 	switch {
 	case strings.HasPrefix(raw, "["):
 		h, p, err := net.SplitHostPort(raw)
 		if err != nil {
 			if !strings.HasSuffix(raw, "]") {
-				return e, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
+				return "", 0, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
 			}
 			h = raw[1 : len(raw)-1]
 		} else {
@@ -138,7 +157,7 @@ func parseEntry(raw string) (entry, error) {
 		}
 		host, portStr = h, p
 		if !strings.Contains(host, ":") {
-			return e, fmt.Errorf("brackets are only for IPv6 addresses")
+			return "", 0, fmt.Errorf("brackets are only for IPv6 addresses")
 		}
 	case strings.Count(raw, ":") == 1:
 		i := strings.LastIndexByte(raw, ':')
@@ -146,35 +165,38 @@ func parseEntry(raw string) (entry, error) {
 	}
 	switch {
 	case !hasPort:
-		e.port = 0
+		return host, 0, nil
 	case portStr == "":
-		return e, fmt.Errorf("empty port after ':'; want a number from 1 to 65535, or * for every port")
+		return "", 0, fmt.Errorf("empty port after ':'; want a number from 1 to 65535, or * for every port")
 	case portStr == "*":
-		e.port = anyPort
-	default:
-		p, err := parsePort(portStr)
-		if err != nil {
-			return e, fmt.Errorf("port %q: want a number from 1 to 65535, or * for every port", portStr)
-		}
-		e.port = int(p)
+		return host, anyPort, nil
 	}
-	if strings.Contains(host, ":") { // IPv6
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			return e, fmt.Errorf("%q is not a valid IPv6 address (a port goes after brackets: [addr]:port)", host)
-		}
-		if z := ip.Zone(); z != "" {
-			msg := fmt.Sprintf("IPv6 zone %q is not accepted: an entry names an address, not an interface; write %s", "%"+z, ip.WithZone(""))
-			if _, err := addrEntry(e, ip.WithZone("")); err != nil {
-				msg = fmt.Sprintf("IPv6 zone %q is not accepted, and %v", "%"+z, err)
-			}
-			return e, errors.New(msg)
-		}
-		return addrEntry(e, ip)
+	p, err := parsePort(portStr)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: want a number from 1 to 65535, or * for every port", portStr)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return addrEntry(e, ip)
+	return host, int(p), nil
+}
+
+// v6Entry reads an IPv6 host part; a zone is refused.
+func v6Entry(e entry, host string) (entry, error) {
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return e, fmt.Errorf("%q is not a valid IPv6 address (a port goes after brackets: [addr]:port)", host)
 	}
+	if z := ip.Zone(); z != "" {
+		msg := fmt.Sprintf("IPv6 zone %q is not accepted: an entry names an address, not an interface; write %s", "%"+z, ip.WithZone(""))
+		if _, err := addrEntry(e, ip.WithZone("")); err != nil {
+			msg = fmt.Sprintf("IPv6 zone %q is not accepted, and %v", "%"+z, err)
+		}
+		return e, errors.New(msg)
+	}
+	return addrEntry(e, ip)
+}
+
+// nameEntry reads a host part that is not an address: a host name, or
+// *.domain for its subdomains.
+func nameEntry(e entry, host string) (entry, error) {
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if name == "" {
 		return e, fmt.Errorf("empty host")
