@@ -649,9 +649,6 @@ func (p Policy) validateHome() error {
 	if p.Session != "" && p.Home != "" {
 		return invalid("home", "both --home and --session name the home", "pass one of them")
 	}
-	if p.Sandbox == ModeOff && (p.Session != "" || len(p.Caches) > 0) {
-		return invalid("session", "tier 0 (--sandbox off) binds nothing, so it keeps no session and shares no cache", "leave out --session and --cache, or pass --home DIR")
-	}
 	seen := map[string]bool{}
 	for _, c := range p.Caches {
 		if _, ok := cacheVars[c]; !ok {

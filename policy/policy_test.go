@@ -55,6 +55,10 @@ func TestValidate(t *testing.T) {
 		{"absolute protect in the workdir", Policy{Workdir: "/w", Protect: []string{"/w/.envrc"}}, ""},
 		{"absolute protect in a write dir", Policy{Workdir: "/w", Write: []string{"/o"}, Protect: []string{"/o/x"}}, ""},
 		{"absolute protect in the home", Policy{Workdir: "/w", Home: "/h", Protect: []string{"/h/.bashrc"}}, ""},
+		// A bad value is refused as such in every mode, before what the
+		// mode cannot mean (tier 0 keeps no cache).
+		{"unknown cache in tier 0", Policy{Workdir: "/w", Sandbox: ModeOff, Caches: []string{"maven"}}, "cache"},
+		{"known cache in tier 0", Policy{Workdir: "/w", Sandbox: ModeOff, Caches: []string{"go"}}, "session"},
 		{"absolute protect with a session", Policy{Workdir: "/w", Session: "s", Protect: []string{"/elsewhere/x"}}, ""},
 	}
 	for _, tt := range tests {

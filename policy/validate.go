@@ -28,15 +28,18 @@ const MinNoFile = 4
 // outside the system directories and shared places, see Host), where
 // protected paths may lie, variable names, the allow-list's syntax and
 // address classes (allowlist.Parse), the mode's name, ids, sizes and the
-// limits' minimums. A policy Validate accepts can still be refused by the
-// host (a directory that does not exist, a mechanism that is missing, a
-// limit the machine cannot hold); that is the sandbox's to say.
+// limits' minimums. Only once the values pass does it refuse what the
+// mode cannot mean at all (tier 0 keeps no session), so that a bad value
+// is refused the same way in every mode. A policy Validate accepts can
+// still be refused by the host (a directory that does not exist, a
+// mechanism that is missing, a limit the machine cannot hold); that is the
+// sandbox's to say.
 // Non-guarantee: an absolute Protect path is checked against Workdir,
 // Write and Home; with a Session, whose home only the sandbox knows, a
 // path outside those is left to the sandbox to refuse or accept.
 func (p Policy) Validate() error {
 	for _, check := range []func() error{p.validatePaths, p.validateHome, p.validateProtect, p.validateEnv,
-		p.validateNet, p.validateMode, p.validateSizes} {
+		p.validateNet, p.validateMode, p.validateSizes, p.validateForMode} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -182,6 +185,16 @@ func (p Policy) validateMode() error {
 	}
 	if p.UID < 0 || p.GID < 0 {
 		return invalid("user", "negative id", "pass --user UID[:GID] with ids above 0")
+	}
+	return nil
+}
+
+// validateForMode refuses what the policy's mode cannot mean at all. It
+// runs after every rule on the values themselves, so that a bad value is
+// refused the same way in every mode.
+func (p Policy) validateForMode() error {
+	if p.Sandbox == ModeOff && (p.Session != "" || len(p.Caches) > 0) {
+		return invalid("session", "tier 0 (--sandbox off) binds nothing, so it keeps no session and shares no cache", "leave out --session and --cache, or pass --home DIR")
 	}
 	return nil
 }
