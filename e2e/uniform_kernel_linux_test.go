@@ -52,14 +52,17 @@ type refusalMode struct {
 	name string
 	args []string
 	need func(t *testing.T)
+	// caches says a run writes sandbox-run's cache (the bwrap or runsc
+	// detection cache, the run journals): the control checks it does.
+	caches bool
 }
 
 var refusalModes = []refusalMode{
-	{"run off", []string{"run", "--sandbox", "off"}, func(*testing.T) {}},
-	{"run auto", []string{"run"}, needBwrap},
-	{"run landlock", []string{"run", "--sandbox", "landlock"}, func(t *testing.T) { sandboxtest.Landlock(t, landlock.MinABI) }},
-	{"run gvisor", []string{"run", "--sandbox", "gvisor"}, func(t *testing.T) { sandboxtest.Runsc(t) }},
-	{"mcp auto", []string{"mcp"}, needBwrap},
+	{"run off", []string{"run", "--sandbox", "off"}, func(*testing.T) {}, false},
+	{"run auto", []string{"run"}, needBwrap, true},
+	{"run landlock", []string{"run", "--sandbox", "landlock"}, func(t *testing.T) { sandboxtest.Landlock(t, landlock.MinABI) }, false},
+	{"run gvisor", []string{"run", "--sandbox", "gvisor"}, func(t *testing.T) { sandboxtest.Runsc(t) }, true},
+	{"mcp auto", []string{"mcp"}, needBwrap, true},
 }
 
 // TestUniformRefusal runs every bad value of uniformRefusals through every
@@ -153,6 +156,9 @@ func uniformControl(t *testing.T, m refusalMode) {
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("control: the command did not run (%v); stderr: %s", err, r.stderr)
+	}
+	if m.caches && len(tree(t, u.cache)) <= 1 {
+		t.Fatalf("control: nothing written to the cache %s, so its staying empty on a refusal would prove nothing", u.cache)
 	}
 }
 
