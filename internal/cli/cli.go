@@ -311,34 +311,25 @@ func (f *runFlags) terminal(stdio IO) (*os.File, error) {
 	return nil, nil
 }
 
-// runOutcome prints what sandbox.Run's error says about the run. done
-// says the invocation ends here with code (the command never ran, or
-// Run's timer ended it before it started); otherwise res holds the
-// command's status and report.
+// runOutcome prints what sandbox.Run's error and the report's exit say
+// about the run. done says the invocation ends here with code (the
+// command never ran); otherwise res holds the command's status and report.
 func runOutcome(stdio IO, af *auditFile, res *sandbox.Result, err error) (code int, done bool) {
 	var ee *sandbox.ExecError
-	var le *sandbox.LimitError
-	var ke *sandbox.KilledError
-	var te *sandbox.TimeoutError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
-	case errors.As(err, &ke) && res != nil:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
-	case errors.As(err, &le) && res != nil:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
-	case errors.As(err, &te) && res != nil:
-		// Run's own timer ended it; res holds 124 and the report.
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", te.Error())
-	case errors.As(err, &te):
+	case errors.Is(err, sandbox.ErrTimeout):
+		// Run's timer ended the set-up: the command never ran.
 		af.discard()
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", te.Error())
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", err.Error())
 		return ExitTimeout, true
-	case err != nil && res != nil:
-		// cancelled: the command's status stands
 	case err != nil:
 		af.discard()
 		return failClient(stdio, err), true
+	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != sandbox.ClassCancelled:
+		// sandbox-run ended it: a limit, the timeout, bwrap killed.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", res.Report.Exit.Reason)
 	}
 	return 0, false
 }
@@ -501,7 +492,7 @@ func printOneLine(w io.Writer, res *sandbox.Result) {
 	}
 	class := ""
 	if r.Exit != nil {
-		class = " (" + r.Exit.Class + ")"
+		class = " (" + string(r.Exit.Class) + ")"
 	}
 	fmt.Fprintf(w, "sandbox-run: run %s: tier %d %s, %d protections configured, %d verified from inside, network %s, exit %d%s, %s\n",
 		r.RunID, r.Tier, r.Mechanism, held, verified, r.Network, res.ExitCode, class, r.EnvironmentDigest)
