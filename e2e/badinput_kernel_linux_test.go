@@ -187,6 +187,13 @@ func badInputs() []badInput {
 		{name: "cpu-time without unit", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "30"), want: []string{"--cpu-time", `"30"`}},
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
+		// Policy.Validate's rules, the same in every mode (TestUniformRefusal
+		// runs them through each): before, tier 0 ran these or failed late.
+		{name: "memory below 1M", args: withCmd("run", "--workdir", "{W}", "--memory", "512K"), want: []string{"memory", "524288", "minimum", "--memory 1M"}},
+		{name: "memory below 1M in tier 0", args: withCmd("run", "--sandbox", "off", "--workdir", "{W}", "--memory", "512K"), want: []string{"memory", "minimum"}},
+		{name: "nofile below 4", args: withCmd("run", "--workdir", "{W}", "--nofile", "3"), want: []string{"nofile", "--nofile 4"}},
+		{name: "allow-host bad in tier 0", args: withCmd("run", "--sandbox", "off", "--workdir", "{W}", "--allow-host", "exa mple.com"), want: []string{`"exa mple.com"`, "whitespace"}},
+		{name: "absolute protect outside the writable dirs", args: withCmd("run", "--workdir", "{W}", "--protect", "{D}/x"), want: []string{"{D}/x", "not inside a writable directory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
 		{name: "shm-size negative", args: withCmd("run", "--workdir", "{W}", "--shm-size", "-1"), want: []string{"--shm-size", "-1"}},
 		{name: "shm-size zero", args: withCmd("run", "--workdir", "{W}", "--shm-size", "0"), want: []string{"--shm-size 0", "uncapped"}},

@@ -1,4 +1,4 @@
-package proxy
+package allowlist
 
 import (
 	"strings"
@@ -10,13 +10,13 @@ import (
 // it is not.
 func TestParseAllowRefusesLocalhost(t *testing.T) {
 	for _, e := range []string{"localhost", "localhost:8080", "LOCALHOST.", "*.localhost", "app.localhost:*", "127.0.0.1:8080"} {
-		if _, err := ParseAllow([]string{e}); err == nil || !strings.Contains(err.Error(), "loopback") {
-			t.Errorf("ParseAllow(%q) = %v, want a loopback refusal", e, err)
+		if _, err := Parse([]string{e}); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("Parse(%q) = %v, want a loopback refusal", e, err)
 		}
 	}
 	for _, e := range []string{"localhost.example.com", "notlocalhost", "mylocalhost.dev:443"} {
-		if _, err := ParseAllow([]string{e}); err != nil {
-			t.Errorf("ParseAllow(%q) = %v, want accepted", e, err)
+		if _, err := Parse([]string{e}); err != nil {
+			t.Errorf("Parse(%q) = %v, want accepted", e, err)
 		}
 	}
 }

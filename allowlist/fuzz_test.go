@@ -1,4 +1,4 @@
-package proxy
+package allowlist
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"testing"
 )
 
-// FuzzParseAllow feeds ParseAllow a list of entries (the input split on
+// FuzzParseAllow feeds Parse a list of entries (the input split on
 // newlines; no valid entry holds one) and checks that the list is refused
 // exactly when some entry is, that every refused entry is named in the
 // error, and that every accepted entry means what it says: it allows the
 // host, address or range it names on exactly its ports, reads back the same
 // from its canonical spelling, never names a range the proxy never connects
-// to, and covers the targets parseTarget makes of its own spelling.
+// to, and covers the targets ParseTarget makes of its own spelling.
 func FuzzParseAllow(f *testing.F) {
 	for _, s := range []string{
 		"example.com", "Example.COM.", "example.com:8443", "example.com:*", "*.example.com", "*.example.com:22",
@@ -34,7 +34,7 @@ func FuzzParseAllow(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, input string) {
 		raws := strings.Split(input, "\n")
-		list, err := ParseAllow(raws)
+		list, err := Parse(raws)
 		var bad []string
 		for _, raw := range raws {
 			e, perr := parseEntry(raw)
@@ -46,10 +46,10 @@ func FuzzParseAllow(f *testing.F) {
 		}
 		if len(bad) == 0 {
 			if err != nil {
-				t.Fatalf("ParseAllow(%q) = %v, yet every entry parses alone", raws, err)
+				t.Fatalf("Parse(%q) = %v, yet every entry parses alone", raws, err)
 			}
 			if len(list.entries) != len(raws) {
-				t.Fatalf("ParseAllow(%q) kept %d entries, want %d", raws, len(list.entries), len(raws))
+				t.Fatalf("Parse(%q) kept %d entries, want %d", raws, len(list.entries), len(raws))
 			}
 			for i, e := range list.entries {
 				if e.raw != raws[i] {
@@ -59,17 +59,17 @@ func FuzzParseAllow(f *testing.F) {
 			return
 		}
 		if err == nil {
-			t.Fatalf("ParseAllow(%q) accepted the bad entries %q", raws, bad)
+			t.Fatalf("Parse(%q) accepted the bad entries %q", raws, bad)
 		}
 		if !errors.Is(err, ErrInvalidEntry) {
-			t.Fatalf("ParseAllow(%q) error %v does not wrap ErrInvalidEntry", raws, err)
+			t.Fatalf("Parse(%q) error %v does not wrap ErrInvalidEntry", raws, err)
 		}
 		if len(list.entries) != 0 {
-			t.Fatalf("ParseAllow(%q) failed but returned %d entries", raws, len(list.entries))
+			t.Fatalf("Parse(%q) failed but returned %d entries", raws, len(list.entries))
 		}
 		for _, raw := range bad {
 			if !strings.Contains(err.Error(), strconv.Quote(raw)) {
-				t.Fatalf("ParseAllow(%q) error %q does not name the entry %q", raws, err, raw)
+				t.Fatalf("Parse(%q) error %q does not name the entry %q", raws, err, raw)
 			}
 		}
 	})
@@ -88,7 +88,7 @@ func checkEntry(t *testing.T, raw string, e entry) {
 	case strings.HasSuffix(raw, ":") && (strings.HasPrefix(raw, "[") || strings.Count(raw, ":") == 1):
 		t.Fatalf("%q: accepted an empty port", raw)
 	}
-	one := AllowList{entries: []entry{e}}
+	one := List{entries: []entry{e}}
 	in, out := portsOf(e)
 
 	// The canonical spelling reads back as the same entry.
@@ -131,11 +131,11 @@ func checkEntry(t *testing.T, raw string, e entry) {
 		}
 		for _, p := range in {
 			// A client asking for the host gets a target this entry allows.
-			tg, err := parseTarget(net.JoinHostPort(host, strconv.Itoa(int(p))), 0)
+			tg, err := ParseTarget(net.JoinHostPort(host, strconv.Itoa(int(p))), 0)
 			if err != nil {
 				t.Fatalf("%q: a client cannot name %s:%d: %v", raw, host, p, err)
 			}
-			if tg.isAddr() || tg.name != host {
+			if tg.IsAddr() || tg.name != host {
 				t.Fatalf("%q: %s:%d parses as %v (name %q), not as the host", raw, host, p, tg, tg.name)
 			}
 			if _, ok := one.hostEntry(tg.name, tg.port); !ok {
@@ -159,7 +159,7 @@ func checkEntry(t *testing.T, raw string, e entry) {
 			t.Fatalf("%q: accepted %s, which is in %s (%s)", raw, ip, v.rule.prefix, v.rule.what)
 		}
 		for _, p := range in {
-			tg, err := parseTarget(net.JoinHostPort(ip.String(), strconv.Itoa(int(p))), 0)
+			tg, err := ParseTarget(net.JoinHostPort(ip.String(), strconv.Itoa(int(p))), 0)
 			if err != nil || tg.addr != ip {
 				t.Fatalf("%q: a client naming %s:%d gets %v, %v", raw, ip, p, tg, err)
 			}
@@ -265,7 +265,7 @@ func sameEmbedded(a, b netip.Addr) bool {
 	return (oka && (va == b || (okb && va == vb))) || (okb && vb == a)
 }
 
-// FuzzParseTarget checks that every target parseTarget accepts is
+// FuzzParseTarget checks that every target ParseTarget accepts is
 // well-formed (a port from 1 to 65535; a normalized host name that is not
 // an address in any spelling, or an unmapped address without a zone), that
 // its String form parses back to the same target, that a default port never
@@ -283,49 +283,49 @@ func FuzzParseTarget(f *testing.F) {
 		f.Add(s, uint16(443))
 	}
 	f.Fuzz(func(t *testing.T, hostport string, defaultPort uint16) {
-		tg, err := parseTarget(hostport, defaultPort)
+		tg, err := ParseTarget(hostport, defaultPort)
 		if err != nil {
-			if tg != (target{}) {
-				t.Fatalf("parseTarget(%q) failed but returned %+v", hostport, tg)
+			if tg != (Target{}) {
+				t.Fatalf("ParseTarget(%q) failed but returned %+v", hostport, tg)
 			}
 			return
 		}
 		if tg.port == 0 {
-			t.Fatalf("parseTarget(%q) = port 0", hostport)
+			t.Fatalf("ParseTarget(%q) = port 0", hostport)
 		}
-		if tg.isAddr() {
+		if tg.IsAddr() {
 			if tg.name != "" || tg.addr.Zone() != "" || tg.addr.Is4In6() {
-				t.Fatalf("parseTarget(%q) = addr %#v, name %q", hostport, tg.addr, tg.name)
+				t.Fatalf("ParseTarget(%q) = addr %#v, name %q", hostport, tg.addr, tg.name)
 			}
 		} else {
 			n := tg.name
 			if n == "" || n != strings.ToLower(n) || strings.HasSuffix(n, ".") || checkHostname(n) != nil {
-				t.Fatalf("parseTarget(%q) = name %q, not a normalized host name", hostport, n)
+				t.Fatalf("ParseTarget(%q) = name %q, not a normalized host name", hostport, n)
 			}
 			if _, err := netip.ParseAddr(n); err == nil {
-				t.Fatalf("parseTarget(%q) = name %q, which is an IP address", hostport, n)
+				t.Fatalf("ParseTarget(%q) = name %q, which is an IP address", hostport, n)
 			}
 			if _, ok := parseLegacyIPv4(n); ok || endsInNumber(n) {
-				t.Fatalf("parseTarget(%q) = name %q, which is numeric", hostport, n)
+				t.Fatalf("ParseTarget(%q) = name %q, which is numeric", hostport, n)
 			}
 		}
 		s := tg.String()
 		for _, dp := range []uint16{0, defaultPort, 8080} {
-			back, err := parseTarget(s, dp)
+			back, err := ParseTarget(s, dp)
 			if err != nil || back != tg {
-				t.Fatalf("parseTarget(%q) = %v; parseTarget(%q, %d) = %+v, %v", hostport, tg, s, dp, back, err)
+				t.Fatalf("ParseTarget(%q) = %v; ParseTarget(%q, %d) = %+v, %v", hostport, tg, s, dp, back, err)
 			}
 		}
 		if defaultPort == 0 {
-			if other, err := parseTarget(hostport, 8080); err != nil || other != tg {
-				t.Fatalf("parseTarget(%q, 8080) = %+v, %v; want %+v as without a default", hostport, other, err, tg)
+			if other, err := ParseTarget(hostport, 8080); err != nil || other != tg {
+				t.Fatalf("ParseTarget(%q, 8080) = %+v, %v; want %+v as without a default", hostport, other, err, tg)
 			}
 		}
 
 		// The fix the proxy prints must work.
-		sug := suggest(tg.host(), tg.port)
-		list, err := ParseAllow([]string{sug})
-		if tg.isAddr() {
+		sug := Suggest(tg.Host(), tg.port)
+		list, err := Parse([]string{sug})
+		if tg.IsAddr() {
 			if v := classify(tg.addr); v.rule != nil && v.rule.never {
 				if err == nil {
 					t.Fatalf("entry %q for %s, which is in %s, was accepted", sug, tg.addr, v.rule.prefix)
@@ -337,7 +337,7 @@ func FuzzParseTarget(f *testing.F) {
 			t.Fatalf("the suggested entry %q for %v is refused: %v", sug, tg, err)
 		}
 		ok := false
-		if tg.isAddr() {
+		if tg.IsAddr() {
 			_, ok = list.addrEntry(tg.addr, tg.port)
 		} else {
 			_, ok = list.hostEntry(tg.name, tg.port)
@@ -439,7 +439,7 @@ func checkOracle(t *testing.T, ip netip.Addr) {
 	}
 }
 
-func verdictString(v verdict) string {
+func verdictString(v Verdict) string {
 	if v.rule == nil {
 		return "public"
 	}

@@ -1,4 +1,16 @@
-package proxy
+// Package allowlist is the syntax of egress allow-list entries and the
+// address classes an egress decision rests on: which ranges no entry can
+// make reachable (loopback, link-local, cloud metadata, ...), which only
+// an address or CIDR entry can (private ranges), and how a client's
+// host:port is read (every inet_aton spelling of an IPv4 address is the
+// address it denotes).
+//
+// It is pure: no I/O, no DNS, no dialing. policy validates allow-lists
+// with it before anything touches the host, and proxy decides connections
+// with it, so both read an entry the same way. Non-guarantee: an entry
+// naming a host says nothing about the addresses it resolves to; the
+// proxy judges every resolved address again with Classify.
+package allowlist
 
 import (
 	"errors"
@@ -9,13 +21,13 @@ import (
 	"strings"
 )
 
-// ErrInvalidEntry is wrapped by every error ParseAllow returns for an entry
+// ErrInvalidEntry is wrapped by every error Parse returns for an entry
 // it cannot accept.
 var ErrInvalidEntry = errors.New("invalid allow-list entry")
 
-// AllowList is a validated allow list. The zero value allows nothing. Only
-// ParseAllow makes a non-empty one.
-type AllowList struct {
+// List is a validated allow list. The zero value allows nothing. Only
+// Parse makes a non-empty one.
+type List struct {
 	entries []entry
 }
 
@@ -51,7 +63,7 @@ func (e entry) portOK(port uint16) bool {
 	}
 }
 
-// ParseAllow validates allow-list entries:
+// Parse validates allow-list entries:
 //
 //   - "host": that host on ports 80 and 443
 //   - "host:port", "host:*": that port, every port
@@ -74,25 +86,27 @@ func (e entry) portOK(port uint16) bool {
 //
 // Every error wraps ErrInvalidEntry, names the entry and says what is
 // expected instead; the errors of all bad entries are joined.
-func ParseAllow(entries []string) (AllowList, error) {
+func Parse(entries []string) (List, error) {
 	var (
-		list AllowList
+		list List
 		errs []error
 	)
 	for _, raw := range entries {
 		e, err := parseEntry(raw)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("proxy: %w %q: %s", ErrInvalidEntry, raw, err))
+			errs = append(errs, fmt.Errorf("allowlist: %w %q: %s", ErrInvalidEntry, raw, err))
 			continue
 		}
 		list.entries = append(list.entries, e)
 	}
 	if len(errs) > 0 {
-		return AllowList{}, errors.Join(errs...)
+		return List{}, errors.Join(errs...)
 	}
 	return list, nil
 }
 
+// parseEntry reads one entry: a CIDR, or a host part and an optional
+// port (see Parse).
 func parseEntry(raw string) (entry, error) {
 	e := entry{raw: raw}
 	if raw == "" {
@@ -112,13 +126,30 @@ func parseEntry(raw string) (entry, error) {
 		}
 		return parsePrefixEntry(raw)
 	}
+	host, port, err := splitEntryPort(raw)
+	if err != nil {
+		return e, err
+	}
+	e.port = port
+	if strings.Contains(host, ":") { // IPv6
+		return v6Entry(e, host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return addrEntry(e, ip)
+	}
+	return nameEntry(e, host)
+}
+
+// splitEntryPort splits raw (no '/') into its host part and its port: 0
+// for none (the web ports), anyPort for '*', else 1 to 65535.
+func splitEntryPort(raw string) (string, int, error) {
 	host, portStr, hasPort := raw, "", false
 	switch {
 	case strings.HasPrefix(raw, "["):
 		h, p, err := net.SplitHostPort(raw)
 		if err != nil {
 			if !strings.HasSuffix(raw, "]") {
-				return e, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
+				return "", 0, fmt.Errorf("bracketed IPv6 must be [addr] or [addr]:port")
 			}
 			h = raw[1 : len(raw)-1]
 		} else {
@@ -126,7 +157,7 @@ func parseEntry(raw string) (entry, error) {
 		}
 		host, portStr = h, p
 		if !strings.Contains(host, ":") {
-			return e, fmt.Errorf("brackets are only for IPv6 addresses")
+			return "", 0, fmt.Errorf("brackets are only for IPv6 addresses")
 		}
 	case strings.Count(raw, ":") == 1:
 		i := strings.LastIndexByte(raw, ':')
@@ -134,35 +165,38 @@ func parseEntry(raw string) (entry, error) {
 	}
 	switch {
 	case !hasPort:
-		e.port = 0
+		return host, 0, nil
 	case portStr == "":
-		return e, fmt.Errorf("empty port after ':'; want a number from 1 to 65535, or * for every port")
+		return "", 0, fmt.Errorf("empty port after ':'; want a number from 1 to 65535, or * for every port")
 	case portStr == "*":
-		e.port = anyPort
-	default:
-		p, err := parsePort(portStr)
-		if err != nil {
-			return e, fmt.Errorf("port %q: want a number from 1 to 65535, or * for every port", portStr)
-		}
-		e.port = int(p)
+		return host, anyPort, nil
 	}
-	if strings.Contains(host, ":") { // IPv6
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			return e, fmt.Errorf("%q is not a valid IPv6 address (a port goes after brackets: [addr]:port)", host)
-		}
-		if z := ip.Zone(); z != "" {
-			msg := fmt.Sprintf("IPv6 zone %q is not accepted: an entry names an address, not an interface; write %s", "%"+z, ip.WithZone(""))
-			if _, err := addrEntry(e, ip.WithZone("")); err != nil {
-				msg = fmt.Sprintf("IPv6 zone %q is not accepted, and %v", "%"+z, err)
-			}
-			return e, errors.New(msg)
-		}
-		return addrEntry(e, ip)
+	p, err := parsePort(portStr)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: want a number from 1 to 65535, or * for every port", portStr)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return addrEntry(e, ip)
+	return host, int(p), nil
+}
+
+// v6Entry reads an IPv6 host part; a zone is refused.
+func v6Entry(e entry, host string) (entry, error) {
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return e, fmt.Errorf("%q is not a valid IPv6 address (a port goes after brackets: [addr]:port)", host)
 	}
+	if z := ip.Zone(); z != "" {
+		msg := fmt.Sprintf("IPv6 zone %q is not accepted: an entry names an address, not an interface; write %s", "%"+z, ip.WithZone(""))
+		if _, err := addrEntry(e, ip.WithZone("")); err != nil {
+			msg = fmt.Sprintf("IPv6 zone %q is not accepted, and %v", "%"+z, err)
+		}
+		return e, errors.New(msg)
+	}
+	return addrEntry(e, ip)
+}
+
+// nameEntry reads a host part that is not an address: a host name, or
+// *.domain for its subdomains.
+func nameEntry(e entry, host string) (entry, error) {
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if name == "" {
 		return e, fmt.Errorf("empty host")
@@ -262,8 +296,35 @@ func didYouMean(s string) string {
 	return fmt.Sprintf(" (here: %s)", strconv.Quote(s))
 }
 
+// MatchHost returns the first host or suffix entry, as written, that
+// allows the host name (normalized, as Target.Name) on port.
+func (a List) MatchHost(name string, port uint16) (string, bool) {
+	e, ok := a.hostEntry(name, port)
+	return e.raw, ok
+}
+
+// MatchAddr returns the first address or CIDR entry, as written, that
+// names ip on port; for an IPv6 address carrying an IPv4 one (NAT64,
+// 6to4), an entry naming either counts.
+func (a List) MatchAddr(ip netip.Addr, port uint16) (string, bool) {
+	e, ok := a.addrEntry(ip, port)
+	return e.raw, ok
+}
+
+// MatchExact returns the first entry, as written, that names ip itself
+// (an address entry, or a CIDR of that one address) on port: a range that
+// merely contains ip does not count.
+func (a List) MatchExact(ip netip.Addr, port uint16) (string, bool) {
+	for _, e := range a.entries {
+		if (e.kind == kindAddr || e.kind == kindPrefix) && e.prefix.IsSingleIP() && e.prefix.Addr() == ip && e.portOK(port) {
+			return e.raw, true
+		}
+	}
+	return "", false
+}
+
 // hostEntry returns the first host or suffix entry that allows name:port.
-func (a AllowList) hostEntry(name string, port uint16) (entry, bool) {
+func (a List) hostEntry(name string, port uint16) (entry, bool) {
 	for _, e := range a.entries {
 		switch e.kind {
 		case kindHost:
@@ -282,7 +343,7 @@ func (a AllowList) hostEntry(name string, port uint16) (entry, bool) {
 // addrEntry returns the first address or CIDR entry that names ip:port. For
 // an IPv6 address carrying an IPv4 one (NAT64, 6to4), an entry naming either
 // counts.
-func (a AllowList) addrEntry(ip netip.Addr, port uint16) (entry, bool) {
+func (a List) addrEntry(ip netip.Addr, port uint16) (entry, bool) {
 	ip = ip.Unmap()
 	v4, hasV4 := embeddedV4(ip)
 	if ip.Is4() {
@@ -302,8 +363,8 @@ func (a AllowList) addrEntry(ip netip.Addr, port uint16) (entry, bool) {
 	return entry{}, false
 }
 
-// suggest returns the --allow-host value that would allow host:port.
-func suggest(host string, port uint16) string {
+// Suggest returns the --allow-host value that would allow host:port.
+func Suggest(host string, port uint16) string {
 	if port == 80 || port == 443 {
 		return host
 	}
@@ -311,7 +372,7 @@ func suggest(host string, port uint16) string {
 }
 
 // describeAddr names ip for people, mentioning the IPv4 address it carries.
-func describeAddr(ip netip.Addr, v verdict) string {
+func describeAddr(ip netip.Addr, v Verdict) string {
 	if v.embedded.IsValid() && v.embedded != ip {
 		return fmt.Sprintf("%s (which carries the IPv4 address %s)", ip, v.embedded)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package allowlist
 
 import (
 	"fmt"
@@ -8,22 +8,18 @@ import (
 	"strings"
 )
 
-// Refusal reason codes. They appear in the X-Sandbox-Refusal header and in
-// the "reason" field of audit lines; they are stable.
+// Address classes: the reason codes of the refused ranges. A proxy puts
+// them in its X-Sandbox-Refusal header and in the "reason" field of audit
+// lines; they are stable.
 const (
-	reasonNotAllowed  = "not-allowed"  // host (or port) is not on the allow list
-	reasonBadHost     = "bad-host"     // the target does not parse as a host, an address or a port
-	reasonBadScheme   = "bad-scheme"   // plain proxy request for something other than http or https
-	reasonPrivate     = "private"      // private range, not named by an address entry
-	reasonDNS         = "dns-failure"  // the name did not resolve
-	reasonUnspecified = "unspecified"  // 0.0.0.0/8, ::
-	reasonLoopback    = "loopback"     // 127.0.0.0/8, ::1
-	reasonLinkLocal   = "link-local"   // 169.254.0.0/16, fe80::/10
-	reasonMetadata    = "metadata"     // cloud metadata endpoints
-	reasonMulticast   = "multicast"    // 224.0.0.0/4, ff00::/8
-	reasonReserved    = "reserved"     // 240.0.0.0/4
-	reasonBroadcast   = "broadcast"    // 255.255.255.255
-	reasonDialRefused = "dial-refused" // the dialer's Control hook refused the address
+	ReasonPrivate     = "private"     // private range, not named by an address entry
+	ReasonUnspecified = "unspecified" // 0.0.0.0/8, ::
+	ReasonLoopback    = "loopback"    // 127.0.0.0/8, ::1
+	ReasonLinkLocal   = "link-local"  // 169.254.0.0/16, fe80::/10
+	ReasonMetadata    = "metadata"    // cloud metadata endpoints
+	ReasonMulticast   = "multicast"   // 224.0.0.0/4, ff00::/8
+	ReasonReserved    = "reserved"    // 240.0.0.0/4
+	ReasonBroadcast   = "broadcast"   // 255.255.255.255
 )
 
 // rangeRule is one row of the refused-range table.
@@ -42,34 +38,34 @@ func mustRule(cidr string, never bool, reason, what string) rangeRule {
 // wins, so the more specific rows come first. These tables are constant.
 var (
 	neverV4 = []rangeRule{
-		mustRule("169.254.169.254/32", true, reasonMetadata, "cloud metadata endpoint"),
-		mustRule("168.63.129.16/32", true, reasonMetadata, "Azure platform endpoint (wireserver)"),
-		mustRule("255.255.255.255/32", true, reasonBroadcast, "limited broadcast"),
-		mustRule("0.0.0.0/8", true, reasonUnspecified, "unspecified / this network"),
-		mustRule("127.0.0.0/8", true, reasonLoopback, "loopback"),
-		mustRule("169.254.0.0/16", true, reasonLinkLocal, "link-local"),
-		mustRule("224.0.0.0/4", true, reasonMulticast, "multicast"),
-		mustRule("240.0.0.0/4", true, reasonReserved, "reserved (class E)"),
+		mustRule("169.254.169.254/32", true, ReasonMetadata, "cloud metadata endpoint"),
+		mustRule("168.63.129.16/32", true, ReasonMetadata, "Azure platform endpoint (wireserver)"),
+		mustRule("255.255.255.255/32", true, ReasonBroadcast, "limited broadcast"),
+		mustRule("0.0.0.0/8", true, ReasonUnspecified, "unspecified / this network"),
+		mustRule("127.0.0.0/8", true, ReasonLoopback, "loopback"),
+		mustRule("169.254.0.0/16", true, ReasonLinkLocal, "link-local"),
+		mustRule("224.0.0.0/4", true, ReasonMulticast, "multicast"),
+		mustRule("240.0.0.0/4", true, ReasonReserved, "reserved (class E)"),
 	}
 	privateV4 = []rangeRule{
-		mustRule("10.0.0.0/8", false, reasonPrivate, "private network, RFC 1918"),
-		mustRule("172.16.0.0/12", false, reasonPrivate, "private network, RFC 1918"),
-		mustRule("192.168.0.0/16", false, reasonPrivate, "private network, RFC 1918"),
-		mustRule("100.64.0.0/10", false, reasonPrivate, "shared address space (carrier-grade NAT), RFC 6598"),
-		mustRule("198.18.0.0/15", false, reasonPrivate, "benchmarking network, RFC 2544"),
+		mustRule("10.0.0.0/8", false, ReasonPrivate, "private network, RFC 1918"),
+		mustRule("172.16.0.0/12", false, ReasonPrivate, "private network, RFC 1918"),
+		mustRule("192.168.0.0/16", false, ReasonPrivate, "private network, RFC 1918"),
+		mustRule("100.64.0.0/10", false, ReasonPrivate, "shared address space (carrier-grade NAT), RFC 6598"),
+		mustRule("198.18.0.0/15", false, ReasonPrivate, "benchmarking network, RFC 2544"),
 	}
 	neverV6 = []rangeRule{
-		mustRule("::/128", true, reasonUnspecified, "unspecified"),
-		mustRule("::1/128", true, reasonLoopback, "loopback"),
-		mustRule("fd00:ec2::254/128", true, reasonMetadata, "cloud metadata endpoint (AWS IPv6)"),
-		mustRule("fe80::/10", true, reasonLinkLocal, "link-local"),
-		mustRule("ff00::/8", true, reasonMulticast, "multicast"),
+		mustRule("::/128", true, ReasonUnspecified, "unspecified"),
+		mustRule("::1/128", true, ReasonLoopback, "loopback"),
+		mustRule("fd00:ec2::254/128", true, ReasonMetadata, "cloud metadata endpoint (AWS IPv6)"),
+		mustRule("fe80::/10", true, ReasonLinkLocal, "link-local"),
+		mustRule("ff00::/8", true, ReasonMulticast, "multicast"),
 	}
 	privateV6 = []rangeRule{
-		mustRule("fc00::/7", false, reasonPrivate, "unique local address, RFC 4193"),
+		mustRule("fc00::/7", false, ReasonPrivate, "unique local address, RFC 4193"),
 		// Where a local-use NAT64 prefix puts the IPv4 address depends on
 		// the length the operator chose, so it cannot be judged by it.
-		mustRule("64:ff9b:1::/48", false, reasonPrivate, "local-use NAT64, RFC 8215 (the IPv4 address it carries cannot be told)"),
+		mustRule("64:ff9b:1::/48", false, ReasonPrivate, "local-use NAT64, RFC 8215 (the IPv4 address it carries cannot be told)"),
 	}
 	// IPv6 forms that carry an IPv4 address, judged by that address.
 	nat64Prefix  = netip.MustParsePrefix("64:ff9b::/96")
@@ -77,17 +73,58 @@ var (
 	v4Compatible = netip.MustParsePrefix("::/96")
 )
 
-// verdict is the classification of one address.
-type verdict struct {
+// Verdict is the classification of one address: an ordinary public
+// address (the zero Verdict), a private range that an address or CIDR
+// entry can make reachable, or a range no entry can.
+type Verdict struct {
 	rule     *rangeRule // nil: an ordinary public address
 	embedded netip.Addr // valid when the rule was found through an IPv4 address inside an IPv6 one
 }
+
+// Classify returns the refused range ip falls in; see classify.
+func Classify(ip netip.Addr) Verdict { return classify(ip) }
+
+// Public reports whether the address lies in no refused range.
+func (v Verdict) Public() bool { return v.rule == nil }
+
+// Never reports whether no allow-list entry can make the address
+// reachable (loopback, link-local, metadata, multicast, ...).
+func (v Verdict) Never() bool { return v.rule != nil && v.rule.never }
+
+// Reason is the range's reason code (Reason*); "" for a public address.
+func (v Verdict) Reason() string {
+	if v.rule == nil {
+		return ""
+	}
+	return v.rule.reason
+}
+
+// Range is the refused range the address lies in; the zero Prefix for a
+// public address.
+func (v Verdict) Range() netip.Prefix {
+	if v.rule == nil {
+		return netip.Prefix{}
+	}
+	return v.rule.prefix
+}
+
+// What names the range for people; "" for a public address.
+func (v Verdict) What() string {
+	if v.rule == nil {
+		return ""
+	}
+	return v.rule.what
+}
+
+// Describe names ip, which v classifies, for people, mentioning the IPv4
+// address it carries.
+func (v Verdict) Describe(ip netip.Addr) string { return describeAddr(ip, v) }
 
 // classify returns the refused range ip falls in, judging IPv4-mapped,
 // IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses by the
 // IPv4 address inside them. An address with a zone is never valid as a
 // destination; callers reject zones before calling classify.
-func classify(ip netip.Addr) verdict {
+func classify(ip netip.Addr) Verdict {
 	if ip.Is4In6() {
 		v := classify(ip.Unmap())
 		if !v.embedded.IsValid() {
@@ -98,20 +135,20 @@ func classify(ip netip.Addr) verdict {
 	if ip.Is4() {
 		for i := range neverV4 {
 			if neverV4[i].prefix.Contains(ip) {
-				return verdict{rule: &neverV4[i]}
+				return Verdict{rule: &neverV4[i]}
 			}
 		}
 		for i := range privateV4 {
 			if privateV4[i].prefix.Contains(ip) {
-				return verdict{rule: &privateV4[i]}
+				return Verdict{rule: &privateV4[i]}
 			}
 		}
-		return verdict{}
+		return Verdict{}
 	}
 	ip = ip.WithZone("")
 	for i := range neverV6 {
 		if neverV6[i].prefix.Contains(ip) {
-			return verdict{rule: &neverV6[i]}
+			return Verdict{rule: &neverV6[i]}
 		}
 	}
 	if v4, ok := embeddedV4(ip); ok {
@@ -121,10 +158,10 @@ func classify(ip netip.Addr) verdict {
 	}
 	for i := range privateV6 {
 		if privateV6[i].prefix.Contains(ip) {
-			return verdict{rule: &privateV6[i]}
+			return Verdict{rule: &privateV6[i]}
 		}
 	}
-	return verdict{}
+	return Verdict{}
 }
 
 // embeddedV4 extracts the IPv4 address carried by a NAT64, 6to4 or
@@ -157,38 +194,51 @@ func embeddedV4Prefix(p netip.Prefix) (netip.Prefix, bool) {
 	return netip.PrefixFrom(v4, bits).Masked(), true
 }
 
-// target is a parsed destination: a host name or an address, and a port.
-type target struct {
+// Target is a parsed destination: a host name or an address, and a port.
+// Only ParseTarget makes one; the zero Target names nothing.
+type Target struct {
 	name string     // normalized host name (lowercase, no trailing dot); empty for addresses
 	addr netip.Addr // the address a literal denotes, in any accepted spelling; unmapped
 	port uint16
 }
 
-func (t target) isAddr() bool { return t.addr.IsValid() }
+// IsAddr reports whether the target is an address literal, not a name.
+func (t Target) IsAddr() bool { return t.addr.IsValid() }
 
-// host returns the host part as people would write it (no brackets).
-func (t target) host() string {
-	if t.isAddr() {
+// Name is the normalized host name (lowercase, no trailing dot); "" for
+// an address.
+func (t Target) Name() string { return t.name }
+
+// Addr is the address the target's literal denotes, unmapped; invalid for
+// a name.
+func (t Target) Addr() netip.Addr { return t.addr }
+
+// Port is the target's port, from 1 to 65535.
+func (t Target) Port() uint16 { return t.port }
+
+// Host returns the host part as people would write it (no brackets).
+func (t Target) Host() string {
+	if t.IsAddr() {
 		return t.addr.String()
 	}
 	return t.name
 }
 
-func (t target) String() string {
-	return net.JoinHostPort(t.host(), strconv.Itoa(int(t.port)))
+func (t Target) String() string {
+	return net.JoinHostPort(t.Host(), strconv.Itoa(int(t.port)))
 }
 
-// parseTarget parses "host:port" (or, when defaultPort is not 0, "host") as
+// ParseTarget parses "host:port" (or, when defaultPort is not 0, "host") as
 // sent by a client. Every spelling of an IPv4 address that inet_aton(3)
 // accepts (decimal 2130706433, octal 0177.0.0.1, hex 0x7f.1, short 127.1) is
 // turned into the address it denotes; a host whose last label is numeric but
 // that does not parse as such an address is an error, as is anything that is
 // neither a valid host name nor an address. The error text is for people.
-func parseTarget(hostport string, defaultPort uint16) (target, error) {
+func ParseTarget(hostport string, defaultPort uint16) (Target, error) {
 	host, portStr, err := net.SplitHostPort(hostport)
 	if err != nil {
 		if defaultPort == 0 {
-			return target{}, fmt.Errorf("%q has no valid port", hostport)
+			return Target{}, fmt.Errorf("%q has no valid port", hostport)
 		}
 		switch {
 		case strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]"):
@@ -196,21 +246,21 @@ func parseTarget(hostport string, defaultPort uint16) (target, error) {
 		case !strings.Contains(hostport, ":"):
 			host = hostport
 		default:
-			return target{}, fmt.Errorf("%q is not host:port", hostport)
+			return Target{}, fmt.Errorf("%q is not host:port", hostport)
 		}
 		portStr = strconv.Itoa(int(defaultPort))
 	}
 	if strings.HasPrefix(hostport, "[") && !strings.Contains(host, ":") {
-		return target{}, fmt.Errorf("%q: brackets are only for IPv6 addresses", hostport)
+		return Target{}, fmt.Errorf("%q: brackets are only for IPv6 addresses", hostport)
 	}
 	port, err := parsePort(portStr)
 	if err != nil {
-		return target{}, err
+		return Target{}, err
 	}
-	t := target{port: port}
+	t := Target{port: port}
 	t.name, t.addr, err = parseHost(host)
 	if err != nil {
-		return target{}, err
+		return Target{}, err
 	}
 	return t, nil
 }
