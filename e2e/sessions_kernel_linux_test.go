@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/landlock"
 )
 
 // TestCommandWithoutDashes: the first positional argument ends the flags,
@@ -454,5 +455,79 @@ func TestLLMChannelAudited(t *testing.T) {
 		if strings.Contains(string(b), secret) {
 			t.Errorf("the audit holds %s: %s", secret, b)
 		}
+	}
+}
+
+// TestSessionHomeKeepsShellConfig: the protected names (.bashrc, .yarnrc,
+// ...) are not held in a session's home or a shared cache, sandbox-run's
+// own state that no host tool reads, so a shell config the session writes
+// there is read by the next run's shell. Controls in the same runs: the
+// same name in the workdir, and in a --home DIR of the caller's, is
+// quarantined; a git directory made in the session's home is still
+// stripped (a link from the workdir could hand it to host git).
+func TestSessionHomeKeepsShellConfig(t *testing.T) {
+	needBwrap(t)
+	for _, mode := range []string{"bwrap", "landlock"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "landlock" {
+				sandboxtest.Landlock(t, landlock.MinABI)
+			}
+			w := sandboxtest.WorkDir(t)
+			data := sandboxtest.WorkDir(t) // as root the data dir is /var/lib/sandbox-run whatever XDG says
+			env := []string{"XDG_DATA_HOME=" + data}
+			session := "e2e-rc-" + randHex(t)[:8]
+			if os.Geteuid() == 0 {
+				t.Cleanup(func() { os.RemoveAll("/var/lib/sandbox-run/sessions/" + session) })
+			}
+			report := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+			// As root the caches are shared by all of root's runs: uv's,
+			// which no other test uses, gets a .yarnrc (a protected name
+			// that no tool reads there), removed afterwards.
+			args := []string{"run", "--sandbox", mode, "--workdir", w, "--session", session, "--cache", "uv"}
+			if os.Geteuid() == 0 {
+				t.Cleanup(func() { os.Remove("/var/lib/sandbox-run/caches/uid-65534/uv/.yarnrc") })
+			}
+			script := `echo 'export SBX_RC=from-bashrc' > "$HOME/.bashrc" && echo reg=x > "$UV_CACHE_DIR/.yarnrc" &&
+				echo w > "$PWD/.bashrc" && echo "$HOME"`
+			if mode == "bwrap" { // landlock refuses a present .git, so the repository is bwrap's case
+				script += ` && git init -q "$HOME/repo" && git -C "$HOME/repo" config core.fsmonitor "touch /tmp/pwned"`
+			}
+			r := runEnv(t, env, "", append(args, "--report", report, "--", "sh", "-c", script)...)
+			if r.code != 0 {
+				t.Fatalf("first run: exit %d %q", r.code, r.stderr)
+			}
+			home := strings.TrimSpace(r.stdout)
+			if mode == "bwrap" {
+				if !strings.Contains(r.stderr, "quarantined "+w+"/.bashrc") {
+					t.Errorf("control: the workdir's .bashrc was not quarantined: %q", r.stderr)
+				}
+				b, _ := os.ReadFile(report)
+				if !strings.Contains(string(b), "protected names are not held in sessions' homes and shared caches") {
+					t.Errorf("the report does not say the session's home is not protected: %s", b)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(w, ".bashrc")); err == nil {
+				t.Errorf("control: the workdir's .bashrc is still there after the run")
+			}
+			if strings.Contains(r.stderr, home+"/.bashrc") || strings.Contains(r.stderr, "/.yarnrc") {
+				t.Errorf("the session's home or cache was neutralised: %q", r.stderr)
+			}
+			// The next run's interactive shell reads the session's .bashrc.
+			r = runEnv(t, env, "", append(args, "--", "sh", "-c",
+				`bash -ic 'echo "rc=$SBX_RC"' 2>/dev/null; cat "$UV_CACHE_DIR/.yarnrc"; git -C "$HOME/repo" config core.fsmonitor || echo no-fsmonitor`)...)
+			want := "rc=from-bashrc\nreg=x\nno-fsmonitor\n"
+			if r.code != 0 || r.stdout != want {
+				t.Errorf("second run: exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, want)
+			}
+			// Control: a --home DIR of the caller's stays protected.
+			h := sandboxtest.WorkDir(t)
+			r = run(t, "", "run", "--sandbox", mode, "--workdir", w, "--home", h, "--", "sh", "-c", `echo x > "$HOME/.bashrc"`)
+			if r.code != 0 {
+				t.Fatalf("--home run: exit %d %q", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(filepath.Join(h, ".bashrc")); err == nil {
+				t.Errorf("control: --home %s kept the .bashrc the command wrote (%q)", h, r.stderr)
+			}
+		})
 	}
 }
