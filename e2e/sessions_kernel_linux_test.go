@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/mcptest"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/landlock"
 )
@@ -527,6 +529,53 @@ func TestSessionHomeKeepsShellConfig(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(h, ".bashrc")); err == nil {
 				t.Errorf("control: --home %s kept the .bashrc the command wrote (%q)", h, r.stderr)
+			}
+		})
+	}
+}
+
+// TestInspectorCLIDashes: the MCP Inspector's CLI, a real client, starts
+// sandbox-run over stdio and lists the server's tools whether sandbox-run
+// loses its "--" (the Inspector takes the first "--" as its own and
+// strips it), gets one (written twice) or never had one; a
+// refusal reaches it as a JSON-RPC error naming the reason. Its control
+// is the tool list itself: the server answered through the sandbox.
+func TestInspectorCLIDashes(t *testing.T) {
+	needBwrap(t)
+	npm := mcptest.NPMServers(t)
+	w := sandboxtest.WorkDir(t)
+	server := []string{npm.Node, npm.Everything(), "stdio"}
+	inspector := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cli := npm.InspectorCLI()
+		c := exec.CommandContext(ctx, npm.Node, append([]string{cli, "--method", "tools/list"}, args...)...)
+		c.Dir = filepath.Dir(cli)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	for _, sub := range []string{"mcp", "run"} {
+		flags := []string{bin, sub, "--workdir", w, "--read", npm.Dir}
+		for _, tt := range []struct {
+			name string
+			args []string
+		}{
+			{"-- --: sandbox-run gets one", append(append(append([]string(nil), flags...), "--", "--"), server...)},
+			{"the inspector strips --", append(append(append([]string(nil), flags...), "--"), server...)},
+			{"no --", append(append([]string(nil), flags...), server...)},
+		} {
+			t.Run(sub+"/"+tt.name, func(t *testing.T) {
+				out, err := inspector(tt.args...)
+				if err != nil || !strings.Contains(out, `"name": "echo"`) {
+					t.Errorf("inspector %v: %v\n%s", tt.args, err, out)
+				}
+			})
+		}
+		t.Run(sub+"/refusal", func(t *testing.T) {
+			args := append(append(append([]string(nil), flags...), "--write", w+"/absent"), server...)
+			out, err := inspector(args...)
+			if err == nil || !strings.Contains(out, "MCP error -32603: sandbox-run: ") || !strings.Contains(out, "--write "+w+"/absent: does not exist") {
+				t.Errorf("inspector %v: %v\n%s; want the refusal as an MCP error", args, err, out)
 			}
 		})
 	}
