@@ -45,15 +45,18 @@ func netToolOf(cmd []string) (string, netTool, bool) {
 // a sandbox without egress, that the sandbox has no network and how to
 // allow a host: the tool's own error (EAI_AGAIN, ENOTCACHED, "Could not
 // resolve host", pip's "from versions: none") does not say why. The
-// command's own failure statuses count, 128 among them (git's fatal
-// errors; a signal is 128+N with N >= 1); sandbox-run's 124 to 127 and
-// deaths by signal do not.
+// command's own failure statuses count (the report's exit class
+// "exited"), 128 among them (git's fatal errors; a signal is 128+N with
+// N >= 1); sandbox-run's 124 to 127 and deaths by signal do not.
 func printOffline(w io.Writer, cmd []string, res *sandbox.Result) {
 	if res == nil || len(cmd) == 0 {
 		return
 	}
 	if c := res.ExitCode; c == 0 || (c >= ExitTimeout && c != 128) {
 		return
+	}
+	if e := res.Report.Exit; e != nil && e.Class != sandbox.ClassExited {
+		return // a limit, the timeout, a signal or a cancel ended it
 	}
 	if n := res.Report.Network; n != "none" && n != "llm only" {
 		return

@@ -27,10 +27,15 @@ func TestPrintOffline(t *testing.T) {
 		{"timeout", []string{"npx", "x"}, ExitTimeout, "none", ""},
 		{"not found", []string{"npx", "x"}, ExitNotFound, "none", ""},
 		{"killed by a signal", []string{"git", "fetch"}, 128 + 9, "none", ""},
+		{"ended by a limit", []string{"npm", "ci"}, 1, "none", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			printOffline(&b, tt.cmd, &sandbox.Result{ExitCode: tt.code, Report: sandbox.Report{Network: tt.network}})
+			res := &sandbox.Result{ExitCode: tt.code, Report: sandbox.Report{Network: tt.network}}
+			if tt.name == "ended by a limit" {
+				res.Report.Exit = &sandbox.Exit{Code: tt.code, Class: sandbox.ClassPidsLimit}
+			}
+			printOffline(&b, tt.cmd, res)
 			got := b.String()
 			switch {
 			case tt.want == "" && got != "":
