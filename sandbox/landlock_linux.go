@@ -60,6 +60,7 @@ type llRun struct {
 	uid, gid int
 	tmp      string   // the run's TMPDIR, removed by close
 	missing  []string // protected paths absent when the run started
+	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	stop     context.CancelFunc
 	lns      []net.Listener
 	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
@@ -126,12 +127,14 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if r.uid, r.gid, _, err = hostIDs(p); err != nil {
 		return err
 	}
-	// A session's home and the caches become writable dirs like any other.
-	p, _, err = prepareState(p, r.opts, r.uid, r.gid)
+	// A session's home and the caches become writable dirs like any
+	// other, but for their protected names (plan.splitOwn).
+	var own []string
+	p, own, err = prepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
-	r.p = p
+	r.p, r.own = p, own
 	if err := r.checkProtected(); err != nil {
 		return err
 	}
@@ -170,6 +173,9 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 // for removal after the run.
 func (r *llRun) checkProtected() error {
 	for _, pp := range r.p.ProtectedPaths() {
+		if ownName(pp, r.own) {
+			continue
+		}
 		if _, err := os.Lstat(pp); err == nil {
 			return &SetupError{What: "--sandbox landlock cannot hold protected path " + pp,
 				Why: "Landlock grants are additive beneath a writable directory, so the command could change it",
@@ -180,6 +186,18 @@ func (r *llRun) checkProtected() error {
 		r.missing = append(r.missing, pp)
 	}
 	return nil
+}
+
+// ownName says whether pp is a protected name in one of sandbox-run's own
+// state dirs, which is not held there (plan.splitOwn); the held parts of
+// a git directory there are.
+func ownName(pp string, own []string) bool {
+	for _, o := range own {
+		if rel, err := filepath.Rel(o, pp); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return rel != ".git" && !strings.HasPrefix(rel, ".git/")
+		}
+	}
+	return false
 }
 
 // network starts what serves the run's network on host loopback TCP
