@@ -10,6 +10,10 @@ KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./limits/ ./mcp/
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
 KERNEL_PKGS += ./check/
 FUZZTIME ?= 20s
+# staticcheck, pinned (its module version; it prints 2026.2.2), built into
+# .cache/tools by make vet (a new version, a new directory).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := .cache/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 export GOTOOLCHAIN := local
 
@@ -44,10 +48,14 @@ uninstall:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-vet:
+vet: $(STATICCHECK)
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Everything CI runs. SANDBOX_REQUIRE=1 turns every "cannot run bwrap here"
 # skip into a failure.

@@ -24,7 +24,6 @@ type canaries struct {
 	unix       net.Listener
 	abstract   net.Listener
 	redirector *http.Server
-	redirAddr  string
 	wg         sync.WaitGroup
 }
 

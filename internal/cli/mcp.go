@@ -55,9 +55,6 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
 	}
-	// --audit gets the relay's call records and the sandbox's own
-	// (egress decisions); the relay opens it.
-	auditPath := f.audit
 	opts, err := mf.options()
 	if err == nil {
 		err = hf.check(fs, mf, f.report)
@@ -96,8 +93,10 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return failClient(stdio, err)
 	}
 	var af *auditFile
-	if auditPath = f.audit; auditPath != "" {
-		if af, err = openAudit(auditPath); err != nil {
+	// --audit (from the flag or the profile) gets the relay's call records
+	// and the sandbox's own (egress decisions); the relay opens it.
+	if f.audit != "" {
+		if af, err = openAudit(f.audit); err != nil {
 			return failClient(stdio, err)
 		}
 		defer af.Close()

@@ -10,9 +10,8 @@ import (
 	"time"
 )
 
-func numCPU() int         { return runtime.NumCPU() }
-func goVersion() string   { return runtime.Version() }
-func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+func numCPU() int       { return runtime.NumCPU() }
+func goVersion() string { return runtime.Version() }
 
 // report collects the results and renders docs/BENCHMARKS.md.
 type report struct {
