@@ -8,7 +8,7 @@ LDFLAGS := -X github.com/sandbox-run/sandbox-run/internal/cli.Version=$(VERSION)
 # Packages whose tests run real bwrap; CI runs them again as an unprivileged user.
 KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./limits/ ./mcp/
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
-KERNEL_PKGS += ./check/
+KERNEL_PKGS += ./internal/matrix/
 FUZZTIME ?= 20s
 # staticcheck, pinned (its module version; it prints 2026.2.2), built into
 # .cache/tools by make vet (a new version, a new directory).
@@ -93,7 +93,7 @@ test-vm:
 # test and make test-kernel) as root and as an unprivileged user with
 # SANDBOX_REQUIRE=1.
 e2e-sandbox: build
-	$(GO) test -count=1 -v -run '^TestEscapeMatrix' ./check/
+	$(GO) test -count=1 -v -run '^TestEscapeMatrix' ./internal/matrix/
 
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
