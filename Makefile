@@ -6,7 +6,7 @@ BIN     := bin/sandbox-run
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandbox-run/sandbox-run/internal/cli.Version=$(VERSION)
 # Packages whose tests run real bwrap; CI runs them again as an unprivileged user.
-KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./limits/ ./mcp/
+KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./internal/limits/ ./mcp/
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
 KERNEL_PKGS += ./internal/matrix/
 FUZZTIME ?= 20s

@@ -17,8 +17,8 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/probe"
-	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 

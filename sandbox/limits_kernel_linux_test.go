@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
