@@ -98,8 +98,9 @@ e2e-sandbox: build
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-# sandbox-run against raw bwrap and srt (pinned, installed into .cache/srt),
-# interleaved; writes docs/BENCHMARKS.md. The network tables need root.
+# sandbox-run against raw bwrap, srt and codex sandbox (pinned, installed
+# into .cache/srt and .cache/codex), interleaved; writes docs/BENCHMARKS.md.
+# The network tables need root.
 bench: deps build
 	@scripts/bench.sh $(BIN)
 
