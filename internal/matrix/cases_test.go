@@ -33,7 +33,7 @@ func TestMatrixLoadsAndCovers(t *testing.T) {
 // file for, must be a column of egress-cases.json (which Parse then
 // requires every row to fill).
 func TestEveryReportedMechanismHasAColumn(t *testing.T) {
-	files, err := filepath.Glob("../sandbox/*.go")
+	files, err := filepath.Glob("../../sandbox/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no sandbox sources: %v", err)
 	}
