@@ -17,7 +17,8 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -53,7 +54,7 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 		}
 		if err != nil {
 			bwrapOK = false
-			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+oneLine(err.Error())
+			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+probe.OneLine(err.Error())
 			it.Remediation = "install bubblewrap 0.4.0 or newer (apt-get install -y bubblewrap, dnf install bubblewrap)"
 			return it
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 func TestValidate(t *testing.T) {

@@ -44,11 +44,9 @@ type IO struct {
 
 // Run executes sandbox-run with args (without the program name) and returns
 // the process's exit status. sigs, when set, carries the signals to relay
-// to a running command.
+// to a running command. The hidden modes are not its: main dispatches
+// them first (internal/reexec).
 func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
-	if code, ok := sandbox.Reexec(args); ok {
-		return code
-	}
 	if len(args) == 0 {
 		usage(stdio.Stderr)
 		return 2
@@ -60,8 +58,6 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return proxyCmd(ctx, args[1:], stdio, sigs)
 	case "check":
 		return checkCmd(ctx, args[1:], stdio)
-	case "__probe":
-		return probeCmd(args[1:])
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package check
+package probe
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package check
+package probe
 
 import "golang.org/x/sys/unix"
 

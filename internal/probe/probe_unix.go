@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package check
+package probe
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func spawnSurvivor(mode, tag string) error {
 	}
 	switch mode {
 	case "setsid":
-		return startDetached(self, []string{ProbeArg, "sleeper", tag}, true)
+		return startDetached(self, []string{Arg, "sleeper", tag}, true)
 	case "double-fork":
 		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 		if err != nil {
@@ -58,7 +58,7 @@ func spawnSurvivor(mode, tag string) error {
 		}
 		defer null.Close()
 		fd := null.Fd()
-		pid, err := syscall.ForkExec(self, []string{self, ProbeArg, "forker", tag}, &syscall.ProcAttr{
+		pid, err := syscall.ForkExec(self, []string{self, Arg, "forker", tag}, &syscall.ProcAttr{
 			Env: []string{}, Files: []uintptr{fd, fd, fd}})
 		if err != nil {
 			return err

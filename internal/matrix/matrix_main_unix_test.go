@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package check
+package matrix
 
 import (
 	"fmt"
@@ -20,12 +20,12 @@ var bin string
 func TestMain(m *testing.M) {
 	dirsCleanup, err := sandboxtest.PrivateUserDirs("sbx-check-home-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "check: private cache and state directories:", err)
+		fmt.Fprintln(os.Stderr, "matrix: private cache and state directories:", err)
 		os.Exit(1)
 	}
 	b, cleanup, err := sandboxtest.BuildSandboxRun("sbx-check-bin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "check: building sandbox-run:", err)
+		fmt.Fprintln(os.Stderr, "matrix: building sandbox-run:", err)
 		dirsCleanup()
 		os.Exit(1)
 	}

@@ -1,9 +1,11 @@
-package check
+package matrix
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 )
 
 // Verdicts of one case on this machine.
@@ -70,7 +72,7 @@ func parseProbe(out string) probeRun {
 			if _, dup := r.subs[f[1]]; !dup {
 				r.order = append(r.order, f[1])
 			}
-			r.subs[f[1]] = r.subs[f[1]] || f[2] == reached
+			r.subs[f[1]] = r.subs[f[1]] || f[2] == probe.Reached
 			if len(f) == 4 {
 				r.details[f[1]] = f[3]
 			}

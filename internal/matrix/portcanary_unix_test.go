@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package check
+package matrix
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 )
 
 // TestPortCanaryJudge runs the udp-proxy-port probe unconfined through
@@ -29,7 +31,7 @@ func TestPortCanaryJudge(t *testing.T) {
 	}
 	defer held.Close()
 	run := func(env []string, payload string) (probeRun, error) {
-		cmd := exec.Command(bin, ProbeArg, "udp-proxy-port", "payload-sent")
+		cmd := exec.Command(bin, probe.Arg, "udp-proxy-port", "payload-sent")
 		cmd.Env = env
 		cmd.WaitDelay = 2 * time.Second
 		var stderr bytes.Buffer

@@ -1,6 +1,7 @@
-package check
+package probe
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,28 @@ func TestProxyUDPAddr(t *testing.T) {
 				t.Errorf("error %q does not name the variable", err)
 			}
 		})
+	}
+}
+
+func TestParseInetAton(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // "" = not an inet_aton spelling
+	}{
+		{"127.0.0.1", "127.0.0.1"}, {"127.1", "127.0.0.1"}, {"0x7f.1", "127.0.0.1"}, {"2130706433", "127.0.0.1"},
+		{"017700000001", "127.0.0.1"}, {"0177.0.0.1", "127.0.0.1"}, {"0", "0.0.0.0"}, {"10.1.256", "10.1.1.0"},
+		{"256.1.1.1", ""}, {"localhost", ""}, {"1.2.3.4.5", ""}, {"", ""}, {"1..2", ""},
+	}
+	for _, tt := range tests {
+		got, ok := parseInetAton(tt.in)
+		if tt.want == "" {
+			if ok {
+				t.Errorf("%q = %v, want not an address", tt.in, got)
+			}
+			continue
+		}
+		if !ok || got != netip.MustParseAddr(tt.want) {
+			t.Errorf("%q = %v %v, want %s", tt.in, got, ok, tt.want)
+		}
 	}
 }

@@ -1,4 +1,17 @@
-package check
+// Package probe holds the attempts of the escape matrix: sandbox-run
+// __probe PROBE [ARG...] makes one attempt to get out (read a flag file,
+// reach a canary, survive the run, call what the seccomp filter denies)
+// and says on standard output what it reached, in the protocol the
+// matrix runner (internal/matrix) reads: zero or more
+// "SUB name reached|blocked detail" lines and one
+// "VERDICT reached|blocked detail" line.
+//
+// A probe's own belief is not the verdict: the runner judges an attempt by
+// what reached its canary (a file on the host, a canary's log, a survivor
+// in the process table). The probes run inside the sandbox and unconfined
+// alike (the positive control), so none of them may depend on anything
+// the sandbox hides.
+package probe
 
 import (
 	"bufio"
@@ -17,17 +30,17 @@ import (
 	"time"
 )
 
-// ProbeArg is the hidden subcommand that runs one probe:
+// Arg is the hidden subcommand that runs one probe:
 // sandbox-run __probe PROBE [ARG...].
-const ProbeArg = "__probe"
+const Arg = "__probe"
 
 // Canary replies and probe verdicts. A probe prints zero or more
 // "SUB name reached|blocked detail" lines and ends with one
 // "VERDICT reached|blocked detail" line.
 const (
-	canaryReply = "CANARY-REACHED"
-	reached     = "reached"
-	blocked     = "blocked"
+	CanaryReply = "CANARY-REACHED"
+	Reached     = "reached"
+	Blocked     = "blocked"
 )
 
 // probeTimeout bounds every network attempt of a probe.
@@ -41,12 +54,12 @@ type probeOut struct {
 
 // sub records one attempt of the probe.
 func (o *probeOut) sub(name string, ok bool, detail string) {
-	v := blocked
+	v := Blocked
 	if ok {
-		v = reached
+		v = Reached
 		o.reached = true
 	}
-	detail = oneLine(detail)
+	detail = OneLine(detail)
 	fmt.Fprintf(o.w, "SUB %s %s %s\n", name, v, detail)
 	if ok {
 		o.details = append(o.details, name+": "+detail)
@@ -54,16 +67,19 @@ func (o *probeOut) sub(name string, ok bool, detail string) {
 }
 
 func (o *probeOut) verdict(detail string) int {
-	v := blocked
+	v := Blocked
 	if o.reached {
-		v = reached
+		v = Reached
 		detail = strings.Join(o.details, "; ")
 	}
-	fmt.Fprintf(o.w, "VERDICT %s %s\n", v, oneLine(detail))
+	fmt.Fprintf(o.w, "VERDICT %s %s\n", v, OneLine(detail))
 	return 0
 }
 
-func oneLine(s string) string {
+// OneLine is s on one line of at most 303 bytes, as a probe writes every
+// detail and the runner quotes a probe's stderr: whitespace runs become
+// one space, and a longer text is cut at 300 bytes with "..." after it.
+func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
 		s = s[:300] + "..."
@@ -71,9 +87,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// errText is the innermost error's text: "permission denied", not the
+// ErrText is the innermost error's text: "permission denied", not the
 // path again.
-func errText(err error) string {
+func ErrText(err error) string {
 	if err == nil {
 		return "ok"
 	}
@@ -86,11 +102,11 @@ func errText(err error) string {
 	}
 }
 
-// Probe runs sandbox-run __probe ARGS (args without "__probe") and returns
+// Main runs sandbox-run __probe ARGS (args without "__probe") and returns
 // the exit status: 0 when the probe ran (whatever its verdict), 2 on a
 // usage error. It is what the escape matrix runs, inside the sandbox and
 // unconfined as its positive control; it is not a command for people.
-func Probe(args []string) int {
+func Main(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "usage: sandbox-run __probe PROBE [ARG...]")
 		return 2
@@ -125,7 +141,7 @@ func Probe(args []string) int {
 			o.sub("link", rerr == nil && strings.Contains(string(b), a[2]), readDetail(b, rerr, a[2]))
 			os.Remove(a[1])
 		} else {
-			o.sub("link", false, "link: "+errText(err))
+			o.sub("link", false, "link: "+ErrText(err))
 		}
 		return o.verdict("no link to the flag")
 	case "read-fds": // TOKEN
@@ -142,14 +158,14 @@ func Probe(args []string) int {
 		return o.verdict("no open descriptor above 2 holds the flag")
 	case "write-paths": // PATH | dir:PATH ...
 		for _, p := range a {
-			o.sub(p, writeOne(p) == nil, errText(writeOne(p)))
+			o.sub(p, writeOne(p) == nil, ErrText(writeOne(p)))
 		}
 		return o.verdict("every write refused")
 	case "rename-trick":
 		os.Rename(".git", "g2")
 		os.MkdirAll(".git/hooks", 0o755)
 		err := os.WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\necho planted\n"), 0o755)
-		o.sub("pre-commit", err == nil, "plant .git/hooks/pre-commit after renaming .git: "+errText(err))
+		o.sub("pre-commit", err == nil, "plant .git/hooks/pre-commit after renaming .git: "+ErrText(err))
 		return o.verdict("the hook could not be planted")
 	case "tcp-connect": // ADDR...
 		for _, addr := range a {
@@ -172,8 +188,8 @@ func Probe(args []string) int {
 		if !need(2) {
 			return 2
 		}
-		ips, err := dnsResolver(a[0]).LookupNetIP(context.Background(), "ip4", a[1])
-		o.sub("udp", err == nil && len(ips) > 0, fmt.Sprintf("%s via %s: %v %s", a[1], a[0], ips, errText(err)))
+		ips, err := DNSResolver(a[0]).LookupNetIP(context.Background(), "ip4", a[1])
+		o.sub("udp", err == nil && len(ips) > 0, fmt.Sprintf("%s via %s: %v %s", a[1], a[0], ips, ErrText(err)))
 		return o.verdict("the DNS canary did not answer")
 	case "unix-connect": // PATH | @NAME ...
 		for _, p := range a {
@@ -188,7 +204,7 @@ func Probe(args []string) int {
 			return 2
 		}
 		if err := spawnSurvivor(a[0], a[1]); err != nil {
-			fmt.Fprintf(os.Stdout, "VERDICT blocked could not start the child: %s\n", oneLine(errText(err)))
+			fmt.Fprintf(os.Stdout, "VERDICT blocked could not start the child: %s\n", OneLine(ErrText(err)))
 			return 0
 		}
 		fmt.Fprintln(os.Stdout, "SPAWNED")
@@ -204,7 +220,7 @@ func Probe(args []string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, a[0], a[1:]...).CombinedOutput()
-		o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], errText(err), oneLine(string(out))))
+		o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], ErrText(err), OneLine(string(out))))
 		return o.verdict("the program failed")
 	case "sleeper": // TAG: what spawn leaves behind; bounded
 		time.Sleep(20 * time.Second)
@@ -228,7 +244,7 @@ func Probe(args []string) int {
 		}
 		return 0
 	case "forker": // TAG: the middle of a double fork
-		if err := startDetached(os.Args[0], []string{ProbeArg, "sleeper", a[0]}, true); err != nil {
+		if err := startDetached(os.Args[0], []string{Arg, "sleeper", a[0]}, true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -249,7 +265,7 @@ func readSome(p string) ([]byte, error) {
 func readDetail(b []byte, err error, tok string) string {
 	switch {
 	case err != nil:
-		return errText(err)
+		return ErrText(err)
 	case strings.Contains(string(b), tok):
 		return "read the flag"
 	}
@@ -279,13 +295,13 @@ func writeOne(p string) error {
 func tcpReach(addr string) (bool, string) {
 	c, err := net.DialTimeout("tcp", addr, probeTimeout)
 	if err != nil {
-		return false, "connect: " + errText(err)
+		return false, "connect: " + ErrText(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(probeTimeout))
 	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
 	b, _ := io.ReadAll(io.LimitReader(c, 4096))
-	if strings.Contains(string(b), canaryReply) {
+	if strings.Contains(string(b), CanaryReply) {
 		return true, "the canary answered"
 	}
 	return false, fmt.Sprintf("connected, but %d bytes without the canary's reply", len(b))
@@ -295,21 +311,21 @@ func tcpReach(addr string) (bool, string) {
 func udpReach(addr, payload string) (bool, string) {
 	c, err := net.Dial("udp", addr)
 	if err != nil {
-		return false, "dial: " + errText(err)
+		return false, "dial: " + ErrText(err)
 	}
 	defer c.Close()
 	b := make([]byte, 512)
 	for i := 0; i < 3; i++ { // UDP may drop; three tries, one second each
 		if _, err := c.Write([]byte(payload)); err != nil {
-			return false, "send: " + errText(err)
+			return false, "send: " + ErrText(err)
 		}
 		c.SetReadDeadline(time.Now().Add(time.Second))
 		n, err := c.Read(b)
-		if err == nil && strings.Contains(string(b[:n]), canaryReply) {
+		if err == nil && strings.Contains(string(b[:n]), CanaryReply) {
 			return true, "the canary echoed"
 		}
 		if err != nil && !isTimeout(err) {
-			return false, "receive: " + errText(err)
+			return false, "receive: " + ErrText(err)
 		}
 	}
 	return false, "no reply"
@@ -368,7 +384,7 @@ func udpProxyPort(o *probeOut, payload string, getenv func(string) string, in io
 			fmt.Fprintf(os.Stderr, "__probe udp-proxy-port: the runner said %q, not GO\n", l)
 			return 1
 		}
-	case <-time.After(portCanaryGo):
+	case <-time.After(PortGoWait):
 		fmt.Fprintln(os.Stderr, "__probe udp-proxy-port: no GO from the runner")
 		return 1
 	}
@@ -377,9 +393,9 @@ func udpProxyPort(o *probeOut, payload string, getenv func(string) string, in io
 	return o.verdict("nothing on the proxy's port echoed")
 }
 
-// portCanaryGo bounds how long udp-proxy-port waits for the runner's GO:
+// PortGoWait bounds how long udp-proxy-port waits for the runner's GO:
 // longer than the runner may wait for the port (portCanaryBind).
-const portCanaryGo = 15 * time.Second
+const PortGoWait = 15 * time.Second
 
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
@@ -393,19 +409,19 @@ func unixReach(p string) (bool, string) {
 	}
 	c, err := net.DialTimeout("unix", addr, probeTimeout)
 	if err != nil {
-		return false, "connect: " + errText(err)
+		return false, "connect: " + ErrText(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(probeTimeout))
 	b, _ := io.ReadAll(io.LimitReader(c, 256))
-	if strings.Contains(string(b), canaryReply) {
+	if strings.Contains(string(b), CanaryReply) {
 		return true, "the canary answered"
 	}
 	return false, "connected without the canary's reply"
 }
 
-// dnsResolver asks only server (host:port), over UDP.
-func dnsResolver(server string) *net.Resolver {
+// DNSResolver asks only server (host:port), over UDP.
+func DNSResolver(server string) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", server)
@@ -487,7 +503,7 @@ func fetch(raw, proxyURL, dns string, follow, connect, anyReply bool) (bool, str
 			} else if ip, err := netip.ParseAddr(host); err == nil {
 				ips = []netip.Addr{ip}
 			} else if dns != "" {
-				ips, err = dnsResolver(dns).LookupNetIP(ctx, "ip4", host)
+				ips, err = DNSResolver(dns).LookupNetIP(ctx, "ip4", host)
 				if err != nil {
 					return nil, err
 				}
@@ -520,11 +536,11 @@ func fetch(raw, proxyURL, dns string, follow, connect, anyReply bool) (bool, str
 	}
 	resp, err := c.Get(raw)
 	if err != nil {
-		return false, "request: " + errText(err)
+		return false, "request: " + ErrText(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if strings.Contains(string(b), canaryReply) {
+	if strings.Contains(string(b), CanaryReply) {
 		return true, fmt.Sprintf("the canary answered (status %d, %d redirects)", resp.StatusCode, hops)
 	}
 	if anyReply && resp.Header.Get("X-Sandbox-Refusal") == "" {
@@ -542,7 +558,7 @@ func connectTunnel(u *url.URL, proxyURL string) (bool, string) {
 	}
 	c, err := net.DialTimeout("tcp", pu.Host, probeTimeout)
 	if err != nil {
-		return false, "proxy: " + errText(err)
+		return false, "proxy: " + ErrText(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(probeTimeout))
@@ -550,14 +566,14 @@ func connectTunnel(u *url.URL, proxyURL string) (bool, string) {
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return false, "CONNECT: " + errText(err)
+		return false, "CONNECT: " + ErrText(err)
 	}
 	if resp.StatusCode != 200 {
 		return false, fmt.Sprintf("CONNECT status %d refusal=%q", resp.StatusCode, resp.Header.Get("X-Sandbox-Refusal"))
 	}
 	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
 	b, _ := io.ReadAll(io.LimitReader(br, 4096))
-	if strings.Contains(string(b), canaryReply) {
+	if strings.Contains(string(b), CanaryReply) {
 		return true, "the canary answered through the tunnel"
 	}
 	return false, "tunnel opened without the canary's reply"

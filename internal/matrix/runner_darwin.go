@@ -1,4 +1,4 @@
-package check
+package matrix
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -74,20 +73,6 @@ func listProcesses() ([]proc, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// procArgs returns kern.procargs2 of pid without its leading argc, with a
-// NUL in front so that the first string is NUL-delimited too.
-func procArgs(pid string) ([]byte, bool) {
-	n, err := strconv.Atoi(pid)
-	if err != nil {
-		return nil, false
-	}
-	b, err := unix.SysctlRaw("kern.procargs2", n)
-	if err != nil || len(b) < 4 {
-		return nil, false
-	}
-	return append([]byte{0}, b[4:]...), true
 }
 
 // openPty opens a new pseudo-terminal pair: posix_openpt, grantpt and

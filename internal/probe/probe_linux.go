@@ -1,4 +1,4 @@
-package check
+package probe
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 			if err == nil {
 				unix.Close(fd)
 			}
-			o.sub(s.name, err == nil, "socket: "+errText(err))
+			o.sub(s.name, err == nil, "socket: "+ErrText(err))
 		}
 		return o.verdict("no raw socket opened")
 	case "proc-signal", "proc-environ", "ptrace": // PID TAG|SECRET
@@ -56,16 +56,16 @@ func probeOS(o *probeOut, name string, a []string) int {
 			var ws syscall.WaitStatus
 			syscall.Wait4(pid, &ws, 0, nil)
 		}
-		o.sub("clone-newuser", err == nil, "clone(CLONE_NEWUSER): "+errText(err))
+		o.sub("clone-newuser", err == nil, "clone(CLONE_NEWUSER): "+ErrText(err))
 		return o.verdict("no nested user namespace")
 	case "foreign-abi":
 		// Each attempt runs in a child: the filter's answer to a call
 		// from a foreign ABI is to kill the caller.
 		for _, kind := range abiAttempts() {
 			self := "/proc/self/exe"
-			pid, err := syscall.ForkExec(self, []string{self, ProbeArg, "abi-attempt", kind}, &syscall.ProcAttr{Env: []string{}})
+			pid, err := syscall.ForkExec(self, []string{self, Arg, "abi-attempt", kind}, &syscall.ProcAttr{Env: []string{}})
 			if err != nil {
-				o.sub(kind, false, "cannot start the attempt: "+errText(err))
+				o.sub(kind, false, "cannot start the attempt: "+ErrText(err))
 				continue
 			}
 			var ws syscall.WaitStatus
@@ -112,7 +112,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 			// The same value back: the write is the attempt, not a change.
 			err = os.WriteFile(a[0], cur, 0)
 		}
-		o.sub(a[0], err == nil, "write the current value back: "+errText(err))
+		o.sub(a[0], err == nil, "write the current value back: "+ErrText(err))
 		return o.verdict("no host sysctl written")
 	case "proc-hidden": // PATH...
 		for _, p := range a {
@@ -123,7 +123,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 				n, err = f.Read(b)
 				f.Close()
 			}
-			o.sub(p, n > 0, fmt.Sprintf("read %d bytes: %s", n, errText(err)))
+			o.sub(p, n > 0, fmt.Sprintf("read %d bytes: %s", n, ErrText(err)))
 		}
 		return o.verdict("every host-wide /proc file is empty or unreadable")
 	}
@@ -152,7 +152,7 @@ func processProbe(o *probeOut, name, pid, arg string) int {
 	switch name {
 	case "proc-signal":
 		err := unix.Kill(n, unix.SIGCONT) // harmless to the marker
-		o.sub("kill", err == nil, "kill(SIGCONT): "+errText(err))
+		o.sub("kill", err == nil, "kill(SIGCONT): "+ErrText(err))
 	case "proc-environ":
 		b, err := os.ReadFile("/proc/" + pid + "/environ")
 		o.sub("environ", err == nil && bytes.Contains(b, []byte(arg)), "read environ: "+readDetail(b, err, arg))

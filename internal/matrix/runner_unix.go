@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package check
+package matrix
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
@@ -244,7 +245,7 @@ func (fx *fixture) chown(p string) {
 // the target of the same-uid attempts. Its environment holds a secret.
 func (fx *fixture) startMarker(ctx context.Context, v map[string]string) error {
 	tag, secret := "marker-"+newToken(), "SECRET-"+newToken()
-	cmd := exec.Command(fx.bin, ProbeArg, "marker", tag)
+	cmd := exec.Command(fx.bin, probe.Arg, "marker", tag)
 	cmd.Env = []string{"SBX_MARKER_SECRET=" + secret}
 	cmd.Dir = fx.outside
 	cmd.SysProcAttr = fx.sysProcAttr("", nil)
@@ -370,7 +371,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 		for k, v := range fx.vars {
 			vars[k] = v
 		}
-		args := []string{ProbeArg, c.Probe}
+		args := []string{probe.Arg, c.Probe}
 		for _, a := range c.Args {
 			s, err := expand(a, vars)
 			if err != nil {
@@ -482,7 +483,7 @@ func controlWhy(pr probeRun) string {
 }
 
 func errResult(what string, err error) Result {
-	return Result{Verdict: Untested, Error: true, Reason: what + ": " + oneLine(err.Error())}
+	return Result{Verdict: Untested, Error: true, Reason: what + ": " + probe.OneLine(err.Error())}
 }
 
 // workdir makes a workdir owned by the sandbox's uid with the case's
@@ -631,7 +632,7 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 	}
 	pr := parseProbe(string(out))
 	if pr.verdict == "" {
-		pr.lines = append(pr.lines, fmt.Sprintf("exit %v; stderr: %s", err, oneLine(stderr.String())))
+		pr.lines = append(pr.lines, fmt.Sprintf("exit %v; stderr: %s", err, probe.OneLine(stderr.String())))
 	}
 	return pr, nil
 }
@@ -660,7 +661,7 @@ func launchAndKill(cmd *exec.Cmd, stderr *bytes.Buffer) (probeRun, error) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	if strings.TrimSpace(line) != "SPAWNED" {
-		return probeRun{lines: []string{fmt.Sprintf("the probe did not start its children: %q; stderr: %s", line, oneLine(stderr.String()))}}, nil
+		return probeRun{lines: []string{fmt.Sprintf("the probe did not start its children: %q; stderr: %s", line, probe.OneLine(stderr.String()))}}, nil
 	}
 	return probeRun{verdict: "judged"}, nil
 }
@@ -706,18 +707,18 @@ func launchPortCanary(cmd *exec.Cmd, stderr *bytes.Buffer, payload string, wait 
 	var line string
 	select {
 	case line = <-first:
-	case <-time.After(portCanaryGo):
+	case <-time.After(probe.PortGoWait):
 	}
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "PORT ")
 	if !ok {
 		stop()
-		return probeRun{lines: []string{fmt.Sprintf("the probe named no proxy port: %q; stderr: %s", line, oneLine(stderr.String()))}}, nil
+		return probeRun{lines: []string{fmt.Sprintf("the probe named no proxy port: %q; stderr: %s", line, probe.OneLine(stderr.String()))}}, nil
 	}
 	pc, err := listenPortCanary(addr, wait)
 	if err != nil {
 		io.WriteString(in, "NO\n")
 		stop()
-		return probeRun{}, &noCanaryError{what: "a UDP canary at " + addr + " on the host", why: errText(err)}
+		return probeRun{}, &noCanaryError{what: "a UDP canary at " + addr + " on the host", why: probe.ErrText(err)}
 	}
 	io.WriteString(in, "GO\n")
 	rest, _ := io.ReadAll(br) // until the probe ends, or its timeout kills it
@@ -726,7 +727,7 @@ func launchPortCanary(cmd *exec.Cmd, stderr *bytes.Buffer, payload string, wait 
 	got := pc.received(payload, 500*time.Millisecond)
 	pr := parseProbe(string(rest))
 	if pr.verdict == "" {
-		pr.lines = append(pr.lines, fmt.Sprintf("exit %v; stderr: %s", werr, oneLine(stderr.String())))
+		pr.lines = append(pr.lines, fmt.Sprintf("exit %v; stderr: %s", werr, probe.OneLine(stderr.String())))
 		return pr, nil
 	}
 	detail := fmt.Sprintf("the UDP canary the runner bound at %s on the host received the datagram: %v", addr, got)

@@ -1,4 +1,4 @@
-package check
+package matrix
 
 import (
 	"errors"
@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 )
 
 // canaries are the targets the attempts aim at. Each answers with
-// canaryReply, so that a probe knows it reached this very canary and not
+// probe.CanaryReply, so that a probe knows it reached this very canary and not
 // something else on the same address.
 type canaries struct {
 	tcp        net.Listener   // every address of the host, both families
@@ -24,7 +26,6 @@ type canaries struct {
 	unix       net.Listener
 	abstract   net.Listener
 	redirector *http.Server
-	redirAddr  string
 	wg         sync.WaitGroup
 }
 
@@ -44,7 +45,7 @@ func (c *canaries) close() {
 }
 
 // serveStream answers every connection of ln with an HTTP response
-// carrying canaryReply, after reading the request head (bounded).
+// carrying probe.CanaryReply, after reading the request head (bounded).
 func (c *canaries) serveStream(ln net.Listener) {
 	c.wg.Add(1)
 	go func() {
@@ -60,7 +61,7 @@ func (c *canaries) serveStream(ln net.Listener) {
 				if _, ok := conn.(*net.TCPConn); ok {
 					readHead(conn)
 				}
-				fmt.Fprintf(conn, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(canaryReply), canaryReply)
+				fmt.Fprintf(conn, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(probe.CanaryReply), probe.CanaryReply)
 			}()
 		}
 	}()
@@ -91,7 +92,7 @@ func (c *canaries) serveUDP() {
 			if err != nil {
 				return
 			}
-			c.udp.WriteTo([]byte(canaryReply), from)
+			c.udp.WriteTo([]byte(probe.CanaryReply), from)
 		}
 	}()
 }
@@ -188,11 +189,11 @@ func newRedirector(ln net.Listener, target string, wg *sync.WaitGroup) *http.Ser
 }
 
 // resolverFor is the node proxy's resolver: the DNS canary only.
-func resolverFor(addr string) *net.Resolver { return dnsResolver(addr) }
+func resolverFor(addr string) *net.Resolver { return probe.DNSResolver(addr) }
 
 // portCanary is a UDP canary bound on the host at an address a probe names
 // at run time (udp-proxy-port: the egress proxy's port, which only the
-// sandbox's environment tells). It echoes canaryReply and records every
+// sandbox's environment tells). It echoes probe.CanaryReply and records every
 // payload it receives: the judge asks it, not the probe.
 type portCanary struct {
 	conn net.PacketConn
@@ -234,7 +235,7 @@ func (pc *portCanary) serve() {
 		pc.mu.Lock()
 		pc.got[string(b[:n])] = true
 		pc.mu.Unlock()
-		pc.conn.WriteTo([]byte(canaryReply), from)
+		pc.conn.WriteTo([]byte(probe.CanaryReply), from)
 	}
 }
 

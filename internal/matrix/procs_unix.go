@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package check
+package matrix
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package check
+package probe
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 			if err == nil {
 				unix.Close(fd)
 			}
-			o.sub(s.name, err == nil, "socket: "+errText(err))
+			o.sub(s.name, err == nil, "socket: "+ErrText(err))
 		}
 		// The packet filter devices are macOS's AF_PACKET.
 		var err error
@@ -44,7 +44,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 				break
 			}
 		}
-		o.sub("bpf-device", err == nil, "open /dev/bpfN: "+errText(err))
+		o.sub("bpf-device", err == nil, "open /dev/bpfN: "+ErrText(err))
 		return o.verdict("no raw socket or packet filter opened")
 	case "proc-signal": // PID TAG: no PID namespace, so the pid is the marker's
 		if len(a) < 2 {
@@ -55,7 +55,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 			return 2
 		}
 		err = unix.Kill(pid, unix.SIGCONT) // harmless to the marker
-		o.sub("kill", err == nil, "kill(SIGCONT): "+errText(err))
+		o.sub("kill", err == nil, "kill(SIGCONT): "+ErrText(err))
 		return o.verdict("the marker is out of reach")
 	case "proc-environ": // PID SECRET: macOS's /proc/PID/environ is kern.procargs2
 		if len(a) < 2 {
@@ -73,9 +73,23 @@ func probeOS(o *probeOut, name string, a []string) int {
 		// TIOCSTI takes a char*: the low byte of the int32 on both
 		// little-endian Mac architectures.
 		err := unix.IoctlSetPointerInt(0, unix.TIOCSTI, '#')
-		o.sub("TIOCSTI", err == nil, "ioctl(0, TIOCSTI): "+errText(err))
+		o.sub("TIOCSTI", err == nil, "ioctl(0, TIOCSTI): "+ErrText(err))
 		return o.verdict("no keystroke pushed")
 	}
 	fmt.Fprintf(os.Stderr, "__probe %s: no such probe on macOS (egress-cases.json marks its cases n/a here)\n", name)
 	return 2
+}
+
+// procArgs returns kern.procargs2 of pid without its leading argc, with a
+// NUL in front so that the first string is NUL-delimited too.
+func procArgs(pid string) ([]byte, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return nil, false
+	}
+	b, err := unix.SysctlRaw("kern.procargs2", n)
+	if err != nil || len(b) < 4 {
+		return nil, false
+	}
+	return append([]byte{0}, b[4:]...), true
 }
