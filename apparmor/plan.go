@@ -76,7 +76,7 @@ func Decide(root string, h Host, dryRun bool) (Plan, error) {
 func decideDistro(p *Plan, h Host) (needed bool, err error) {
 	otherFix := "nothing to install on this host: bwrap needs no AppArmor profile from sandbox-run here; sandbox-run check names what this host lacks"
 	if h.GOOS != "linux" {
-		return false, &Error{What: "sandbox-run setup is for Linux only", Why: "this is " + h.GOOS, Fix: otherFix}
+		return false, &Error{What: "setup is for Linux only", Why: "this is " + h.GOOS, Fix: otherFix}
 	}
 	if h.OSReleaseErr != nil {
 		return false, &Error{What: "cannot tell the distribution", Why: "no readable /etc/os-release: " + errText(h.OSReleaseErr),
@@ -87,12 +87,12 @@ func decideDistro(p *Plan, h Host) (needed bool, err error) {
 		name = h.OSRelease["NAME"]
 	}
 	if id != "ubuntu" {
-		return false, &Error{What: fmt.Sprintf("sandbox-run setup refuses %s (ID=%s)", orUnknown(name), orUnknown(id)),
+		return false, &Error{What: fmt.Sprintf("setup refuses %s (ID=%s)", orUnknown(name), orUnknown(id)),
 			Why: "it only installs Ubuntu's own bwrap-userns-restrict profile, for Ubuntu 24.04 or later, whose AppArmor restricts unprivileged user namespaces; derivatives and other distributions are not set up",
 			Fix: otherFix}
 	}
 	if !atLeast2404(ver) {
-		return false, &Error{What: fmt.Sprintf("sandbox-run setup refuses Ubuntu %s", orUnknown(ver)),
+		return false, &Error{What: fmt.Sprintf("setup refuses Ubuntu %s", orUnknown(ver)),
 			Why: "Ubuntu's bwrap-userns-restrict profile ships from Ubuntu 24.04 on (it needs AppArmor 4's abi)",
 			Fix: "upgrade to Ubuntu 24.04 or later; before it, bwrap needs no AppArmor profile unless kernel.apparmor_restrict_unprivileged_userns is 1, which sandbox-run check shows"}
 	}
@@ -114,7 +114,7 @@ func decideDistro(p *Plan, h Host) (needed bool, err error) {
 func decideHost(p *Plan, h Host, dryRun bool) error {
 	switch {
 	case h.Euid != 0 && !dryRun:
-		return &Error{What: "sandbox-run setup needs root", Why: fmt.Sprintf("it writes %s and loads it into the kernel, and runs as uid %d", ProfilePath, h.Euid),
+		return &Error{What: "setup needs root", Why: fmt.Sprintf("it writes %s and loads it into the kernel, and runs as uid %d", ProfilePath, h.Euid),
 			Fix: "sudo sandbox-run setup (sandbox-run setup --dry-run shows every file and command first)"}
 	case h.LoadedErr != nil && errors.Is(h.LoadedErr, fs.ErrNotExist):
 		return &Error{What: "AppArmor is not enabled", Why: LoadedPath + " does not exist, so no profile can be loaded",
