@@ -134,7 +134,11 @@ func TestDecide(t *testing.T) {
 		{"written this run: loaded anyway", func(h *Host) {
 			h.Loaded = map[string]string{"bwrap": "enforce", "unpriv_bwrap": "enforce"}
 		}, false, []string{write, load}, nil, ""},
-		{"dry run as a user", func(h *Host) { h.Euid = 1000; h.LoadedErr = fs.ErrPermission; h.Loaded = nil }, true, []string{write, load}, nil, "could not be read as uid 1000"},
+		{"dry run as a user", func(h *Host) { h.Euid = 1000; h.LoadedErr = fs.ErrPermission; h.Loaded = nil }, true, []string{write, load}, nil, "does not exist"},
+		{"dry run as a user, installed", func(h *Host) {
+			h.Euid, h.LoadedErr, h.Loaded = 1000, fs.ErrPermission, nil
+			h.Installed, h.InstalledErr = ubuntu, nil
+		}, true, []string{load}, nil, "could not be read as uid 1000"},
 
 		{"debian", func(h *Host) {
 			h.OSRelease = map[string]string{"ID": "debian", "VERSION_ID": "12", "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"}

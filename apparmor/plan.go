@@ -56,16 +56,18 @@ func Decide(root string, h Host, dryRun bool) (Plan, error) {
 	}
 	at := func(q string) string { return filepath.Join(root, q) }
 	switch {
-	case h.LoadedErr == nil && !wrote && loadedEnforce(h.Loaded):
+	case wrote:
+		// Whatever the kernel holds under these names did not come from
+		// the file written now.
+	case h.LoadedErr != nil:
+		p.Facts = append(p.Facts, "the kernel's list of loaded profiles could not be read as uid "+strconv.Itoa(h.Euid)+" (root-only); loading assumed needed")
+	case loadedEnforce(h.Loaded):
 		p.Facts = append(p.Facts, "the kernel holds bwrap and unpriv_bwrap in enforce mode")
+		return p, nil
 	default:
-		if h.LoadedErr != nil {
-			p.Facts = append(p.Facts, "the kernel's list of loaded profiles could not be read as uid "+strconv.Itoa(h.Euid)+" (root-only); loading assumed needed")
-		} else {
-			p.Facts = append(p.Facts, "the kernel does not hold bwrap and unpriv_bwrap in enforce mode"+loadedText(h.Loaded))
-		}
-		p.Steps = append(p.Steps, Step{Argv: []string{at(h.Parser), "-r", at(ProfilePath)}})
+		p.Facts = append(p.Facts, "the kernel does not hold bwrap and unpriv_bwrap in enforce mode"+loadedText(h.Loaded))
 	}
+	p.Steps = append(p.Steps, Step{Argv: []string{at(h.Parser), "-r", at(ProfilePath)}})
 	return p, nil
 }
 
