@@ -85,7 +85,10 @@ func Apply(ctx context.Context, root string, p Plan, run Runner) (done []string,
 // which fails rather than replaces a file that exists.
 func create(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".sandbox-run-")
+	// A leading dot and a trailing ~ are both on AppArmor's list of names
+	// its boot-time load skips: a temporary file left by a crash is never
+	// loaded as a profile.
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".sandbox-run-*~")
 	if err != nil {
 		return &Error{What: "cannot write " + path, Why: errText(err), Fix: "check that " + dir + " exists and is writable by root"}
 	}
