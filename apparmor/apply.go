@@ -85,9 +85,10 @@ func Apply(ctx context.Context, root string, p Plan, run Runner) (done []string,
 // which fails rather than replaces a file that exists.
 func create(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	// A leading dot and a trailing ~ are both on AppArmor's list of names
-	// its boot-time load skips: a temporary file left by a crash is never
-	// loaded as a profile.
+	// A leading dot and a trailing ~ mark hidden and backup files, which
+	// AppArmor's directory loads skip: a temporary file a crash leaves
+	// behind is not meant to be loaded at boot. (Read from AppArmor's
+	// sources, not tried on a real host.)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".sandbox-run-*~")
 	if err != nil {
 		return &Error{What: "cannot write " + path, Why: errText(err), Fix: "check that " + dir + " exists and is writable by root"}
