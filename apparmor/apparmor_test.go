@@ -159,7 +159,7 @@ func TestDecide(t *testing.T) {
 		{"no apparmor_parser", func(h *Host) { h.Parser = "" }, false, nil, []string{"apparmor_parser not found", "apt-get install apparmor"}, ""},
 		{"no bwrap", func(h *Host) { h.Bwrap = false }, false, nil, []string{"/usr/bin/bwrap not found", "apt-get install bubblewrap"}, ""},
 		{"disabled", func(h *Host) { h.Disabled = true }, false, nil, []string{"disabled", "rm /etc/apparmor.d/disable/bwrap-userns-restrict"}, ""},
-		{"hand-written profile beside", func(h *Host) { h.Conflicts = []string{"/etc/apparmor.d/bwrap"} }, false, nil, []string{"/etc/apparmor.d/bwrap", "unconfined", "apparmor_parser -R"}, ""},
+		{"hand-written profile beside", func(h *Host) { h.Conflicts = []string{"/etc/apparmor.d/bwrap"} }, false, nil, []string{"installed: /r/etc/apparmor.d/bwrap", "unconfined", "apparmor_parser -R /r/etc/apparmor.d/bwrap, then rm /r/etc/apparmor.d/bwrap"}, ""},
 		{"installed is a link", func(h *Host) { h.InstalledLink = true; h.InstalledErr = nil }, false, nil, []string{"symbolic link"}, ""},
 		{"installed is unconfined", func(h *Host) {
 			h.Installed, h.InstalledErr = testdata(t, "unconfined-bwrap"), nil

@@ -47,7 +47,7 @@ func Decide(root string, h Host, dryRun bool) (Plan, error) {
 	if needed, err := decideDistro(&p, h); err != nil || !needed {
 		return p, err
 	}
-	if err := decideHost(&p, h, dryRun); err != nil {
+	if err := decideHost(&p, root, h, dryRun); err != nil {
 		return p, err
 	}
 	wrote, err := decideFile(&p, root, h)
@@ -113,7 +113,11 @@ func decideDistro(p *Plan, h Host) (needed bool, err error) {
 
 // decideHost refuses a host where the profile cannot be loaded or would
 // not be the one in force.
-func decideHost(p *Plan, h Host, dryRun bool) error {
+func decideHost(p *Plan, root string, h Host, dryRun bool) error {
+	var conflicts []string
+	for _, c := range h.Conflicts {
+		conflicts = append(conflicts, filepath.Join(root, c))
+	}
 	switch {
 	case h.Euid != 0 && !dryRun:
 		return &Error{What: "setup needs root", Why: fmt.Sprintf("it writes %s and loads it into the kernel, and runs as uid %d", ProfilePath, h.Euid),
@@ -131,9 +135,9 @@ func decideHost(p *Plan, h Host, dryRun bool) error {
 		return &Error{What: "the profile is disabled", Why: DisabledPath + " exists, so AppArmor skips the profile at boot",
 			Fix: "if you want bwrap to work under the restriction: rm " + DisabledPath + ", then sandbox-run setup again"}
 	case len(h.Conflicts) > 0:
-		return &Error{What: "another AppArmor profile for bwrap is installed: " + strings.Join(h.Conflicts, ", "),
+		return &Error{What: "another AppArmor profile for bwrap is installed: " + strings.Join(conflicts, ", "),
 			Why: "two profiles for " + BwrapPath + " replace each other, and which one the kernel holds depends on load order; a hand-written one is usually unconfined, leaving everything bwrap starts unconfined",
-			Fix: "remove it (apparmor_parser -R FILE, then rm FILE), then sandbox-run setup again"}
+			Fix: "remove it (apparmor_parser -R " + conflicts[0] + ", then rm " + conflicts[0] + "; the same for any other named), then sandbox-run setup again"}
 	}
 	return nil
 }
