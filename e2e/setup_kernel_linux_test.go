@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/apparmor"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
@@ -134,5 +139,78 @@ func TestSetupFakeRoots(t *testing.T) {
 	oneLine(t, run(t, "", "setup", "--root", debian), "Debian GNU/Linux 12 (bookworm) (ID=debian)", "fix:")
 	if _, err := os.Lstat(filepath.Join(debian, apparmor.ProfilePath)); err == nil {
 		t.Errorf("the fake Debian got a profile")
+	}
+}
+
+// TestAppArmorSignatureNamesSetup: bwrap's AppArmor failure with the
+// restriction on makes run's refusal and check's fix name sandbox-run
+// setup. Both halves are FAKES, as no Ubuntu kernel is reachable here: a
+// fake bwrap prints the message, and in a private mount namespace a tmpfs
+// over /proc/sys/kernel holds kernel.apparmor_restrict_unprivileged_userns
+// = 1 (and the boot id run needs). The contrast, the same fake bwrap on
+// the real /proc/sys (no restriction), must not name setup.
+func TestAppArmorSignatureNamesSetup(t *testing.T) {
+	sandboxtest.Root(t) // mounting a tmpfs over /proc/sys/kernel
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		sandboxtest.Unavailable(t, "unshare (util-linux)", "apt-get install util-linux")
+	}
+	fake := fakeBwrap(t, "bwrap: setting up uid map: Permission denied")
+	// check looks bwrap up on PATH by that name.
+	onPath := sandboxtest.WorkDir(t)
+	if err := os.Symlink(fake, filepath.Join(onPath, "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	w := sandboxtest.WorkDir(t)
+	sandboxtest.Chown(t, w)
+	const restrict = `b=$(cat /proc/sys/kernel/random/boot_id) && mount -t tmpfs tmpfs /proc/sys/kernel &&
+mkdir /proc/sys/kernel/random && echo "$b" > /proc/sys/kernel/random/boot_id &&
+printf 1 > /proc/sys/kernel/apparmor_restrict_unprivileged_userns && exec "$@"`
+	call := func(restricted bool, args ...string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, args...)
+		if restricted {
+			c = exec.CommandContext(ctx, unshare, append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", restrict, "sh", bin}, args...)...)
+		}
+		c.Env = append(os.Environ(), "PATH="+onPath+":"+os.Getenv("PATH"))
+		var o, e bytes.Buffer
+		c.Stdout, c.Stderr = &o, &e
+		err := c.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return result{o.String(), e.String(), c.ProcessState.ExitCode()}
+	}
+	for _, restricted := range []bool{true, false} {
+		r := call(restricted, "run", "--bwrap", fake, "--workdir", w, "--", "true")
+		oneLine(t, r, "setting up uid map")
+		if got := strings.Contains(r.stderr, "fix: as root, sandbox-run setup"); got != restricted {
+			t.Errorf("restriction %v: run names setup = %v: %s", restricted, got, r.stderr)
+		}
+		r = call(restricted, "check", "--json")
+		var rep struct {
+			Checks []struct{ ID, Status, Remediation string }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("check --json: %v: %s%s", err, r.stdout, r.stderr)
+		}
+		seen := 0
+		for _, c := range rep.Checks {
+			if c.ID != "sandbox" && c.ID != "userns" {
+				continue
+			}
+			seen++
+			if got := strings.Contains(c.Remediation, "sandbox-run setup"); got != restricted {
+				t.Errorf("restriction %v: check's %s (%s) names setup = %v: %q", restricted, c.ID, c.Status, got, c.Remediation)
+			}
+			if c.ID == "sandbox" && c.Status != "fail" {
+				t.Errorf("restriction %v: the sandbox check is %s with a failing bwrap", restricted, c.Status)
+			}
+		}
+		if seen != 2 {
+			t.Errorf("check --json lacks the userns or sandbox entry: %s", r.stdout)
+		}
 	}
 }
