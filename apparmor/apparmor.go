@@ -50,7 +50,7 @@ const (
 	SourcePath   = "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict"
 	ProfilePath  = "/etc/apparmor.d/bwrap-userns-restrict"
 	DisabledPath = "/etc/apparmor.d/disable/bwrap-userns-restrict"
-	ProfileDir   = "/etc/apparmor.d"
+	profileDir   = "/etc/apparmor.d"
 	SysctlPath   = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 	LoadedPath   = "/sys/kernel/security/apparmor/profiles"
 	BwrapPath    = "/usr/bin/bwrap"
@@ -146,7 +146,7 @@ func ReadHost(root string) Host {
 	}
 	h.Conflicts = conflicts(root)
 	if b, err := os.ReadFile(at(LoadedPath)); err == nil {
-		h.Loaded = ParseLoaded(b)
+		h.Loaded = parseLoaded(b)
 	} else {
 		h.LoadedErr = err
 	}
@@ -228,9 +228,9 @@ func ParseOSRelease(b []byte) map[string]string {
 	return m
 }
 
-// ParseLoaded reads the kernel's list of loaded profiles
+// parseLoaded reads the kernel's list of loaded profiles
 // (/sys/kernel/security/apparmor/profiles: one "NAME (MODE)" per line).
-func ParseLoaded(b []byte) map[string]string {
+func parseLoaded(b []byte) map[string]string {
 	m := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
@@ -246,7 +246,7 @@ func ParseLoaded(b []byte) map[string]string {
 // conflicts lists the files directly in /etc/apparmor.d, other than
 // Ubuntu's profile, that hold a profile for bwrap.
 func conflicts(root string) []string {
-	dir := filepath.Join(root, ProfileDir)
+	dir := filepath.Join(root, profileDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -257,17 +257,17 @@ func conflicts(root string) []string {
 			continue
 		}
 		b, err := readProfile(filepath.Join(dir, e.Name()))
-		if err == nil && AttachesBwrap(b) {
-			out = append(out, filepath.Join(ProfileDir, e.Name()))
+		if err == nil && attachesBwrap(b) {
+			out = append(out, filepath.Join(profileDir, e.Name()))
 		}
 	}
 	return out
 }
 
-// AttachesBwrap says whether profile text declares a profile named bwrap
+// attachesBwrap says whether profile text declares a profile named bwrap
 // or one that attaches to /usr/bin/bwrap (a header line, ending in "{"),
 // as opposed to a rule that merely names the path.
-func AttachesBwrap(b []byte) bool {
+func attachesBwrap(b []byte) bool {
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "#") || !strings.HasSuffix(line, "{") {
@@ -319,7 +319,7 @@ func ProfileLoaded(root string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return loadedEnforce(ParseLoaded(b)), nil
+	return loadedEnforce(parseLoaded(b)), nil
 }
 
 func loadedEnforce(m map[string]string) bool {

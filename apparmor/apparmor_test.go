@@ -36,10 +36,10 @@ func TestParseOSRelease(t *testing.T) {
 }
 
 func TestParseLoaded(t *testing.T) {
-	got := ParseLoaded([]byte("/usr/sbin/cupsd (enforce)\nbwrap (enforce)\nunpriv_bwrap (enforce)\nfirefox (unconfined)\nbroken\n\n"))
+	got := parseLoaded([]byte("/usr/sbin/cupsd (enforce)\nbwrap (enforce)\nunpriv_bwrap (enforce)\nfirefox (unconfined)\nbroken\n\n"))
 	want := map[string]string{"/usr/sbin/cupsd": "enforce", "bwrap": "enforce", "unpriv_bwrap": "enforce", "firefox": "unconfined"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ParseLoaded = %v, want %v", got, want)
+		t.Errorf("parseLoaded = %v, want %v", got, want)
 	}
 }
 
@@ -58,8 +58,8 @@ func TestAttachesBwrap(t *testing.T) {
 		{"bwrap elsewhere", "profile bwrap2 /opt/bwrap {\n}\n", false},
 	}
 	for _, tt := range tests {
-		if got := AttachesBwrap([]byte(tt.text)); got != tt.want {
-			t.Errorf("%s: AttachesBwrap = %v, want %v", tt.name, got, tt.want)
+		if got := attachesBwrap([]byte(tt.text)); got != tt.want {
+			t.Errorf("%s: attachesBwrap = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

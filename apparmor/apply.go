@@ -74,7 +74,7 @@ func Apply(ctx context.Context, root string, p Plan, run Runner) (done []string,
 	case !ok:
 		b, _ := os.ReadFile(filepath.Join(root, LoadedPath))
 		return done, &Error{What: "apparmor_parser succeeded but the kernel does not hold bwrap and unpriv_bwrap in enforce mode",
-			Why: "its list says" + loadedText(ParseLoaded(b)), Fix: "aa-status shows what is loaded; sandbox-run setup again"}
+			Why: "its list says" + loadedText(parseLoaded(b)), Fix: "aa-status shows what is loaded; sandbox-run setup again"}
 	}
 	done = append(done, "the kernel holds bwrap and unpriv_bwrap in enforce mode")
 	return done, nil

@@ -52,7 +52,7 @@ func fakeRoot(t *testing.T, osRelease, mode string) string {
 	put(BwrapPath, "", 0o755)
 	put(LoadedPath, "/usr/sbin/cupsd (enforce)\n", 0o644)
 	put("/usr/sbin/apparmor_parser", fmt.Sprintf(fakeParser, root, mode), 0o755)
-	if err := os.MkdirAll(filepath.Join(root, ProfileDir, "disable"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, profileDir, "disable"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return root
@@ -84,8 +84,8 @@ func parserLog(t *testing.T, root string) []string {
 
 func TestReadHost(t *testing.T) {
 	root := fakeRoot(t, ubuntu2404, "")
-	os.WriteFile(filepath.Join(root, ProfileDir, "bwrap"), testdata(t, "unconfined-bwrap"), 0o644)
-	os.WriteFile(filepath.Join(root, ProfileDir, "usr.bin.flatpak"), []byte("profile flatpak /usr/bin/flatpak {\n  /usr/bin/bwrap px,\n}\n"), 0o644)
+	os.WriteFile(filepath.Join(root, profileDir, "bwrap"), testdata(t, "unconfined-bwrap"), 0o644)
+	os.WriteFile(filepath.Join(root, profileDir, "usr.bin.flatpak"), []byte("profile flatpak /usr/bin/flatpak {\n  /usr/bin/bwrap px,\n}\n"), 0o644)
 	h := ReadHost(root)
 	if h.OSRelease["ID"] != "ubuntu" || h.OSRelease["VERSION_ID"] != "24.04" || h.Restrict != 1 {
 		t.Errorf("os-release %v, restrict %d", h.OSRelease, h.Restrict)
@@ -143,9 +143,9 @@ func TestSetupFakeUbuntu(t *testing.T) {
 	if len(done) != 3 || !strings.HasPrefix(done[0], "wrote "+dst) {
 		t.Errorf("done = %q", done)
 	}
-	ents, _ := os.ReadDir(filepath.Join(root, ProfileDir))
+	ents, _ := os.ReadDir(filepath.Join(root, profileDir))
 	if len(ents) != 2 { // disable/ and the profile: no temporary file left
-		t.Errorf("%s holds %v", ProfileDir, ents)
+		t.Errorf("%s holds %v", profileDir, ents)
 	}
 
 	// Idempotent: nothing to write, nothing to run.
