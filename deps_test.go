@@ -11,7 +11,7 @@ import (
 // the network and MCP stacks: they must stay small, auditable leaves.
 func TestImportFences(t *testing.T) {
 	banned := []string{"net/http", "github.com/elazarl/goproxy", "github.com/mark3labs/mcp-go"}
-	for _, pkg := range []string{"./policy", "./allowlist", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock"} {
+	for _, pkg := range []string{"./policy", "./allowlist", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./apparmor"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)

@@ -149,7 +149,7 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 			return &SetupError{
 				What: "bwrap could not set up its user namespace",
 				Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
-				Fix:  "load Ubuntu's bwrap profile: apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined one)" + LandlockFix,
+				Fix:  AppArmorFix + LandlockFix,
 			}
 		}
 		return &SetupError{
@@ -244,6 +244,12 @@ func bwrapLine(stderr string) string {
 	}
 	return firstLine(stderr)
 }
+
+// AppArmorFix is the fix for Ubuntu's AppArmor restriction on user
+// namespaces (kernel.apparmor_restrict_unprivileged_userns=1): sandbox-run
+// setup, which loads Ubuntu's own profile for bwrap, never an unconfined
+// one, and refuses on other distributions.
+const AppArmorFix = "as root, sandbox-run setup: it installs and loads Ubuntu's own bwrap-userns-restrict AppArmor profile (never an unconfined one; sandbox-run setup --dry-run shows every file and command first)"
 
 // LandlockFix is the second fix every user-namespace refusal offers: the
 // landlock mechanism needs no namespace, and is never chosen on its own

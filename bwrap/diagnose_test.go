@@ -20,8 +20,8 @@ func TestDiagnose(t *testing.T) {
 		host   Host
 		want   []string // substrings of the one line
 	}{
-		{"apparmor uid map", "bwrap: setting up uid map: Permission denied\n", ubuntu, []string{"AppArmor", "apparmor_restrict_unprivileged_userns=1", "fix:", "bwrap-userns-restrict"}},
-		{"apparmor RTM_NEWADDR", "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n", ubuntu, []string{"AppArmor", "fix:"}},
+		{"apparmor uid map", "bwrap: setting up uid map: Permission denied\n", ubuntu, []string{"AppArmor", "apparmor_restrict_unprivileged_userns=1", "fix: as root, sandbox-run setup", "bwrap-userns-restrict", "never an unconfined"}},
+		{"apparmor RTM_NEWADDR", "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n", ubuntu, []string{"AppArmor", "fix: as root, sandbox-run setup"}},
 		{"uid map without apparmor", "bwrap: setting up uid map: Permission denied\n", plain, []string{"refused", "fix:"}},
 		{"userns disabled", "bwrap: Creating new namespace failed: Resource temporarily unavailable\n", Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1}, []string{"max_user_namespaces is 0", "fix:"}},
 		{"debian clone off", "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.\n", Host{MaxUserNamespaces: 100, UnprivilegedUsernsClone: 0}, []string{"unprivileged_userns_clone is 0", "fix:"}},
@@ -53,6 +53,25 @@ func TestDiagnose(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiagnoseSetupOnlyForAppArmor: sandbox-run setup is named as the fix
+// only where AppArmor's restriction is on; the same bwrap message on a
+// host without it names other causes.
+func TestDiagnoseSetupOnlyForAppArmor(t *testing.T) {
+	for _, stderr := range []string{"bwrap: setting up uid map: Permission denied\n", "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n"} {
+		for _, h := range []Host{
+			{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1},
+			{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: 0},
+		} {
+			if msg := Diagnose(stderr, 1, h).Error(); strings.Contains(msg, "sandbox-run setup") {
+				t.Errorf("%q with apparmor_restrict_unprivileged_userns=%d names setup: %s", stderr, h.AppArmorRestrictUserns, msg)
+			}
+		}
+		if msg := Diagnose(stderr, 1, Host{MaxUserNamespaces: 15000, UnprivilegedUsernsClone: 1, AppArmorRestrictUserns: 1}).Error(); !strings.Contains(msg, "sandbox-run setup") {
+			t.Errorf("%q with the restriction on does not name setup: %s", stderr, msg)
+		}
 	}
 }
 

@@ -260,6 +260,12 @@ func badInputs() []badInput {
 		{name: "mcp dry-run", args: withCmd("mcp", "--workdir", "{W}", "--dry-run"), want: []string{"--dry-run"}},
 		{name: "mcp repeated workdir", args: withCmd("mcp", "--workdir", "{W}", "--workdir", "{W}"), want: []string{"--workdir", "more than once"}},
 		{name: "mcp symlinked workdir", args: withCmd("mcp", "--workdir", "{L}"), want: []string{"{L}", "symlink"}},
+		// setup (the host refusal, which depends on the distribution, is in setup_kernel_linux_test.go)
+		{name: "setup argument", args: []string{"setup", "extra"}, want: []string{"no arguments", `"extra"`}},
+		{name: "setup unknown flag", args: []string{"setup", "--frob"}, want: []string{"--frob"}},
+		{name: "setup repeated dry-run", args: []string{"setup", "--dry-run", "--dry-run"}, want: []string{"--dry-run", "more than once"}},
+		{name: "setup relative root", args: []string{"setup", "--root", "rel"}, want: []string{`"rel"`, "absolute"}},
+		{name: "setup on a root without os-release", args: []string{"setup", "--dry-run", "--root", "{D}"}, want: []string{"cannot tell the distribution", "{D}/etc/os-release"}},
 		// check: its usage code is 2
 		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
 		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},

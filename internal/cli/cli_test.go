@@ -58,6 +58,8 @@ func TestRefusalsAreOneLine(t *testing.T) {
 		{"relative profile path", []string{"run", "--config", writeFile(t, `{"workdir":"rel"}`), "--", "true"}, "absolute"},
 		{"max-message", []string{"mcp", "--workdir", wd, "--max-message", "10", "--", "true"}, "--max-message"},
 		{"report dir", []string{"run", "--workdir", wd, "--report", wd + "/no/r.json", "--", "true"}, "--report"},
+		{"setup argument", []string{"setup", "now"}, "no arguments"},
+		{"setup root without os-release", []string{"setup", "--dry-run", "--root", wd}, "cannot tell the distribution"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tt.args...)
