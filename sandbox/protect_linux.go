@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -31,59 +30,71 @@ type protection struct {
 	walk    WalkReport
 }
 
-// protect lays out and binds the protected paths of p (see protectLayout).
-func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
-	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !insideAny(name, pl.writable) {
-			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
-		}
-	}
-	finds := findGit(pl.writable)
-	pl.prot.walk = finds.report
+// gatherProtect gathers what the protect layout needs: the git
+// directories, .git files and .git links under the writable dirs (the
+// walk), the kind of every path the layout asks about (recorded as it
+// asks, never following a link) and the resolution of every path it binds
+// onto itself, vetted like any bind destination.
+func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string) error {
+	finds := findGit(writable)
+	pf := &f.prot
+	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
+	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}
 	for _, l := range finds.links {
-		t, _ := os.Readlink(l)
-		return setupErr("git directory "+l+" is a symbolic link (to "+t+")",
-			"git follows it, and a link cannot be held read-only in place",
-			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
+		pf.links[l], _ = os.Readlink(l)
 	}
-	acts, err := protectLayout(pl.writable, p.ProtectedNames(), finds.dirs, finds.files, lstatKind)
-	var le *LinkError
-	if errors.As(err, &le) {
-		t, _ := os.Readlink(le.Path)
-		return setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
-			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
+	record := func(p string) entryKind {
+		k := lstatKind(p)
+		pf.kinds[p] = k
+		if k == kindLink {
+			pf.links[p], _ = os.Readlink(p)
+		}
+		return k
 	}
+	acts, err := protectActs(p, writable, *pf, record)
 	if err != nil {
-		return setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+		return err
 	}
 	for _, a := range acts {
-		switch a.Op {
-		case opWatch:
-			pl.prot.watched = append(pl.prot.watched, a.Path)
+		if a.Op == opWatch {
 			continue
-		case opHold:
-			pl.protected = append(pl.protected, a.Path)
 		}
-		kind := bwrap.ROBind
-		if a.Op == opPin {
-			kind = bwrap.Bind
-		}
-		r, err := pl.resolveSelf(g, a.Path)
+		r, err := resolveSelf(g, a.Path)
 		if err != nil {
 			return guardErr(err)
 		}
-		if err := pl.bind(kind, r, a.Path); err != nil {
-			return setupErr("cannot open protected path "+a.Path, err.Error(), "check the path")
+		pf.self[a.Path] = r
+	}
+	f.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
+	return nil
+}
+
+// protectActs refuses a protected path outside every writable dir and a
+// .git that is a symbolic link, and lays out the protected paths (see
+// protectLayout) with kindOf. It is pure when kindOf is.
+func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf func(string) entryKind) ([]holdAction, error) {
+	for _, name := range p.Protect {
+		if filepath.IsAbs(name) && !insideAny(name, writable) {
+			return nil, setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
 		}
 	}
-	pl.prot.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
-	for _, u := range p.Unprotect {
-		pl.notes = append(pl.notes, "warning: built-in protected path "+filepath.Clean(u)+" is not protected (the profile's unprotect)")
+	for _, l := range pf.gitLinks {
+		t := pf.links[l]
+		return nil, setupErr("git directory "+l+" is a symbolic link (to "+t+")",
+			"git follows it, and a link cannot be held read-only in place",
+			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
 	}
-	if !finds.report.Complete {
-		pl.notes = append(pl.notes, "warning: the walk for git directories was incomplete; a repository it did not reach is not held (see protect_walk.skipped)")
+	acts, err := protectLayout(writable, p.ProtectedNames(), pf.gitDirs, pf.gitFiles, kindOf)
+	var le *LinkError
+	if errors.As(err, &le) {
+		t := pf.links[le.Path]
+		return nil, setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
+			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
 	}
-	return nil
+	if err != nil {
+		return nil, setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+	}
+	return acts, nil
 }
 
 // lstatKind says what is at p, without following a link.
