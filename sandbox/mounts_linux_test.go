@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,5 +261,68 @@ func TestGatheredFactsMatchModel(t *testing.T) {
 	}
 	if len(mm) < 8 {
 		t.Errorf("the model lays out %d mounts in the workdir, want the workdir, pins, holds and the cover", len(mm))
+	}
+}
+
+// TestLayoutProtectCoverage lays out random trees (each component of each
+// protected path and of a git directory's held parts a directory, a file or
+// missing, consistently) and checks that every protected path is held,
+// lies below a held path, or is watched, besides the invariants of
+// checkLayout: no protected name falls through the layout, whatever exists.
+func TestLayoutProtectCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 2))
+	sets := bwrapFeatureSets(t)
+	for i := range 300 {
+		p := policy.Policy{Workdir: proj, Protect: []string{"a/b/c", "secrets.env"}}.WithDefaults()
+		kinds := map[string]entryKind{}
+		var want []string
+		addPath := func(full string) {
+			want = append(want, full)
+			rel, _ := filepath.Rel(proj, full)
+			cur := proj
+			for _, part := range strings.Split(rel, "/") {
+				cur = filepath.Join(cur, part)
+				if k, seen := kinds[cur]; seen {
+					if k != kindDir {
+						return
+					}
+					continue
+				}
+				k := entryKind(rng.IntN(3)) // missing, dir or file
+				kinds[cur] = k
+				if k != kindDir {
+					return
+				}
+			}
+		}
+		for _, n := range p.ProtectedNames() {
+			addPath(filepath.Join(proj, n))
+		}
+		var gitDirs []string
+		if rng.IntN(2) == 0 {
+			kinds[proj+"/.git"] = kindDir
+			gitDirs = append(gitDirs, proj+"/.git")
+			for _, part := range policy.GitHeld() {
+				addPath(filepath.Join(proj, ".git", part))
+			}
+		}
+		for k, v := range kinds {
+			if v == kindMissing {
+				delete(kinds, k)
+			}
+		}
+		fs := sets[i%len(sets)]
+		f := fakeHost{kinds: kinds, gitDirs: gitDirs}.facts(p)
+		l, err := layOut(p, f, fs.feat, fdBinds)
+		if err != nil {
+			t.Fatalf("tree %d %v: %v", i, kinds, err)
+		}
+		checkLayout(t, p, l, fs.feat)
+		for _, w := range want {
+			held := slices.ContainsFunc(l.protected, func(h string) bool { return within(w, h) })
+			if !held && !slices.Contains(l.watched, w) {
+				t.Fatalf("tree %d %v: %s neither held nor watched (protected %v, watched %v)", i, kinds, w, l.protected, l.watched)
+			}
+		}
 	}
 }
