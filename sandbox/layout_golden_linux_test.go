@@ -182,6 +182,10 @@ func layoutShapes() []layoutShape {
 		// protected names apply inside each writable dir.
 		{name: "nested-write", p: policy.Policy{Workdir: proj, Write: []string{proj + "/build"}},
 			host: fakeHost{kinds: map[string]entryKind{proj + "/.bashrc": kindFile, proj + "/build/.npmrc": kindFile}}},
+		// A session's home (--home): one more writable dir, with the
+		// protected names inside it (.bashrc there is held).
+		{name: "home", p: policy.Policy{Workdir: proj, Home: "/home/u/.local/state/sandbox-run/homes/s1"},
+			host: fakeHost{kinds: map[string]entryKind{"/home/u/.local/state/sandbox-run/homes/s1/.bashrc": kindFile}}},
 		{name: "sizes", p: policy.Policy{Workdir: proj, TmpSize: 1 << 30, ShmSize: 16 << 20}},
 		{name: "proxy-sockets", p: policy.Policy{Workdir: proj, AllowHosts: []string{"example.com"}, LLMSocket: "/run/llm/llm.sock"},
 			post: []postBind{
