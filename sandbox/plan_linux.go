@@ -64,8 +64,9 @@ func (pl *plan) close() {
 	pl.files = nil
 }
 
-// bind adds a bind of the vetted source r at dst. Where bwrap can, it binds
-// by a descriptor that pathguard opened and checked to be the very inode the
+// bind adds a bind of the vetted source r at dst, after newPlan (the
+// proxies' sockets, the git hint). Where bwrap can, it binds by a
+// descriptor that pathguard opened and checked to be the very inode the
 // walk vetted, so no later swap of the path changes what is mounted.
 func (pl *plan) bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) error {
 	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
@@ -100,7 +101,7 @@ func (pl *plan) bindSocket(src, dst string) error {
 // resolveSelf resolves a path inside a writable directory that is bound
 // onto itself (a protected path or a directory pinned on the way to one).
 // CheckDest has already refused any link on the way.
-func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
+func resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
 	if err := g.CheckDest(p); err != nil {
 		return pathguard.Resolution{}, err
 	}
@@ -114,108 +115,132 @@ func (pl *plan) resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution,
 	return r, nil
 }
 
-// newPlan builds the mount plan for p. ids is the host uid/gid the sandbox
-// runs under; byFD says bwrap can bind by descriptor. On error, everything
-// the partial plan holds is released.
-func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (_ *plan, err error) {
-	pl := &plan{byFD: byFD, fdBase: fdBase, own: own}
-	defer func() {
+// newPlan builds the mount plan for p in three steps: gatherFacts learns
+// what of the host the plan needs (the one step that looks at the host),
+// layOut translates it into the mounts (no system call), and the plan
+// opens, in order, the sources bwrap binds by descriptor. ids is the host
+// uid/gid the sandbox runs under; byFD says bwrap can bind by descriptor,
+// sizeOption that it knows --size. On error, everything the partial plan
+// holds is released.
+func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*plan, error) {
+	f, g, err := gatherFacts(p, own, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	l, err := layOut(p, f, bwrap.Features{BindFD: byFD, Size: sizeOption}, fdBase)
+	if err != nil {
+		return nil, err
+	}
+	pl := &plan{
+		guard: g, mounts: l.mounts, late: l.late, fdBase: fdBase, byFD: byFD,
+		writable: l.writable, readOnly: l.readOnly, protected: l.protected, notes: l.notes,
+		prot:  protection{watched: l.watched, gits: f.gits, walk: f.prot.walk},
+		tmpfs: l.tmpfs, scan: f.scan, wscan: f.wscan, own: own,
+	}
+	for _, s := range l.sources {
+		fh, err := s.res.Open()
 		if err != nil {
 			pl.close()
+			return nil, setupErr(s.what, err.Error(), s.fix)
 		}
-	}()
-	if !byFD {
-		pl.notes = append(pl.notes, "binds by path: race window (bwrap lacks --ro-bind-fd)")
+		pl.files = append(pl.files, fh)
 	}
+	return pl, nil
+}
 
+// gatherFacts gathers the host facts of p's layout: it vets the writable
+// dirs and every source with pathguard, inspects the system paths and
+// /proc, checks that uid/gid can reach what is bound, searches the --read
+// paths and the writable dirs (but own) for sockets and FIFOs and walks
+// the writable dirs for git directories. It refuses what cannot be laid
+// out safely; it opens nothing and mounts nothing.
+func gatherFacts(p policy.Policy, own []string, uid, gid int) (*hostFacts, *pathguard.Guard, error) {
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
 		if werr := writableMissing(p); werr != nil {
-			return nil, werr
+			return nil, nil, werr
 		}
-		return nil, guardErr(err)
+		return nil, nil, guardErr(err)
 	}
-	pl.guard = g
-	searchable := map[string]bool{}
-	writable := g.Writable()
 	// A writable directory named through a symlink would be mounted at its
 	// real path, not where the caller (and the command's cwd) named it.
 	for _, w := range p.Writable() {
 		if r, err := pathguard.Resolve(w); err == nil && r.Exists && r.Path != w {
-			return nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
+			return nil, nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
 				"pass the real path, --workdir "+r.Path+" (or --write)")
 		}
 	}
-	for _, w := range writable {
-		pl.writable = append(pl.writable, w.Path)
+	f := &hostFacts{writable: g.Writable()}
+	var writable []string
+	for _, w := range f.writable {
+		writable = append(writable, w.Path)
 	}
+	if err := f.gatherSystem(g); err != nil {
+		return nil, nil, err
+	}
+	f.gatherProc()
+	searchable := map[string]bool{}
+	for _, src := range p.Read {
+		if err := f.addRead(g, src, uid, gid, searchable, defaultScanLimits); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, w := range writable {
+		if err := accessibleAs(w, uid, gid, true, searchable); err != nil {
+			return nil, nil, err
+		}
+	}
+	f.prot.own = own
+	if err := f.gatherProtect(p, g, writable); err != nil {
+		return nil, nil, err
+	}
+	if err := f.scanWritable(writable, own, defaultScanLimits); err != nil {
+		return nil, nil, err
+	}
+	return f, g, nil
+}
 
+// gatherSystem learns which systemPaths the host has, which of them are
+// symbolic links (and to what), and vets the others as read-only sources.
+func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 	for _, sp := range systemPaths {
 		fi, err := os.Lstat(sp)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, setupErr("cannot inspect "+sp, err.Error(), "check the host's root file system")
+			return setupErr("cannot inspect "+sp, err.Error(), "check the host's root file system")
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			t, err := os.Readlink(sp)
 			if err != nil {
-				return nil, setupErr("cannot read link "+sp, err.Error(), "check the host's root file system")
+				return setupErr("cannot read link "+sp, err.Error(), "check the host's root file system")
 			}
-			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: t, Dst: sp, FD: -1})
+			f.system = append(f.system, systemFact{path: sp, isLink: true, target: t})
 			continue
 		}
 		r, err := g.CheckRead(sp)
 		if err != nil {
-			return nil, guardErr(err)
+			return guardErr(err)
 		}
-		if err := pl.bind(bwrap.ROBind, r, sp); err != nil {
-			return nil, setupErr("cannot open "+sp, err.Error(), "check the host's root file system")
-		}
+		f.system = append(f.system, systemFact{path: sp, res: r})
 	}
+	return nil
+}
 
-	pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.Proc, Dst: "/proc", FD: -1})
+// gatherProc learns which of procReadOnly and procHidden the host's /proc
+// has, and which of the latter are directories.
+func (f *hostFacts) gatherProc() {
 	for _, pp := range procReadOnly {
 		if _, err := os.Stat(pp); err == nil {
-			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: pp, Dst: pp, FD: -1})
+			f.procRO = append(f.procRO, pp)
 		}
 	}
 	for _, pp := range procHidden {
-		fi, err := os.Stat(pp)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			pl.mounts = append(pl.mounts,
-				bwrap.Mount{Kind: bwrap.Tmpfs, Dst: pp, FD: -1, Size: 4096},
-				bwrap.Mount{Kind: bwrap.RemountRO, Dst: pp, FD: -1})
-		} else {
-			pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: pp, FD: -1})
+		if fi, err := os.Stat(pp); err == nil {
+			f.procHide = append(f.procHide, procFact{path: pp, dir: fi.IsDir()})
 		}
 	}
-	pl.addOwnMounts(p, sizeOption)
-
-	for _, src := range p.Read {
-		if err := pl.addRead(g, src, uid, gid, searchable, defaultScanLimits); err != nil {
-			return nil, err
-		}
-	}
-	for _, w := range writable {
-		if err := accessibleAs(w.Path, uid, gid, true, searchable); err != nil {
-			return nil, err
-		}
-		if err := pl.bind(bwrap.Bind, w, w.Path); err != nil {
-			return nil, setupErr("cannot open writable dir "+w.Path, err.Error(), "pass a directory that exists")
-		}
-	}
-	if err := pl.protect(p, g); err != nil {
-		return nil, err
-	}
-	if err := pl.coverWritable(defaultScanLimits); err != nil {
-		return nil, err
-	}
-	return pl, nil
 }
 
 // accessibleAs checks, from mode bits, that uid/gid can reach p (search on

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -32,11 +31,50 @@ type protection struct {
 	walk    WalkReport
 }
 
+// gatherProtect gathers what the protect layout needs: the git
+// directories, .git files and .git links under the writable dirs (the
+// walk), the kind of every path the layout asks about (recorded as it
+// asks, never following a link) and the resolution of every path it binds
+// onto itself, vetted like any bind destination.
+func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string) error {
+	finds := findGit(writable)
+	pf := &f.prot
+	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
+	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}
+	for _, l := range finds.links {
+		pf.links[l], _ = os.Readlink(l)
+	}
+	record := func(p string) entryKind {
+		k := lstatKind(p)
+		pf.kinds[p] = k
+		if k == kindLink {
+			pf.links[p], _ = os.Readlink(p)
+		}
+		return k
+	}
+	acts, err := protectActs(p, writable, *pf, record)
+	if err != nil {
+		return err
+	}
+	for _, a := range acts {
+		if a.Op == opWatch {
+			continue
+		}
+		r, err := resolveSelf(g, a.Path)
+		if err != nil {
+			return guardErr(err)
+		}
+		pf.self[a.Path] = r
+	}
+	f.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
+	return nil
+}
+
 // splitOwn divides the writable directories into those whose protected
 // names (.bashrc, .npmrc, .mcp.json, ...) are held, watched and
-// neutralised, and sandbox-run's own state dirs (pl.own: sessions' homes,
-// shared caches), whose names are not. No host tool reads those names
-// there: the dirs lie 0700 in sandbox-run's data directory, which no
+// neutralised, and sandbox-run's own state dirs among them (own: sessions'
+// homes, shared caches), whose names are not. No host tool reads those
+// names there: the dirs lie 0700 in sandbox-run's data directory, which no
 // workdir or --write may expose, and what reads them is later runs of the
 // same session or sandbox uid, as trusted as the run that wrote them (a
 // poisoned .bashrc there reaches those runs, as a poisoned cache entry
@@ -44,9 +82,9 @@ type protection struct {
 // link from the workdir into a session's home would otherwise hand host
 // git a repository the command configured. A --home DIR is the caller's
 // own directory, which host tools may read, and stays protected.
-func (pl *plan) splitOwn() (named, own []string) {
-	for _, w := range pl.writable {
-		if slices.Contains(pl.own, w) {
+func splitOwn(writable, ownDirs []string) (named, own []string) {
+	for _, w := range writable {
+		if slices.Contains(ownDirs, w) {
 			own = append(own, w)
 		} else {
 			named = append(named, w)
@@ -55,69 +93,38 @@ func (pl *plan) splitOwn() (named, own []string) {
 	return named, own
 }
 
-// protect lays out and binds the protected paths of p (see protectLayout):
-// its names in the writable directories but sandbox-run's own (splitOwn),
-// and the held parts of every git directory found in any of them.
-func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
-	named, own := pl.splitOwn()
+// protectActs refuses a protected path outside every writable dir and a
+// .git that is a symbolic link, and lays out the protected paths (see
+// protectLayout; names only outside sandbox-run's own dirs, splitOwn) with
+// kindOf. It is pure when kindOf is.
+func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf func(string) entryKind) ([]holdAction, error) {
+	named, own := splitOwn(writable, pf.own)
 	for _, name := range p.Protect {
 		if filepath.IsAbs(name) && !insideAny(name, named) {
 			why := "not inside a writable directory"
 			if insideAny(name, own) {
 				why = "it lies in a session's home or a shared cache, whose protected names sandbox-run does not hold (its own state, read by no host tool)"
 			}
-			return setupErr("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
+			return nil, setupErr("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
 		}
 	}
-	if len(own) > 0 {
-		pl.notes = append(pl.notes, "protected names are not held in sessions' homes and shared caches (no host tool reads them there): a .bashrc or .npmrc the command leaves there reaches later runs of the same session or cache; git directories there are held and stripped as anywhere")
-	}
-	finds := findGit(pl.writable)
-	pl.prot.walk = finds.report
-	for _, l := range finds.links {
-		t, _ := os.Readlink(l)
-		return setupErr("git directory "+l+" is a symbolic link (to "+t+")",
+	for _, l := range pf.gitLinks {
+		t := pf.links[l]
+		return nil, setupErr("git directory "+l+" is a symbolic link (to "+t+")",
 			"git follows it, and a link cannot be held read-only in place",
 			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
 	}
-	acts, err := layoutSplit(named, own, p.ProtectedNames(), finds)
+	acts, err := layoutSplit(named, own, p.ProtectedNames(), pf.gitDirs, pf.gitFiles, kindOf)
 	var le *LinkError
 	if errors.As(err, &le) {
-		t, _ := os.Readlink(le.Path)
-		return setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
+		t := pf.links[le.Path]
+		return nil, setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
 			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
 	}
 	if err != nil {
-		return setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+		return nil, setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
 	}
-	for _, a := range acts {
-		switch a.Op {
-		case opWatch:
-			pl.prot.watched = append(pl.prot.watched, a.Path)
-			continue
-		case opHold:
-			pl.protected = append(pl.protected, a.Path)
-		}
-		kind := bwrap.ROBind
-		if a.Op == opPin {
-			kind = bwrap.Bind
-		}
-		r, err := pl.resolveSelf(g, a.Path)
-		if err != nil {
-			return guardErr(err)
-		}
-		if err := pl.bind(kind, r, a.Path); err != nil {
-			return setupErr("cannot open protected path "+a.Path, err.Error(), "check the path")
-		}
-	}
-	pl.prot.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
-	for _, u := range p.Unprotect {
-		pl.notes = append(pl.notes, "warning: built-in protected path "+filepath.Clean(u)+" is not protected (the profile's unprotect)")
-	}
-	if !finds.report.Complete {
-		pl.notes = append(pl.notes, "warning: the walk for git directories was incomplete; a repository it did not reach is not held (see protect_walk.skipped)")
-	}
-	return nil
+	return acts, nil
 }
 
 // layoutSplit is protectLayout with names laid out in named only and git
@@ -125,30 +132,30 @@ func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
 // The two sets of actions concern disjoint trees (no writable directory
 // lies in sandbox-run's state, nor holds it), so bwrap may mount one set
 // after the other.
-func layoutSplit(named, own, names []string, finds *gitFinds) ([]holdAction, error) {
+func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(string) entryKind) ([]holdAction, error) {
 	if len(own) == 0 {
-		return protectLayout(named, names, finds.dirs, finds.files, lstatKind)
+		return protectLayout(named, names, gitDirs, gitFiles, kindOf)
 	}
 	var dirs, files [2][]string
-	for _, d := range finds.dirs {
+	for _, d := range gitDirs {
 		i := 0
 		if insideAny(d, own) {
 			i = 1
 		}
 		dirs[i] = append(dirs[i], d)
 	}
-	for _, f := range finds.files {
+	for _, f := range gitFiles {
 		i := 0
 		if insideAny(f, own) {
 			i = 1
 		}
 		files[i] = append(files[i], f)
 	}
-	acts, err := protectLayout(named, names, dirs[0], files[0], lstatKind)
+	acts, err := protectLayout(named, names, dirs[0], files[0], kindOf)
 	if err != nil {
 		return nil, err
 	}
-	more, err := protectLayout(own, nil, dirs[1], files[1], lstatKind)
+	more, err := protectLayout(own, nil, dirs[1], files[1], kindOf)
 	return append(acts, more...), err
 }
 

@@ -27,13 +27,13 @@ func TestLayoutSplit(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(home, ".profile")); err != nil {
 		t.Fatal(err)
 	}
-	pl := &plan{writable: []string{w, home}, own: []string{home}}
-	named, own := pl.splitOwn()
+	writable := []string{w, home}
+	named, own := splitOwn(writable, []string{home})
 	if !slices.Equal(named, []string{w}) || !slices.Equal(own, []string{home}) {
 		t.Fatalf("splitOwn = %v, %v", named, own)
 	}
-	finds := findGit(pl.writable)
-	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds)
+	finds := findGit(writable)
+	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds.dirs, finds.files, lstatKind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestLayoutSplit(t *testing.T) {
 	}
 	// Control: the same home as a named directory (a --home DIR) has its
 	// names held, and the link refused.
-	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds); err == nil {
+	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds.dirs, finds.files, lstatKind); err == nil {
 		t.Errorf("a link at %s/.profile was laid out in a named directory", home)
 	}
 }

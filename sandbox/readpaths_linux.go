@@ -56,10 +56,10 @@ type readScan struct {
 }
 
 // addRead vets the --read path src, refuses one that would cover the
-// sandbox's own mounts (at the spelling given or the one it resolves to),
-// searches it for sockets and FIFOs, binds it read-only where it was named
-// and binds /dev/null over each socket and FIFO found.
-func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim scanLimits) error {
+// sandbox's own mounts (at the spelling given or the one it resolves to)
+// or that is a socket or FIFO itself, and searches it for sockets and
+// FIFOs, which the layout covers with /dev/null where it binds src.
+func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim scanLimits) error {
 	if own, ok := readCoversOwn(src); ok {
 		return setupErr("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
 			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
@@ -68,26 +68,22 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 	if err != nil {
 		return guardErr(err)
 	}
-	if !r.Exists {
-		return setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
-	}
-	if own, ok := readCoversOwn(r.Path); ok {
-		return setupErr("--read "+src, "resolves to "+r.Path+", which is or holds the host's "+own,
-			"pass the directories the command needs (e.g. --read /srv/data)")
+	if err := vetRead(src, r); err != nil {
+		return err
 	}
 	if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
 		return err
 	}
-	res, seen := pl.scan.done[r.Path]
+	res, seen := f.scan.done[r.Path]
 	if !seen {
-		lim.usedEntries, lim.usedCovered = pl.scan.entries, len(pl.scan.covered)
+		lim.usedEntries, lim.usedCovered = f.scan.entries, len(f.scan.covered)
 		res, err = scanSpecial(r.Path, lim)
-		pl.scan.entries += res.entries
-		pl.scan.elapsed += res.elapsed
-		if pl.scan.done == nil {
-			pl.scan.done = map[string]scanResult{}
+		f.scan.entries += res.entries
+		f.scan.elapsed += res.elapsed
+		if f.scan.done == nil {
+			f.scan.done = map[string]scanResult{}
 		}
-		pl.scan.done[r.Path] = res
+		f.scan.done[r.Path] = res
 	}
 	if err != nil {
 		return setupErr("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+errText(err),
@@ -97,20 +93,12 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 		return setupErr("--read "+src, "is a "+res.found[0].kind+": a read-only bind still lets the command talk to what is behind it",
 			"drop --read "+src+"; handing a socket or FIFO in is not supported")
 	}
-	// Mounted where the caller named it; the source is the checked inode.
-	if err := pl.bind(bwrap.ROBind, r, src); err != nil {
-		return setupErr("cannot open --read "+src, err.Error(), "pass a path that exists")
-	}
-	for _, f := range res.found {
-		// Covered again when the path is named again: the second bind
-		// of it lies over the first one's covers.
-		dst := filepath.Join(src, f.rel)
-		pl.mounts = append(pl.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
-		if !slices.Contains(pl.scan.covered, dst) {
-			pl.scan.covered = append(pl.scan.covered, dst)
+	for _, sf := range res.found {
+		if dst := filepath.Join(src, sf.rel); !slices.Contains(f.scan.covered, dst) {
+			f.scan.covered = append(f.scan.covered, dst)
 		}
 	}
-	pl.readOnly = append(pl.readOnly, src)
+	f.reads = append(f.reads, readFact{name: src, res: r, found: res.found})
 	return nil
 }
 
@@ -121,20 +109,20 @@ func (pl *plan) addRead(g *pathguard.Guard, src string, uid, gid int, searchable
 // directory of /dev until then, gets a tmpfs of its own with a size. The
 // root, bwrap's unsized tmpfs, is made read-only last. Without bwrap's
 // --size neither /tmp nor /dev/shm has a ceiling, and the report says so.
-func (pl *plan) addOwnMounts(p policy.Policy, sizeOption bool) {
-	pl.mounts = append(pl.mounts,
+func (l *layout) addOwnMounts(p policy.Policy, sizeOption bool) {
+	l.mounts = append(l.mounts,
 		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
 		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/dev/shm", FD: -1, Size: p.ShmSize},
 		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
-	pl.late = append(pl.late,
+	l.late = append(l.late,
 		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1},
 		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
 	how, tmp, shm := "tmpfs size= (bwrap --size)", p.TmpSize, p.ShmSize
 	if !sizeOption {
 		how, tmp, shm = "none: bwrap lacks --size", 0, 0
-		pl.notes = append(pl.notes, "/tmp and /dev/shm are not size-capped (bwrap lacks --size)")
+		l.notes = append(l.notes, "/tmp and /dev/shm are not size-capped (bwrap lacks --size)")
 	}
-	pl.tmpfs = append(pl.tmpfs,
+	l.tmpfs = append(l.tmpfs,
 		TmpfsReport{Path: "/tmp", Size: tmp, Enforced: how},
 		TmpfsReport{Path: "/dev/shm", Size: shm, Enforced: how},
 		TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"},

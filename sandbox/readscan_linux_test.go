@@ -266,18 +266,17 @@ func TestScanBudgetIsPerRun(t *testing.T) {
 	a, _ := specialTree(t)
 	b, _ := specialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{a, b}}.WithDefaults()
-	pl := &plan{}
+	f := &hostFacts{}
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
 		t.Fatal(err)
 	}
 	lim := scanLimits{entries: 10, depth: 64, covered: 64}
-	if err := pl.addRead(g, a, os.Getuid(), os.Getgid(), nil, lim); err != nil {
+	if err := f.addRead(g, a, os.Getuid(), os.Getgid(), nil, lim); err != nil {
 		t.Fatalf("first path, 7 of 10 entries: %v", err)
 	}
-	err = pl.addRead(g, b, os.Getuid(), os.Getgid(), nil, lim)
+	err = f.addRead(g, b, os.Getuid(), os.Getgid(), nil, lim)
 	if err == nil || !strings.Contains(err.Error(), "more than 10 directory entries in all") {
 		t.Fatalf("second path, 14 of 10 entries: %v, want the run-wide bound", err)
 	}
-	pl.close()
 }

@@ -77,15 +77,15 @@ func TestPlanWritableBounds(t *testing.T) {
 		{"within", scanLimits{entries: 100, depth: 64, covered: 5}, 2, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := &plan{writable: []string{w}}
-			pl.scan.covered = make([]string, tt.used)
-			err := pl.coverWritable(tt.lim)
+			f := &hostFacts{}
+			f.scan.covered = make([]string, tt.used)
+			err := f.scanWritable([]string{w}, nil, tt.lim)
 			var se *SetupError
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("within the bounds: %v", err)
-			case tt.want == "" && len(pl.wscan.covered) != 3:
-				t.Fatalf("covered %q, want 3", pl.wscan.covered)
+			case tt.want == "" && len(f.wscan.covered) != 3:
+				t.Fatalf("covered %q, want 3", f.wscan.covered)
 			case tt.want == "":
 			case !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(se.Fix, "narrower"):
 				t.Fatalf("error %v, want a setup error saying %q with a fix", err, tt.want)

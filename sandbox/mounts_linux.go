@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"path/filepath"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// hostFacts is what the mount layout needs to know of the host. It is
+// gathered by gatherFacts, which stats, resolves, searches and walks, and
+// read by layOut, which does none of that: the same facts give the same
+// mounts. Every path in it was vetted by pathguard when it was gathered.
+type hostFacts struct {
+	writable []pathguard.Resolution // the writable dirs, in the guard's order
+	system   []systemFact           // the systemPaths the host has, in order
+	procRO   []string               // the procReadOnly entries the host has
+	procHide []procFact             // the procHidden entries the host has
+	reads    []readFact             // one per --read path, in the policy's order
+	prot     protectFacts
+	gits     []gitID // the git directories, .git files and links, for the journal
+	// scan and wscan are the socket searches of the --read paths and of
+	// the writable dirs: what they cost, and (covered) the paths inside
+	// the sandbox to cover with /dev/null, in order and once each.
+	scan, wscan readScan
+}
+
+// systemFact is one system path the host has: a symbolic link (recreated
+// inside as the same link) or a vetted directory (bound read-only).
+type systemFact struct {
+	path   string
+	isLink bool
+	target string               // the link's target, as it spells it
+	res    pathguard.Resolution // when not a link
+}
+
+// procFact is one of procHidden the host has, and whether it is a
+// directory (covered by an empty read-only tmpfs) or a file (/dev/null).
+type procFact struct {
+	path string
+	dir  bool
+}
+
+// readFact is one --read path: as named (where it is mounted), its vetted
+// resolution (what is mounted) and the sockets and FIFOs found below it.
+type readFact struct {
+	name  string
+	res   pathguard.Resolution
+	found []specialFound
+}
+
+// protectFacts is what the protect layout reads: the kind of every path it
+// asks about (a path not in kinds is missing), the targets of the links
+// among them (for the refusal), the git directories, .git files and .git
+// links the walk found, and the resolutions of the paths bound onto
+// themselves.
+type protectFacts struct {
+	// own are sandbox-run's state dirs among the writable ones, whose
+	// protected names are not held (see splitOwn).
+	own               []string
+	kinds             map[string]entryKind
+	links             map[string]string
+	gitDirs, gitFiles []string
+	gitLinks          []string
+	self              map[string]pathguard.Resolution
+	walk              WalkReport
+}
+
+func (pf protectFacts) kindOf(p string) entryKind { return pf.kinds[p] }
+
+// bindSource is a vetted source the layout binds: by descriptor (the
+// plan opens res in the order of sources) when bwrap can, else by path.
+// what and fix word the setup error when it cannot be opened.
+type bindSource struct {
+	res       pathguard.Resolution
+	what, fix string
+}
+
+// layout is the mount list of one run and what the report says of it.
+type layout struct {
+	byFD   bool
+	fdBase int
+	mounts []bwrap.Mount
+	// late are mounts made after every other (before / is made read-only):
+	// remounts of the sandbox's own file systems.
+	late []bwrap.Mount
+	// sources are the binds made by descriptor, the k-th at fd fdBase+k;
+	// empty when byFD is false.
+	sources   []bindSource
+	writable  []string
+	readOnly  []string
+	protected []string
+	watched   []string
+	notes     []string
+	tmpfs     []TmpfsReport
+}
+
+// bind adds a bind of the vetted source r at dst: by the descriptor
+// number the plan will give r's opened file when bwrap can bind by
+// descriptor, else by r's path.
+func (l *layout) bind(kind bwrap.MountKind, r pathguard.Resolution, dst, what, fix string) {
+	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
+	if l.byFD {
+		m.FD = l.fdBase + len(l.sources)
+		l.sources = append(l.sources, bindSource{res: r, what: what, fix: fix})
+	}
+	l.mounts = append(l.mounts, m)
+}
+
+// cover binds /dev/null over dst (a socket or FIFO, a /proc file).
+func (l *layout) cover(dst string) {
+	l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
+}
+
+// layOut translates the policy and the host's facts into the mount list
+// for a bwrap with the features feat (BindFD and Size are read), binding
+// by descriptor from fdBase. It makes no system call.
+//
+// The order is the guarantee: system paths, /proc and its covers, the
+// sandbox's /dev and /tmp, each --read path (read-only) with its sockets
+// covered, the writable dirs (writable), the protected paths held onto
+// themselves (read-only) over them, and last the writable dirs' sockets
+// covered, so that no later bind lays the host's tree over a cover. The
+// late mounts (made last by the caller) make /dev and / read-only.
+func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*layout, error) {
+	l := &layout{byFD: feat.BindFD, fdBase: fdBase}
+	if !feat.BindFD {
+		l.notes = append(l.notes, "binds by path: race window (bwrap lacks --ro-bind-fd)")
+	}
+	for _, w := range f.writable {
+		l.writable = append(l.writable, w.Path)
+	}
+	for _, s := range f.system {
+		if s.isLink {
+			l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: s.target, Dst: s.path, FD: -1})
+			continue
+		}
+		l.bind(bwrap.ROBind, s.res, s.path, "cannot open "+s.path, "check the host's root file system")
+	}
+	l.addProc(f)
+	l.addOwnMounts(p, feat.Size)
+	for _, r := range f.reads {
+		if err := vetRead(r.name, r.res); err != nil {
+			return nil, err
+		}
+		l.bind(bwrap.ROBind, r.res, r.name, "cannot open --read "+r.name, "pass a path that exists")
+		for _, s := range r.found {
+			// Covered again when the path is named again: the second
+			// bind of it lies over the first one's covers.
+			l.cover(filepath.Join(r.name, s.rel))
+		}
+		l.readOnly = append(l.readOnly, r.name)
+	}
+	for _, w := range f.writable {
+		l.bind(bwrap.Bind, w, w.Path, "cannot open writable dir "+w.Path, "pass a directory that exists")
+	}
+	if err := l.addProtected(p, f.prot); err != nil {
+		return nil, err
+	}
+	for _, dst := range f.wscan.covered {
+		l.cover(dst)
+	}
+	return l, nil
+}
+
+// addProc mounts a new /proc and covers its entries that act on the whole
+// host: read-only binds over procReadOnly, an empty read-only tmpfs over
+// each directory of procHidden and /dev/null over each file.
+func (l *layout) addProc(f *hostFacts) {
+	l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.Proc, Dst: "/proc", FD: -1})
+	for _, pp := range f.procRO {
+		l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: pp, Dst: pp, FD: -1})
+	}
+	for _, ph := range f.procHide {
+		if ph.dir {
+			l.mounts = append(l.mounts,
+				bwrap.Mount{Kind: bwrap.Tmpfs, Dst: ph.path, FD: -1, Size: 4096},
+				bwrap.Mount{Kind: bwrap.RemountRO, Dst: ph.path, FD: -1})
+			continue
+		}
+		l.cover(ph.path)
+	}
+}
+
+// addProtected binds the protected paths (see protectLayout): pinned
+// directories onto themselves writable, held paths read-only; missing
+// ones are watched, not mounted.
+func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
+	acts, err := protectActs(p, l.writable, pf, pf.kindOf)
+	if err != nil {
+		return err
+	}
+	for _, a := range acts {
+		switch a.Op {
+		case opWatch:
+			l.watched = append(l.watched, a.Path)
+			continue
+		case opHold:
+			l.protected = append(l.protected, a.Path)
+		}
+		kind := bwrap.ROBind
+		if a.Op == opPin {
+			kind = bwrap.Bind
+		}
+		r, ok := pf.self[a.Path]
+		if !ok || !r.Exists || r.Path != a.Path {
+			return setupErr("protected path "+a.Path, "changed while it was checked", "run again")
+		}
+		l.bind(kind, r, a.Path, "cannot open protected path "+a.Path, "check the path")
+	}
+	if _, own := splitOwn(l.writable, pf.own); len(own) > 0 {
+		l.notes = append(l.notes, "protected names are not held in sessions' homes and shared caches (no host tool reads them there): a .bashrc or .npmrc the command leaves there reaches later runs of the same session or cache; git directories there are held and stripped as anywhere")
+	}
+	for _, u := range p.Unprotect {
+		l.notes = append(l.notes, "warning: built-in protected path "+filepath.Clean(u)+" is not protected (the profile's unprotect)")
+	}
+	if !pf.walk.Complete {
+		l.notes = append(l.notes, "warning: the walk for git directories was incomplete; a repository it did not reach is not held (see protect_walk.skipped)")
+	}
+	return nil
+}
+
+// vetRead refuses a --read path that would cover the sandbox's own mounts,
+// at the spelling given or the one it resolves to, and one that does not
+// exist.
+func vetRead(src string, r pathguard.Resolution) error {
+	if own, ok := readCoversOwn(src); ok {
+		return setupErr("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
+			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
+	}
+	if !r.Exists {
+		return setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
+	}
+	if own, ok := readCoversOwn(r.Path); ok {
+		return setupErr("--read "+src, "resolves to "+r.Path+", which is or holds the host's "+own,
+			"pass the directories the command needs (e.g. --read /srv/data)")
+	}
+	return nil
+}
