@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -56,8 +55,10 @@ type llRun struct {
 	spec     landlockSpec
 	lim      limits.Plan
 	uid, gid int
-	tmp      string   // the run's TMPDIR, removed by close
-	missing  []string // protected paths absent when the run started
+	tmp      string             // the run's TMPDIR, removed by close
+	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
+	prot     protection
+	settled  bool
 	stop     context.CancelFunc
 	lns      []net.Listener
 	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
@@ -99,6 +100,7 @@ func (r *llRun) dryRun(cmd []string) {
 }
 
 func (r *llRun) close() {
+	r.settleProtected()
 	if r.stop != nil {
 		r.stop()
 	}
@@ -128,7 +130,7 @@ func (r *llRun) prepare(ctx context.Context, cmd []string) error {
 		return err
 	}
 	r.p = p
-	if err := r.checkProtected(); err != nil {
+	if err := r.protectPaths(); err != nil {
 		return err
 	}
 	ports, netEnv, mode, err := r.network(ctx)
@@ -158,23 +160,6 @@ func (r *llRun) prepare(ctx context.Context, cmd []string) error {
 	}
 	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: limits.EncodeRlimits(r.lim.Rlimits), Env: env}
 	r.buildReport(prog, mode, env)
-	return nil
-}
-
-// checkProtected refuses a protected path that exists: beneath a writable
-// grant Landlock cannot take write access away. Missing ones are recorded
-// for removal after the run.
-func (r *llRun) checkProtected() error {
-	for _, pp := range r.p.ProtectedPaths() {
-		if _, err := os.Lstat(pp); err == nil {
-			return &SetupError{What: "--sandbox landlock cannot hold protected path " + pp,
-				Why: "Landlock grants are additive beneath a writable directory, so the command could change it",
-				Fix: "use --sandbox bwrap, or run in a directory without it"}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return setupErr("cannot inspect protected path "+pp, err.Error(), "check the directory's permissions")
-		}
-		r.missing = append(r.missing, pp)
-	}
 	return nil
 }
 
@@ -375,13 +360,16 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 		{Name: "environment_cleared", Configured: true},
 		{Name: "descriptors_closed", Configured: true},
 		{Name: "subreaper", Configured: true, Detail: "setsid and double-forked descendants are found and ended with the run"},
-		{Name: "protected_paths", Configured: true, Detail: "none existed (the run is refused otherwise); any created during the run is removed when it ends"},
+		r.protectedReport(),
 		{Name: "signal_scope", Configured: rs.Scoped},
 		{Name: "network_by_port", Configured: rs.Network},
 	}
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "namespace:ipc", "capabilities_dropped"} {
 		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
 	}
+	rep.Watched, rep.Copied = r.prot.watched, heldPaths(r.prot.held)
+	rep.ProtectWalk = &r.prot.walk
+	rep.Quarantined = r.pend.started
 	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.EnvironmentDigest = environmentDigest(&rep)
@@ -468,7 +456,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	auditEvent(r.opts.Audit, rep.RunID, "run_start", map[string]any{"tier": 1, "mechanism": "landlock", "command": cmd[0],
 		"network": rep.Network, "allow_hosts": r.p.AllowHosts, "landlock_abi": rep.Landlock.ABI})
 	code, cause, err := r.wait(ctx, c)
-	r.removeCreatedProtected()
+	r.settleProtected()
 	rep.Exit = classify(code, cause)
 	end := map[string]any{"exit": code}
 	if r.px != nil {
@@ -533,22 +521,6 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, string, error) {
 	default:
 	}
 	return code, "", nil
-}
-
-// removeCreatedProtected removes the protected paths the command created
-// during the run (none existed when it started) and notes each.
-func (r *llRun) removeCreatedProtected() {
-	for _, pp := range r.missing {
-		if _, err := os.Lstat(pp); err != nil {
-			continue
-		}
-		note := "protected path " + pp + " was created during the run and is removed"
-		if err := os.RemoveAll(pp); err != nil {
-			note = "protected path " + pp + " was created during the run and could not be removed: " + err.Error()
-		}
-		r.report.Notes = append(r.report.Notes, note)
-		r.report.Protected = append(r.report.Protected, pp)
-	}
 }
 
 // killTree kills pid's process group and every confined child of

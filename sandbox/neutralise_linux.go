@@ -29,8 +29,11 @@ type quarantine struct {
 // writable directories with no live run: every watched path that now exists
 // (or a link on the way to it) is quarantined, every git directory that did
 // not exist at its start is stripped, and a .git link made since is
-// quarantined.
+// quarantined. Last, every snapshotted path that changed is quarantined
+// and put back (restoreHeld): after the stripping, so that a git
+// directory's held parts end as they were at the start.
 func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
+	defer q.restoreHeld(j)
 	q.run = j.RunID
 	for _, p := range j.Watched {
 		if w := owner(p, j.Writable); w != "" {

@@ -29,33 +29,48 @@ type protection struct {
 	watched []string // protected paths missing at start
 	gits    []gitID  // git directories, .git files and .git links at start
 	walk    WalkReport
+	// held and snapDir: existing protected paths kept as snapshots, by a
+	// mechanism that cannot hold them read-only (landlock).
+	held    []heldCopy
+	snapDir string
+}
+
+// protectActions walks writable for git directories and lays out the
+// protected paths of p (see protectLayout), refusing a link where one
+// would be followed.
+func protectActions(p policy.Policy, writable []string) ([]holdAction, *gitFinds, error) {
+	for _, name := range p.Protect {
+		if filepath.IsAbs(name) && !insideAny(name, writable) {
+			return nil, nil, setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
+		}
+	}
+	finds := findGit(writable)
+	for _, l := range finds.links {
+		t, _ := os.Readlink(l)
+		return nil, nil, setupErr("git directory "+l+" is a symbolic link (to "+t+")",
+			"git follows it, and a link cannot be held read-only in place",
+			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
+	}
+	acts, err := protectLayout(writable, p.ProtectedNames(), finds.dirs, finds.files, lstatKind)
+	var le *LinkError
+	if errors.As(err, &le) {
+		t, _ := os.Readlink(le.Path)
+		return nil, nil, setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
+			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
+	}
+	if err != nil {
+		return nil, nil, setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+	}
+	return acts, finds, nil
 }
 
 // protect lays out and binds the protected paths of p (see protectLayout).
 func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
-	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !insideAny(name, pl.writable) {
-			return setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
-		}
-	}
-	finds := findGit(pl.writable)
-	pl.prot.walk = finds.report
-	for _, l := range finds.links {
-		t, _ := os.Readlink(l)
-		return setupErr("git directory "+l+" is a symbolic link (to "+t+")",
-			"git follows it, and a link cannot be held read-only in place",
-			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
-	}
-	acts, err := protectLayout(pl.writable, p.ProtectedNames(), finds.dirs, finds.files, lstatKind)
-	var le *LinkError
-	if errors.As(err, &le) {
-		t, _ := os.Readlink(le.Path)
-		return setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
-			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
-	}
+	acts, finds, err := protectActions(p, pl.writable)
 	if err != nil {
-		return setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+		return err
 	}
+	pl.prot.walk = finds.report
 	for _, a := range acts {
 		switch a.Op {
 		case opWatch:
@@ -117,18 +132,38 @@ type pendingProtection struct {
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
 func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+	var pl *plan
+	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
+		var err error
+		if pl, err = mk(); err != nil {
+			return nil, protection{}, nil, err
+		}
+		return pl.writable, pl.prot, pl.close, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	pl.quarantined = pend.started
+	return pl, pend, nil
+}
+
+// startJournal is startProtection for any mechanism: under the journal
+// lock it settles ended runs, sets the run up through mk (its writable
+// directories, its protection and how to undo the set-up) and records the
+// run's journal.
+func startJournal(cache, runID string, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
 	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache)}
 	if pend.jdir == "" {
-		pl, err := mk()
+		writable, pr, _, err := mk()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		pend.own = &journal{RunID: runID, Writable: pl.writable, Watched: pl.prot.watched, Gits: pl.prot.gits}
-		return pl, pend, nil
+		pend.own = &journal{RunID: runID, Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
+		return pend, nil
 	}
 	unlock, err := lockJournals(pend.jdir)
 	if err != nil {
-		return nil, nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
+		return nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
 			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own, writable and reached without a symbolic link, or point XDG_CACHE_HOME at one that is")
 	}
 	defer unlock()
@@ -136,16 +171,15 @@ func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, err
 	settleJournals(pend.jdir, "", q)
 	settleJournals(legacyJournalDir(cache), "", q)
 	pend.started = q.items
-	pl, err := mk()
+	writable, pr, undo, err := mk()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pl.quarantined = pend.started
-	if pend.jpath, err = writeJournal(pend.jdir, runID, pl.writable, pl.prot); err != nil {
-		pl.close()
-		return nil, nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+	if pend.jpath, err = writeJournal(pend.jdir, runID, writable, pr); err != nil {
+		undo()
+		return nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
 	}
-	return pl, pend, nil
+	return pend, nil
 }
 
 func (pend *pendingProtection) quarantine() *quarantine {
