@@ -65,7 +65,8 @@ func TestLandlockWhereBwrapIsRefused(t *testing.T) {
 // below landlock.MinABI (make test-vm boots Debian 12's 6.1, ABI 2):
 // --sandbox landlock is refused with exit 125 and the reason, while bwrap
 // runs the same command (the control: the refusal is Landlock's ABI, not
-// the host), and check lists landlock as not available with that reason.
+// the host), and check --sandbox landlock fails with that reason and lists
+// landlock as not available.
 // Elsewhere it is unavailable (a failure under
 // SANDBOX_REQUIRE_OLD_LANDLOCK=1).
 func TestLandlockRefusedBelowMinABI(t *testing.T) {
@@ -130,14 +131,12 @@ func TestLandlockRefusedBelowMinABI(t *testing.T) {
 	if it := its["sandbox"]; code == 0 || it.Status != "fail" || !strings.Contains(it.Summary, reason) {
 		t.Errorf("check --sandbox landlock: exit %d, sandbox item %+v", code, it)
 	}
-	unavailable := func(what string, it checkItem) {
-		if !strings.Contains(it.Summary, "--sandbox landlock is not available") || !strings.Contains(it.Summary, reason) {
-			t.Errorf("%s: landlock item %+v", what, it)
-		}
+	// Its landlock item is the one plain check lists (check's
+	// landlockItem); plain check is left out here: its bwrap probes take
+	// minutes under make test-vm's emulation.
+	if it := its["landlock"]; !strings.Contains(it.Summary, "--sandbox landlock is not available") || !strings.Contains(it.Summary, reason) {
+		t.Errorf("check --sandbox landlock: landlock item %+v", it)
 	}
-	unavailable("check --sandbox landlock", its["landlock"])
-	its, _ = items("check", "--json")
-	unavailable("check", its["landlock"])
 }
 
 // checkItem is the part of check --json's items the landlock tests read.
