@@ -206,6 +206,7 @@ func settleJournals(dir, self string, q *quarantine) {
 		}
 	}
 	walks := map[string]*gitFinds{}
+	var settle []*journal
 	for _, j := range over {
 		if overlaps(j, live) {
 			if !j.Ended {
@@ -214,6 +215,10 @@ func settleJournals(dir, self string, q *quarantine) {
 			}
 			continue
 		}
+		settle = append(settle, j)
+	}
+	q.earliest = earliestCopies(settle)
+	for _, j := range settle {
 		sweepPlaceholders(j.Placeholders)
 		key := strings.Join(j.Writable, "\x00")
 		if walks[key] == nil {

@@ -23,6 +23,9 @@ type quarantine struct {
 	run   string
 	items []Quarantined
 	made  bool
+	// earliest is, per snapshotted path, its earliest copy among the
+	// journals settled together (see restoreHeld).
+	earliest map[string]int64
 }
 
 // neutralise handles the journal of a run that has ended and shares its

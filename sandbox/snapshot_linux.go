@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -36,6 +37,24 @@ import (
 type heldCopy struct {
 	Path string `json:"path"`
 	Copy string `json:"copy"`
+	// Taken is when the copy was made (Unix nanoseconds): of runs that
+	// overlapped, a later one copied what an earlier one's command may
+	// already have changed, so only the earliest copy is put back.
+	Taken int64 `json:"taken"`
+}
+
+// earliestCopies returns, per snapshotted path of js (journals settled
+// together), when its earliest copy was taken.
+func earliestCopies(js []*journal) map[string]int64 {
+	out := map[string]int64{}
+	for _, j := range js {
+		for _, h := range j.Held {
+			if t, ok := out[h.Path]; !ok || h.Taken < t {
+				out[h.Path] = h.Taken
+			}
+		}
+	}
+	return out
 }
 
 // Bounds of one run's snapshots: a protected path past them cannot be
@@ -77,7 +96,7 @@ func snapshot(dir string, paths []string) ([]heldCopy, error) {
 		if err := copyKeep(p, cp, b); err != nil {
 			return out, fmt.Errorf("%s: %w", p, err)
 		}
-		out = append(out, heldCopy{Path: p, Copy: cp})
+		out = append(out, heldCopy{Path: p, Copy: cp, Taken: time.Now().UnixNano()})
 	}
 	return out, nil
 }
@@ -232,6 +251,9 @@ func (q *quarantine) restoreHeld(j *journal) {
 		w := owner(h.Path, j.Writable)
 		if w == "" {
 			continue
+		}
+		if t, ok := q.earliest[h.Path]; ok && h.Taken > t {
+			continue // an earlier run's copy, settled alongside, is the one put back
 		}
 		left := snapMaxEntries
 		if sameTree(h.Path, h.Copy, &left) {
