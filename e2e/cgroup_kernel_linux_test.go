@@ -96,7 +96,7 @@ a = []
 for i in range(30):
     a.append(bytearray(10 << 20))
 print("held")
-'`, "--memory", "100M", "MemoryLimit"},
+'`, "--memory", "100M", "memory_limit"},
 		// 120 sleepers against a limit of 50 tasks, alive until all are
 		// started (a sampler cannot miss them, however slow the machine).
 		// A refused fork is retried after 50 ms, not fatal as in sh, so
@@ -118,7 +118,7 @@ print("held", len(kids), "refused", 120 - len(kids))
 for k in kids:
     os.kill(k, signal.SIGKILL)
     os.waitpid(k, 0)
-'`, "--pids", "50", "PidsLimit"},
+'`, "--pids", "50", "pids_limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,7 +69,7 @@ func TestForkBombStopsAtPids(t *testing.T) {
 			t.Errorf("started %d under --pids 50 (rlimit), exit %d (%q)", started, r.code, r.stderr)
 		}
 	case "cgroup", "sampled":
-		if rep.Exit.Class != "PidsLimit" || r.code != 137 {
+		if rep.Exit.Class != "pids_limit" || r.code != 137 {
 			t.Errorf("exit %d class %q, want 137 PidsLimit (%q)", r.code, rep.Exit.Class, r.stderr)
 		}
 	default:
@@ -100,7 +100,7 @@ for i in range(100):
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, class := limitRun(t, script, "--memory", "100M")
-			if class != "MemoryLimit" || r.code != 137 {
+			if class != "memory_limit" || r.code != 137 {
 				t.Fatalf("exit %d class %q, want 137 MemoryLimit (%q)", r.code, class, r.stderr)
 			}
 			m := usageRE.FindStringSubmatch(r.stderr)
@@ -120,7 +120,7 @@ func TestCPUTimeLimit(t *testing.T) {
 	needBwrap(t)
 	start := time.Now()
 	r, class := limitRun(t, `while :; do :; done`, "--cpu-time", "1s")
-	if class != "CpuLimit" {
+	if class != "cpu_limit" {
 		t.Errorf("exit %d class %q, want CpuLimit (%q)", r.code, class, r.stderr)
 	}
 	if time.Since(start) > 20*time.Second {

@@ -245,6 +245,7 @@ func gitVectors(marker string) []gitVector {
 		{name: "submodule config", setup: func(t *testing.T, repo string) {
 			src := filepath.Join(filepath.Dir(repo), filepath.Base(repo)+"-src")
 			os.MkdirAll(src, 0o755)
+			t.Cleanup(func() { os.RemoveAll(src) })
 			plain(t, src)
 			plain(t, repo)
 			hostGit(t, repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", src, "sm")

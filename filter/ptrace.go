@@ -49,23 +49,42 @@ func readPtraceScope(path string) (int, error) {
 // 1 or more: then a traced process can only be a descendant of the tracer
 // (or tracing needs CAP_SYS_PTRACE, or is off), so the command cannot
 // attach to sandbox-run's own init or to anything else it can see. Every
-// other case returns an error wrapping ErrPtraceRefused (and err, if any)
-// that says what was refused, why, and how to fix it. CheckPtrace is pure.
+// other case returns a *PtraceError (matching ErrPtraceRefused, wrapping
+// err if any) that says why and how to fix it. CheckPtrace is pure.
 func CheckPtrace(scope int, err error) error {
-	const fix = "or run without --ptrace"
+	const without = ", or run without --ptrace"
 	switch {
 	case errors.Is(err, ErrNoYama):
-		return fmt.Errorf("%w: the kernel has no Yama LSM (%s is absent), so nothing would stop the command "+
-			"from attaching to any process of its uid that it can see, such as sandbox-run's own init "+
-			"inside the sandbox; fix: boot a kernel with Yama (CONFIG_SECURITY_YAMA=y, yama in lsm=) "+
-			"and set kernel.yama.ptrace_scope=1, %s (%w)", ErrPtraceRefused, yamaPtraceScopePath, fix, err)
+		return &PtraceError{Err: err,
+			Reason: "the kernel has no Yama LSM (" + yamaPtraceScopePath + " is absent), so nothing would stop the command " +
+				"from attaching to any process of its uid that it can see, such as sandbox-run's own init inside the sandbox",
+			Fix: "boot a kernel with Yama (CONFIG_SECURITY_YAMA=y, yama in lsm=) and set kernel.yama.ptrace_scope=1" + without}
 	case err != nil:
-		return fmt.Errorf("%w: kernel.yama.ptrace_scope cannot be read, so it is not known to be 1 or more; "+
-			"fix: make %s readable, %s (%w)", ErrPtraceRefused, yamaPtraceScopePath, fix, err)
+		return &PtraceError{Err: err,
+			Reason: "kernel.yama.ptrace_scope cannot be read (" + err.Error() + "), so it is not known to be 1 or more",
+			Fix:    "make " + yamaPtraceScopePath + " readable" + without}
 	case scope < 1:
-		return fmt.Errorf("%w: kernel.yama.ptrace_scope is %d (classic ptrace), so the command could attach to "+
-			"any process of its uid that it can see, such as sandbox-run's own init inside the sandbox; "+
-			"fix: sysctl -w kernel.yama.ptrace_scope=1, %s", ErrPtraceRefused, scope, fix)
+		return &PtraceError{
+			Reason: fmt.Sprintf("kernel.yama.ptrace_scope is %d (classic ptrace), so the command could attach to "+
+				"any process of its uid that it can see, such as sandbox-run's own init inside the sandbox", scope),
+			Fix: "sysctl -w kernel.yama.ptrace_scope=1" + without}
 	}
 	return nil
 }
+
+// PtraceError is CheckPtrace's refusal: why --ptrace cannot be allowed
+// here and the fix. It matches ErrPtraceRefused; Err is what reading the
+// setting failed with, nil when it was read.
+type PtraceError struct {
+	Reason, Fix string
+	Err         error
+}
+
+func (e *PtraceError) Error() string {
+	return "--ptrace refused: " + e.Reason + "; fix: " + e.Fix
+}
+
+// Is matches ErrPtraceRefused.
+func (e *PtraceError) Is(target error) bool { return target == ErrPtraceRefused }
+
+func (e *PtraceError) Unwrap() error { return e.Err }

@@ -116,14 +116,8 @@ type Result struct {
 // sandbox. Serve does not close clientOut, and it may leave one goroutine
 // blocked reading clientIn until that reader ends.
 func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Reader, clientOut io.Writer, opts Options) (*Result, error) {
-	if err := opts.Validate(); err != nil {
+	if err := checkServe(server, opts); err != nil {
 		return nil, err
-	}
-	if opts.Sandbox.Stdin != nil || opts.Sandbox.Stdout != nil {
-		return nil, errors.New("mcp: Options.Sandbox.Stdin and Stdout must be nil: Serve connects them; fix: leave them unset")
-	}
-	if len(server) == 0 {
-		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name the MCP server after --"}
 	}
 	res := &Result{RunID: opts.RunID}
 	if res.RunID == "" {
@@ -142,40 +136,17 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
 	}
-
-	inR, inW, err := os.Pipe()
+	sp, err := newServerPipes()
 	if err != nil {
-		return nil, fmt.Errorf("mcp: pipe: %w", err)
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("mcp: pipe: %w", err)
-	}
-	defer outR.Close()
-	defer inW.Close() // the client half may still hold it, blocked on clientIn
-
-	aud.write(Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
-		Client: capString(opts.Client),
-		Allow:  opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
-		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests})
+	defer sp.outR.Close()
+	defer sp.inW.Close() // the client half may still hold it, blocked on clientIn
+	aud.write(startRecord(server, opts))
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sbOpts := opts.Sandbox
-	sbOpts.Stdin, sbOpts.Stdout = inR, outW
-	done := make(chan outcome, 1)
-	go func() {
-		sres, serr := sandbox.Run(runCtx, p, server, sbOpts)
-		r.setEndReason(endReason(sres, serr))
-		// The sandbox is gone: closing our copies lets the relay read the
-		// server's last messages and then EOF.
-		inR.Close()
-		outW.Close()
-		done <- outcome{sres, serr}
-	}()
-
+	done := startServer(runCtx, p, server, opts.Sandbox, sp, r)
 	// When the relay gives up on the session (a message it cannot relay
 	// safely), the server is ended at once: nothing it says can reach the
 	// client any more.
@@ -186,7 +157,6 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 		case <-runCtx.Done():
 		}
 	}()
-
 	killed := make(chan struct{})
 	clientEOF := func() {
 		t := time.NewTimer(grace)
@@ -200,12 +170,11 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	relayDone := make(chan error, 1)
 	go func() {
-		relayDone <- r.run(runCtx, streams{clientIn: clientIn, clientOut: clientOut, serverIn: inW, serverOut: outR},
+		relayDone <- r.run(runCtx, streams{clientIn: clientIn, clientOut: clientOut, serverIn: sp.inW, serverOut: sp.outR},
 			func() { go clientEOF() })
 	}()
 	o, rerr := waitSession(relayDone, done, grace, r, log)
 	cancel()
-
 	select {
 	case <-killed:
 		res.ShutdownKilled = true
@@ -222,6 +191,67 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	}
 	res.Sandbox = o.res
 	return res, sessionError(ctx, o.res, o.err, serr, rerr)
+}
+
+// checkServe refuses what Serve cannot run: invalid options, streams the
+// caller set that Serve connects itself, no server.
+func checkServe(server []string, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if opts.Sandbox.Stdin != nil || opts.Sandbox.Stdout != nil {
+		return errors.New("mcp: Options.Sandbox.Stdin and Stdout must be nil: Serve connects them; fix: leave them unset")
+	}
+	if len(server) == 0 {
+		return &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name the MCP server after --"}
+	}
+	return nil
+}
+
+// serverPipes are the server's stdin and stdout: the relay writes inW and
+// reads outR; the sandbox gets inR and outW.
+type serverPipes struct {
+	inR, inW, outR, outW *os.File
+}
+
+func newServerPipes() (*serverPipes, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcp: pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("mcp: pipe: %w", err)
+	}
+	return &serverPipes{inR: inR, inW: inW, outR: outR, outW: outW}, nil
+}
+
+// startRecord is the audit's mcp_start: the server, its label and the
+// rules in force.
+func startRecord(server []string, opts Options) Record {
+	return Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
+		Client: capString(opts.Client),
+		Allow:  opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
+		AllowResources: opts.Rules.AllowResources, DenyResources: opts.Rules.DenyResources, DenyFromServer: opts.DenyServerRequests}
+}
+
+// startServer runs the server in its sandbox on sp's ends; its outcome
+// arrives on the channel once the sandbox is gone.
+func startServer(ctx context.Context, p policy.Policy, server []string, sbOpts sandbox.Options, sp *serverPipes, r *relay) <-chan outcome {
+	sbOpts.Stdin, sbOpts.Stdout = sp.inR, sp.outW
+	done := make(chan outcome, 1)
+	go func() {
+		sres, serr := sandbox.Run(ctx, p, server, sbOpts)
+		r.setEndReason(endReason(sres, serr))
+		// The sandbox is gone: closing our copies lets the relay read the
+		// server's last messages and then EOF.
+		sp.inR.Close()
+		sp.outW.Close()
+		done <- outcome{sres, serr}
+	}()
+	return done
 }
 
 // outcome is how the sandbox ended.
@@ -272,8 +302,10 @@ func endRecord(sres *sandbox.Result, err, serr error) Record {
 func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr error) error {
 	var ee *sandbox.ExecError
 	switch {
-	case errors.As(err, &ee), errors.Is(err, sandbox.ErrTimeout):
+	case errors.As(err, &ee):
 		return err
+	case endedBy(sres, sandbox.ClassTimedOut), endedBy(sres, sandbox.ClassMechanismKilled):
+		return &SandboxEndError{Exit: *sres.Report.Exit}
 	case serr != nil:
 		return serr
 	case errors.Is(rerr, errServerEnded):
@@ -286,6 +318,25 @@ func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr err
 	return ctx.Err()
 }
 
+// SandboxEndError is a session that sandbox-run ended from outside the
+// server: the policy's timeout (it matches sandbox.ErrTimeout), or the
+// mechanism killed. Exit says which, and why.
+type SandboxEndError struct {
+	Exit sandbox.Exit
+}
+
+func (e *SandboxEndError) Error() string { return e.Exit.Reason }
+
+// Is matches sandbox.ErrTimeout for a session the timeout ended.
+func (e *SandboxEndError) Is(target error) bool {
+	return target == sandbox.ErrTimeout && e.Exit.Class == sandbox.ClassTimedOut
+}
+
+// endedBy says whether the sandbox's run ended with class c.
+func endedBy(res *sandbox.Result, c sandbox.ExitClass) bool {
+	return res != nil && res.Report.Exit != nil && res.Report.Exit.Class == c
+}
+
 // endReason says in a few words why the server stopped.
 func endReason(res *sandbox.Result, err error) string {
 	var ee *sandbox.ExecError
@@ -296,7 +347,7 @@ func endReason(res *sandbox.Result, err error) string {
 		return "the sandbox could not be set up: " + err.Error()
 	case res == nil:
 		return "it did not start"
-	case errors.Is(err, sandbox.ErrTimeout):
+	case endedBy(res, sandbox.ClassTimedOut):
 		return "the timeout ended it"
 	case res.ExitCode > 128:
 		return fmt.Sprintf("it was killed by signal %d", res.ExitCode-128)

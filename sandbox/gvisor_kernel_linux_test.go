@@ -227,9 +227,8 @@ func TestGvisorLimits(t *testing.T) {
 	start := time.Now()
 	res, err = Run(t.Context(), policy.Policy{Workdir: w, Sandbox: policy.ModeGvisor, Timeout: policy.Duration(10 * time.Second)},
 		[]string{"sleep", "120"}, Options{})
-	var te *TimeoutError
-	if d := time.Since(start); d > 60*time.Second || !errors.As(err, &te) || res == nil || res.ExitCode != ExitTimeout ||
-		res.Report.Exit == nil || res.Report.Exit.Class != "TimedOut" {
+	if d := time.Since(start); d > 60*time.Second || err != nil || res == nil || res.ExitCode != ExitTimeout ||
+		res.Report.Exit == nil || res.Report.Exit.Class != "timed_out" {
 		t.Errorf("timeout: after %v, %+v, %v", d, res, err)
 	}
 }

@@ -252,7 +252,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	r := g.report
 	switch {
 	case status != nil && status.Started:
-		r.Readback = status.Readback
+		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		r.Exit = classify(code, "")
 		if killed {
@@ -262,9 +262,9 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		}
 		return &Result{ExitCode: code, Report: r}, nil
 	case status != nil && (status.Exit == 126 || status.Exit == 127):
-		r.Readback = status.Readback
+		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		r.Exit = &Exit{Code: status.Exit, Class: map[int]string{126: "not_executable", 127: "not_found"}[status.Exit]}
+		r.Exit = &Exit{Code: status.Exit, Class: execClass(status.Exit)}
 		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: reasonOf(status.Error)}
 	case status != nil:
 		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")

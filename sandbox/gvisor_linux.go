@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -45,41 +46,35 @@ type gvRun struct {
 	status   net.Listener
 	report   Report
 	spec     gvisor.Bundle
-	undo     []func()
+	undo     cleanups
 	uid, gid int
+	res      *Result // what run returned, for the quarantine's lines
 }
 
-func (g *gvRun) cleanup() {
-	for i := len(g.undo) - 1; i >= 0; i-- {
-		g.undo[i]()
-	}
-	g.undo = nil
+func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return &gvRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func runGvisor(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	g := &gvRun{p: p, cmd: cmd, opts: opts}
-	defer g.cleanup()
-	if err := g.prepare(ctx); err != nil {
+func (g *gvRun) close(res *Result) {
+	g.res = res
+	g.undo.run()
+}
+
+func (g *gvRun) prepare(ctx context.Context) (*Report, error) {
+	if err := g.setUp(ctx); err != nil {
 		return nil, err
 	}
-	if opts.DryRun != nil {
-		b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
-		fmt.Fprintf(opts.DryRun, "argv: %s\nconfig.json:\n%s\n", strings.Join(quoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
-		return &Result{Report: g.report}, nil
-	}
-	auditEvent(opts.Audit, g.report.RunID, "run_start", map[string]any{"tier": 2, "mechanism": "gvisor", "command": cmd[0],
-		"network": g.nw.mode, "allow_hosts": p.AllowHosts})
-	res, err := g.launch(ctx)
-	end := map[string]any{}
-	if res != nil {
-		end["exit"] = res.ExitCode
-	}
-	if err != nil {
-		end["error"] = err.Error()
-	}
-	auditEvent(opts.Audit, g.report.RunID, "run_end", end)
-	return res, err
+	return &g.report, nil
 }
+
+// describe prints runsc's command line and the bundle's config.json,
+// values redacted.
+func (g *gvRun) describe(w io.Writer) {
+	b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
+	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(quoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
+}
+
+func (g *gvRun) run(ctx context.Context) (*Result, error) { return g.launch(ctx) }
 
 // redactSpec hides the values of the command's variables in a dry run.
 func redactSpec(b []byte, env []string) string {
@@ -137,7 +132,7 @@ func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
 	return p.UID, p.GID, false, nil
 }
 
-func (g *gvRun) prepare(ctx context.Context) error {
+func (g *gvRun) setUp(ctx context.Context) error {
 	p := g.p
 	// Refusals of the policy first: the same with or without runsc.
 	if g.opts.Terminal != nil {
@@ -188,7 +183,8 @@ func (g *gvRun) prepare(ctx context.Context) error {
 		return err
 	}
 	g.pl = pl
-	g.undo = append(g.undo, func() { pend.finish(nil, g.opts.Stderr) })
+	stderr := g.opts.Stderr
+	g.undo.push(func() { pend.finish(g.res, stderr) })
 	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
@@ -202,13 +198,13 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		return err
 	}
 	g.nw = nw
-	g.undo = append(g.undo, nw.close)
+	g.undo.push(nw.close)
 	ln, statusPath, err := nw.listen("status.sock", hostUID, hostGID, !rootless)
 	if err != nil {
 		return err
 	}
 	g.status = ln
-	g.undo = append(g.undo, func() { ln.Close() })
+	g.undo.push(func() { ln.Close() })
 	if err := g.makeDir(); err != nil {
 		return err
 	}
@@ -288,7 +284,7 @@ func (g *gvRun) makeDir() error {
 		return setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 	}
 	g.dir, g.bundle = dir, filepath.Join(dir, "bundle")
-	g.undo = append(g.undo, func() { os.RemoveAll(dir) })
+	g.undo.push(func() { os.RemoveAll(dir) })
 	for _, d := range []string{g.bundle, filepath.Join(dir, "state")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return setupErr("cannot create "+d, err.Error(), "check that $TMPDIR is writable")

@@ -3,12 +3,11 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func runGvisor(context.Context, policy.Policy, []string, Options) (*Result, error) {
+func gvisorMechanism(policy.Policy, []string, Options) (mechanism, error) {
 	return nil, fmt.Errorf("sandbox: gvisor (tier 2) exists only on Linux (%w); fix: use --sandbox auto on this platform", ErrUnsupported)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -49,6 +50,7 @@ func landlockABI() int {
 // llRun is one landlock run's state, built by prepare and undone by close.
 type llRun struct {
 	p        policy.Policy
+	cmd      []string
 	opts     Options
 	report   Report
 	rs       *landlock.Ruleset
@@ -58,38 +60,42 @@ type llRun struct {
 	tmp      string             // the run's TMPDIR, removed by close
 	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
 	prot     protection
-	settled  bool
 	stop     context.CancelFunc
 	lns      []net.Listener
 	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
 	pxDone   chan struct{} // closed when the built-in proxy has stopped
 }
 
-// runLandlock runs cmd under Landlock and the seccomp filter, without
-// namespaces: tier 1 with the losses landlock.Translate names, each in the
-// report. It refuses (exit 125) a kernel below landlock.MinABI, a network
-// below landlock.NetABI, and a protected path that exists in a writable
-// directory (Landlock cannot hold it read-only beneath a writable grant).
-func runLandlock(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	if opts.Terminal != nil {
-		return nil, setupErr("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
-	}
-	r := &llRun{p: p, opts: opts}
-	defer r.close()
-	if err := r.prepare(ctx, cmd); err != nil {
-		return nil, err
-	}
-	if opts.DryRun != nil {
-		r.dryRun(cmd)
-		return &Result{Report: r.report}, nil
-	}
-	return r.supervise(ctx, cmd)
+// landlockMechanism runs cmd under Landlock and the seccomp filter,
+// without namespaces: tier 1 with the losses landlock.Translate names, each
+// in the report. It refuses (exit 125) a kernel below landlock.MinABI and
+// a network below landlock.NetABI. Protected paths, which Landlock cannot
+// hold read-only beneath a writable grant, are copied and put back after
+// the run (landlock_protect_linux.go).
+func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-// dryRun writes what would run: the shim, the ruleset, the filter and
+func (r *llRun) prepare(ctx context.Context) (*Report, error) {
+	if r.opts.Terminal != nil {
+		return nil, setupErr("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+	}
+	if err := r.setUp(ctx, r.cmd); err != nil {
+		return nil, err
+	}
+	return &r.report, nil
+}
+
+func (r *llRun) run(ctx context.Context) (*Result, error) { return r.supervise(ctx, r.cmd) }
+
+func (r *llRun) auditStart() map[string]any {
+	return map[string]any{"landlock_abi": r.report.Landlock.ABI}
+}
+
+// describe writes what would run: the shim, the ruleset, the filter and
 // the environment's names (values are never printed).
-func (r *llRun) dryRun(cmd []string) {
-	w := r.opts.DryRun
+func (r *llRun) describe(w io.Writer) {
+	cmd := r.cmd
 	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(quoteAll(cmd), " "))
 	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
 	for _, rule := range r.rs.Rules {
@@ -99,8 +105,8 @@ func (r *llRun) dryRun(cmd []string) {
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
-func (r *llRun) close() {
-	r.settleProtected()
+func (r *llRun) close(res *Result) {
+	defer r.settleProtected(res)
 	if r.stop != nil {
 		r.stop()
 	}
@@ -114,18 +120,15 @@ func (r *llRun) close() {
 
 // prepare checks the host, decides the ruleset and builds the shim's spec
 // and the report; nothing of the command runs yet.
-func (r *llRun) prepare(ctx context.Context, cmd []string) error {
+func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	p := r.p
 	r.report.RunID = newRunID()
-	r.uid, r.gid = os.Getuid(), os.Getgid()
-	if os.Geteuid() == 0 {
-		r.uid, r.gid = p.UID, p.GID
-		if r.uid == 0 {
-			return &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-		}
+	var err error
+	if r.uid, r.gid, _, err = hostIDs(p); err != nil {
+		return err
 	}
 	// A session's home and the caches become writable dirs like any other.
-	p, _, err := prepareState(p, r.opts, r.uid, r.gid)
+	p, _, err = prepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
@@ -295,9 +298,9 @@ func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
 	}
 	if r.p.Ptrace {
-		if err := filter.CheckPtrace(filter.YamaPtraceScope()); err != nil {
-			return nil, &SetupError{What: "--ptrace refused", Why: strings.TrimPrefix(err.Error(), "filter: "),
-				Fix: "enable Yama with kernel.yama.ptrace_scope=1 (sysctl -w kernel.yama.ptrace_scope=1), or run without --ptrace"}
+		var pe *filter.PtraceError
+		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
+			return nil, &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
 	prog, err := filter.Assemble(arch, filter.Options{AllowPtrace: r.p.Ptrace, HostNamespaces: true, NoSockets: noSockets})
@@ -453,12 +456,8 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		c.Wait()
 		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
-	auditEvent(r.opts.Audit, rep.RunID, "run_start", map[string]any{"tier": 1, "mechanism": "landlock", "command": cmd[0],
-		"network": rep.Network, "allow_hosts": r.p.AllowHosts, "landlock_abi": rep.Landlock.ABI})
 	code, cause, err := r.wait(ctx, c)
-	r.settleProtected()
 	rep.Exit = classify(code, cause)
-	end := map[string]any{"exit": code}
 	if r.px != nil {
 		// Stopped first, so that every connection has ended and counted
 		// its bytes.
@@ -466,18 +465,13 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		<-r.pxDone
 		n := r.px.Counts()
 		rep.Egress = &EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
-		end["egress"] = rep.Egress
 	}
-	if err != nil {
-		end["error"] = err.Error()
-	}
-	auditEvent(r.opts.Audit, rep.RunID, "run_end", end)
 	return &Result{ExitCode: code, Report: *rep}, err
 }
 
 // wait waits for the command, relaying signals, holding the sampled
 // limits and ctx; then it ends every descendant.
-func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, string, error) {
+func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	pid := c.Process.Pid
 	over, err := sampleOff(ctx, pid, r.lim.Sample)
 	if err != nil {
@@ -515,7 +509,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, string, error) {
 	code := exitCode(c.ProcessState)
 	select {
 	case e := <-killed:
-		return code, limitClass(e.Kind), &LimitError{Exceeded: e}
+		return code, limitClass(e.Kind), &limitError{Exceeded: e}
 	case <-cancelled:
 		return code, "", ctxErr(ctx)
 	default:

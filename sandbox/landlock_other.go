@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -13,7 +12,7 @@ import (
 // landlockArg is the landlock shim's hidden mode; it exists only on Linux.
 const landlockArg = "__sandbox-landlock"
 
-func runLandlock(context.Context, policy.Policy, []string, Options) (*Result, error) {
+func landlockMechanism(policy.Policy, []string, Options) (mechanism, error) {
 	return nil, fmt.Errorf("sandbox: landlock exists only on Linux: %w", ErrUnsupported)
 }
 

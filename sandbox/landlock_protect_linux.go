@@ -62,18 +62,15 @@ func (r *llRun) protectPaths() error {
 	return nil
 }
 
-// settleProtected settles the run's journal once (see
-// pendingProtection.finish): what the command changed at a protected path
-// is quarantined, snapshots are put back, and each item is noted in the
-// report and on stderr.
-func (r *llRun) settleProtected() {
-	if r.pend == nil || r.settled {
-		return
+// settleProtected settles the run's journal once the command and its
+// descendants are gone (see pendingProtection.finish): what the command
+// changed at a protected path is quarantined, copies are put back, and
+// each item is added to res's report (nil: the command never ran) and
+// printed on stderr.
+func (r *llRun) settleProtected(res *Result) {
+	if r.pend != nil {
+		r.pend.finish(res, r.opts.Stderr)
 	}
-	r.settled = true
-	res := &Result{}
-	r.pend.finish(res, r.opts.Stderr)
-	r.report.Quarantined = append(r.report.Quarantined, res.Report.Quarantined...)
 }
 
 // protectedReport states how the protected paths were handled.

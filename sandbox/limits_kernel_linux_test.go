@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,7 +63,7 @@ func limitProbes() []limitProbe {
 		script:  `for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(24 << 20); print("held", flush=True); time.sleep(3)' & done; wait`,
 		reached: func(out string) bool { return strings.Count(out, "held") == 4 },
 		check: func(t *testing.T, method string, o probeOutcome) {
-			wantLimitError(t, o, limits.MemoryLimit)
+			wantLimitExit(t, o, limits.MemoryLimit)
 		},
 	}, {
 		name: "pids", set: func(p *policy.Policy) { p.Pids = probePids },
@@ -84,7 +83,7 @@ func limitProbes() []limitProbe {
 				}
 				return
 			}
-			wantLimitError(t, o, limits.PidsLimit)
+			wantLimitExit(t, o, limits.PidsLimit)
 		},
 	}, {
 		name: "cpu_time", set: func(p *policy.Policy) { p.CPUTime = policy.Duration(probeCPU) },
@@ -96,9 +95,9 @@ while time.process_time() < 0.6: pass
 print("spun", flush=True)' & done; wait`,
 		reached: func(out string) bool { return strings.Count(out, "spun") == 3 },
 		check: func(t *testing.T, method string, o probeOutcome) {
-			le := wantLimitError(t, o, limits.CpuLimit)
-			if le != nil && time.Duration(le.Exceeded.Usage) < probeCPU {
-				t.Errorf("CPU limit reported at %v, below the limit %v (not the sandbox's sum)", time.Duration(le.Exceeded.Usage), probeCPU)
+			e := wantLimitExit(t, o, limits.CpuLimit)
+			if e != nil && time.Duration(e.Usage) < probeCPU {
+				t.Errorf("CPU limit reported at %v, below the limit %v (not the sandbox's sum)", time.Duration(e.Usage), probeCPU)
 			}
 		},
 	}, {
@@ -136,25 +135,25 @@ except OSError as e:
 		script:  `sleep 8; echo slept`,
 		reached: func(out string) bool { return strings.Contains(out, "slept") },
 		check: func(t *testing.T, method string, o probeOutcome) {
-			if !errors.Is(o.err, ErrTimeout) || o.res == nil || o.res.ExitCode != ExitTimeout {
-				t.Fatalf("want a TimeoutError and exit 124: res %+v err %v", o.res, o.err)
+			if o.err != nil || o.res == nil || o.res.ExitCode != ExitTimeout || o.res.Report.Exit == nil || o.res.Report.Exit.Class != ClassTimedOut {
+				t.Fatalf("want exit 124, class timed_out and no error: res %+v err %v", o.res, o.err)
 			}
 		},
 	}}
 }
 
-// wantLimitError checks that the whole sandbox was ended for kind, and
-// returns the error.
-func wantLimitError(t *testing.T, o probeOutcome, kind limits.Kind) *LimitError {
+// wantLimitExit checks that the whole sandbox was ended for kind (a
+// command that ran: no error, the limit's class and a reason), and
+// returns the report's Exit.
+func wantLimitExit(t *testing.T, o probeOutcome, kind limits.Kind) *Exit {
 	t.Helper()
-	var le *LimitError
-	if !errors.As(o.err, &le) || le.Exceeded.Kind != kind {
-		t.Fatalf("want the sandbox ended by %s: err %v, out %q", kind, o.err, o.out)
+	if o.err != nil || o.res == nil || o.res.Report.Exit == nil {
+		t.Fatalf("want the sandbox ended by %s: res %+v err %v, out %q", kind, o.res, o.err, o.out)
 	}
-	if o.res == nil || o.res.Report.Exit == nil || o.res.Report.Exit.Class != limitClass(kind) {
-		t.Errorf("report exit %+v, want class %s", o.res, limitClass(kind))
+	if e := o.res.Report.Exit; e.Class != limitClass(kind) || !strings.Contains(e.Reason, "exceeded") {
+		t.Fatalf("report exit %+v, want class %s with its reason; out %q", e, limitClass(kind), o.out)
 	}
-	return le
+	return o.res.Report.Exit
 }
 
 // lastNumber is the last line of out that is a number, -1 if none.
@@ -299,7 +298,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	if n := lastNumber(o.out); n >= 3000 {
 		t.Fatalf("tier 0: the loop started %d processes past the default ceiling", n)
 	}
-	wantLimitError(t, o, limits.PidsLimit)
+	wantLimitExit(t, o, limits.PidsLimit)
 }
 
 // TestNProcCountsOnlyTheSandbox: the process ceiling held by RLIMIT_NPROC

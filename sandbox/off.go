@@ -2,9 +2,9 @@ package sandbox
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -18,79 +18,107 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// runOff runs tier 0: a plain process with the policy's environment and
-// nothing else of the caller's, in the workdir. It confines nothing else and
-// its report says so.
-func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	env, err := p.Environ(opts.LookupEnv)
+// offRun is tier 0: a plain process with the policy's environment and
+// nothing else of the caller's, in the workdir. It confines nothing else
+// and its report says so.
+type offRun struct {
+	p      policy.Policy
+	cmd    []string
+	opts   Options
+	env    []string
+	lim    limits.Plan
+	report Report
+}
+
+func (r *offRun) close(*Result) {}
+
+// describe prints nothing: tier 0 runs the command as it is.
+func (r *offRun) describe(io.Writer) {}
+
+func (r *offRun) prepare(context.Context) (*Report, error) {
+	p := r.p
+	env, err := p.Environ(r.opts.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	report := Report{Tier: 0, Mechanism: "none", Platform: platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
-		Writable: p.Writable(), Network: "host",
+	r.env = env
+	rep := Report{Tier: 0, Mechanism: "none", Platform: platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Writable: p.Writable(), Network: "host", RunID: newRunID(),
 		Notes: []string{"tier 0: no sandbox; the command has the caller's files, network and rights"}}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		report.EnvNames = append(report.EnvNames, k)
+		rep.EnvNames = append(rep.EnvNames, k)
 	}
-	sort.Strings(report.EnvNames)
-	report.RunID = newRunID()
-	report.Protections = []Protection{
+	sort.Strings(rep.EnvNames)
+	rep.Protections = []Protection{
 		{Name: "environment_cleared", Configured: true},
 		{Name: "own_session", Configured: true, Detail: "its process group is killed when it ends; a setsid child escapes that"},
 	}
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "seccomp", "capabilities_dropped", "protected_paths"} {
-		report.Protections = append(report.Protections, Protection{Name: n, Configured: false})
+		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
 	}
-	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	report.EnvironmentDigest = environmentDigest(&report)
-	if opts.DryRun != nil {
-		return &Result{Report: report}, nil
-	}
-	path, err := lookPathIn(cmd[0], env)
-	if err != nil {
-		code := 127
-		if errors.Is(err, os.ErrPermission) {
-			code = 126
-		}
-		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
-	}
+	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	// No user namespace: RLIMIT_NPROC would count every process of the
 	// caller's uid on the host, so pids are sampled (Env{} says so).
 	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
 	if samplerAvailable {
 		l.Pids = pidsCeiling(p)
 	}
-	lim, err := limits.NewPlan(l, limits.Env{})
-	if err != nil {
+	if r.lim, err = limits.NewPlan(l, limits.Env{}); err != nil {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
-	if lim.Sample != (limits.Limits{}) && !samplerAvailable {
+	if r.lim.Sample != (limits.Limits{}) && !samplerAvailable {
 		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
-	report.Limits = append(timeoutLimit(p), limitReport(lim)...)
-	report.EnvironmentDigest = environmentDigest(&report)
+	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	rep.EnvironmentDigest = environmentDigest(&rep)
+	r.report = rep
+	return &r.report, nil
+}
+
+// command is the process to start: the command itself, or the exec shim
+// that applies the rlimits to itself and becomes the command, so that
+// sandbox-run keeps its own.
+func (r *offRun) command(path string) (*exec.Cmd, error) {
+	cmd := r.cmd
 	c := exec.Command(path, cmd[1:]...)
 	c.Args[0] = cmd[0]
-	if len(lim.Rlimits) > 0 {
-		// The exec shim applies the rlimits to itself and becomes the
-		// command, so sandbox-run keeps its own.
+	if len(r.lim.Rlimits) > 0 {
 		self, err := os.Executable()
 		if err != nil {
 			return nil, setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
 		}
-		c = exec.Command(self, append([]string{initproc.ExecArg, limits.EncodeRlimits(lim.Rlimits), path}, cmd...)...)
+		c = exec.Command(self, append([]string{initproc.ExecArg, limits.EncodeRlimits(r.lim.Rlimits), path}, cmd...)...)
 		c.Args[0] = "sandbox-run"
 	}
-	c.Env = env
-	c.Dir = p.Workdir
-	c.Stdin, c.Stdout, c.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	c.Env = r.env
+	c.Dir = r.p.Workdir
+	c.Stdin, c.Stdout, c.Stderr = r.opts.Stdin, r.opts.Stdout, r.opts.Stderr
 	c.SysProcAttr = offSysProcAttr()
-	if err := c.Start(); err != nil {
-		return &Result{ExitCode: 126, Report: report}, &ExecError{Code: 126, Command: cmd[0], Reason: err.Error()}
+	return c, nil
+}
+
+func (r *offRun) run(ctx context.Context) (*Result, error) {
+	rep := r.report
+	path, err := lookPathIn(r.cmd[0], r.env)
+	if err != nil {
+		code := ExitNotFound
+		if errors.Is(err, os.ErrPermission) {
+			code = ExitNotExecutable
+		}
+		rep.Exit = &Exit{Code: code, Class: execClass(code)}
+		return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: r.cmd[0], Reason: "command not found"}
 	}
-	over, err := sampleOff(ctx, c.Process.Pid, lim.Sample)
+	c, err := r.command(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		rep.Exit = &Exit{Code: ExitNotExecutable, Class: ClassNotExecutable}
+		return &Result{ExitCode: ExitNotExecutable, Report: rep}, &ExecError{Code: ExitNotExecutable, Command: r.cmd[0], Reason: err.Error()}
+	}
+	over, err := sampleOff(ctx, c.Process.Pid, r.lim.Sample)
 	if err != nil {
 		// Fail closed: the report would claim a limit nobody holds.
 		killGroup(c.Process)
@@ -98,13 +126,32 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 		return nil, setupErr("cannot watch the command's sampled limits", err.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
+	killed, cancelled := r.supervise(ctx, c, over)
+	code := exitCode(c.ProcessState)
+	rep.Exit = classify(code, "")
+	select {
+	case e := <-killed:
+		rep.Exit = classify(code, limitClass(e.Kind))
+		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: e}
+	case <-cancelled:
+		// Ended because ctx was done; Run classifies its own timer.
+		return &Result{ExitCode: code, Report: rep}, ctxErr(ctx)
+	default:
+	}
+	return &Result{ExitCode: code, Report: rep}, nil
+}
+
+// supervise relays signals to the command's group and ends the group on
+// a limit or ctx, until the command has ended; then it ends what the
+// command left in its group. It says which of the two ended it, if any.
+func (r *offRun) supervise(ctx context.Context, c *exec.Cmd, over <-chan limits.Exceeded) (<-chan limits.Exceeded, <-chan struct{}) {
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)
 	cancelled := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
-			case s := <-opts.Signals:
+			case s := <-r.opts.Signals:
 				signalGroup(c.Process, s)
 			case e, ok := <-over:
 				over = nil
@@ -124,19 +171,8 @@ func runOff(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*
 	}()
 	c.Wait()
 	close(done)
-	killGroup(c.Process) // what the command left in its group
-	code := exitCode(c.ProcessState)
-	report.Exit = classify(code, "")
-	select {
-	case e := <-killed:
-		report.Exit = classify(code, limitClass(e.Kind))
-		return &Result{ExitCode: code, Report: report}, &LimitError{Exceeded: e}
-	case <-cancelled:
-		// Ended because ctx was done; Run classifies its own timer.
-		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
-	default:
-	}
-	return &Result{ExitCode: code, Report: report}, nil
+	killGroup(c.Process)
+	return killed, cancelled
 }
 
 func lookPathIn(name string, env []string) (string, error) {

@@ -27,10 +27,56 @@ type Protection struct {
 	Detail     string `json:"detail,omitempty"`
 }
 
-// Exit classifies how a run ended.
+// Exit classifies how a run ended. A report without one is of a run whose
+// command never started, or of a dry run.
 type Exit struct {
-	Code  int    `json:"code"`
-	Class string `json:"class"` // exited, signaled, TimedOut, MemoryLimit, PidsLimit, CpuLimit, not_found, not_executable
+	// Code is the exit status sandbox-run exits with (see ExitCode).
+	Code  int       `json:"code"`
+	Class ExitClass `json:"class"`
+	// Reason says in one line why sandbox-run ended the command (a limit,
+	// the timeout, ctx, the mechanism killed); "" when it ended on its own
+	// or could not be started.
+	Reason string `json:"reason,omitempty"`
+	// Usage and Limit are what the limit that ended the run measured and
+	// allowed (bytes of memory, tasks, nanoseconds of CPU time); 0 for
+	// any other end, or when the kernel ended it before a measure.
+	Usage int64 `json:"usage,omitempty"`
+	Limit int64 `json:"limit,omitempty"`
+}
+
+// ExitClass names how a run ended, in one style (snake case) across
+// mechanisms.
+type ExitClass string
+
+// The classes of Exit. Each maps to exit codes as ExitCode says.
+const (
+	ClassExited          ExitClass = "exited"           // the command's own status
+	ClassSignaled        ExitClass = "signaled"         // 128+N: a signal N that no limit explains
+	ClassTimedOut        ExitClass = "timed_out"        // 124: the policy's timeout ended the sandbox
+	ClassMemoryLimit     ExitClass = "memory_limit"     // 128+9: --memory ended the sandbox
+	ClassPidsLimit       ExitClass = "pids_limit"       // 128+9: --pids ended the sandbox
+	ClassCPULimit        ExitClass = "cpu_limit"        // 128+9 or 128+24: --cpu-time ended the sandbox
+	ClassNotFound        ExitClass = "not_found"        // 127: the command was not found inside
+	ClassNotExecutable   ExitClass = "not_executable"   // 126: found, but not executable inside
+	ClassMechanismKilled ExitClass = "mechanism_killed" // 125: the mechanism was killed from outside
+	ClassCancelled       ExitClass = "cancelled"        // the caller's ctx ended the sandbox (128+9)
+)
+
+// ExitCode is the table of the exit statuses sandbox-run itself gives (the
+// CLI contract): every other status is the command's own.
+const (
+	ExitSetup         = 125 // refused or not set up (the command never ran), or the mechanism killed
+	ExitNotExecutable = 126
+	ExitNotFound      = 127
+)
+
+// execClass is the class of a command that could not be started: code is
+// ExitNotExecutable or ExitNotFound.
+func execClass(code int) ExitClass {
+	if code == ExitNotExecutable {
+		return ClassNotExecutable
+	}
+	return ClassNotFound
 }
 
 // digestVersion names the canonical form hashed into EnvironmentDigest;
@@ -193,14 +239,14 @@ func verifyHostUID(ps []Protection, uid int) {
 }
 
 // classify names how the run ended.
-func classify(code int, class string) *Exit {
+func classify(code int, class ExitClass) *Exit {
 	if class != "" {
 		return &Exit{Code: code, Class: class}
 	}
 	if code > 128 && code < 128+65 {
-		return &Exit{Code: code, Class: "signaled"}
+		return &Exit{Code: code, Class: ClassSignaled}
 	}
-	return &Exit{Code: code, Class: "exited"}
+	return &Exit{Code: code, Class: ClassExited}
 }
 
 // limitReport lists each limit that was asked for and how it is enforced.
@@ -221,18 +267,18 @@ func limitReport(pl limits.Plan) []Limit {
 	return out
 }
 
-func limitClass(k limits.Kind) string {
+func limitClass(k limits.Kind) ExitClass {
 	switch k {
 	case limits.MemoryLimit:
-		return "MemoryLimit"
+		return ClassMemoryLimit
 	case limits.PidsLimit:
-		return "PidsLimit"
+		return ClassPidsLimit
 	case limits.CpuLimit:
-		return "CpuLimit"
+		return ClassCPULimit
 	case limits.TimedOut:
-		return "TimedOut"
+		return ClassTimedOut
 	}
-	return k.String()
+	return ExitClass(k.String())
 }
 
 // tmpfsSize is the ceiling ts names for the tmpfs at path, 0 when none.

@@ -67,9 +67,9 @@ func TestVerify(t *testing.T) {
 func TestClassify(t *testing.T) {
 	for _, tt := range []struct {
 		code  int
-		class string
-		want  string
-	}{{0, "", "exited"}, {3, "", "exited"}, {137, "", "signaled"}, {143, "TimedOut", "TimedOut"}, {255, "", "exited"}} {
+		class ExitClass
+		want  ExitClass
+	}{{0, "", ClassExited}, {3, "", ClassExited}, {137, "", ClassSignaled}, {143, ClassTimedOut, ClassTimedOut}, {255, "", ClassExited}} {
 		if got := classify(tt.code, tt.class); got.Class != tt.want || got.Code != tt.code {
 			t.Errorf("classify(%d,%q) = %+v, want %s", tt.code, tt.class, got, tt.want)
 		}

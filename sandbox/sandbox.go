@@ -109,11 +109,41 @@ import (
 var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
 
 // ErrSetup marks a sandbox that could not be set up; the command did not
-// run. It is the same sentinel as bwrap.ErrSetup.
-var ErrSetup = bwrap.ErrSetup
+// run. Every *SetupError matches it.
+var ErrSetup = errors.New("sandbox: setup failed")
 
-// SetupError says what failed, why and the fix, in one line.
-type SetupError = bwrap.SetupError
+// SetupError says what failed, why and the fix, in one line. Err, when
+// set, is the typed error of the package that found the cause (a
+// *bwrap.SetupError from bwrap's own diagnosis), reachable with errors.As.
+type SetupError struct {
+	What, Why, Fix string
+	Err            error
+}
+
+func (e *SetupError) Error() string {
+	s := e.What
+	if e.Why != "" {
+		s += ": " + e.Why
+	}
+	if e.Fix != "" {
+		s += "; fix: " + e.Fix
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// Is matches ErrSetup.
+func (e *SetupError) Is(target error) bool { return target == ErrSetup }
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
+func bwrapErr(err error) error {
+	var be *bwrap.SetupError
+	if errors.As(err, &be) {
+		return &SetupError{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
+	}
+	return err
+}
 
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
@@ -133,16 +163,16 @@ func (e *ExecError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
 }
 
-// KilledError means the mechanism itself (bwrap) died of a signal that
+// killedError means the mechanism itself (bwrap) died of a signal that
 // sandbox-run did not send and no limit explains: someone killed it. The
-// sandbox ended with it; the command's own status is lost. The Result that
-// comes with it holds exit status 125 and the report.
-type KilledError struct {
+// sandbox ended with it; the command's own status is lost (Run reports it
+// as ClassMechanismKilled, 125).
+type killedError struct {
 	Mechanism string
 	Signal    int
 }
 
-func (e *KilledError) Error() string {
+func (e *killedError) Error() string {
 	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
 }
 
@@ -150,12 +180,11 @@ func (e *KilledError) Error() string {
 // Timeout ended the run.
 var ErrTimeout = errors.New("sandbox: timed out")
 
-// TimeoutError means the policy's Timeout ended the whole sandbox: Run's own
-// timer fired, the command and everything it started were killed. The Result
-// that comes with it holds exit status 124 and a report whose exit class is
-// "TimedOut". When the timer fired before the command started, Run returns
-// the TimeoutError without a Result. A deadline or cancellation of the
-// caller's own ctx is not a TimeoutError: it surfaces as ctx's error.
+// TimeoutError means the policy's Timeout passed while the sandbox was
+// still being set up: the command never ran. (When it passes while the
+// command runs, Run returns no error: the report's exit class is
+// ClassTimedOut, its reason this error's text.) A deadline or cancellation
+// of the caller's own ctx is not a TimeoutError.
 type TimeoutError struct {
 	Timeout time.Duration
 	// Started is false when the timer fired while the sandbox was still
@@ -176,13 +205,13 @@ func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 // ExitTimeout is the exit status of a run that the policy's Timeout ended.
 const ExitTimeout = 124
 
-// LimitError means a resource limit ended the whole sandbox. The Result
-// that comes with it holds the exit status and the report.
-type LimitError struct {
+// limitError means a resource limit ended the whole sandbox (Run reports
+// it by the limit's class).
+type limitError struct {
 	Exceeded limits.Exceeded
 }
 
-func (e *LimitError) Error() string {
+func (e *limitError) Error() string {
 	k := e.Exceeded.Kind
 	s := fmt.Sprintf("%s exceeded", k)
 	switch {
@@ -310,8 +339,11 @@ type Report struct {
 	Egress *EgressCounts `json:"egress,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
-	FullFilesystems []string           `json:"full_filesystems,omitempty"`
-	Readback        *initproc.Readback `json:"readback,omitempty"`
+	FullFilesystems []string `json:"full_filesystems,omitempty"`
+	// Readback is what the sandbox's init read from inside; nil when the
+	// command never started or the mechanism reads nothing back (tier 0,
+	// seatbelt, landlock, which has its own in Landlock).
+	Readback *Readback `json:"readback,omitempty"`
 	// Protections lists each protection, configured and verified.
 	Protections []Protection `json:"protections"`
 	Limits      []Limit      `json:"limits,omitempty"`
@@ -326,6 +358,52 @@ type Report struct {
 	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+}
+
+// Readback is what the kernel told the sandbox's init from inside, just
+// before the command started.
+type Readback struct {
+	// PID is init's pid inside (1 with a PID namespace).
+	PID int `json:"pid"`
+	// UID and GID are the ids inside.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
+	NoNewPrivs int `json:"no_new_privs"`
+	// Seccomp is its Seccomp field (2: filter mode).
+	Seccomp int `json:"seccomp"`
+	// CapEff and CapBnd are the effective and bounding capability sets,
+	// hex as the kernel writes them ("0000000000000000": none).
+	CapEff string `json:"cap_eff"`
+	CapBnd string `json:"cap_bnd"`
+	// UIDMap is /proc/self/uid_map, "" when unread.
+	UIDMap string `json:"uid_map"`
+	// Namespaces maps a namespace's name to its link (net:[4026...]);
+	// nil when unread.
+	Namespaces map[string]string `json:"namespaces"`
+	// Kernel is what the kernel serving the command says it is; read only
+	// under gvisor (tier 2), nil otherwise.
+	Kernel *Kernel `json:"kernel,omitempty"`
+}
+
+// Kernel is the kernel as the command sees it: under gVisor, gVisor's.
+type Kernel struct {
+	Uname       string `json:"uname"`        // sysname release version machine
+	ProcVersion string `json:"proc_version"` // first line of /proc/version
+	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
+}
+
+// readbackOf is init's read-back as the report's; nil for nil.
+func readbackOf(rb *initproc.Readback) *Readback {
+	if rb == nil {
+		return nil
+	}
+	out := &Readback{PID: rb.PID, UID: rb.UID, GID: rb.GID, NoNewPrivs: rb.NoNewPrivs, Seccomp: rb.Seccomp,
+		CapEff: rb.CapEff, CapBnd: rb.CapBnd, UIDMap: rb.UIDMap, Namespaces: rb.Namespaces}
+	if k := rb.Kernel; k != nil {
+		out.Kernel = &Kernel{Uname: k.Uname, ProcVersion: k.ProcVersion, Dmesg: k.Dmesg}
+	}
+	return out
 }
 
 // LandlockReport is what --sandbox landlock set up.
@@ -417,15 +495,17 @@ func (o Options) logger() *slog.Logger {
 // Run runs cmd under p and returns when the command and everything it
 // started have ended.
 //
-// It returns an error wrapping policy.ErrInvalid, ErrUnsupported or ErrSetup
-// (and the command never ran) when the policy cannot be enforced as asked;
-// an *ExecError when the sandbox was set up but cmd could not be started;
-// otherwise a Result with the command's exit status. Cancelling ctx kills
-// the whole sandbox.
+// An error means the command never ran: one wrapping policy.ErrInvalid,
+// ErrUnsupported or ErrSetup when the policy cannot be enforced as asked;
+// an *ExecError when the sandbox was set up but cmd could not be started
+// (with a Result holding the report and 126 or 127); a *TimeoutError when
+// the policy's Timeout passed during set-up. When the command ran, the
+// error is nil and Result.Report.Exit says how it ended, by class: its own
+// status, a signal, the policy's Timeout (ExitTimeout, 124), a limit, ctx
+// cancelled (the whole sandbox is killed), or the mechanism killed from
+// outside; Exit.Reason says why in one line when sandbox-run ended it.
 //
-// Run enforces p.Timeout itself, for every mechanism: when it passes, the
-// whole sandbox is ended and Run returns a *TimeoutError (errors.Is
-// ErrTimeout) with a Result whose ExitCode is ExitTimeout (124).
+// Run enforces p.Timeout itself, for every mechanism.
 func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
 	if len(cmd) == 0 {
 		return nil, &policy.InvalidError{Field: "command", Reason: "empty", Fix: "name a command after --"}
@@ -449,7 +529,7 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
 			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
-	res, err := runTimed(ctx, p, cmd, opts)
+	res, err := outcome(runTimed(ctx, p, cmd, opts))
 	var ee *ExecError
 	if errors.As(err, &ee) {
 		shown := shownInside(p)
@@ -463,23 +543,7 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 
 // runTimed runs the policy's mechanism under the policy's timeout.
 func runTimed(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	var run func(context.Context, policy.Policy, []string, Options) (*Result, error)
-	switch p.Sandbox {
-	case policy.ModeOff:
-		run = runOff
-	case policy.ModeAuto:
-		run = runNative
-	case policy.ModeBwrap:
-		run = runBwrap
-	case policy.ModeSeatbelt:
-		run = runSeatbelt
-	case policy.ModeGvisor:
-		run = runGvisor
-	case policy.ModeLandlock:
-		run = runLandlock
-	default:
-		return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
-	}
+	run := runMechanism
 	if p.Timeout <= 0 || opts.DryRun != nil {
 		return run(ctx, p, cmd, opts)
 	}
@@ -507,8 +571,54 @@ func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*R
 		return nil, &TimeoutError{Timeout: d}
 	}
 	res.ExitCode = ExitTimeout
-	res.Report.Exit = &Exit{Code: ExitTimeout, Class: "TimedOut"}
-	return res, &TimeoutError{Timeout: d, Started: true}
+	te := &TimeoutError{Timeout: d, Started: true}
+	res.Report.Exit = &Exit{Code: ExitTimeout, Class: ClassTimedOut, Reason: te.Error()}
+	return res, te
+}
+
+// outcome turns what a mechanism returned into Run's contract: a command
+// that ran is a Result and no error, however it ended; the mechanisms'
+// own errors for such an end (a limit, the timer, ctx, the mechanism
+// killed) become the Exit's class and reason.
+func outcome(res *Result, err error) (*Result, error) {
+	if res == nil || err == nil {
+		return res, err
+	}
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		return res, err
+	}
+	exit := res.Report.Exit
+	if exit == nil {
+		exit = classify(res.ExitCode, "")
+		res.Report.Exit = exit
+	}
+	var te *TimeoutError
+	var le *limitError
+	var ke *killedError
+	switch {
+	case errors.As(err, &le):
+		exit.Reason, exit.Usage, exit.Limit = err.Error(), le.Exceeded.Usage, le.Exceeded.Limit
+	case errors.As(err, &te), errors.As(err, &ke):
+		exit.Reason = err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		exit.Class, exit.Reason = ClassCancelled, "cancelled ("+err.Error()+"); the whole sandbox was ended"
+	default:
+		return res, err
+	}
+	return res, nil
+}
+
+// hostIDs are the host uid and gid the sandbox runs as: the caller's, or
+// the policy's when sandbox-run is root (root says so), never uid 0.
+func hostIDs(p policy.Policy) (uid, gid int, root bool, err error) {
+	if os.Geteuid() != 0 {
+		return os.Getuid(), os.Getgid(), false, nil
+	}
+	if p.UID == 0 {
+		return 0, 0, true, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
+	}
+	return p.UID, p.GID, true, nil
 }
 
 // pidsCeiling is the run's process ceiling: the policy's, or

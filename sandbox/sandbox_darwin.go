@@ -56,98 +56,156 @@ const (
 	logGrace        = 750 * time.Millisecond
 )
 
-func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	return runSeatbelt(ctx, p, cmd, opts)
+func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return seatbeltMechanism(p, cmd, opts)
 }
 
-func runBwrap(context.Context, policy.Policy, []string, Options) (*Result, error) {
+func bwrapMechanism(policy.Policy, []string, Options) (mechanism, error) {
 	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
 }
 
-func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	log := opts.logger()
+// sbRun is tier 1 on macOS: the policy rendered as a Seatbelt profile
+// that sandbox-exec applies, the network through loopback ports that
+// sandbox-run serves.
+type sbRun struct {
+	p        policy.Policy
+	cmd      []string
+	opts     Options
+	log      *slog.Logger
+	undo     cleanups
+	uid, gid int
+	root     bool
+	tmp      string // the private TMPDIR
+	devDir   string
+	terms    []string // inherited terminals
+	nw       *seatbeltNet
+	prof     seatbelt.Profile
+	env      []string
+	report   Report
+}
+
+func seatbeltMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return &sbRun{p: p, cmd: cmd, opts: opts, log: opts.logger()}, nil
+}
+
+func (r *sbRun) close(*Result) { r.undo.run() }
+
+func (r *sbRun) auditStart() map[string]any {
+	return map[string]any{"profile_sha256": r.prof.Digest()}
+}
+
+func (r *sbRun) prepare(ctx context.Context) (*Report, error) {
+	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir, r.network, r.profile} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r.buildReport()
+	return &r.report, nil
+}
+
+// checkHost refuses what this runner cannot hold: no sandbox-exec, or
+// resource limits (running without them would claim less than was asked,
+// silently).
+func (r *sbRun) checkHost(context.Context) error {
 	if fi, err := os.Stat(sandboxExecPath); err != nil || fi.IsDir() {
 		why := "is a directory"
 		if err != nil {
 			why = seatbeltErrText(err)
 		}
-		return nil, seatbeltSetupErr(sandboxExecPath+" is missing", why,
+		return seatbeltSetupErr(sandboxExecPath+" is missing", why,
 			"run on macOS, which ships it, or ask for tier 0 explicitly with --sandbox off")
 	}
-
-	// Resource limits are not applied by this runner yet; running without
-	// them would claim less than was asked, silently.
+	p := r.p
 	if p.Memory > 0 || p.Pids > 0 || p.NoFile > 0 || p.FSize > 0 || p.CPUTime > 0 {
-		return nil, seatbeltSetupErr("resource limits are not applied on macOS yet",
+		return seatbeltSetupErr("resource limits are not applied on macOS yet",
 			"--memory, --pids, --nofile, --fsize and --cpu-time have no seatbelt implementation",
 			"drop those limits on macOS, or run on Linux")
 	}
+	return nil
+}
 
-	uid, gid := os.Getuid(), os.Getgid()
-	root := os.Geteuid() == 0
-	if root {
-		uid, gid = p.UID, p.GID
-		if uid == 0 {
-			return nil, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-		}
+// ids picks the uid the command runs as (never 0) and resolves the
+// policy's paths: Seatbelt matches the path the kernel resolved, so every
+// path goes in resolved (/var/folders/... as /private/var/folders/..., a
+// workdir reached through a link at its target).
+func (r *sbRun) ids(context.Context) (err error) {
+	if r.uid, r.gid, r.root, err = hostIDs(r.p); err != nil {
+		return err
 	}
-
-	// Seatbelt matches the path the kernel resolved, so every path goes in
-	// resolved: /var/folders/... as /private/var/folders/..., a workdir
-	// reached through a link at its target.
-	p, err := resolvePolicyPaths(p)
+	p, err := resolvePolicyPaths(r.p)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	r.p = p
+	return nil
+}
 
+// tmpdir makes the private TMPDIR (removed after the run), the sandbox's
+// uid's when sandbox-run is root.
+func (r *sbRun) tmpdir(context.Context) error {
 	tmp, err := os.MkdirTemp("", "sandbox-run-tmp-")
 	if err != nil {
-		return nil, seatbeltSetupErr("cannot create the private TMPDIR", err.Error(), "check that $TMPDIR is writable")
+		return seatbeltSetupErr("cannot create the private TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
-	defer os.RemoveAll(tmp)
-	if r, err := filepath.EvalSymlinks(tmp); err == nil {
-		tmp = r
+	r.undo.push(func() { os.RemoveAll(tmp) })
+	if res, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = res
 	}
-	if root {
-		if err := os.Chown(tmp, uid, gid); err != nil {
-			return nil, seatbeltSetupErr("cannot hand the private TMPDIR to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+	r.tmp = tmp
+	if r.root {
+		if err := os.Chown(tmp, r.uid, r.gid); err != nil {
+			return seatbeltSetupErr("cannot hand the private TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
 		}
-		if err := reachableForSandbox(p, tmp, uid, gid); err != nil {
-			return nil, err
+		if err := reachableForSandbox(r.p, tmp, r.uid, r.gid); err != nil {
+			return err
 		}
 	}
-	devDir := developerDir()
-	terminals := inheritedTerminals(opts.Stdin, opts.Stdout, opts.Stderr)
+	r.devDir = developerDir()
+	r.terms = inheritedTerminals(r.opts.Stdin, r.opts.Stdout, r.opts.Stderr)
+	r.report.RunID = newRunID()
+	return nil
+}
 
-	runID := newRunID()
-	nw, err := seatbeltNetwork(ctx, p, runID, opts.Audit, log)
+func (r *sbRun) network(ctx context.Context) error {
+	nw, err := seatbeltNetwork(ctx, r.p, r.report.RunID, r.opts.Audit, r.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer nw.close()
+	r.nw = nw
+	r.undo.push(nw.close)
+	return nil
+}
 
-	prof, err := seatbelt.Render(p, seatbelt.Options{Tag: seatbelt.NewTag(), TmpDir: tmp, ProxyPort: nw.proxyPort, LLMPort: nw.llmPort,
-		DeveloperDir: devDir, Terminals: terminals})
+// profile renders the policy as the Seatbelt profile and builds the
+// command's environment.
+func (r *sbRun) profile(context.Context) error {
+	prof, err := seatbelt.Render(r.p, seatbelt.Options{Tag: seatbelt.NewTag(), TmpDir: r.tmp, ProxyPort: r.nw.proxyPort, LLMPort: r.nw.llmPort,
+		DeveloperDir: r.devDir, Terminals: r.terms})
 	if err != nil {
 		var ue *seatbelt.UnsafeStringError
 		if errors.As(err, &ue) {
-			return nil, &policy.InvalidError{Field: ue.Field, Reason: fmt.Sprintf("%q %s", ue.Value, ue.Reason),
+			return &policy.InvalidError{Field: ue.Field, Reason: fmt.Sprintf("%q %s", ue.Value, ue.Reason),
 				Fix: "rename the path: a Seatbelt profile cannot hold it safely"}
 		}
-		return nil, err
+		return err
 	}
+	r.prof = prof
+	r.env, err = seatbeltEnv(r.p, r.nw.env, r.tmp, r.opts.LookupEnv)
+	return err
+}
 
-	env, err := seatbeltEnv(p, nw.env, tmp, opts.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-
-	report := Report{
-		RunID: runID, Tier: 1, Mechanism: "seatbelt", Platform: platform(),
-		HostUID: uid, HostGID: gid,
+// buildReport says what the profile holds. Nothing here can be read back
+// from inside the way /proc allows on Linux, so no protection is marked
+// verified.
+func (r *sbRun) buildReport() {
+	p, prof, tmp := r.p, r.prof, r.tmp
+	rep := Report{
+		RunID: r.report.RunID, Tier: 1, Mechanism: "seatbelt", Platform: platform(),
+		HostUID: r.uid, HostGID: r.gid,
 		Writable:   append(p.Writable(), tmp),
 		ReadOnly:   p.Read,
-		Network:    nw.mode,
+		Network:    r.nw.mode,
 		AllowHosts: p.AllowHosts,
 		Notes: []string{
 			"seatbelt profile sha256 " + prof.Digest() + ", denials tagged " + prof.Tag(),
@@ -156,98 +214,96 @@ func runSeatbelt(ctx context.Context, p policy.Policy, cmd []string, opts Option
 		},
 	}
 	for _, pr := range p.ProtectedPaths() {
-		report.Protected = append(report.Protected, seatbelt.Canonical(pr))
+		rep.Protected = append(rep.Protected, seatbelt.Canonical(pr))
 	}
-	report.Notes = append(report.Notes, nw.notes...)
-	report.Notes = append(report.Notes, seatbeltNotes(devDir, terminals, nw.proxyPort != 0)...)
+	rep.Notes = append(rep.Notes, r.nw.notes...)
+	rep.Notes = append(rep.Notes, seatbeltNotes(r.devDir, r.terms, r.nw.proxyPort != 0)...)
 	if p.Ptrace {
-		report.Notes = append(report.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
+		rep.Notes = append(rep.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
 	}
-	for _, kv := range env {
+	for _, kv := range r.env {
 		k, _, _ := strings.Cut(kv, "=")
-		report.EnvNames = append(report.EnvNames, k)
+		rep.EnvNames = append(rep.EnvNames, k)
 	}
-	sort.Strings(report.EnvNames)
-	// What a Seatbelt profile holds; nothing here can be read back from
-	// inside the way /proc allows on Linux, so none is marked verified.
-	report.Protections = []Protection{
+	sort.Strings(rep.EnvNames)
+	rep.Protections = []Protection{
 		{Name: "seatbelt_profile", Configured: true, Detail: prof.Digest()},
 		{Name: "protected_paths", Configured: true},
 		{Name: "environment_cleared", Configured: true},
 		{Name: "network_only_proxy_ports", Configured: true},
-		{Name: "unprivileged_host_uid", Configured: uid != 0},
+		{Name: "unprivileged_host_uid", Configured: r.uid != 0},
 	}
-	report.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	report.Limits = timeoutLimit(p)
-	report.EnvironmentDigest = environmentDigest(&report)
+	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	rep.Limits = timeoutLimit(p)
+	rep.EnvironmentDigest = environmentDigest(&rep)
+	r.report = rep
+}
 
-	if opts.DryRun != nil {
-		fmt.Fprintf(opts.DryRun, "argv: %s -p PROFILE -- %s\n", sandboxExecPath, strings.Join(quoteArgs(cmd), " "))
-		fmt.Fprintf(opts.DryRun, "env (values redacted): %s\n", strings.Join(report.EnvNames, " "))
-		fmt.Fprintf(opts.DryRun, "profile (sha256 %s):\n%s", prof.Digest(), prof)
-		return &Result{Report: report}, nil
-	}
+func (r *sbRun) describe(w io.Writer) {
+	fmt.Fprintf(w, "argv: %s -p PROFILE -- %s\n", sandboxExecPath, strings.Join(quoteArgs(r.cmd), " "))
+	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
+	fmt.Fprintf(w, "profile (sha256 %s):\n%s", r.prof.Digest(), r.prof)
+}
+
+func (r *sbRun) run(ctx context.Context) (*Result, error) {
+	cmd, rep := r.cmd, r.report
 	name := cmd[0]
 	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
-		name = filepath.Join(p.Workdir, name)
+		name = filepath.Join(r.p.Workdir, name)
 	}
-	path, err := lookPathIn(name, env)
+	path, err := lookPathIn(name, r.env)
 	if err != nil {
-		code := 127
+		code := ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
-			code = 126
+			code = ExitNotExecutable
 		}
-		return &Result{ExitCode: code, Report: report}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+		rep.Exit = &Exit{Code: code, Class: execClass(code)}
+		return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
-	args := append([]string{sandboxExecPath, "-p", prof.String(), "--", path}, cmd[1:]...)
-
+	args := append([]string{sandboxExecPath, "-p", r.prof.String(), "--", path}, cmd[1:]...)
 	cred := (*syscall.Credential)(nil)
-	if root {
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	if r.root {
+		cred = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
 	markInheritedCloexec()
-	if err := seatbeltPreflight(ctx, prof, p.Workdir, cred); err != nil {
+	if err := seatbeltPreflight(ctx, r.prof, r.p.Workdir, cred); err != nil {
 		return nil, err
 	}
-
-	var watch *denialWatch
-	if opts.Audit != nil {
-		var started bool
-		watch, started, err = startDenialWatch(prof.Tag(), func(d seatbelt.Denial) {
-			auditEvent(opts.Audit, runID, "seatbelt_deny", map[string]any{"operation": d.Operation, "target": d.Target,
-				"process": d.Process, "pid": d.PID, "log_time": d.Time})
-		})
-		switch {
-		case err != nil:
-			report.Notes = append(report.Notes, "denials not read back from the unified log: "+err.Error())
-			log.Warn("seatbelt denial log unavailable", "err", err)
-		case !started:
-			report.Notes = append(report.Notes, "denials read back from the unified log into the audit log, but "+logPath+
-				" stream had not confirmed it was streaming when the command started: early denials may be missing")
-		default:
-			report.Notes = append(report.Notes, "denials read back from the unified log into the audit log (best effort: the log is lossy and late)")
-		}
-	}
-
-	log.Debug("starting sandbox-exec", "command", path, "profile_sha256", prof.Digest())
-	auditEvent(opts.Audit, runID, "run_start", map[string]any{"tier": 1, "mechanism": "seatbelt", "command": cmd[0],
-		"network": nw.mode, "allow_hosts": p.AllowHosts, "profile_sha256": prof.Digest()})
-	res, err := launchSeatbelt(ctx, args, env, p.Workdir, cred, report, opts)
+	watch := r.watchDenials(&rep)
+	r.log.Debug("starting sandbox-exec", "command", path, "profile_sha256", r.prof.Digest())
+	res, err := launchSeatbelt(ctx, args, r.env, r.p.Workdir, cred, rep, r.opts)
 	if watch != nil {
 		st := watch.stop(logGrace)
 		if res != nil && st.Noise > 0 {
 			res.Report.Notes = append(res.Report.Notes, fmt.Sprintf("%d denials of known noise (libSystem's logging and analytics clients) not written to the audit log", st.Noise))
 		}
 	}
-	end := map[string]any{}
-	if res != nil {
-		end["exit"] = res.ExitCode
-	}
-	if err != nil {
-		end["error"] = err.Error()
-	}
-	auditEvent(opts.Audit, runID, "run_end", end)
 	return res, err
+}
+
+// watchDenials reads the profile's denials back from the unified log into
+// the audit log, when there is one, and notes in rep how far that goes.
+func (r *sbRun) watchDenials(rep *Report) *denialWatch {
+	audit := r.opts.Audit
+	if audit == nil {
+		return nil
+	}
+	runID := rep.RunID
+	watch, started, err := startDenialWatch(r.prof.Tag(), func(d seatbelt.Denial) {
+		auditEvent(audit, runID, "seatbelt_deny", map[string]any{"operation": d.Operation, "target": d.Target,
+			"process": d.Process, "pid": d.PID, "log_time": d.Time})
+	})
+	switch {
+	case err != nil:
+		rep.Notes = append(rep.Notes, "denials not read back from the unified log: "+err.Error())
+		r.log.Warn("seatbelt denial log unavailable", "err", err)
+	case !started:
+		rep.Notes = append(rep.Notes, "denials read back from the unified log into the audit log, but "+logPath+
+			" stream had not confirmed it was streaming when the command started: early denials may be missing")
+	default:
+		rep.Notes = append(rep.Notes, "denials read back from the unified log into the audit log (best effort: the log is lossy and late)")
+	}
+	return watch
 }
 
 // seatbeltEnv is the command's environment: commandEnv's, with TMPDIR

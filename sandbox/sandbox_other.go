@@ -3,21 +3,20 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func runNative(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Result, error) {
-	return runSeatbelt(ctx, p, cmd, opts)
+func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return seatbeltMechanism(p, cmd, opts)
 }
 
-func runBwrap(context.Context, policy.Policy, []string, Options) (*Result, error) {
+func bwrapMechanism(policy.Policy, []string, Options) (mechanism, error) {
 	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
 }
 
-func runSeatbelt(context.Context, policy.Policy, []string, Options) (*Result, error) {
+func seatbeltMechanism(policy.Policy, []string, Options) (mechanism, error) {
 	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 

@@ -513,28 +513,20 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	}
 	res, err := sandbox.Run(ctx, p, cmd, opts)
 	var ee *sandbox.ExecError
-	var le *sandbox.LimitError
-	var ke *sandbox.KilledError
-	var te *sandbox.TimeoutError
 	switch {
 	case errors.As(err, &ee):
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
-	case errors.As(err, &ke) && res != nil:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ke.Error())
-	case errors.As(err, &le) && res != nil:
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", le.Error())
-	case errors.As(err, &te) && res != nil:
-		// Run's own timer ended it; res holds 124 and the report.
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", te.Error())
-	case errors.As(err, &te):
+	case errors.Is(err, sandbox.ErrTimeout):
+		// Run's timer ended the set-up: the command never ran.
 		af.discard()
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", te.Error())
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", err.Error())
 		return ExitTimeout
-	case err != nil && res != nil:
-		// cancelled: the command's status stands
 	case err != nil:
 		af.discard()
 		return failClient(stdio, err)
+	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != sandbox.ClassCancelled:
+		// sandbox-run ended it: a limit, the timeout, bwrap killed.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", res.Report.Exit.Reason)
 	}
 	if f.report != "" {
 		if werr := writeReport(f.report, res.Report); werr != nil {
@@ -717,7 +709,7 @@ func printOneLine(w io.Writer, res *sandbox.Result) {
 	}
 	class := ""
 	if r.Exit != nil {
-		class = " (" + r.Exit.Class + ")"
+		class = " (" + string(r.Exit.Class) + ")"
 	}
 	fmt.Fprintf(w, "sandbox-run: run %s: tier %d %s, %d protections configured, %d verified from inside, network %s, exit %d%s, %s\n",
 		r.RunID, r.Tier, r.Mechanism, held, verified, r.Network, res.ExitCode, class, r.EnvironmentDigest)

@@ -247,7 +247,7 @@ func (m *mcpFlags) options() (mcp.Options, error) {
 func mcpExitCode(stderr io.Writer, res *mcp.Result, err error) int {
 	var ee *sandbox.ExecError
 	switch {
-	case errors.As(err, &ee), errors.As(err, new(*sandbox.KilledError)):
+	case errors.As(err, &ee), errors.As(err, new(*mcp.SandboxEndError)) && !errors.Is(err, sandbox.ErrTimeout):
 		fmt.Fprintf(stderr, "sandbox-run: %v\n", err)
 		return res.Sandbox.ExitCode
 	case errors.Is(err, sandbox.ErrTimeout):

@@ -1,0 +1,483 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
+)
+
+// bwExit is how bwrap ended, as wait4 told.
+type bwExit struct {
+	ws  syscall.WaitStatus
+	err error
+}
+
+// bwProc is a started bwrap: its pid, the ends of the pipes sandbox-run
+// reads, and its end. The descriptors are on the run's cleanup stack.
+type bwProc struct {
+	pid     int
+	statusR *os.File // init's or the trampoline's status line
+	infoR   *os.File // bwrap's --info-fd (the sandbox's PID 1)
+	capR    *os.File // bwrap's own stderr, held until the command starts
+	stderr  *os.File // where the held stderr goes
+	exited  chan bwExit
+}
+
+// launch starts bwrap, supervises it to its end and classifies the end.
+func (r *bwRun) launch(ctx context.Context) (*Result, error) {
+	bp, err := r.start()
+	if err != nil {
+		return nil, err
+	}
+	w := r.newWatch(ctx, bp)
+	w.loop()
+	return r.classify(ctx, w)
+}
+
+// pipe makes a pipe whose ends are on the run's cleanup stack.
+func (r *bwRun) pipe() (*os.File, *os.File, error) {
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	r.undo.push(func() { rd.Close(); wr.Close() })
+	return rd, wr, nil
+}
+
+// start starts bwrap with its descriptors in place: descriptor i of the
+// child is files[i] (0-2, then the control fds in the order of the fd*
+// constants, then the bind plan's), and writes bwrap's argument stream.
+func (r *bwRun) start() (*bwProc, error) {
+	stream, err := bwrap.Encode(r.args)
+	if err != nil {
+		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
+	}
+	var p [5][2]*os.File // args, status, info, stderr capture, seccomp
+	for i := range p {
+		if p[i][0], p[i][1], err = r.pipe(); err != nil {
+			return nil, err
+		}
+	}
+	argsR, argsW, statusR, statusW, infoR, infoW, capR, capW, secR, secW := p[0][0], p[0][1], p[1][0], p[1][1], p[2][0], p[2][1], p[3][0], p[3][1], p[4][0], p[4][1]
+	devnull, self, err := r.selfAndNull()
+	if err != nil {
+		return nil, err
+	}
+	if err := cloexecInherited(); err != nil {
+		return nil, err
+	}
+	// The filter is a few kilobytes, far below a pipe's buffer, so it is
+	// written whole before bwrap starts and bwrap reads it to EOF.
+	if _, err := secW.Write(r.prog.Bytes()); err != nil {
+		return nil, setupErr("cannot pass the seccomp filter", err.Error(), "report this as a bug in sandbox-run")
+	}
+	secW.Close()
+	o := r.opts
+	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
+	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.files...)
+	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, exited: make(chan bwExit, 1)}
+	if bp.pid, err = r.fork(files, bp.exited); err != nil {
+		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
+	}
+	// The child holds its ends now; ours would keep EOF from ever coming.
+	for _, f := range []*os.File{argsR, statusW, infoW, capW, secR} {
+		f.Close()
+	}
+	r.pl.close()
+	go func() {
+		argsW.Write(stream)
+		argsW.Close()
+	}()
+	return bp, nil
+}
+
+// selfAndNull opens /dev/null and, on the init path, sandbox-run's own
+// binary (O_PATH), which bwrap executes as init; the fast path's
+// trampoline closes that slot, so it gets /dev/null.
+func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
+	devnull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
+	}
+	r.undo.push(func() { devnull.Close() })
+	if r.fast {
+		return devnull, devnull, nil
+	}
+	self, err = os.OpenFile(selfPath(r.opts), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+	}
+	r.undo.push(func() { self.Close() })
+	return devnull, self, nil
+}
+
+// cloexecInherited marks every descriptor above 2 close-on-exec: one that
+// sandbox-run inherited without it would pass through bwrap to the
+// command (Go closes only its own at exec); fork places those the child
+// needs explicitly.
+func cloexecInherited() error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return setupErr("cannot list inherited descriptors", err.Error(), "mount /proc")
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// fork starts bwrap from a goroutine that holds its OS thread locked for
+// bwrap's whole life: the kernel's parent-death signal follows the thread,
+// not the process, so a thread that ended early would kill the sandbox and
+// a goroutine that moved would leave it without one. bwrap's end is sent
+// on exited.
+func (r *bwRun) fork(files []*os.File, exited chan<- bwExit) (int, error) {
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
+	}
+	attr := &syscall.ProcAttr{
+		Env:   []string{}, // bwrap itself gets nothing of ours
+		Files: fds,
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+	}
+	if r.root {
+		attr.Sys.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+	}
+	if r.cg != nil {
+		// Born inside the run's cgroup (clone3 CLONE_INTO_CGROUP): no
+		// moment when bwrap or anything below it is outside the limits.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, r.cg.FD()
+	}
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: the thread ends with this goroutine, after bwrap.
+		// syscall.ForkExec rather than os/exec: os.StartProcess first forks
+		// a throwaway child to probe pidfd support, a cost on every launch.
+		pid, err := syscall.ForkExec(r.argv[0], r.argv, attr)
+		ch <- started{pid, err}
+		if err != nil {
+			return
+		}
+		var ws syscall.WaitStatus
+		for {
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		exited <- bwExit{ws, err}
+	}()
+	s := <-ch
+	return s.pid, s.err
+}
+
+// bwWatch supervises a started bwrap: it relays signals once the command
+// has started, holds the sampled limits and ctx, and collects what the
+// sandbox reports, until bwrap exits.
+type bwWatch struct {
+	r         *bwRun
+	ctx       context.Context
+	bp        *bwProc
+	rl        relay
+	relayDone chan struct{}
+	statusCh  chan *initproc.Status
+	pidCh     chan int
+
+	initPID  int // the sandbox's PID 1 as the host sees it
+	seenUID  int // its host uid, -1 unread
+	fastNS   map[string]string
+	over     <-chan limits.Exceeded
+	killedBy limits.Kind
+	exceeded limits.Exceeded
+	status   *initproc.Status
+	haveStat bool
+	ex       bwExit
+	pending  []os.Signal
+	// cmdStarted: init reported the command started. Signals wait for
+	// it: init, as PID 1 of its namespace, ignores any signal it has no
+	// handler for yet, and it installs its handlers before it starts the
+	// command.
+	cmdStarted bool
+	// killedBwrap: sandbox-run itself sent bwrap SIGKILL (ctx done).
+	killedBwrap bool
+	// watchErr: a sampler the plan relies on could not start; the
+	// sandbox was ended.
+	watchErr error
+}
+
+func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
+	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}),
+		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan int, 1)}
+	w.rl.out = bp.stderr
+	go func() { w.rl.run(bp.capR); close(w.relayDone) }()
+	go w.readStatus()
+	go func() {
+		var v struct {
+			ChildPID int `json:"child-pid"`
+		}
+		json.NewDecoder(bp.infoR).Decode(&v)
+		w.pidCh <- v.ChildPID
+		io.Copy(io.Discard, bp.infoR)
+	}()
+	return w
+}
+
+// readStatus reads the one status line of init or the trampoline; nil
+// when there is none (the sandbox never got that far).
+func (w *bwWatch) readStatus() {
+	b, _ := io.ReadAll(io.LimitReader(w.bp.statusR, 1<<20))
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		w.statusCh <- nil
+	case w.r.fast:
+		w.statusCh <- decodeTrampoline(b)
+	default:
+		s, err := initproc.DecodeStatus(b)
+		if err != nil {
+			s = initproc.Status{Error: err.Error(), Exit: 125}
+		}
+		w.statusCh <- &s
+	}
+}
+
+// send relays s to the command, or keeps it until the command started.
+func (w *bwWatch) send(s os.Signal) {
+	switch {
+	case w.cmdStarted && w.initPID > 0 && w.r.fast:
+		// The command leads its own session: its group first, so a
+		// shell's children hear it too.
+		if c := commandPID(w.initPID); c > 0 {
+			unix.Kill(-c, s.(syscall.Signal))
+			unix.Kill(c, s.(syscall.Signal))
+		}
+	case w.cmdStarted && w.initPID > 0:
+		unix.Kill(w.initPID, s.(syscall.Signal))
+	default:
+		w.pending = append(w.pending, s)
+	}
+}
+
+// onPID learns the sandbox's PID 1 and starts watching the limits.
+func (w *bwWatch) onPID(pid int) {
+	w.initPID = pid
+	if w.r.fast {
+		// Read at once: bwrap's PID 1 is gone when the run ends.
+		w.fastNS = namespacesOf(pid)
+	}
+	w.seenUID = hostUIDOf(pid)
+	var err error
+	if w.over, err = watchLimits(w.ctx, w.r.lim, w.r.cg, pid); err != nil {
+		// Fail closed: the plan says a limit is sampled, and nothing
+		// would sample it.
+		w.watchErr = err
+		unix.Kill(pid, unix.SIGKILL)
+	}
+	w.pidCh = nil
+}
+
+func (w *bwWatch) onStatus(s *initproc.Status) {
+	w.status, w.haveStat = s, true
+	w.statusCh = nil
+	if s == nil || !s.Started {
+		return
+	}
+	w.rl.start()
+	w.cmdStarted = true
+	w.r.nw.release()
+	if w.pidCh != nil {
+		// bwrap writes the pid before it starts init, so it is there to
+		// read.
+		w.onPID(<-w.pidCh)
+	}
+	for _, s := range w.pending {
+		w.send(s)
+	}
+	w.pending = nil
+}
+
+// loop supervises until bwrap exits, then collects the status and
+// bwrap's held stderr.
+func (w *bwWatch) loop() {
+	ctxDone := w.ctx.Done()
+	for done := false; !done; {
+		select {
+		case pid := <-w.pidCh:
+			w.onPID(pid)
+		case s := <-w.statusCh:
+			w.onStatus(s)
+		case s := <-w.r.opts.Signals:
+			w.send(s)
+		case e, ok := <-w.over:
+			w.over = nil
+			if ok && w.killedBy == limits.None {
+				// A limit ends the whole sandbox: PID 1 takes every
+				// process with it.
+				w.killedBy, w.exceeded = e.Kind, e
+				unix.Kill(w.initPID, unix.SIGKILL)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if w.initPID > 0 {
+				unix.Kill(w.initPID, unix.SIGKILL)
+			}
+			unix.Kill(w.bp.pid, unix.SIGKILL)
+			// A limit that ended the sandbox first stays the reason.
+			w.killedBwrap = w.killedBy == limits.None
+		case w.ex = <-w.bp.exited:
+			done = true
+		}
+	}
+	// bwrap is gone, so every writer of the status and info pipes is too.
+	if !w.haveStat {
+		w.status = <-w.statusCh
+	}
+	<-w.relayDone
+}
+
+// readback puts what init read inside into the report.
+func (w *bwWatch) readback(rep *Report) {
+	if w.status == nil || w.status.Readback == nil {
+		return
+	}
+	rep.Readback = readbackOf(w.status.Readback)
+	rep.Seccomp.Readback = w.status.Readback.Seccomp
+	verify(rep.Protections, w.status.Readback)
+}
+
+// classify says how the run ended: the command's status, a limit, ctx,
+// bwrap killed from outside, or a sandbox that never started (a setup
+// error naming bwrap's own cause).
+func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
+	code := 125
+	if w.ex.err == nil {
+		code = waitCode(w.ex.ws)
+	}
+	rep := r.report
+	noteFull(&rep)
+	if w.watchErr != nil {
+		return nil, setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
+			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
+	limit := classifyLimit(r.lim, r.cg, code, w.killedBy)
+	// A command that dies of signal N makes bwrap exit normally with
+	// 128+N; bwrap itself dying of a signal that sandbox-run did not send
+	// and no limit explains means someone killed it. --die-with-parent
+	// has ended the sandbox with it; the command's status is lost.
+	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
+		w.readback(&rep)
+		rep.Exit = &Exit{Code: 125, Class: ClassMechanismKilled}
+		return &Result{ExitCode: 125, Report: rep}, &killedError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+	}
+	st := w.status
+	switch {
+	case st != nil && st.Started:
+		return r.ended(ctx, w, rep, code, limit)
+	case st != nil && (st.Exit == 126 || st.Exit == 127):
+		rep.Readback = readbackOf(st.Readback)
+		verify(rep.Protections, st.Readback)
+		rep.Exit = &Exit{Code: st.Exit, Class: execClass(st.Exit)}
+		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: reasonOf(st.Error)}
+	case st != nil && r.fast && st.Error != "":
+		// The trampoline's only refusal: RLIMIT_NPROC not held as asked
+		// (setupLimits has kept the value under the hard limit).
+		return nil, setupErr("the sandbox's process ceiling could not be set", st.Error,
+			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
+	case st != nil:
+		return nil, setupErr("sandbox init failed", st.Error, "report this as a bug in sandbox-run")
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+	case limit != limits.None:
+		// bwrap and init count against the limits too: a limit that
+		// ended the sandbox before the command started is the cause, not
+		// bwrap (make test-vm found --cpu-time spent in set-up).
+		ex := w.exceeded
+		if ex.Kind != limit {
+			ex = limits.Exceeded{Kind: limit}
+		}
+		return nil, setupErr("the sandbox was ended before the command started",
+			strings.TrimSuffix((&limitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
+				" while bwrap and sandbox-run's init were setting it up",
+			"raise the limit: the sandbox's own set-up counts against it")
+	}
+	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, r.host))
+}
+
+// ended classifies a command that started: its own status, ctx's end, or
+// a limit.
+func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, limit limits.Kind) (*Result, error) {
+	if r.fast && w.status.Readback != nil {
+		w.status.Readback.Namespaces = w.fastNS
+	}
+	w.readback(&rep)
+	verifyHostUID(rep.Protections, w.seenUID)
+	switch {
+	case w.killedBwrap:
+		// Ended because ctx was done (Run's timer or the caller): ctx's
+		// error says which, and Run classifies a timer's end.
+		rep.Exit = classify(code, "")
+		return &Result{ExitCode: code, Report: rep}, ctxErr(ctx)
+	case limit != limits.None:
+		ex := w.exceeded
+		if w.killedBy == limits.None {
+			ex = limits.Exceeded{Kind: limit}
+			// The kernel ended it before Watch said so (the OOM killer
+			// takes PID 1 with the group): the cgroup still knows the
+			// usage and the limit.
+			if r.cg != nil {
+				if x, ok := r.cg.Exceeded(); ok && x.Kind == limit {
+					ex = x
+				}
+			}
+		}
+		rep.Exit = classify(code, limitClass(limit))
+		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: ex}
+	}
+	rep.Exit = classify(code, "")
+	return &Result{ExitCode: code, Report: rep}, nil
+}
+
+// noteFull names, in the report's notes, the writable directories whose
+// file system is full once the command has ended.
+func noteFull(rep *Report) {
+	full := fullDirs(rep.Writable)
+	if len(full) == 0 {
+		return
+	}
+	rep.FullFilesystems = full
+	notes := slices.Clip(rep.Notes)
+	for i, dir := range full {
+		what := "the file system of writable directory " + dir
+		if i == 0 && dir == rep.Writable[0] {
+			what = "the workdir's file system (" + dir + ")"
+		}
+		notes = append(notes, what+" is full: writes there fail with ENOSPC (No space left on device)")
+	}
+	rep.Notes = notes
+}

@@ -1,0 +1,347 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// bwRun is tier 1 under bubblewrap: the mount plan, the network, the
+// limits and the seccomp program, set up by prepare; run starts bwrap
+// and supervises it (bwrap_launch_linux.go).
+type bwRun struct {
+	p    policy.Policy
+	cmd  []string
+	opts Options
+	log  *slog.Logger
+	undo cleanups
+	// stderr is the caller's, for the quarantine's lines after the run
+	// (opts.Stderr becomes the terminal's, gone by then).
+	stderr *os.File
+
+	host     bwrap.Host
+	path     string // the bwrap binary
+	info     *bwrap.Info
+	arch     filter.Arch
+	prog     *filter.Program
+	uid, gid int
+	root     bool // sandbox-run runs as root; the sandbox as uid, gid
+	runID    string
+	pl       *plan
+	pend     *pendingProtection
+	nw       *network
+	tty      *terminal
+	env      []string
+	lim      limits.Plan
+	cg       *limits.Cgroup // nil: no cgroup
+	fast     bool           // no init: bwrap's PID 1 and the trampoline
+	argv     []string       // bwrap's command line
+	args     []string       // bwrap's argument stream
+	// notRunnable is the fast path's finding that the command cannot be
+	// started, reported by run once the report exists.
+	notRunnable *ExecError
+	report      Report
+}
+
+func bwrapMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.logger(), stderr: opts.Stderr}, nil
+}
+
+func (r *bwRun) close(res *Result) {
+	r.undo.run()
+	if r.pend != nil {
+		r.pend.finish(res, r.stderr)
+	}
+}
+
+func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
+	steps := []func(context.Context) error{
+		r.tools, r.ids, r.protection, r.network, r.terminal, r.environment, r.limits, r.command, r.bwrapArgs,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r.buildReport()
+	return &r.report, nil
+}
+
+// tools finds and vets bwrap and assembles the seccomp program.
+func (r *bwRun) tools(ctx context.Context) error {
+	procSys := r.opts.ProcSys
+	if procSys == "" {
+		procSys = "/proc/sys"
+	}
+	r.host = bwrap.ReadHost(procSys)
+	path, err := findBwrap(r.opts.BwrapPath, r.p.Writable())
+	if err != nil {
+		return err
+	}
+	r.path = path
+	if r.info, err = (bwrap.Detector{CacheDir: r.opts.BwrapCache}).Detect(ctx, path); err != nil {
+		return &SetupError{What: "cannot use bwrap " + path, Why: err.Error(),
+			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
+	}
+	if err := r.info.Required(); err != nil {
+		return &SetupError{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
+	}
+	if err := bwrap.Preflight(r.host); err != nil {
+		return bwrapErr(err)
+	}
+	if r.arch, err = filter.NativeArch(); err != nil {
+		return &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),
+			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
+	}
+	if r.p.Ptrace {
+		var pe *filter.PtraceError
+		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
+			return &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
+		}
+	}
+	if r.prog, err = filter.Assemble(r.arch, filter.Options{AllowPtrace: r.p.Ptrace}); err != nil {
+		return &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
+	}
+	return nil
+}
+
+// ids picks the host uid and gid the sandbox runs as: the caller's, or
+// the policy's when sandbox-run is root (never uid 0).
+func (r *bwRun) ids(context.Context) (err error) {
+	r.uid, r.gid, r.root, err = hostIDs(r.p)
+	return err
+}
+
+// protection makes the session's state, then the mount plan under the
+// run journals' lock.
+func (r *bwRun) protection(context.Context) error {
+	p, own, err := prepareState(r.p, r.opts, r.uid, r.gid)
+	if err != nil {
+		return err
+	}
+	r.p = p
+	r.runID = newRunID()
+	features := r.info.Features
+	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, func() (*plan, error) {
+		return newPlan(p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size)
+	})
+	if err != nil {
+		return err
+	}
+	r.pl, r.pend = pl, pend
+	r.undo.push(pl.close)
+	if len(p.Read) > 0 {
+		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.scan.entries,
+			"elapsed", pl.scan.elapsed, "covered", len(pl.scan.covered))
+	}
+	return nil
+}
+
+// network starts the proxies and forwarders the policy asks for and binds
+// their sockets into the plan.
+func (r *bwRun) network(ctx context.Context) error {
+	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.log)
+	if err != nil {
+		return err
+	}
+	r.nw = nw
+	r.undo.push(nw.close)
+	for _, b := range nw.binds {
+		if err := r.pl.bindSocket(b[0], b[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// terminal gives the command a pseudo-terminal of its own when the
+// caller has one to lend.
+func (r *bwRun) terminal(context.Context) error {
+	o := &r.opts
+	if o.Terminal == nil {
+		return nil
+	}
+	if _, set := r.p.Env["TERM"]; !set && o.LookupEnv != nil {
+		if term, ok := o.LookupEnv("TERM"); ok {
+			r.nw.env["TERM"] = term
+		}
+	}
+	var in io.Reader = o.Terminal
+	var out io.Writer = io.Discard
+	if o.Stdin != nil {
+		in = o.Stdin
+	}
+	if o.Stdout != nil {
+		out = o.Stdout
+	}
+	tty, err := openTerminal(o.Terminal, in, out)
+	if err != nil {
+		return err
+	}
+	// Pushed after the sandbox's own cleanups, so it runs first: the
+	// command's last output, then the terminal back.
+	r.tty = tty
+	r.undo.push(tty.close)
+	o.Stdin, o.Stdout, o.Stderr = tty.slave, tty.slave, tty.slave
+	return nil
+}
+
+func (r *bwRun) environment(context.Context) error {
+	env, err := commandEnv(r.p, r.nw.env, r.opts.LookupEnv)
+	if err != nil {
+		return err
+	}
+	r.env = r.pl.bindGitHint(r.p, env, r.opts.BwrapCache, r.uid, r.gid)
+	return nil
+}
+
+func (r *bwRun) limits(context.Context) error {
+	lim, cg, err := setupLimits(r.p, r.runID)
+	if err != nil {
+		return err
+	}
+	r.lim, r.cg = lim, cg
+	if cg != nil {
+		r.undo.push(func() { cg.Close() })
+	}
+	return nil
+}
+
+// command decides what bwrap starts: sandbox-run's init when it has work
+// (forwarding, a terminal, rlimits beyond the two the trampoline sets
+// itself: core dumps off and the process ceiling), otherwise the fast
+// path, bwrap's own PID 1 and a sh trampoline.
+func (r *bwRun) command(context.Context) error {
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Command: r.cmd, TTY: r.tty != nil}
+	nproc, shimOnly := trampolineRlimits(r.lim.Rlimits)
+	r.fast = len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
+	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
+	if !r.fast {
+		if len(r.lim.Rlimits) > 0 {
+			initCfg.Rlimits = limits.EncodeRlimits(r.lim.Rlimits)
+		}
+		r.argv = append(append(head, fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg), initCfg.Args()...)
+		return nil
+	}
+	pl := r.pl
+	visible := append(append(append([]string(nil), systemPaths...), pl.writable...), pl.readOnly...)
+	resolved, err := resolveCommand(r.cmd[0], r.p.Workdir, r.env, visible, r.uid, r.gid)
+	if err != nil {
+		r.notRunnable, resolved = err.(*ExecError), r.cmd[0]
+	}
+	r.argv = append(head, trampolineArgs(resolved, r.cmd, nproc)...)
+	return nil
+}
+
+// bwrapArgs builds bwrap's argument stream from the plan.
+func (r *bwRun) bwrapArgs(context.Context) error {
+	f := r.info.Features
+	spec := bwrap.Spec{
+		AsPid1:           !r.fast,
+		UnshareCgroupTry: f.UnshareCgroupTry,
+		DisableUserns:    f.DisableUserns,
+		UID:              -1, GID: -1,
+		Hostname:   "sandbox",
+		Mounts:     append(append([]bwrap.Mount(nil), r.pl.mounts...), r.pl.late...),
+		Chdir:      r.p.Workdir,
+		ClearEnv:   f.ClearEnv,
+		Env:        r.env,
+		SeccompFD:  fdSeccomp,
+		InfoFD:     fdInfo,
+		SizeOption: f.Size,
+	}
+	args, err := bwrap.Args(spec)
+	if err != nil {
+		return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
+	}
+	if err := bwrap.CheckArgCount(r.argv, args); err != nil {
+		return setupErr("command line too long for bwrap", err.Error(),
+			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
+	}
+	r.args = args
+	return nil
+}
+
+// buildReport says what prepare set up; run adds what it reads back.
+func (r *bwRun) buildReport() {
+	p, pl, f := r.p, r.pl, r.info.Features
+	rep := Report{
+		Tier: 1, Mechanism: "bwrap", Platform: platform(),
+		Bwrap:      &BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
+		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
+		HostUID:    r.uid, HostGID: r.gid,
+		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
+		Watched: pl.prot.watched, ProtectWalk: &pl.prot.walk, Quarantined: pl.quarantined,
+		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		Tmpfs:      pl.tmpfs,
+		ReadScan:   pl.scan.report(len(p.Read)),
+		WriteScan:  pl.wscan.report(len(pl.writable)),
+		BindsByFD:  f.BindFD,
+		RunID:      r.runID,
+		Network:    r.nw.mode,
+		AllowHosts: p.AllowHosts,
+		Notes:      pl.notes,
+		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
+	}
+	if f.UnshareCgroupTry {
+		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
+	}
+	for _, a := range r.info.Advisories() {
+		rep.Bwrap.Advisories = append(rep.Bwrap.Advisories, Advisory(a))
+	}
+	for _, kv := range r.env {
+		k, _, _ := strings.Cut(kv, "=")
+		rep.EnvNames = append(rep.EnvNames, k)
+	}
+	sort.Strings(rep.EnvNames)
+	rep.Protections = bwrapProtections(f.DisableUserns, f.BindFD, f.UnshareCgroupTry, r.uid, r.prog.Digest())
+	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	rep.EnvironmentDigest = environmentDigest(&rep)
+	r.report = rep
+}
+
+// describe prints bwrap's command line, its argument stream (values
+// redacted) and the descriptors the binds come from.
+func (r *bwRun) describe(w io.Writer) {
+	fmt.Fprintf(w, "argv: %s\n", strings.Join(quoteAll(r.argv), " "))
+	fmt.Fprintf(w, "args stream (fd %d):\n", fdArgs)
+	for _, a := range bwrap.Redact(r.args) {
+		fmt.Fprintf(w, "  %s\n", quote(a))
+	}
+	fmt.Fprintf(w, "descriptors:\n")
+	for _, m := range r.pl.mounts {
+		if m.FD >= 0 {
+			fmt.Fprintf(w, "  %d = %s\n", m.FD, m.Src)
+		}
+	}
+}
+
+func (r *bwRun) run(ctx context.Context) (*Result, error) {
+	if e := r.notRunnable; e != nil {
+		r.report.Exit = &Exit{Code: e.Code, Class: execClass(e.Code)}
+		return &Result{ExitCode: e.Code, Report: r.report}, e
+	}
+	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.mounts))
+	res, err := r.launch(ctx)
+	if res != nil && r.nw.px != nil {
+		// Stopped first, so every connection has ended and counted its
+		// bytes (close is idempotent; the stacked one is a no-op).
+		r.nw.close()
+		c := r.nw.px.Counts()
+		res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+	}
+	return res, err
+}

@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+var updateReport = flag.Bool("update-report", false, "rewrite testdata/report-*.golden.json")
+
+// goldenJSON compares v, as indented JSON, with testdata/name.
+func goldenJSON(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name)
+	if *updateReport {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update-report to write it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the report's JSON; if the change is meant, rerun with -update-report and review the diff.\ngot:\n%s", path, got)
+	}
+}
+
+// fullReport sets every field of Report, so that the golden shows every
+// name and shape a harness may read.
+func fullReport() Report {
+	yes := true
+	return Report{
+		RunID: "0123456789abcdef", Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64",
+		Bwrap: &BwrapReport{Path: "/usr/bin/bwrap", Version: "0.8.0",
+			Features:   bwrap.Features{Args: true, ClearEnv: true, DisableUserns: true, BindFD: true, InfoFD: true, AsPid1: true, Size: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
+			Advisories: []Advisory{{ID: "example", Detail: "what is weak", Fix: "what to install"}}},
+		Gvisor:          &GvisorReport{Path: "/usr/bin/runsc", Version: "release-20220425.0", Platform: "systrap", Rootless: true, HostUDS: true},
+		Namespaces:      []string{"user", "mount", "pid", "ipc", "uts", "net"},
+		HostUID:         65534,
+		HostGID:         65534,
+		Seccomp:         &SeccompReport{Digest: "sha256:00", Arch: "x86_64", Ptrace: true, Readback: 2},
+		Writable:        []string{"/work/w"},
+		ReadOnly:        []string{"/opt/tools"},
+		Protected:       []string{"/work/w/.git/config"},
+		Watched:         []string{"/work/w/.mcp.json"},
+		ProtectWalk:     &WalkReport{Dirs: 3, Entries: 40, GitDirs: 1, Micros: 250, Complete: true, Skipped: []string{"/work/w/node_modules"}},
+		Quarantined:     []Quarantined{{Path: "/work/w/.mcp.json", To: "/cache/quarantine/r/1", Why: "created at a protected path", Run: "0123456789abcdef"}},
+		TmpSize:         268435456,
+		Tmpfs:           []TmpfsReport{{Path: "/tmp", Size: 268435456, Enforced: "size"}},
+		ReadScan:        &ReadScanReport{Paths: 1, Entries: 10, Seconds: 0.001, Covered: []string{"/opt/tools/s.sock"}},
+		WriteScan:       &ReadScanReport{Paths: 1, Entries: 40, Seconds: 0.002},
+		BindsByFD:       true,
+		Network:         "proxy (built-in)",
+		AllowHosts:      []string{"example.com"},
+		EnvNames:        []string{"HOME", "PATH"},
+		Notes:           []string{"a note"},
+		Egress:          &EgressCounts{Allowed: 2, Refused: 1, BytesOut: 100, BytesIn: 2000},
+		FullFilesystems: []string{"/work/w"},
+		Readback: &Readback{PID: 1, UID: 65534, GID: 65534, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000", CapBnd: "0000000000000000",
+			UIDMap: "65534 65534 1", Namespaces: map[string]string{"net": "net:[4026532000]"},
+			Kernel: &Kernel{Uname: "Linux 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016 x86_64", ProcVersion: "Linux version 4.4.0", Dmesg: "Starting gVisor..."}},
+		Protections:       []Protection{{Name: "seccomp", Configured: true, Verified: &yes, Detail: "mode 2"}},
+		Limits:            []Limit{{Name: "pids", Value: "2048", Enforced: "rlimit"}},
+		TimeoutSec:        90,
+		Exit:              &Exit{Code: 137, Class: ClassMemoryLimit, Reason: "memory limit exceeded (100 MiB in use, limit 100 MiB); the whole sandbox was ended", Usage: 104857600, Limit: 104857600},
+		Landlock:          &LandlockReport{ABI: 6, KernelABI: 7, NetworkByPort: true, Scoped: true, ReadbackNoNewPrivs: 1, ReadbackRootDenied: true},
+		Losses:            []Loss{{Name: "processes", Detail: "no PID namespace"}},
+		EnvironmentDigest: "sha256:11",
+	}
+}
+
+// TestReportGolden pins the report's JSON: every field's name and shape.
+// A field added to Report without a value here fails, so the golden
+// always shows all of them.
+func TestReportGolden(t *testing.T) {
+	r := fullReport()
+	v := reflect.ValueOf(r)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Errorf("fullReport leaves Report.%s zero: give it a value so the golden shows it", v.Type().Field(i).Name)
+		}
+	}
+	goldenJSON(t, "report-full.golden.json", r)
+}
+
+// TestReportGoldenTierZero pins what tier 0 claims: nothing but a cleared
+// environment and its own session, with every protection it lacks named
+// as not configured.
+func TestReportGoldenTierZero(t *testing.T) {
+	p := policy.Policy{Workdir: "/work/w", Sandbox: policy.ModeOff, Env: map[string]string{"PATH": "/usr/bin:/bin"}}.WithDefaults()
+	r := &offRun{p: p, cmd: []string{"true"}}
+	rep, err := r.prepare(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.RunID, rep.HostUID, rep.HostGID, rep.Platform, rep.EnvironmentDigest = "RUN", 1000, 1000, "linux/amd64", "DIGEST"
+	goldenJSON(t, "report-tier0.golden.json", rep)
+}
+
+// TestOutcome is the table of how a mechanism's end becomes Run's: an
+// error only for a command that never ran.
+func TestOutcome(t *testing.T) {
+	ran := func() *Result { return &Result{ExitCode: 137, Report: Report{Exit: classify(137, "")}} }
+	for _, tt := range []struct {
+		name    string
+		res     *Result
+		err     error
+		wantErr bool
+		class   ExitClass
+		reason  string
+	}{
+		{"exited", &Result{ExitCode: 3, Report: Report{Exit: classify(3, "")}}, nil, false, ClassExited, ""},
+		{"limit", &Result{ExitCode: 137, Report: Report{Exit: classify(137, ClassPidsLimit)}},
+			&limitError{Exceeded: limits.Exceeded{Kind: limits.PidsLimit, Usage: 60, Limit: 50}}, false, ClassPidsLimit, "task limit exceeded (60 tasks, limit 50); the whole sandbox was ended"},
+		{"killed", &Result{ExitCode: 125, Report: Report{Exit: &Exit{Code: 125, Class: ClassMechanismKilled}}},
+			&killedError{Mechanism: "bwrap", Signal: 9}, false, ClassMechanismKilled, "bwrap was killed by signal 9; the sandbox was ended with it and the command's status is lost"},
+		{"cancelled", ran(), fmt.Errorf("sandbox: %w", context.Canceled), false, ClassCancelled, "cancelled (sandbox: context canceled); the whole sandbox was ended"},
+		{"not found", &Result{ExitCode: 127}, &ExecError{Code: 127, Command: "x", Reason: "command not found"}, true, "", ""},
+		{"setup", nil, setupErr("a", "b", "c"), true, "", ""},
+		{"timeout before start", nil, &TimeoutError{Timeout: time.Second}, true, "", ""},
+	} {
+		res, err := outcome(tt.res, tt.err)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: err %v, want error %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		if tt.class == "" {
+			continue
+		}
+		if e := res.Report.Exit; e == nil || e.Class != tt.class || e.Reason != tt.reason {
+			t.Errorf("%s: exit %+v, want class %s reason %q", tt.name, e, tt.class, tt.reason)
+		}
+	}
+}
+
+// TestExitClasses is the outcome table: every class in one naming style,
+// and the codes sandbox-run itself gives.
+func TestExitClasses(t *testing.T) {
+	for _, tt := range []struct {
+		got  *Exit
+		want Exit
+	}{
+		{classify(0, ""), Exit{Code: 0, Class: ClassExited}},
+		{classify(3, ""), Exit{Code: 3, Class: ClassExited}},
+		{classify(143, ""), Exit{Code: 143, Class: ClassSignaled}},
+		{classify(137, limitClass(limits.MemoryLimit)), Exit{Code: 137, Class: ClassMemoryLimit}},
+		{classify(137, limitClass(limits.PidsLimit)), Exit{Code: 137, Class: ClassPidsLimit}},
+		{classify(152, limitClass(limits.CpuLimit)), Exit{Code: 152, Class: ClassCPULimit}},
+		{classify(ExitTimeout, limitClass(limits.TimedOut)), Exit{Code: 124, Class: ClassTimedOut}},
+		{&Exit{Code: ExitNotFound, Class: execClass(ExitNotFound)}, Exit{Code: 127, Class: ClassNotFound}},
+		{&Exit{Code: ExitNotExecutable, Class: execClass(ExitNotExecutable)}, Exit{Code: 126, Class: ClassNotExecutable}},
+	} {
+		if *tt.got != tt.want {
+			t.Errorf("got %+v, want %+v", *tt.got, tt.want)
+		}
+	}
+	for _, c := range []ExitClass{ClassExited, ClassSignaled, ClassTimedOut, ClassMemoryLimit, ClassPidsLimit, ClassCPULimit, ClassNotFound, ClassNotExecutable, ClassMechanismKilled} {
+		for _, r := range c {
+			if !(r >= 'a' && r <= 'z' || r == '_') {
+				t.Errorf("class %q is not snake case", c)
+				break
+			}
+		}
+	}
+}
