@@ -386,36 +386,7 @@ func TestKernelLandlockProtected(t *testing.T) {
 			if b, _ := os.ReadFile(out.Name()); !strings.Contains(string(b), "wrote") {
 				t.Errorf("the writes did not all succeed during the run (the live window): %q", b)
 			}
-			for name, body := range want {
-				p := filepath.Join(w, name)
-				b, err := os.ReadFile(p)
-				if err != nil || string(b) != body {
-					t.Errorf("%s after the run: %q %v, want it put back as %q", name, b, err, body)
-				}
-			}
-			if fi, err := os.Stat(filepath.Join(w, ".git/hooks/pre-commit")); err != nil || fi.Mode().Perm() != 0o755 {
-				t.Errorf("pre-commit's mode after the run: %v %v", fi, err)
-			}
-			for _, gone := range []string{".envrc", ".git/hooks/post-checkout"} {
-				if _, err := os.Lstat(filepath.Join(w, gone)); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("%s is still there after the run: %v", gone, err)
-				}
-			}
-			q := map[string]Quarantined{}
-			for _, it := range res.Report.Quarantined {
-				q[strings.TrimPrefix(it.Path, w+"/")] = it
-			}
-			for _, name := range []string{".mcp.json", ".git/config", ".git/hooks", ".envrc", ".bashrc"} {
-				if _, ok := q[name]; !ok {
-					t.Errorf("the report quarantines no %s: %+v", name, res.Report.Quarantined)
-				}
-			}
-			if b, err := os.ReadFile(q[".mcp.json"].To); err != nil || string(b) != "evil\n" {
-				t.Errorf("the quarantined .mcp.json (%s): %q %v", q[".mcp.json"].To, b, err)
-			}
-			if !strings.Contains(q[".bashrc"].Why, "removed") {
-				t.Errorf(".bashrc's entry: %+v", q[".bashrc"])
-			}
+			llProtectedAfter(t, w, want, res.Report.Quarantined)
 			if withCache {
 				if ents, _ := os.ReadDir(filepath.Join(cache, "snapshots")); len(ents) != 0 {
 					t.Errorf("snapshots left in the cache: %v", ents)
@@ -425,6 +396,43 @@ func TestKernelLandlockProtected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// llProtectedAfter checks w after a landlock run of llProtectScript: every
+// file of want is back as it was, what the script created is gone, and the
+// report's quarantined list names each change.
+func llProtectedAfter(t *testing.T, w string, want map[string]string, quarantined []Quarantined) {
+	t.Helper()
+	for name, body := range want {
+		p := filepath.Join(w, name)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != body {
+			t.Errorf("%s after the run: %q %v, want it put back as %q", name, b, err, body)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(w, ".git/hooks/pre-commit")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("pre-commit's mode after the run: %v %v", fi, err)
+	}
+	for _, gone := range []string{".envrc", ".git/hooks/post-checkout"} {
+		if _, err := os.Lstat(filepath.Join(w, gone)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after the run: %v", gone, err)
+		}
+	}
+	q := map[string]Quarantined{}
+	for _, it := range quarantined {
+		q[strings.TrimPrefix(it.Path, w+"/")] = it
+	}
+	for _, name := range []string{".mcp.json", ".git/config", ".git/hooks", ".envrc", ".bashrc"} {
+		if _, ok := q[name]; !ok {
+			t.Errorf("the report quarantines no %s: %+v", name, quarantined)
+		}
+	}
+	if b, err := os.ReadFile(q[".mcp.json"].To); err != nil || string(b) != "evil\n" {
+		t.Errorf("the quarantined .mcp.json (%s): %q %v", q[".mcp.json"].To, b, err)
+	}
+	if !strings.Contains(q[".bashrc"].Why, "removed") {
+		t.Errorf(".bashrc's entry: %+v", q[".bashrc"])
 	}
 }
 
