@@ -2,6 +2,7 @@ package sandboxrun_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 // the network and MCP stacks: they must stay small, auditable leaves.
 func TestImportFences(t *testing.T) {
 	banned := []string{"net/http", "github.com/elazarl/goproxy", "github.com/mark3labs/mcp-go"}
-	for _, pkg := range []string{"./policy", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock"} {
+	for _, pkg := range []string{"./policy", "./allowlist", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./apparmor"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
@@ -20,6 +21,32 @@ func TestImportFences(t *testing.T) {
 				if dep == b || strings.HasPrefix(dep, b+"/") {
 					t.Errorf("%s imports %s", pkg, dep)
 				}
+			}
+		}
+	}
+}
+
+// TestLeaves keeps the value packages leaves of the module: allowlist (the
+// allow-list syntax and address classes) imports nothing of the module, and
+// policy nothing but allowlist, so that both policy and proxy read an
+// entry the same way and policy stays pure data with its rules.
+func TestLeaves(t *testing.T) {
+	const mod = "github.com/sandbox-run/sandbox-run"
+	for pkg, allowed := range map[string][]string{
+		"./allowlist": nil,
+		"./policy":    {mod + "/allowlist"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		self := mod + strings.TrimPrefix(pkg, ".")
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == self || !strings.HasPrefix(dep, mod+"/") && dep != mod {
+				continue
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s; it must stay a leaf (allowed: %v)", pkg, dep, allowed)
 			}
 		}
 	}

@@ -162,8 +162,6 @@ type Advisory struct {
 }
 
 var (
-	v050  = goversion.Must(goversion.NewVersion("0.5.0"))
-	v080  = goversion.Must(goversion.NewVersion("0.8.0"))
 	v0120 = goversion.Must(goversion.NewVersion("0.12.0"))
 )
 

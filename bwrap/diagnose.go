@@ -44,6 +44,15 @@ type Host struct {
 	// means sandbox-run itself runs under a system-call filter, as in a
 	// container started with its runtime's default seccomp profile.
 	Seccomp int
+	// ProcCovered lists the mount points below /proc in the caller's
+	// mount namespace (from mountinfo next to procSys), joined by ", ",
+	// "" when there are none. A container runtime's masked and read-only
+	// paths (podman's /proc/kcore, /proc/acpi, /proc/sys, ...) are such
+	// mounts, and while any hides part of /proc the kernel refuses a new
+	// proc mount in a user namespace, which bwrap needs. binfmt_misc on
+	// /proc/sys/fs/binfmt_misc is left out: it sits on a permanently
+	// empty directory, which the kernel does not count.
+	ProcCovered string
 }
 
 // ReadHost reads Host from a /proc/sys tree (normally "/proc/sys"; tests
@@ -65,7 +74,27 @@ func ReadHost(procSys string) Host {
 		UnprivilegedUsernsClone: read("kernel/unprivileged_userns_clone"),
 		AppArmorRestrictUserns:  read("kernel/apparmor_restrict_unprivileged_userns"),
 		Seccomp:                 seccompMode(filepath.Join(filepath.Dir(procSys), "self", "status")),
+		ProcCovered:             procCovered(filepath.Join(filepath.Dir(procSys), "self", "mountinfo")),
 	}
+}
+
+// procCovered reads a mountinfo file and returns the mount points below
+// /proc, except binfmt_misc's, joined by ", " ("" when none or unreadable).
+func procCovered(mountinfo string) string {
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return ""
+	}
+	var covered []string
+	for _, l := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mountpoint options ... - fstype source ...
+		f := strings.Fields(l)
+		if len(f) < 5 || !strings.HasPrefix(f[4], "/proc/") || strings.Contains(l, " - binfmt_misc ") {
+			continue
+		}
+		covered = append(covered, f[4])
+	}
+	return strings.Join(covered, ", ")
 }
 
 // seccompMode reads the Seccomp: field of a /proc/PID/status file, -1 if
@@ -120,13 +149,30 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 			return &SetupError{
 				What: "bwrap could not set up its user namespace",
 				Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
-				Fix:  "load Ubuntu's bwrap profile: apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined one)" + LandlockFix,
+				Fix:  AppArmorFix + LandlockFix,
 			}
 		}
 		return &SetupError{
 			What: "bwrap could not set up its user namespace",
 			Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
 			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)" + LandlockFix,
+		}
+	case strings.Contains(msg, "Can't set hostname") && strings.Contains(msg, "Operation not permitted") && h.Seccomp == 2:
+		// bwrap created its namespaces, then sethostname in its own UTS
+		// namespace was refused: podman's and docker's default seccomp
+		// profiles allow sethostname only with CAP_SYS_ADMIN.
+		return &SetupError{
+			What: "bwrap could not set the sandbox's hostname",
+			Why: fmt.Sprintf("sandbox-run itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), as in a container "+
+				"started with its runtime's default seccomp profile, which refuses sethostname without CAP_SYS_ADMIN (bwrap said %q)", msg),
+			Fix: containerFix(h),
+		}
+	case strings.Contains(msg, "Can't mount proc") && strings.Contains(msg, "Operation not permitted") && h.ProcCovered != "":
+		return &SetupError{
+			What: "bwrap could not mount the sandbox's /proc",
+			Why: fmt.Sprintf("mounts cover part of this /proc (%s), as a container runtime's masked paths do, and the kernel "+
+				"refuses a new proc mount in a user namespace while part of /proc is hidden (bwrap said %q)", h.ProcCovered, msg),
+			Fix: containerFix(h),
 		}
 	case (strings.Contains(msg, "Creating new namespace failed") || strings.Contains(msg, "No permissions to creat")) &&
 		h.Seccomp == 2 && h.MaxUserNamespaces != 0 && h.UnprivilegedUsernsClone != 0:
@@ -136,9 +182,7 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 			What: "bwrap could not create namespaces",
 			Why: fmt.Sprintf("sandbox-run itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), as in a container "+
 				"started with its runtime's default seccomp profile, which refuses namespace creation without CAP_SYS_ADMIN (bwrap said %q)", msg),
-			Fix: "start the container with a seccomp profile that allows unshare and clone with namespace flags " +
-				"(podman or docker: --security-opt seccomp=unconfined, or a copy of the default profile that allows them); " +
-				"--cap-add SYS_ADMIN lifts it too but gives the container far more; or run sandbox-run outside the container",
+			Fix: containerFix(h),
 		}
 	case strings.Contains(msg, "Creating new namespace failed"), strings.Contains(msg, "No permissions to creat"):
 		why := fmt.Sprintf("bwrap said %q", msg)
@@ -174,6 +218,22 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 	}
 }
 
+// containerFix names the runtime flags that let bwrap run inside a
+// container, as proved against Debian's podman (e2e/podman_kernel_linux_
+// test.go): the seccomp profile must allow namespace creation and
+// sethostname, and, when mounts cover part of /proc, the masked paths must
+// go too, since seccomp alone then fails at bwrap's proc mount.
+func containerFix(h Host) string {
+	fix := "start the container with --security-opt seccomp=unconfined (or a copy of the runtime's default profile " +
+		"that allows unshare, clone with namespace flags and sethostname)"
+	if h.ProcCovered != "" {
+		fix += " and --security-opt unmask=ALL (podman; docker: --security-opt systempaths=unconfined), " +
+			"as the container's masked /proc paths also stop bwrap's proc mount"
+	}
+	return fix + "; --privileged does both but gives the container far more, as would --cap-add SYS_ADMIN in place of " +
+		"the seccomp option; or run sandbox-run outside the container" + LandlockFix
+}
+
 // bwrapLine picks bwrap's own message out of its output.
 func bwrapLine(stderr string) string {
 	for _, l := range strings.Split(stderr, "\n") {
@@ -184,6 +244,12 @@ func bwrapLine(stderr string) string {
 	}
 	return firstLine(stderr)
 }
+
+// AppArmorFix is the fix for Ubuntu's AppArmor restriction on user
+// namespaces (kernel.apparmor_restrict_unprivileged_userns=1): sandbox-run
+// setup, which loads Ubuntu's own profile for bwrap, never an unconfined
+// one, and refuses on other distributions.
+const AppArmorFix = "as root, sandbox-run setup: it installs and loads Ubuntu's own bwrap-userns-restrict AppArmor profile (never an unconfined one; sandbox-run setup --dry-run shows every file and command first)"
 
 // LandlockFix is the second fix every user-namespace refusal offers: the
 // landlock mechanism needs no namespace, and is never chosen on its own

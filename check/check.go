@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/matrix"
 )
 
 // Statuses of one check.
@@ -77,14 +79,14 @@ func Check(ctx context.Context, opts Options) Report {
 	}
 	rep := Report{Mechanism: mechanism}
 	if ready {
-		cases, err := Load()
+		cases, err := matrix.Load()
 		if err != nil {
 			add(Item{ID: "matrix", Category: "self-test", Status: StatusFail, Summary: "egress-cases.json does not load", Details: []string{err.Error()},
 				Remediation: "report this as a bug in sandbox-run"})
 			rep.Incomplete = true
 		} else {
 			start := time.Now()
-			results, err := Run(ctx, cases, RunOptions{Binary: opts.Binary, Mechanism: opts.Mechanism, Filter: func(c Case) bool { return opts.Full || c.Fast }})
+			results, err := matrix.Run(ctx, cases, matrix.RunOptions{Binary: opts.Binary, Mechanism: opts.Mechanism, Filter: func(c matrix.Case) bool { return opts.Full || c.Fast }})
 			if err != nil {
 				add(Item{ID: "matrix", Category: "self-test", Status: StatusFail, Summary: "the escape matrix could not be set up", Details: []string{err.Error()},
 					Remediation: "check that /tmp is writable and loopback is up", DurationMS: time.Since(start).Milliseconds()})
@@ -112,7 +114,7 @@ func Check(ctx context.Context, opts Options) Report {
 	return rep
 }
 
-func resultItem(r Result) Item {
+func resultItem(r matrix.Result) Item {
 	it := Item{ID: "matrix/" + r.ID, Category: "self-test/" + r.Group, Summary: r.Verdict + ": " + r.Reason,
 		Details:    append(append([]string{"tries: " + r.Tries, "expected: " + r.Expected}, prefix("control: ", r.Control)...), prefix("confined: ", r.Confined)...),
 		DurationMS: r.DurationMS, UntestedAttempts: r.UntestedAttempts}
@@ -120,7 +122,7 @@ func resultItem(r Result) Item {
 		it.Details = append(it.Details, "why: "+r.ExpectedWhy)
 	}
 	switch {
-	case r.Verdict == Escaped && r.Expected == ExpectEscaped:
+	case r.Verdict == matrix.Escaped && r.Expected == matrix.ExpectEscaped:
 		// A gap the matrix declares for this mechanism on this platform
 		// (Seatbelt has no PID namespace): shown, never hidden, but not
 		// what this mechanism's tier 1 claims to hold.
@@ -131,15 +133,15 @@ func resultItem(r Result) Item {
 			it.Remediation += " (" + r.ExpectedWhy + ")"
 		}
 		it.Remediation += "; where it matters, run the work on Linux with bubblewrap"
-	case r.Verdict == Escaped:
+	case r.Verdict == matrix.Escaped:
 		it.Status = StatusFail
 		it.Remediation = "the sandbox let this attempt through: do not run untrusted work on this node; report it with `sandbox-run check --full --json`"
 	case r.Error:
 		it.Status = StatusFail
 		it.Remediation = "the attempt could not run: report this as a bug with `sandbox-run check --full --json`"
-	case r.Verdict == Untested:
+	case r.Verdict == matrix.Untested:
 		it.Status = StatusUntested
-	case r.Verdict == Held || r.Verdict == NA:
+	case r.Verdict == matrix.Held || r.Verdict == matrix.NA:
 		it.Status = StatusOK
 	}
 	return it
@@ -177,9 +179,9 @@ func tier(items []Item, ready bool, mechanism string) (int, string) {
 		// A case the matrix declares n/a for this mechanism tests nothing:
 		// a group of only such cases (the host-kernel group under gVisor,
 		// whose Sentry answers those calls) is not a group that ran.
-		if g, ok := strings.CutPrefix(it.Category, "self-test/"); ok && it.Status != StatusWarn && !strings.HasPrefix(it.Summary, NA+":") {
+		if g, ok := strings.CutPrefix(it.Category, "self-test/"); ok && it.Status != StatusWarn && !strings.HasPrefix(it.Summary, matrix.NA+":") {
 			ran[g] = true
-			if strings.HasPrefix(it.Summary, Held+":") {
+			if strings.HasPrefix(it.Summary, matrix.Held+":") {
 				held[g]++
 			}
 		}

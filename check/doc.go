@@ -11,10 +11,12 @@
 // proxy to connect to loopback or metadata, reaching a process of the same
 // uid, outliving the run, pushing keystrokes, and every family of calls the
 // seccomp filter denies. Each row names the probe that makes the attempt
-// (sandbox-run __probe PROBE ARGS, a function of this package, so the
-// matrix runs wherever sandbox-run does) and the outcome expected of every
-// mechanism (bwrap, seatbelt, none) on every platform (linux, darwin,
-// windows). A mechanism or platform without an expectation fails Load.
+// (sandbox-run __probe PROBE ARGS, internal/probe, so the matrix runs
+// wherever sandbox-run does) and the outcome expected of every mechanism
+// (bwrap, seatbelt, none) on every platform (linux, darwin, windows). A
+// mechanism or platform without an expectation fails to load. The cases
+// and their runner are internal/matrix; this package's surface is Check
+// and its Report.
 //
 // # Guarantees
 //
@@ -53,8 +55,9 @@
 //   - Attempts that need what this machine lacks (a cloud metadata service,
 //     NAT64, a virtual console for TIOCLINUX, a kernel that answers a call
 //     before checking privileges) stay untested here.
-//   - The runner is one for Linux and macOS (runner_unix.go, with
-//     runner_linux.go and runner_darwin.go for what differs). The macOS
+//   - The runner is one for Linux and macOS (internal/matrix's
+//     runner_unix.go, with runner_linux.go and runner_darwin.go for what
+//     differs). The macOS
 //     side, its probes and check's macOS probes (env_darwin.go) compile
 //     and vet for darwin but have not run on a Mac yet: the seatbelt
 //     column is what the profile is designed to do (docs/seatbelt.md),

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -49,7 +50,11 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 		switch {
 		case err != nil:
 			seatbeltOK = false
-			it.Status, it.Summary = StatusFail, sandboxExec+" is missing: "+errText(err)
+			cause := err // "no such file or directory", not the path again
+			if u := errors.Unwrap(err); u != nil {
+				cause = u
+			}
+			it.Status, it.Summary = StatusFail, sandboxExec+" is missing: "+cause.Error()
 			it.Remediation = "sandbox-exec ships with every macOS release; this system's is gone or hidden, so no Seatbelt sandbox can be set up"
 		case fi.IsDir() || fi.Mode()&0o111 == 0:
 			seatbeltOK = false

@@ -15,9 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/apparmor"
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -53,7 +55,7 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 		}
 		if err != nil {
 			bwrapOK = false
-			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+oneLine(err.Error())
+			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+probe.OneLine(err.Error())
 			it.Remediation = "install bubblewrap 0.4.0 or newer (apt-get install -y bubblewrap, dnf install bubblewrap)"
 			return it
 		}
@@ -77,24 +79,9 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 	}
 
 	timed(func() Item {
-		h := bwrap.ReadHost("/proc/sys")
-		it := Item{ID: "userns", Category: "kernel",
-			Details: []string{
-				fmt.Sprintf("user.max_user_namespaces = %s", sysctlText(h.MaxUserNamespaces)),
-				fmt.Sprintf("kernel.unprivileged_userns_clone = %s", sysctlText(h.UnprivilegedUsernsClone)),
-				fmt.Sprintf("kernel.apparmor_restrict_unprivileged_userns = %s", sysctlText(h.AppArmorRestrictUserns)),
-			}}
-		var se *bwrap.SetupError
-		switch err := bwrap.Preflight(h); {
-		case errors.As(err, &se):
+		it := usernsItem(bwrap.ReadHost("/proc/sys"), func() (bool, error) { return apparmor.ProfileLoaded("/") })
+		if it.Status == StatusFail {
 			bwrapOK = false
-			it.Status, it.Summary, it.Remediation = StatusFail, se.What+": "+se.Why, se.Fix
-		case h.AppArmorRestrictUserns == 1:
-			it.Status = StatusWarn
-			it.Summary = "Ubuntu's AppArmor restriction on unprivileged user namespaces is on: bwrap needs Ubuntu's own profile (never an unconfined one)"
-			it.Remediation = "apt-get install apparmor-profiles && apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"
-		default:
-			it.Status, it.Summary = StatusOK, "unprivileged user namespaces are enabled"
 		}
 		return it
 	})
@@ -164,6 +151,43 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 	it.DurationMS = time.Since(start).Milliseconds()
 	items = append(items, it)
 	return items, "bwrap", it.Status == StatusOK
+}
+
+// usernsItem judges the kernel's user-namespace settings h. loaded says
+// whether Ubuntu's bwrap-userns-restrict profile is loaded; it is asked
+// only where AppArmor restricts user namespaces.
+func usernsItem(h bwrap.Host, loaded func() (bool, error)) Item {
+	it := Item{ID: "userns", Category: "kernel",
+		Details: []string{
+			fmt.Sprintf("user.max_user_namespaces = %s", sysctlText(h.MaxUserNamespaces)),
+			fmt.Sprintf("kernel.unprivileged_userns_clone = %s", sysctlText(h.UnprivilegedUsernsClone)),
+			fmt.Sprintf("kernel.apparmor_restrict_unprivileged_userns = %s", sysctlText(h.AppArmorRestrictUserns)),
+		}}
+	var se *bwrap.SetupError
+	if err := bwrap.Preflight(h); errors.As(err, &se) {
+		it.Status, it.Summary, it.Remediation = StatusFail, se.What+": "+se.Why, se.Fix
+		return it
+	}
+	if h.AppArmorRestrictUserns != 1 {
+		it.Status, it.Summary = StatusOK, "unprivileged user namespaces are enabled"
+		return it
+	}
+	// Whether bwrap works under the restriction is what the sandbox item
+	// shows; this one says whether Ubuntu's profile for it is in force.
+	switch ok, err := loaded(); {
+	case err == nil && ok:
+		it.Status = StatusOK
+		it.Summary = "Ubuntu's AppArmor restriction on unprivileged user namespaces is on, and its bwrap-userns-restrict profile is loaded (bwrap and unpriv_bwrap in enforce mode)"
+	case err != nil:
+		it.Status = StatusWarn
+		it.Summary = "Ubuntu's AppArmor restriction on unprivileged user namespaces is on: bwrap needs Ubuntu's own profile; whether it is loaded could not be read (" + probe.OneLine(err.Error()) + ")"
+		it.Remediation = bwrap.AppArmorFix
+	default:
+		it.Status = StatusWarn
+		it.Summary = "Ubuntu's AppArmor restriction on unprivileged user namespaces is on and Ubuntu's bwrap-userns-restrict profile is not loaded: unless another profile lets bwrap create user namespaces, it cannot (the sandbox check shows which)"
+		it.Remediation = bwrap.AppArmorFix
+	}
+	return it
 }
 
 func sysctlText(v int) string {

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/probe"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
@@ -33,7 +35,13 @@ func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r
 		return nil, "cannot create a workdir: " + err.Error(), "make /tmp writable"
 	}
 	defer os.RemoveAll(dir)
-	dir = resolvedDir(dir)
+	if runtime.GOOS == "darwin" {
+		// /tmp is a link to /private/tmp, and Seatbelt matches resolved
+		// paths: hand out the resolved one.
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+	}
 	os.Chmod(dir, 0o755)
 	w := filepath.Join(dir, "w")
 	os.Mkdir(w, 0o755)
@@ -52,9 +60,9 @@ func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r
 		// remediation, whole, however long the reason before it.
 		msg, fix, ok := strings.Cut(strings.Join(strings.Fields(stderr.String()), " "), "; fix: ")
 		if !ok {
-			return nil, what + " could not be set up: " + oneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above"
+			return nil, what + " could not be set up: " + probe.OneLine(stderr.String()+" "+err.Error()), "follow the fix in the message above"
 		}
-		return nil, what + " could not be set up: " + oneLine(msg), fix
+		return nil, what + " could not be set up: " + probe.OneLine(msg), fix
 	}
 	b, err := os.ReadFile(rep)
 	if err != nil {

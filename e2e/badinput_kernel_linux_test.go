@@ -188,6 +188,13 @@ func badInputs() []badInput {
 		{name: "cpu-time without unit", args: withCmd("run", "--workdir", "{W}", "--cpu-time", "30"), want: []string{"--cpu-time", `"30"`}},
 		{name: "memory zero", args: withCmd("run", "--workdir", "{W}", "--memory", "0"), want: []string{"--memory"}},
 		{name: "memory overflow", args: withCmd("run", "--workdir", "{W}", "--memory", "99999999999T"), want: []string{"--memory"}},
+		// Policy.Validate's rules, the same in every mode (TestUniformRefusal
+		// runs them through each): before, tier 0 ran these or failed late.
+		{name: "memory below 1M", args: withCmd("run", "--workdir", "{W}", "--memory", "512K"), want: []string{"memory", "524288", "minimum", "--memory 1M"}},
+		{name: "memory below 1M in tier 0", args: withCmd("run", "--sandbox", "off", "--workdir", "{W}", "--memory", "512K"), want: []string{"memory", "minimum"}},
+		{name: "nofile below 4", args: withCmd("run", "--workdir", "{W}", "--nofile", "3"), want: []string{"nofile", "--nofile 4"}},
+		{name: "allow-host bad in tier 0", args: withCmd("run", "--sandbox", "off", "--workdir", "{W}", "--allow-host", "exa mple.com"), want: []string{`"exa mple.com"`, "whitespace"}},
+		{name: "absolute protect outside the writable dirs", args: withCmd("run", "--workdir", "{W}", "--protect", "{D}/x"), want: []string{"{D}/x", "not inside a writable directory"}},
 		{name: "tmp-size negative", args: withCmd("run", "--workdir", "{W}", "--tmp-size", "-1"), want: []string{"-1"}},
 		{name: "shm-size negative", args: withCmd("run", "--workdir", "{W}", "--shm-size", "-1"), want: []string{"--shm-size", "-1"}},
 		{name: "shm-size zero", args: withCmd("run", "--workdir", "{W}", "--shm-size", "0"), want: []string{"--shm-size 0", "uncapped"}},
@@ -254,6 +261,12 @@ func badInputs() []badInput {
 		{name: "mcp dry-run", args: withCmd("mcp", "--workdir", "{W}", "--dry-run"), want: []string{"--dry-run"}},
 		{name: "mcp repeated workdir", args: withCmd("mcp", "--workdir", "{W}", "--workdir", "{W}"), want: []string{"--workdir", "more than once"}},
 		{name: "mcp symlinked workdir", args: withCmd("mcp", "--workdir", "{L}"), want: []string{"{L}", "symlink"}},
+		// setup (the host refusal, which depends on the distribution, is in setup_kernel_linux_test.go)
+		{name: "setup argument", args: []string{"setup", "extra"}, want: []string{"no arguments", `"extra"`}},
+		{name: "setup unknown flag", args: []string{"setup", "--frob"}, want: []string{"--frob"}},
+		{name: "setup repeated dry-run", args: []string{"setup", "--dry-run", "--dry-run"}, want: []string{"--dry-run", "more than once"}},
+		{name: "setup relative root", args: []string{"setup", "--root", "rel"}, want: []string{`"rel"`, "absolute"}},
+		{name: "setup on a root without os-release", args: []string{"setup", "--dry-run", "--root", "{D}"}, want: []string{"cannot tell the distribution", "{D}/etc/os-release"}},
 		// check: its usage code is 2
 		{name: "check unknown flag", args: []string{"check", "--frob"}, code: 2, want: []string{"--frob"}},
 		{name: "check argument", args: []string{"check", "extra"}, code: 2, want: []string{"no arguments"}},

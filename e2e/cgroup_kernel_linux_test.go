@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/limits"
 )
 
 // wantLimitsEnv says how TestLimitsEnforcedBy expects --memory and --pids

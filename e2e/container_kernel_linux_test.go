@@ -17,11 +17,13 @@ import (
 
 // underNamespaceFilter runs sandbox-run with args the way a container
 // runtime's default seccomp profile would hold it: inside an outer bwrap
-// (the "container", a FAKE: podman is not run here) whose seccomp filter
-// is sandbox-run's own deny-list, which refuses unshare, setns and clone
-// with namespace flags, as docker's and podman's default profiles do for a
-// process without CAP_SYS_ADMIN. useFilter false is the positive control:
-// the same outer bwrap without the filter.
+// (the "container", a FAKE) whose seccomp filter is sandbox-run's own
+// deny-list, which refuses unshare, setns and clone with namespace flags,
+// as docker's default profile does for a process without CAP_SYS_ADMIN.
+// (Debian's podman's default profile allows those and refuses sethostname
+// instead; podman_kernel_linux_test.go runs that container for real.)
+// useFilter false is the positive control: the same outer bwrap without
+// the filter.
 func underNamespaceFilter(t *testing.T, useFilter bool, w string, args ...string) result {
 	t.Helper()
 	bw := sandboxtest.Bwrap(t)

@@ -24,7 +24,8 @@ import (
 // user namespaces: sandbox-run runs inside an outer bwrap with
 // --disable-userns. There the default (bwrap) is refused with exit 125 and
 // a fix that names --sandbox landlock (the positive control: the refusal
-// is real), and --sandbox landlock runs the command confined.
+// is real), and --sandbox landlock runs the command confined. It is a
+// FAKE container; TestPodmanLandlock runs the same in Debian's podman.
 func TestLandlockWhereBwrapIsRefused(t *testing.T) {
 	bw := sandboxtest.Bwrap(t)
 	sandboxtest.Landlock(t, landlock.MinABI)

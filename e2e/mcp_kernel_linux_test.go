@@ -412,7 +412,7 @@ func TestMCPGoServer(t *testing.T) {
 			opts []client.ClientOption
 		}{
 			{"stateless", nil},
-			{"initialize", []client.ClientOption{client.WithLegacyProtocolOnly()}},
+			{"initialize", []client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}},
 		} {
 			t.Run(mode+"/"+style.name, func(t *testing.T) {
 				s := startMCP(t, []string{mode, "--workdir", l.work, "--read", filepath.Dir(srv), "--", srv}, style.opts...)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/mcptest"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/landlock"
 )
 
 // TestCommandWithoutDashes: the first positional argument ends the flags,
@@ -95,39 +98,112 @@ func TestRefusalAnswersLateClient(t *testing.T) {
 	}
 }
 
-// TestOfflineFailsFast: without egress, npm is told to work offline and
-// fails at once with its own error, and sandbox-run says the sandbox has
-// no network and how to allow a host. With an allow-list the settings are
-// absent (the control: they are set only when no egress is allowed).
+// TestOfflineFailsFast: without egress, npm (npx), pip and git fail at
+// once with their own error, never retrying, and sandbox-run says the
+// sandbox has no network and which --allow-host would help. With an
+// allow-list the offline settings are absent (they are set only when no
+// egress is allowed).
+//
+// The issue asks for "under 1 s"; on a quiet machine npx fails in about
+// 0.7 s (npm's own start-up is most of it) and pip and git in less. A
+// wall-clock assertion near that would pass or fail by the CI host's
+// load, so the test asserts what makes the failure fast: npm's cache-only
+// mode (ENOTCACHED) with no request made, and no retry by npm or pip;
+// each control overrides one offline setting and must show the request
+// or retry the check looks for (so the check can fail). The times are
+// logged; the one time bound is 30 s, the MCP clients' give-up time, far
+// from the 70 s of npm's retries, against which it guards.
 func TestOfflineFailsFast(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
-	r := sandboxed(t, w, "echo npm=$npm_config_offline pip=$PIP_RETRIES go=$GOPROXY uv=$UV_OFFLINE")
-	if r.stdout != "npm=true pip=0 go=off uv=1\n" {
+	r := sandboxed(t, w, "echo npm=$npm_config_offline/$npm_config_fetch_retries pip=$PIP_RETRIES go=$GOPROXY uv=$UV_OFFLINE")
+	if r.stdout != "npm=true/0 pip=0 go=off uv=1\n" {
 		t.Errorf("without egress: %q %q", r.stdout, r.stderr)
 	}
 	r = sandboxed(t, w, "echo npm=$npm_config_offline pip=$PIP_RETRIES go=$GOPROXY", "--allow-host", "example.com")
-	if r.stdout != "npm=\npip=\ngo=\n" && r.stdout != "npm= pip= go=\n" {
+	if r.stdout != "npm= pip= go=\n" {
 		t.Errorf("with egress the offline settings leaked: %q %q", r.stdout, r.stderr)
 	}
-	if _, err := exec.LookPath("npx"); err != nil {
-		sandboxtest.Unavailable(t, "npx", "install npm (apt-get install -y npm)")
+	have := func(tool string) bool {
+		r := sandboxed(t, w, "command -v "+tool)
+		return r.code == 0 && strings.TrimSpace(r.stdout) != ""
 	}
+	t.Run("npx", func(t *testing.T) {
+		if !have("npx") {
+			sandboxtest.Unavailable(t, "npx inside the sandbox", "install npm (apt-get install -y npm)")
+		}
+		start := time.Now()
+		r := run(t, "", "run", "--workdir", w, "--", "npx", "--version")
+		t.Logf("npx --version (npm's start-up alone) took %v", time.Since(start))
+		// npm logs each request it makes at level http ("http fetch GET
+		// URL attempt N failed with ...").
+		npx := []string{"run", "--workdir", w, "--env", "npm_config_loglevel=http", "--", "npx", "-y", "cowsay@1.6.0", "hi"}
+		r, took := timedRun(t, npx...)
+		if r.code == 0 || !strings.Contains(r.stderr, "ENOTCACHED") || strings.Contains(r.stderr, "http fetch") {
+			t.Errorf("npx offline: exit %d, stderr %q; want ENOTCACHED and no request made", r.code, r.stderr)
+		}
+		note(t, r, "npx", "--allow-host registry.npmjs.org")
+		t.Logf("npx offline failed in %v", took)
+		// Control: offline mode overridden, npm makes its request, once:
+		// the check above sees a request, and fetch_retries=0 holds.
+		r, took = timedRun(t, append(npx[:3:3], append([]string{"--env", "npm_config_offline=false"}, npx[3:]...)...)...)
+		if r.code == 0 || strings.Count(r.stderr, "http fetch GET") != 1 || !strings.Contains(r.stderr, "attempt 1 failed") {
+			t.Errorf("control (npm_config_offline=false): exit %d, stderr %q; want one request, not retried", r.code, r.stderr)
+		}
+		t.Logf("control: npx with its request, not retried, failed in %v", took)
+	})
+	t.Run("pip", func(t *testing.T) {
+		if !have("pip3") {
+			sandboxtest.Unavailable(t, "pip3 inside the sandbox", "install pip (apt-get install -y python3-pip)")
+		}
+		pip := []string{"run", "--workdir", w, "--", "pip3", "download", "--no-deps", "-d", "/tmp/d", "sbx-offline-probe"}
+		r, took := timedRun(t, pip...)
+		if r.code == 0 || !strings.Contains(r.stderr, "from versions: none") || strings.Contains(r.stderr, "Retrying") {
+			t.Errorf("pip offline: exit %d, stderr %q; want pip's own error and no retry", r.code, r.stderr)
+		}
+		note(t, r, "pip3", "--allow-host pypi.org")
+		t.Logf("pip offline failed in %v", took)
+		// Control: one retry allowed, pip says so (the check sees retries).
+		r, took = timedRun(t, append(pip[:3:3], append([]string{"--env", "PIP_RETRIES=1"}, pip[3:]...)...)...)
+		if r.code == 0 || strings.Count(r.stderr, "Retrying (Retry(") != 1 {
+			t.Errorf("control (PIP_RETRIES=1): exit %d, stderr %q; want one retry", r.code, r.stderr)
+		}
+		t.Logf("control: pip with one retry failed in %v", took)
+	})
+	t.Run("git", func(t *testing.T) {
+		if !have("git") {
+			sandboxtest.Unavailable(t, "git inside the sandbox", "install git")
+		}
+		// git does not retry; it fails on name resolution with 128.
+		r, took := timedRun(t, "run", "--workdir", w, "--", "git", "ls-remote", "https://github.com/sandbox-run/sbx-offline-probe.git")
+		if r.code != 128 || !strings.Contains(r.stderr, "Could not resolve host") {
+			t.Errorf("git offline: exit %d, stderr %q; want 128, Could not resolve host", r.code, r.stderr)
+		}
+		note(t, r, "git", "--allow-host github.com")
+		t.Logf("git offline failed in %v", took)
+	})
+}
+
+// timedRun runs sandbox-run with args and returns how long it took,
+// failing the test past 30 s (an MCP client's give-up time).
+func timedRun(t *testing.T, args ...string) (result, time.Duration) {
+	t.Helper()
 	start := time.Now()
-	r = run(t, "", "run", "--workdir", w, "--env", "HOME=/tmp", "--", "npx", "-y", "cowsay@1.6.0", "hi")
+	r := run(t, "", args...)
 	took := time.Since(start)
-	if r.code == 0 || !strings.Contains(r.stderr, "ENOTCACHED") {
-		t.Fatalf("npx offline: exit %d, stderr %q", r.code, r.stderr)
+	if took > 30*time.Second {
+		t.Errorf("sandbox-run %v took %v: longer than an MCP client waits", args, took)
 	}
-	if !strings.Contains(r.stderr, "sandbox-run: note: the sandbox has no network") || !strings.Contains(r.stderr, "--allow-host registry.npmjs.org") {
-		t.Errorf("no network note: %q", r.stderr)
+	return r, took
+}
+
+// note checks sandbox-run's one-line no-network note after tool failed.
+func note(t *testing.T, r result, tool, fix string) {
+	t.Helper()
+	if !strings.Contains(r.stderr, "sandbox-run: note: the sandbox has no network (no --allow-host given): "+tool+" could not reach its hosts") ||
+		!strings.Contains(r.stderr, fix) {
+		t.Errorf("no network note for %s naming %q: %q", tool, fix, r.stderr)
 	}
-	// npm's own retries took 70 s; its start-up alone takes a second or
-	// more on a loaded machine, so the bound is generous but far below.
-	if took > 15*time.Second {
-		t.Errorf("npx offline took %v", took)
-	}
-	t.Logf("npx offline failed in %v", took)
 }
 
 // TestNotFoundNamesTheHostCopy: a command the host has outside the
@@ -381,5 +457,126 @@ func TestLLMChannelAudited(t *testing.T) {
 		if strings.Contains(string(b), secret) {
 			t.Errorf("the audit holds %s: %s", secret, b)
 		}
+	}
+}
+
+// TestSessionHomeKeepsShellConfig: the protected names (.bashrc, .yarnrc,
+// ...) are not held in a session's home or a shared cache, sandbox-run's
+// own state that no host tool reads, so a shell config the session writes
+// there is read by the next run's shell. Controls in the same runs: the
+// same name in the workdir, and in a --home DIR of the caller's, is
+// quarantined; a git directory made in the session's home is still
+// stripped (a link from the workdir could hand it to host git).
+func TestSessionHomeKeepsShellConfig(t *testing.T) {
+	needBwrap(t)
+	for _, mode := range []string{"bwrap", "landlock"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "landlock" {
+				sandboxtest.Landlock(t, landlock.MinABI)
+			}
+			w := sandboxtest.WorkDir(t)
+			data := sandboxtest.WorkDir(t) // as root the data dir is /var/lib/sandbox-run whatever XDG says
+			env := []string{"XDG_DATA_HOME=" + data}
+			session := "e2e-rc-" + randHex(t)[:8]
+			if os.Geteuid() == 0 {
+				t.Cleanup(func() { os.RemoveAll("/var/lib/sandbox-run/sessions/" + session) })
+			}
+			report := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+			// As root the caches are shared by all of root's runs: uv's,
+			// which no other test uses, gets a .yarnrc (a protected name
+			// that no tool reads there), removed afterwards.
+			args := []string{"run", "--sandbox", mode, "--workdir", w, "--session", session, "--cache", "uv"}
+			if os.Geteuid() == 0 {
+				t.Cleanup(func() { os.Remove("/var/lib/sandbox-run/caches/uid-65534/uv/.yarnrc") })
+			}
+			script := `echo 'export SBX_RC=from-bashrc' > "$HOME/.bashrc" && echo reg=x > "$UV_CACHE_DIR/.yarnrc" &&
+				echo w > "$PWD/.bashrc" && echo "$HOME"`
+			if mode == "bwrap" { // landlock refuses a present .git, so the repository is bwrap's case
+				script += ` && git init -q "$HOME/repo" && git -C "$HOME/repo" config core.fsmonitor "touch /tmp/pwned"`
+			}
+			r := runEnv(t, env, "", append(args, "--report", report, "--", "sh", "-c", script)...)
+			if r.code != 0 {
+				t.Fatalf("first run: exit %d %q", r.code, r.stderr)
+			}
+			home := strings.TrimSpace(r.stdout)
+			if mode == "bwrap" {
+				if !strings.Contains(r.stderr, "quarantined "+w+"/.bashrc") {
+					t.Errorf("control: the workdir's .bashrc was not quarantined: %q", r.stderr)
+				}
+				b, _ := os.ReadFile(report)
+				if !strings.Contains(string(b), "protected names are not held in sessions' homes and shared caches") {
+					t.Errorf("the report does not say the session's home is not protected: %s", b)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(w, ".bashrc")); err == nil {
+				t.Errorf("control: the workdir's .bashrc is still there after the run")
+			}
+			if strings.Contains(r.stderr, home+"/.bashrc") || strings.Contains(r.stderr, "/.yarnrc") {
+				t.Errorf("the session's home or cache was neutralised: %q", r.stderr)
+			}
+			// The next run's interactive shell reads the session's .bashrc.
+			r = runEnv(t, env, "", append(args, "--", "sh", "-c",
+				`bash -ic 'echo "rc=$SBX_RC"' 2>/dev/null; cat "$UV_CACHE_DIR/.yarnrc"; git -C "$HOME/repo" config core.fsmonitor || echo no-fsmonitor`)...)
+			want := "rc=from-bashrc\nreg=x\nno-fsmonitor\n"
+			if r.code != 0 || r.stdout != want {
+				t.Errorf("second run: exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, want)
+			}
+			// Control: a --home DIR of the caller's stays protected.
+			h := sandboxtest.WorkDir(t)
+			r = run(t, "", "run", "--sandbox", mode, "--workdir", w, "--home", h, "--", "sh", "-c", `echo x > "$HOME/.bashrc"`)
+			if r.code != 0 {
+				t.Fatalf("--home run: exit %d %q", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(filepath.Join(h, ".bashrc")); err == nil {
+				t.Errorf("control: --home %s kept the .bashrc the command wrote (%q)", h, r.stderr)
+			}
+		})
+	}
+}
+
+// TestInspectorCLIDashes: the MCP Inspector's CLI, a real client, starts
+// sandbox-run over stdio and lists the server's tools whether sandbox-run
+// loses its "--" (the Inspector takes the first "--" as its own and
+// strips it), gets one (written twice) or never had one; a
+// refusal reaches it as a JSON-RPC error naming the reason. Its control
+// is the tool list itself: the server answered through the sandbox.
+func TestInspectorCLIDashes(t *testing.T) {
+	needBwrap(t)
+	npm := mcptest.NPMServers(t)
+	w := sandboxtest.WorkDir(t)
+	server := []string{npm.Node, npm.Everything(), "stdio"}
+	inspector := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cli := npm.InspectorCLI()
+		c := exec.CommandContext(ctx, npm.Node, append([]string{cli, "--method", "tools/list"}, args...)...)
+		c.Dir = filepath.Dir(cli)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	for _, sub := range []string{"mcp", "run"} {
+		flags := []string{bin, sub, "--workdir", w, "--read", npm.Dir}
+		for _, tt := range []struct {
+			name string
+			args []string
+		}{
+			{"-- --: sandbox-run gets one", append(append(append([]string(nil), flags...), "--", "--"), server...)},
+			{"the inspector strips --", append(append(append([]string(nil), flags...), "--"), server...)},
+			{"no --", append(append([]string(nil), flags...), server...)},
+		} {
+			t.Run(sub+"/"+tt.name, func(t *testing.T) {
+				out, err := inspector(tt.args...)
+				if err != nil || !strings.Contains(out, `"name": "echo"`) {
+					t.Errorf("inspector %v: %v\n%s", tt.args, err, out)
+				}
+			})
+		}
+		t.Run(sub+"/refusal", func(t *testing.T) {
+			args := append(append(append([]string(nil), flags...), "--write", w+"/absent"), server...)
+			out, err := inspector(args...)
+			if err == nil || !strings.Contains(out, "MCP error -32603: sandbox-run: ") || !strings.Contains(out, "--write "+w+"/absent: does not exist") {
+				t.Errorf("inspector %v: %v\n%s; want the refusal as an MCP error", args, err, out)
+			}
+		})
 	}
 }

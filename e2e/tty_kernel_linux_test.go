@@ -144,7 +144,7 @@ func TestTerminal(t *testing.T) {
 	unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120})
 	time.Sleep(300 * time.Millisecond)
 	r.send(t, "stty size\n")
-	at = r.expect(t, at, "40 120", 5*time.Second)
+	r.expect(t, at, "40 120", 5*time.Second)
 	r.send(t, "exit 7\n")
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()

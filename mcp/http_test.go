@@ -39,7 +39,7 @@ func TestCheckToken(t *testing.T) {
 			t.Errorf("CheckToken(%q) = %v, want ok %v", c.tok, err, c.ok)
 		}
 	}
-	if NewToken() == NewToken() {
+	if a, b := NewToken(), NewToken(); a == b {
 		t.Error("NewToken repeats itself")
 	}
 }

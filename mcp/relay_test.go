@@ -162,7 +162,7 @@ func TestRelayMCPGo(t *testing.T) {
 		modern bool
 	}{
 		{"stateless", nil, true},
-		{"initialize", []client.ClientOption{client.WithLegacyProtocolOnly()}, false},
+		{"initialize", []client.ClientOption{client.WithProtocolVersion(mcpgo.ProtocolVersion20251125)}, false},
 	} {
 		t.Run(style.name, func(t *testing.T) {
 			p := newPipes()

@@ -649,9 +649,6 @@ func (p Policy) validateHome() error {
 	if p.Session != "" && p.Home != "" {
 		return invalid("home", "both --home and --session name the home", "pass one of them")
 	}
-	if p.Sandbox == ModeOff && (p.Session != "" || len(p.Caches) > 0) {
-		return invalid("session", "tier 0 (--sandbox off) binds nothing, so it keeps no session and shares no cache", "leave out --session and --cache, or pass --home DIR")
-	}
 	seen := map[string]bool{}
 	for _, c := range p.Caches {
 		if _, ok := cacheVars[c]; !ok {
@@ -661,124 +658,6 @@ func (p Policy) validateHome() error {
 			return invalid("cache", fmt.Sprintf("%q given twice", c), "name each cache once")
 		}
 		seen[c] = true
-	}
-	return nil
-}
-
-// Validate checks everything that can be checked without touching the
-// system. It returns an error wrapping ErrInvalid (an *InvalidError) for the
-// first problem found.
-func (p Policy) Validate() error {
-	if p.Workdir == "" {
-		return invalid("workdir", "empty", "pass --workdir DIR")
-	}
-	if err := checkPath("workdir", p.Workdir); err != nil {
-		return err
-	}
-	for _, d := range append([]string{p.Workdir}, p.Write...) {
-		if err := checkPath("write", d); err != nil {
-			return err
-		}
-		if err := (Host{}).CheckWritable(d, d); err != nil {
-			return err
-		}
-	}
-	if p.Home != "" {
-		if err := checkPath("home", p.Home); err != nil {
-			return err
-		}
-		if err := (Host{}).CheckWritable(p.Home, p.Home); err != nil {
-			return err
-		}
-	}
-	if err := p.validateHome(); err != nil {
-		return err
-	}
-	for _, r := range p.Read {
-		if err := checkPath("read", r); err != nil {
-			return err
-		}
-	}
-	for _, pr := range p.Protect {
-		if err := noNUL("protect", pr); err != nil {
-			return err
-		}
-		if err := CheckPath("protect", pr); err != nil {
-			return err
-		}
-		if pr == "." || strings.HasPrefix(filepath.Clean(pr), "..") {
-			return invalid("protect", fmt.Sprintf("%q does not name a path inside a writable directory", pr), "name a path such as .envrc")
-		}
-	}
-	for _, u := range p.Unprotect {
-		if !IsDefaultProtected(filepath.Clean(u)) {
-			return invalid("unprotect", fmt.Sprintf("%q is not a built-in protected path", u),
-				"name one of "+strings.Join(defaultProtected, ", "))
-		}
-	}
-	for k, v := range p.Env {
-		if err := checkEnvName(k); err != nil {
-			return err
-		}
-		if err := noNUL("env "+k, v); err != nil {
-			return err
-		}
-	}
-	for _, k := range p.PassEnv {
-		if !isEnvName(k) {
-			return invalid("pass-env", fmt.Sprintf("%q is not a variable name", k),
-				"name a variable of letters, digits and '_', not starting with a digit, such as HTTP_TOKEN")
-		}
-	}
-	for _, k := range p.LLMEnv {
-		if err := checkEnvName(k); err != nil {
-			return err
-		}
-	}
-	if len(p.LLMEnv) > 0 && p.LLMSocket == "" {
-		return invalid("llm-env", "names a variable for an LLM channel that is not there", "pass --llm-socket PATH too")
-	}
-	for _, h := range p.AllowHosts {
-		if err := noNUL("allow-host", h); err != nil {
-			return err
-		}
-		if strings.TrimSpace(h) == "" {
-			return invalid("allow-host", "empty entry", "name a host, *.domain, host:port or an IP")
-		}
-	}
-	for f, s := range map[string]string{"egress-socket": p.EgressSocket, "llm-socket": p.LLMSocket} {
-		if s != "" {
-			if err := checkPath(f, s); err != nil {
-				return err
-			}
-		}
-	}
-	switch p.Sandbox {
-	case "", ModeAuto, ModeBwrap, ModeSeatbelt, ModeLandlock, ModeOff, ModeGvisor:
-	default:
-		return invalid("sandbox", fmt.Sprintf("unknown mode %q", p.Sandbox), "use auto, bwrap, gvisor, landlock, seatbelt or off")
-	}
-	if p.UID < 0 || p.GID < 0 {
-		return invalid("user", "negative id", "pass --user UID[:GID] with ids above 0")
-	}
-	if p.TmpSize < 0 {
-		return invalid("tmp-size", "negative size", "pass a size such as 256M")
-	}
-	if p.ShmSize < 0 {
-		return invalid("shm-size", "negative size", "pass a size such as 64M")
-	}
-	for f, v := range map[string]int64{"memory": p.Memory, "pids": p.Pids, "nofile": p.NoFile, "fsize": p.FSize, "cpu-time": int64(p.CPUTime)} {
-		if v < 0 {
-			return invalid(f, "negative", "pass a positive value, or leave it out for no limit")
-		}
-	}
-	if p.CgroupBase != "" {
-		if err := checkPath("cgroup-base", p.CgroupBase); err != nil {
-			return err
-		}
-	}
-	if p.Timeout < 0 {
-		return invalid("timeout", "negative duration", "pass a duration such as 90s")
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 func TestValidate(t *testing.T) {
@@ -35,6 +37,29 @@ func TestValidate(t *testing.T) {
 		{"relative socket", Policy{Workdir: "/w", LLMSocket: "s.sock"}, "llm-socket"},
 		{"negative tmp size", Policy{Workdir: "/w", TmpSize: -1}, "tmp-size"},
 		{"negative shm size", Policy{Workdir: "/w", ShmSize: -1}, "shm-size"},
+		// The allow-list's syntax and address classes (allowlist.Parse).
+		{"allow-host with a space", Policy{Workdir: "/w", AllowHosts: []string{"exa mple.com"}}, "allow-host"},
+		{"allow-host bare star", Policy{Workdir: "/w", AllowHosts: []string{"*"}}, "allow-host"},
+		{"allow-host loopback", Policy{Workdir: "/w", AllowHosts: []string{"localhost:8080"}}, "allow-host"},
+		{"allow-host metadata CIDR", Policy{Workdir: "/w", AllowHosts: []string{"169.254.0.0/16"}}, "allow-host"},
+		{"allow-host second entry bad", Policy{Workdir: "/w", AllowHosts: []string{"example.com", "http://x.example"}}, "allow-host"},
+		{"allow-host valid", Policy{Workdir: "/w", AllowHosts: []string{"example.com", "*.example.org:*", "10.0.0.0/8", "[fd00::1]:8443"}}, ""},
+		// The limits' minimums.
+		{"memory below minimum", Policy{Workdir: "/w", Memory: 512 << 10}, "memory"},
+		{"memory at minimum", Policy{Workdir: "/w", Memory: MinMemory}, ""},
+		{"nofile below minimum", Policy{Workdir: "/w", NoFile: MinNoFile - 1}, "nofile"},
+		{"nofile at minimum", Policy{Workdir: "/w", NoFile: MinNoFile}, ""},
+		// Where protected paths may lie.
+		{"absolute protect outside", Policy{Workdir: "/w", Protect: []string{"/etc/passwd"}}, "protect"},
+		{"absolute protect beside the workdir", Policy{Workdir: "/w", Protect: []string{"/wx/.envrc"}}, "protect"},
+		{"absolute protect in the workdir", Policy{Workdir: "/w", Protect: []string{"/w/.envrc"}}, ""},
+		{"absolute protect in a write dir", Policy{Workdir: "/w", Write: []string{"/o"}, Protect: []string{"/o/x"}}, ""},
+		{"absolute protect in the home", Policy{Workdir: "/w", Home: "/h", Protect: []string{"/h/.bashrc"}}, ""},
+		// A bad value is refused as such in every mode, before what the
+		// mode cannot mean (tier 0 keeps no cache).
+		{"unknown cache in tier 0", Policy{Workdir: "/w", Sandbox: ModeOff, Caches: []string{"maven"}}, "cache"},
+		{"known cache in tier 0", Policy{Workdir: "/w", Sandbox: ModeOff, Caches: []string{"go"}}, "session"},
+		{"absolute protect with a session", Policy{Workdir: "/w", Session: "s", Protect: []string{"/elsewhere/x"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +81,28 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error without a fix: %v", err)
 			}
 		})
+	}
+}
+
+// TestMinimumsAgreeWithLimits: the minimums Validate holds are the limits
+// package's own, so that no policy Validate accepts is refused by limits
+// at set-up, and none is refused here that limits would hold.
+func TestMinimumsAgreeWithLimits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		l    limits.Limits
+		p    Policy
+		ok   bool
+	}{
+		{"memory below", limits.Limits{Memory: MinMemory - 1}, Policy{Workdir: "/w", Memory: MinMemory - 1}, false},
+		{"memory at", limits.Limits{Memory: MinMemory}, Policy{Workdir: "/w", Memory: MinMemory}, true},
+		{"nofile below", limits.Limits{NoFile: MinNoFile - 1}, Policy{Workdir: "/w", NoFile: MinNoFile - 1}, false},
+		{"nofile at", limits.Limits{NoFile: MinNoFile}, Policy{Workdir: "/w", NoFile: MinNoFile}, true},
+	} {
+		lerr, perr := c.l.Validate(), c.p.Validate()
+		if (lerr == nil) != c.ok || (perr == nil) != c.ok {
+			t.Errorf("%s: limits says %v, policy says %v; want both ok=%v", c.name, lerr, perr, c.ok)
+		}
 	}
 }
 

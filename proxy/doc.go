@@ -2,7 +2,10 @@
 // command's network traffic leaves the sandbox. It serves HTTP proxy
 // requests (absolute-form GET, POST, ...) and CONNECT tunnels, built on
 // github.com/elazarl/goproxy, and decides each one by the exact IP address
-// it would connect to.
+// it would connect to. The allow-list's syntax, the address classes below
+// and how a client's host:port is read are the allowlist package's, which
+// policy validates with too: an entry the policy accepts is one the proxy
+// reads the same way.
 //
 // # Guarantees
 //

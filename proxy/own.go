@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/sandbox-run/sandbox-run/allowlist"
+
 	"fmt"
 	"net"
 	"net/http"
@@ -35,18 +37,6 @@ func interfaceAddrs() ([]netip.Addr, error) {
 	return out, nil
 }
 
-// exactEntry returns the first allow-list entry that names ip itself (an
-// address entry, or a CIDR of that one address) for port: a range that
-// merely contains ip does not count.
-func (a AllowList) exactEntry(ip netip.Addr, port uint16) (entry, bool) {
-	for _, e := range a.entries {
-		if (e.kind == kindAddr || e.kind == kindPrefix) && e.prefix.IsSingleIP() && e.prefix.Addr() == ip && e.portOK(port) {
-			return e, true
-		}
-	}
-	return entry{}, false
-}
-
 // judgeOwn refuses an address of the proxy host's own interfaces, read at
 // every call (so an address added a moment ago counts, and there is no
 // cache to go stale), unless an allow-list entry names that exact address.
@@ -63,14 +53,14 @@ func (p *Proxy) judgeOwn(t target, ip netip.Addr) *refusal {
 	if !slices.Contains(own, ip) {
 		return nil
 	}
-	if _, ok := p.allow.Load().exactEntry(ip, t.port); ok {
+	if _, ok := p.allow.Load().MatchExact(ip, t.Port()); ok {
 		return nil
 	}
 	via := ""
-	if !t.isAddr() {
-		via = fmt.Sprintf("%s resolved to %s: ", t.name, ip)
+	if !t.IsAddr() {
+		via = fmt.Sprintf("%s resolved to %s: ", t.Name(), ip)
 	}
 	return &refusal{reason: reasonOwnAddr, status: http.StatusForbidden, ip: ip,
 		rule: fmt.Sprintf("%s%s is an address of the proxy host itself; a range or host name entry does not open it", via, ip),
-		fix:  fmt.Sprintf("only if the sandbox must reach a service of the proxy host: add --allow-host %s", suggest(ip.String(), t.port))}
+		fix:  fmt.Sprintf("only if the sandbox must reach a service of the proxy host: add --allow-host %s", allowlist.Suggest(ip.String(), t.Port()))}
 }

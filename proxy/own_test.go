@@ -21,8 +21,8 @@ func TestJudgeOwn(t *testing.T) {
 		p.ownAddrs = func() ([]netip.Addr, error) { return own, nil }
 		return p
 	}
-	addr := func(s string, port uint16) target { return target{addr: netip.MustParseAddr(s), port: port} }
-	name := func(s string, port uint16) target { return target{name: s, port: port} }
+	addr := func(s string, port uint16) target { return mustTarget(t, netip.MustParseAddr(s).String(), port) }
+	name := func(s string, port uint16) target { return mustTarget(t, s, port) }
 	for _, c := range []struct {
 		name   string
 		allow  []string

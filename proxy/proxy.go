@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/sandbox-run/sandbox-run/allowlist"
 )
 
 // RefusalHeader is the response header that carries the reason code of a
@@ -55,7 +57,7 @@ var errDialRefused = errors.New("proxy: dial refused by address re-check")
 // Config configures a Proxy. The zero value is a proxy that refuses
 // everything.
 type Config struct {
-	// Allow is the allow list, in the syntax ParseAllow documents. Empty
+	// Allow is the allow list, in the syntax allowlist.Parse documents. Empty
 	// means every request is refused.
 	Allow []string
 
@@ -121,7 +123,7 @@ type resolver interface {
 // table admit. Its allow list can be replaced while it serves (SetAllow);
 // nothing else changes after New. It may serve several listeners at once.
 type Proxy struct {
-	allow  atomic.Pointer[AllowList]
+	allow  atomic.Pointer[allowlist.List]
 	counts struct{ allowed, refused, bytesOut, bytesIn atomic.Int64 }
 	runID  string
 	// runIDPreamble: see Config.RunIDFromPreamble.
@@ -145,7 +147,7 @@ type Proxy struct {
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
 // when an allow-list entry is invalid.
 func New(cfg Config) (*Proxy, error) {
-	allow, err := ParseAllow(cfg.Allow)
+	allow, err := allowlist.Parse(cfg.Allow)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ func New(cfg Config) (*Proxy, error) {
 // A request already decided keeps its decision; an open tunnel stays open.
 // On error the old list stays in force.
 func (p *Proxy) SetAllow(entries []string) error {
-	allow, err := ParseAllow(entries)
+	allow, err := allowlist.Parse(entries)
 	if err != nil {
 		return err
 	}
@@ -288,35 +290,35 @@ type refusal struct {
 // is refused if any answer is refused.
 func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decision {
 	d := &decision{method: method, raw: raw, t: t}
-	if t.isAddr() {
-		if r := p.judge(t, t.addr); r != nil {
+	if t.IsAddr() {
+		if r := p.judge(t, t.Addr()); r != nil {
 			d.refusal = r
 			return d
 		}
-		e, ok := p.allow.Load().addrEntry(t.addr, t.port)
+		e, ok := p.allow.Load().MatchAddr(t.Addr(), t.Port())
 		if !ok {
 			d.refusal = notAllowed(t)
 			return d
 		}
-		d.ips, d.entry = []netip.Addr{t.addr}, e.raw
+		d.ips, d.entry = []netip.Addr{t.Addr()}, e
 		return d
 	}
-	e, ok := p.allow.Load().hostEntry(t.name, t.port)
+	e, ok := p.allow.Load().MatchHost(t.Name(), t.Port())
 	if !ok {
 		d.refusal = notAllowed(t)
 		return d
 	}
-	d.entry = e.raw
+	d.entry = e
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	answers, err := p.resolver.LookupNetIP(rctx, "ip", t.name)
+	answers, err := p.resolver.LookupNetIP(rctx, "ip", t.Name())
 	if err == nil && len(answers) == 0 {
 		err = errors.New("no addresses")
 	}
 	if err != nil {
 		d.refusal = &refusal{
 			reason: reasonDNS, status: http.StatusBadGateway,
-			rule: fmt.Sprintf("%s did not resolve on the proxy host: %v", t.name, err),
+			rule: fmt.Sprintf("%s did not resolve on the proxy host: %v", t.Name(), err),
 			fix:  "check the name; it is resolved by the proxy host's resolver",
 		}
 		return d
@@ -339,14 +341,14 @@ func (p *Proxy) decide(ctx context.Context, method, raw string, t target) *decis
 // judge checks one address against the refused ranges and the proxy host's
 // own addresses; nil means it may be connected to (for t's port).
 func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
-	v := classify(ip)
-	if v.rule != nil && v.rule.never {
+	v := allowlist.Classify(ip)
+	if v.Never() {
 		return p.judgeRange(t, ip, v)
 	}
 	if r := p.judgeOwn(t, ip); r != nil {
 		return r
 	}
-	if v.rule == nil {
+	if v.Public() {
 		return nil
 	}
 	return p.judgeRange(t, ip, v)
@@ -354,29 +356,29 @@ func (p *Proxy) judge(t target, ip netip.Addr) *refusal {
 
 // judgeRange checks ip, which classify put in a refused range (v.rule is
 // set), against that range's rule.
-func (p *Proxy) judgeRange(t target, ip netip.Addr, v verdict) *refusal {
+func (p *Proxy) judgeRange(t target, ip netip.Addr, v allowlist.Verdict) *refusal {
 	via := ""
-	if !t.isAddr() {
-		via = fmt.Sprintf("%s resolved to %s: ", t.name, ip)
+	if !t.IsAddr() {
+		via = fmt.Sprintf("%s resolved to %s: ", t.Name(), ip)
 	}
-	if v.rule.never {
+	if v.Never() {
 		return &refusal{
-			reason: v.rule.reason, status: http.StatusForbidden, ip: ip,
+			reason: v.Reason(), status: http.StatusForbidden, ip: ip,
 			rule: fmt.Sprintf("%s%s is in %s (%s); the proxy never connects to that range",
-				via, describeAddr(ip, v), v.rule.prefix, v.rule.what),
+				via, v.Describe(ip), v.Range(), v.What()),
 			fix: "not possible: no allow-list entry makes this range reachable",
 		}
 	}
-	if _, ok := p.allow.Load().addrEntry(ip, t.port); ok {
+	if _, ok := p.allow.Load().MatchAddr(ip, t.Port()); ok {
 		return nil
 	}
 	rule := fmt.Sprintf("%s%s is in %s (%s); private addresses are reachable only when an allow-list entry names the address or its range",
-		via, describeAddr(ip, v), v.rule.prefix, v.rule.what)
-	fix := fmt.Sprintf("add --allow-host %s (or the range --allow-host %s)", suggest(ip.String(), t.port), v.rule.prefix)
-	if !t.isAddr() {
+		via, v.Describe(ip), v.Range(), v.What())
+	fix := fmt.Sprintf("add --allow-host %s (or the range --allow-host %s)", allowlist.Suggest(ip.String(), t.Port()), v.Range())
+	if !t.IsAddr() {
 		rule += "; a host name entry is not enough"
 		fix = fmt.Sprintf("add --allow-host %s next to the entry for %s (or the range --allow-host %s)",
-			suggest(ip.String(), t.port), t.name, v.rule.prefix)
+			allowlist.Suggest(ip.String(), t.Port()), t.Name(), v.Range())
 	}
 	return &refusal{reason: reasonPrivate, status: http.StatusForbidden, ip: ip, rule: rule, fix: fix}
 }
@@ -385,7 +387,7 @@ func notAllowed(t target) *refusal {
 	return &refusal{
 		reason: reasonNotAllowed, status: http.StatusForbidden,
 		rule: fmt.Sprintf("%s is not on the allow list (host entries cover ports 80 and 443 unless they name a port)", t),
-		fix:  "add --allow-host " + suggest(t.host(), t.port),
+		fix:  "add --allow-host " + allowlist.Suggest(t.Host(), t.Port()),
 	}
 }
 
@@ -405,17 +407,17 @@ func badTarget(reason, raw string, err error) *refusal {
 // checked addresses on its port, and still pass the range table.
 func (p *Proxy) permits(d *decision, ap netip.AddrPort) bool {
 	ip := ap.Addr().Unmap()
-	if ip.Zone() != "" || ap.Port() != d.t.port || !slices.Contains(d.ips, ip) {
+	if ip.Zone() != "" || ap.Port() != d.t.Port() || !slices.Contains(d.ips, ip) {
 		return false
 	}
 	if p.judge(d.t, ip) != nil {
 		return false
 	}
-	if d.t.isAddr() {
-		_, ok := p.allow.Load().addrEntry(ip, d.t.port)
+	if d.t.IsAddr() {
+		_, ok := p.allow.Load().MatchAddr(ip, d.t.Port())
 		return ok
 	}
-	_, ok := p.allow.Load().hostEntry(d.t.name, d.t.port)
+	_, ok := p.allow.Load().MatchHost(d.t.Name(), d.t.Port())
 	return ok
 }
 
@@ -555,7 +557,7 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn,
 	}
 	var errs []error
 	for _, ip := range d.ips {
-		c, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, d.t.port).String())
+		c, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, d.t.Port()).String())
 		if err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, errDialRefused) || ctx.Err() != nil {
@@ -739,7 +741,7 @@ func (p *Proxy) recordEnd(c *upstreamConn) {
 	}
 	line := auditLine{
 		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.lineRunID(c.d), Event: "egress_end",
-		Method: c.d.method, Host: c.d.t.host(), Port: int(c.d.t.port), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
+		Method: c.d.method, Host: c.d.t.Host(), Port: int(c.d.t.Port()), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
 		Decision: "allow", Reason: "closed", BytesOut: &out, BytesIn: &in, DurationMS: &ms,
 	}
 	p.writeAudit(line)
@@ -753,8 +755,8 @@ func (p *Proxy) record(d *decision) {
 		RunID:  p.lineRunID(d),
 		Event:  "egress",
 		Method: d.method,
-		Host:   d.t.host(),
-		Port:   int(d.t.port),
+		Host:   d.t.Host(),
+		Port:   int(d.t.Port()),
 		Entry:  d.entry,
 	}
 	if line.Host == "" {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
@@ -375,7 +376,7 @@ func localTarget(t *testing.T, idx int) (netip.Addr, int) {
 			continue
 		}
 		ip := pfx.Addr()
-		if v := classify(ip); !ip.Is4() || v.rule != nil && v.rule.never {
+		if v := allowlist.Classify(ip); !ip.Is4() || v.Never() {
 			continue
 		}
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())

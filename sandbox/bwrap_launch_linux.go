@@ -17,7 +17,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // bwExit is how bwrap ended, as wait4 told.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/landlock"
-	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
@@ -60,6 +60,7 @@ type llRun struct {
 	tmp      string             // the run's TMPDIR, removed by close
 	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
 	prot     protection
+	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	stop     context.CancelFunc
 	lns      []net.Listener
 	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
@@ -127,12 +128,14 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if r.uid, r.gid, _, err = hostIDs(p); err != nil {
 		return err
 	}
-	// A session's home and the caches become writable dirs like any other.
-	p, _, err = prepareState(p, r.opts, r.uid, r.gid)
+	// A session's home and the caches become writable dirs like any
+	// other, but for their protected names (plan.splitOwn).
+	var own []string
+	p, own, err = prepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
-	r.p = p
+	r.p, r.own = p, own
 	if err := r.protectPaths(); err != nil {
 		return err
 	}

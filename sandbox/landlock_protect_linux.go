@@ -3,7 +3,10 @@ package sandbox
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Protected paths under --sandbox landlock. Landlock grants are additive
@@ -23,7 +26,15 @@ func (r *llRun) protectPaths() error {
 	writable := r.p.Writable()
 	var pr protection
 	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
-		acts, finds, err := protectActions(r.p, writable)
+		var named, own []string
+		for _, w := range writable {
+			if slices.Contains(r.own, w) {
+				own = append(own, w)
+			} else {
+				named = append(named, w)
+			}
+		}
+		acts, finds, err := protectActions(r.p, writable, named, own)
 		if err != nil {
 			return nil, protection{}, nil, err
 		}
@@ -87,4 +98,16 @@ func heldPaths(hs []heldCopy) []string {
 		out = append(out, h.Path)
 	}
 	return out
+}
+
+// ownName says whether pp is a protected name in one of sandbox-run's own
+// state dirs, which is not held there (plan.splitOwn); the held parts of
+// a git directory there are.
+func ownName(pp string, own []string) bool {
+	for _, o := range own {
+		if rel, err := filepath.Rel(o, pp); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return rel != ".git" && !strings.HasPrefix(rel, ".git/")
+		}
+	}
+	return false
 }

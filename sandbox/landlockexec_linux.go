@@ -16,8 +16,8 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/landlock"
-	"github.com/sandbox-run/sandbox-run/limits"
 )
 
 // landlockArg is the hidden mode of the exec shim that confines itself

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -313,11 +313,11 @@ func TestNProcCountsOnlyTheSandbox(t *testing.T) {
 	if !limits.NProcPerUserNS() {
 		sandboxtest.Unavailable(t, "RLIMIT_NPROC per user namespace", "needs Linux 5.14 or later; older kernels sample pids")
 	}
-	uid, gid := os.Getuid(), os.Getgid()
+	uid := os.Getuid()
 	cred := (*syscall.Credential)(nil)
 	if uid == 0 {
-		uid, gid = policy.DefaultUID, policy.DefaultGID
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		uid = policy.DefaultUID
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(policy.DefaultGID), Groups: []uint32{}}
 	}
 	// 40 host processes of the sandbox's uid, twice the ceiling below.
 	const hostProcs = 40

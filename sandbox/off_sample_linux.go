@@ -3,7 +3,7 @@ package sandbox
 import (
 	"context"
 
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // samplerAvailable says whether tier 0 can sample limits here.

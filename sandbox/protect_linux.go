@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -36,12 +37,17 @@ type protection struct {
 }
 
 // protectActions walks writable for git directories and lays out the
-// protected paths of p (see protectLayout), refusing a link where one
-// would be followed.
-func protectActions(p policy.Policy, writable []string) ([]holdAction, *gitFinds, error) {
+// protected paths of p: its names in named, and the held parts of every
+// git directory found in any of writable (own: sandbox-run's state dirs,
+// see splitOwn). A link where one would be followed is refused.
+func protectActions(p policy.Policy, writable, named, own []string) ([]holdAction, *gitFinds, error) {
 	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !insideAny(name, writable) {
-			return nil, nil, setupErr("--protect "+name, "not inside a writable directory", "protect paths inside --workdir or a --write dir")
+		if filepath.IsAbs(name) && !insideAny(name, named) {
+			why := "not inside a writable directory"
+			if insideAny(name, own) {
+				why = "it lies in a session's home or a shared cache, whose protected names sandbox-run does not hold (its own state, read by no host tool)"
+			}
+			return nil, nil, setupErr("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
 		}
 	}
 	finds := findGit(writable)
@@ -51,7 +57,7 @@ func protectActions(p policy.Policy, writable []string) ([]holdAction, *gitFinds
 			"git follows it, and a link cannot be held read-only in place",
 			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
 	}
-	acts, err := protectLayout(writable, p.ProtectedNames(), finds.dirs, finds.files, lstatKind)
+	acts, err := layoutSplit(named, own, p.ProtectedNames(), finds)
 	var le *LinkError
 	if errors.As(err, &le) {
 		t, _ := os.Readlink(le.Path)
@@ -64,9 +70,38 @@ func protectActions(p policy.Policy, writable []string) ([]holdAction, *gitFinds
 	return acts, finds, nil
 }
 
-// protect lays out and binds the protected paths of p (see protectLayout).
+// splitOwn divides the writable directories into those whose protected
+// names (.bashrc, .npmrc, .mcp.json, ...) are held, watched and
+// neutralised, and sandbox-run's own state dirs (pl.own: sessions' homes,
+// shared caches), whose names are not. No host tool reads those names
+// there: the dirs lie 0700 in sandbox-run's data directory, which no
+// workdir or --write may expose, and what reads them is later runs of the
+// same session or sandbox uid, as trusted as the run that wrote them (a
+// poisoned .bashrc there reaches those runs, as a poisoned cache entry
+// does). Git directories in them are still found, held and stripped: a
+// link from the workdir into a session's home would otherwise hand host
+// git a repository the command configured. A --home DIR is the caller's
+// own directory, which host tools may read, and stays protected.
+func (pl *plan) splitOwn() (named, own []string) {
+	for _, w := range pl.writable {
+		if slices.Contains(pl.own, w) {
+			own = append(own, w)
+		} else {
+			named = append(named, w)
+		}
+	}
+	return named, own
+}
+
+// protect lays out and binds the protected paths of p (see protectLayout):
+// its names in the writable directories but sandbox-run's own (splitOwn),
+// and the held parts of every git directory found in any of them.
 func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
-	acts, finds, err := protectActions(p, pl.writable)
+	named, own := pl.splitOwn()
+	if len(own) > 0 {
+		pl.notes = append(pl.notes, "protected names are not held in sessions' homes and shared caches (no host tool reads them there): a .bashrc or .npmrc the command leaves there reaches later runs of the same session or cache; git directories there are held and stripped as anywhere")
+	}
+	acts, finds, err := protectActions(p, pl.writable, named, own)
 	if err != nil {
 		return err
 	}
@@ -99,6 +134,38 @@ func (pl *plan) protect(p policy.Policy, g *pathguard.Guard) error {
 		pl.notes = append(pl.notes, "warning: the walk for git directories was incomplete; a repository it did not reach is not held (see protect_walk.skipped)")
 	}
 	return nil
+}
+
+// layoutSplit is protectLayout with names laid out in named only and git
+// directories and .git files in whichever of named and own holds them.
+// The two sets of actions concern disjoint trees (no writable directory
+// lies in sandbox-run's state, nor holds it), so bwrap may mount one set
+// after the other.
+func layoutSplit(named, own, names []string, finds *gitFinds) ([]holdAction, error) {
+	if len(own) == 0 {
+		return protectLayout(named, names, finds.dirs, finds.files, lstatKind)
+	}
+	var dirs, files [2][]string
+	for _, d := range finds.dirs {
+		i := 0
+		if insideAny(d, own) {
+			i = 1
+		}
+		dirs[i] = append(dirs[i], d)
+	}
+	for _, f := range finds.files {
+		i := 0
+		if insideAny(f, own) {
+			i = 1
+		}
+		files[i] = append(files[i], f)
+	}
+	acts, err := protectLayout(named, names, dirs[0], files[0], lstatKind)
+	if err != nil {
+		return nil, err
+	}
+	more, err := protectLayout(own, nil, dirs[1], files[1], lstatKind)
+	return append(acts, more...), err
 }
 
 // lstatKind says what is at p, without following a link.

@@ -5,7 +5,6 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
-	"syscall"
 )
 
 // fileOwner is what reachableAs reads of a file: its permission bits and
@@ -13,14 +12,6 @@ import (
 type fileOwner struct {
 	mode     uint32 // permission bits
 	uid, gid int
-}
-
-func statOwner(p string) (fileOwner, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(p, &st); err != nil {
-		return fileOwner{}, err
-	}
-	return fileOwner{mode: uint32(st.Mode) & 0o777, uid: int(st.Uid), gid: int(st.Gid)}, nil
 }
 
 // allows reports whether uid/gid hold every bit of want (4 read, 2 write,

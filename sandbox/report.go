@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 

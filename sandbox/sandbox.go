@@ -100,7 +100,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -737,23 +737,31 @@ func setOfflineEnv(env map[string]string) {
 }
 
 // Reexec serves the hidden modes in which a run re-executes the running
-// binary: sandbox-run's init inside the sandbox and the exec shim that
-// applies rlimits. Run starts /proc/self/exe in those modes, so a program
-// that calls Run must call Reexec first thing in main with os.Args[1:] and
-// exit with code when handled is true.
+// binary: sandbox-run's init inside the sandbox, the exec shim that
+// applies rlimits and the landlock shim. Run starts /proc/self/exe in
+// those modes, so a program that calls Run must call Reexec first thing in
+// main with os.Args[1:] and exit with code when handled is true.
+// (sandbox-run itself dispatches them, and its own, through
+// internal/reexec, which consults HiddenModes.)
 func Reexec(args []string) (code int, handled bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
-	switch args[0] {
-	case initproc.Arg:
-		return initproc.Main(args[1:]), true
-	case initproc.ExecArg:
-		return initproc.ExecMain(args[1:]), true
-	case landlockArg:
-		return landlockMain(), true
+	if m, ok := HiddenModes()[args[0]]; ok {
+		return m(args[1:]), true
 	}
 	return 0, false
+}
+
+// HiddenModes returns the modes Reexec serves, by the name Run passes as
+// the first argument, each with the function that serves it (given the
+// arguments after the name; it returns the exit status).
+func HiddenModes() map[string]func(args []string) int {
+	return map[string]func([]string) int{
+		initproc.Arg:     initproc.Main,
+		initproc.ExecArg: initproc.ExecMain,
+		landlockArg:      func([]string) int { return landlockMain() },
+	}
 }
 
 // setLLMEnv points the command at the LLM channel on url: SANDBOX_LLM_URL

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // The fast path. When nothing is forwarded and no rlimit beyond core

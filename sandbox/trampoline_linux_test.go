@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/limits"
 )
 
 func TestTrampolineRlimits(t *testing.T) {

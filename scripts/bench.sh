@@ -1,12 +1,14 @@
 #!/bin/sh
-# make bench / make bench-quick: sandbox-run against raw bubblewrap and srt,
-# in interleaved runs; writes docs/BENCHMARKS.md. Asserts nothing.
+# make bench / make bench-quick: sandbox-run against raw bubblewrap, srt and
+# codex sandbox, in interleaved runs; writes docs/BENCHMARKS.md. Asserts
+# nothing.
 #
 #   scripts/bench.sh [BIN [FLAGS...]]     BIN default: bin/sandbox-run
 #   scripts/bench.sh bin/sandbox-run -quick
 #
-# Installs srt (scripts/install-srt.sh, into .cache/srt) first; if that
-# fails, the report says why and has no srt column. The network sections
+# Installs srt (scripts/install-srt.sh, into .cache/srt) and codex
+# (scripts/install-codex.sh, into .cache/codex) first; if either fails, the
+# report says why and has no row for it. The network sections
 # need root (network namespaces). FLAGS go to scripts/bench (see its doc).
 set -eu
 cd "$(dirname "$0")/.."
@@ -25,6 +27,14 @@ else
 	srt_err="scripts/install-srt.sh failed: $(tail -n 3 "$log" | tr '\n' ' ')"
 fi
 
+if codex=$(scripts/install-codex.sh 2>"$log"); then
+	codex_err=
+else
+	cat "$log" >&2
+	codex=
+	codex_err="scripts/install-codex.sh failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+fi
+
 mkdir -p .cache/bench
 go build -o .cache/bench/sbx-bench ./scripts/bench
 
@@ -35,4 +45,4 @@ go test -run '^$' -bench . -benchmem -benchtime "$benchtime" \
 	./filter/ ./bwrap/ ./pathguard/ ./forwarder/ ./sandbox/ ./scripts/bench/ 2>&1 |
 	grep -E '^(Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' >"$micro" || true
 
-exec .cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -micro "$micro" "$@"
+exec .cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -codex "$codex" -codex-error "$codex_err" -micro "$micro" "$@"

@@ -9,9 +9,15 @@ import (
 	"syscall"
 
 	"github.com/sandbox-run/sandbox-run/internal/cli"
+	"github.com/sandbox-run/sandbox-run/internal/reexec"
 )
 
 func main() {
+	// The hidden modes (the init inside the sandbox, the exec shims, the
+	// matrix's probes) first: they set up their own signal handling.
+	if code, ok := reexec.Main(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	// Signals are relayed to the sandboxed command, not acted on here.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -48,8 +48,3 @@ func checkCmd(ctx context.Context, args []string, stdio IO) int {
 	}
 	return rep.ExitCode()
 }
-
-// probeCmd is the hidden sandbox-run __probe PROBE [ARG...]: one attempt
-// of the escape matrix, run inside a sandbox and unconfined as its
-// control. Not a command for people.
-func probeCmd(args []string) int { return check.Probe(args) }

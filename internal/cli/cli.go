@@ -44,11 +44,9 @@ type IO struct {
 
 // Run executes sandbox-run with args (without the program name) and returns
 // the process's exit status. sigs, when set, carries the signals to relay
-// to a running command.
+// to a running command. The hidden modes are not its: main dispatches
+// them first (internal/reexec).
 func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
-	if code, ok := sandbox.Reexec(args); ok {
-		return code
-	}
 	if len(args) == 0 {
 		usage(stdio.Stderr)
 		return 2
@@ -60,8 +58,8 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return proxyCmd(ctx, args[1:], stdio, sigs)
 	case "check":
 		return checkCmd(ctx, args[1:], stdio)
-	case "__probe":
-		return probeCmd(args[1:])
+	case "setup":
+		return setupCmd(ctx, args[1:], stdio)
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "version", "--version":
@@ -71,7 +69,7 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		usage(stdio.Stdout)
 		return 0
 	}
-	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check or version (sandbox-run help)", args[0]))
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, proxy, check, setup or version (sandbox-run help)", args[0]))
 }
 
 // version is Version as stamped at build time (make build, make install);
@@ -111,6 +109,7 @@ func usage(w io.Writer) {
   sandbox-run check [--json]                    what holds on this machine, and the tier
   sandbox-run proxy --listen PATH [flags]       a node-wide egress proxy on a Unix socket
   sandbox-run mcp [flags] -- SERVER [ARG...]    MCP relay in front of a sandboxed server
+  sandbox-run setup [--dry-run]                 as root on Ubuntu 24.04+: load Ubuntu's bwrap AppArmor profile
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.
 `)
@@ -209,203 +208,6 @@ func commandArgs(fs *pflag.FlagSet) []string {
 var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
 	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
-// policy builds the policy: the profile, then the flags that were given.
-func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
-	var p policy.Policy
-	if f.config != "" {
-		cfg, err := hostPath("config", f.config)
-		if err != nil {
-			return p, err
-		}
-		if p, err = readProfile("config", cfg); err != nil {
-			return p, err
-		}
-	}
-	changed := f.fs.Changed
-	// Paths from flags may be relative to the current directory; paths in
-	// a profile must be absolute (Validate refuses others), since what they
-	// would be relative to depends on where the harness happened to start
-	// sandbox-run.
-	abs := func(flag string, s []string) ([]string, error) {
-		out := make([]string, 0, len(s))
-		for _, v := range s {
-			a, err := absPath(flag, v)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, a)
-		}
-		return out, nil
-	}
-	var err error
-	if changed("workdir") {
-		if p.Workdir, err = absPath("workdir", f.workdir); err != nil {
-			return p, err
-		}
-	}
-	if p.Workdir == "" {
-		wd, err := getwd()
-		if err == nil {
-			// $PWD may name the directory through a symlink; the sandbox
-			// binds the directory itself, at its real path.
-			wd, err = filepath.EvalSymlinks(wd)
-		}
-		if err != nil {
-			return p, fmt.Errorf("cannot read the current directory: %w; fix: pass --workdir DIR", err)
-		}
-		p.Workdir = wd
-	}
-	if changed("write") {
-		if p.Write, err = abs("write", f.write); err != nil {
-			return p, err
-		}
-	}
-	if changed("read") {
-		if p.Read, err = abs("read", f.read); err != nil {
-			return p, err
-		}
-	}
-	if changed("protect") {
-		p.Protect = f.protect
-	}
-	if changed("env") {
-		if p.Env == nil {
-			p.Env = map[string]string{}
-		} else {
-			m := make(map[string]string, len(p.Env))
-			for k, v := range p.Env {
-				m[k] = v
-			}
-			p.Env = m
-		}
-		for _, kv := range f.env {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return p, fmt.Errorf("--env %q is not KEY=VALUE; fix: write --env NAME=value", redactKV(kv))
-			}
-			// Cloned: the argv bytes are scrubbed after parsing.
-			p.Env[strings.Clone(k)] = strings.Clone(v)
-		}
-	}
-	if changed("home") {
-		if p.Home, err = absPath("home", f.home); err != nil {
-			return p, err
-		}
-	}
-	if changed("session") {
-		p.Session = f.session
-	}
-	if changed("cache") {
-		p.Caches = f.caches
-	}
-	if changed("pass-env") {
-		p.PassEnv = f.passEnv
-	}
-	if changed("allow-host") {
-		p.AllowHosts = f.allowHost
-	}
-	if changed("egress-socket") {
-		if p.EgressSocket, err = absPath("egress-socket", f.egressSocket); err != nil {
-			return p, err
-		}
-	}
-	if changed("llm-socket") {
-		if p.LLMSocket, err = absPath("llm-socket", f.llmSocket); err != nil {
-			return p, err
-		}
-	}
-	if changed("llm-env") {
-		p.LLMEnv = f.llmEnv
-	}
-	if changed("ptrace") {
-		p.Ptrace = f.ptrace
-	}
-	if changed("sandbox") || p.Sandbox == "" {
-		p.Sandbox = policy.Mode(f.mode)
-	}
-	if changed("timeout") {
-		d, err := policy.ParseDuration(f.timeout)
-		if err != nil {
-			return p, fmt.Errorf("--timeout: %w; fix: e.g. --timeout 90s", err)
-		}
-		p.Timeout = policy.Duration(d)
-	}
-	for _, l := range []struct {
-		flag string
-		dst  *int64
-		size bool
-	}{{"memory", &p.Memory, true}, {"fsize", &p.FSize, true}, {"pids", &p.Pids, false}, {"nofile", &p.NoFile, false}} {
-		if !changed(l.flag) {
-			continue
-		}
-		val := map[string]string{"memory": f.memory, "fsize": f.fsize, "pids": f.pids, "nofile": f.nofile}[l.flag]
-		var n int64
-		var err error
-		if l.size {
-			n, err = policy.ParseSize(val)
-		} else {
-			_, err = fmt.Sscanf(val, "%d", &n)
-			if err == nil && fmt.Sprint(n) != val {
-				err = fmt.Errorf("not a whole number")
-			}
-		}
-		if err != nil && l.size {
-			return p, fmt.Errorf("--%s: %w; fix: e.g. --%s 512M", l.flag, err, l.flag)
-		}
-		if err != nil || n <= 0 {
-			return p, fmt.Errorf("--%s %q: want a positive %s; fix: e.g. --%s %s", l.flag, val,
-				map[bool]string{true: "size such as 512M", false: "whole number"}[l.size], l.flag, map[bool]string{true: "512M", false: "64"}[l.size])
-		}
-		*l.dst = n
-	}
-	if changed("cpu-time") {
-		d, err := policy.ParseDuration(f.cpuTime)
-		if err != nil {
-			return p, fmt.Errorf("--cpu-time: %w; fix: e.g. --cpu-time 30s", err)
-		}
-		if d <= 0 {
-			return p, fmt.Errorf("--cpu-time must be positive; fix: e.g. --cpu-time 30s")
-		}
-		p.CPUTime = policy.Duration(d)
-	}
-	if changed("cgroup-base") {
-		if p.CgroupBase, err = absPath("cgroup-base", f.cgroupBase); err != nil {
-			return p, err
-		}
-	}
-	if changed("tmp-size") {
-		n, err := policy.ParseSize(f.tmpSize)
-		if err != nil {
-			return p, fmt.Errorf("--tmp-size: %w; fix: e.g. --tmp-size 256M", err)
-		}
-		if n == 0 {
-			return p, fmt.Errorf("--tmp-size 0 would leave /tmp uncapped; fix: pass a size such as 256M")
-		}
-		p.TmpSize = n
-	}
-	if changed("shm-size") {
-		n, err := policy.ParseSize(f.shmSize)
-		if err != nil {
-			return p, fmt.Errorf("--shm-size: %w; fix: e.g. --shm-size 64M", err)
-		}
-		if n == 0 {
-			return p, fmt.Errorf("--shm-size 0 would leave /dev/shm uncapped; fix: pass a size such as 64M")
-		}
-		p.ShmSize = n
-	}
-	if changed("user") {
-		uid, gid, err := parseUser(f.user)
-		if err != nil {
-			return p, err
-		}
-		if os.Geteuid() != 0 {
-			return p, fmt.Errorf("--user applies only when sandbox-run runs as root; fix: drop --user (the sandbox runs as you)")
-		}
-		p.UID, p.GID = uid, gid
-	}
-	return p, nil
-}
-
 // absPath checks the path given to --flag and makes it absolute against
 // the current directory.
 func absPath(flag, p string) (string, error) {
@@ -445,98 +247,41 @@ func redactKV(kv string) string {
 	return "<redacted>"
 }
 
+// runCmd is `sandbox-run run [flags] -- COMMAND [ARG...]`.
 func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
 	f := newRunFlags()
-	f.fs.SetOutput(io.Discard)
-	if err := f.fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n%s", f.fs.FlagUsages())
-			return 0
-		}
-		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run run --help", err))
+	var terminal *os.File
+	pr, code, done := f.prepare(args, stdio, sigs, subcommand{
+		name:  "run",
+		usage: "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n",
+		noCmd: "no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]",
+		check: func() (err error) {
+			terminal, err = f.terminal(stdio)
+			return err
+		},
+	})
+	if done {
+		return code
 	}
-	cmd := commandArgs(f.fs)
-	if len(cmd) == 0 {
-		return failClient(stdio, errors.New("no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]"))
+	if pr.audit != nil {
+		defer pr.audit.Close()
 	}
-	p, err := f.policy(os.Getwd)
-	if err == nil {
-		err = p.Validate()
-	}
-	if err != nil {
-		return failClient(stdio, err)
-	}
-	if stdio.ScrubArgv {
-		scrubEnvValues(args)
-	}
-	warnMissingEnv(stdio.Stderr, p)
-	if p.Workdir != "" {
-		if err := checkWorkdir(p.Workdir); err != nil {
-			return failClient(stdio, err)
-		}
-	}
-	opts := sandbox.Options{
-		BwrapPath:  f.bwrapPath,
-		RunscPath:  f.runscPath,
-		BwrapCache: cacheDir(),
-		DataDir:    dataDir(),
-		Stdin:      stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
-		Signals:   sigs,
-		LookupEnv: os.LookupEnv,
-	}
+	opts := pr.opts
+	opts.Stdin, opts.Stdout, opts.Terminal = stdio.Stdin, stdio.Stdout, terminal
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
-	switch {
-	case f.tty && f.noTTY:
-		return failClient(stdio, errors.New("--tty and --no-tty contradict each other; fix: pass one of them"))
-	case f.tty && !ttySupported:
-		return failClient(stdio, errors.New("--tty: a terminal for the command is made only on Linux so far; fix: leave out --tty"))
-	case f.tty && !isTerminal(stdio.Stdin):
-		return failClient(stdio, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty"))
-	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):
-		opts.Terminal = stdio.Stdin
-	}
-	if err := f.hostFiles(p); err != nil {
-		return failClient(stdio, err)
-	}
-	var af *auditFile
-	if f.audit != "" && !f.dryRun {
-		if af, err = openAudit(f.audit); err != nil {
-			return failClient(stdio, err)
-		}
-		defer af.Close()
-		opts.Audit = af
-	}
-	if p.Sandbox == policy.ModeOff && !f.dryRun {
+	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
-	res, err := sandbox.Run(ctx, p, cmd, opts)
-	var ee *sandbox.ExecError
-	switch {
-	case errors.As(err, &ee):
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
-	case errors.Is(err, sandbox.ErrTimeout):
-		// Run's timer ended the set-up: the command never ran.
-		af.discard()
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", err.Error())
-		return ExitTimeout
-	case err != nil:
-		af.discard()
-		return failClient(stdio, err)
-	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != sandbox.ClassCancelled:
-		// sandbox-run ended it: a limit, the timeout, bwrap killed.
-		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", res.Report.Exit.Reason)
+	res, err := sandbox.Run(ctx, pr.p, pr.cmd, opts)
+	if code, done := runOutcome(stdio, pr.audit, res, err); done {
+		return code
 	}
-	if f.report != "" {
-		if werr := writeReport(f.report, res.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
-			if res.ExitCode == 0 {
-				return ExitRefused
-			}
-		}
+	if code := f.writeReportFile(stdio.Stderr, res.Report, res.ExitCode); code != res.ExitCode {
+		return code
 	}
-	printOffline(stdio.Stderr, cmd, res)
+	printOffline(stdio.Stderr, pr.cmd, res)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {
@@ -546,6 +291,46 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printOneLine(stdio.Stderr, res)
 	}
 	return res.ExitCode
+}
+
+// terminal says which terminal the command gets (nil: none) from --tty,
+// --no-tty and whether stdin and stdout are terminals, and refuses the
+// combinations that cannot be honoured.
+func (f *runFlags) terminal(stdio IO) (*os.File, error) {
+	switch {
+	case f.tty && f.noTTY:
+		return nil, errors.New("--tty and --no-tty contradict each other; fix: pass one of them")
+	case f.tty && !ttySupported:
+		return nil, errors.New("--tty: a terminal for the command is made only on Linux so far; fix: leave out --tty")
+	case f.tty && !isTerminal(stdio.Stdin):
+		return nil, errors.New("--tty: stdin is not a terminal, so there are no keys to relay; fix: run from a terminal, or leave out --tty")
+	case f.tty, !f.noTTY && !f.dryRun && isTerminal(stdio.Stdin) && isTerminal(stdio.Stdout):
+		return stdio.Stdin, nil
+	}
+	return nil, nil
+}
+
+// runOutcome prints what sandbox.Run's error and the report's exit say
+// about the run. done says the invocation ends here with code (the
+// command never ran); otherwise res holds the command's status and report.
+func runOutcome(stdio IO, af *auditFile, res *sandbox.Result, err error) (code int, done bool) {
+	var ee *sandbox.ExecError
+	switch {
+	case errors.As(err, &ee):
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", ee.Error())
+	case errors.Is(err, sandbox.ErrTimeout):
+		// Run's timer ended the set-up: the command never ran.
+		af.discard()
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s; fix: raise --timeout\n", err.Error())
+		return ExitTimeout, true
+	case err != nil:
+		af.discard()
+		return failClient(stdio, err), true
+	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != sandbox.ClassCancelled:
+		// sandbox-run ended it: a limit, the timeout, bwrap killed.
+		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", res.Report.Exit.Reason)
+	}
+	return 0, false
 }
 
 // checkWorkdir says in plain words why the workdir cannot be used.

@@ -2,11 +2,17 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // runCLI runs Run in-process with files for stdio and returns the exit
@@ -52,6 +58,8 @@ func TestRefusalsAreOneLine(t *testing.T) {
 		{"relative profile path", []string{"run", "--config", writeFile(t, `{"workdir":"rel"}`), "--", "true"}, "absolute"},
 		{"max-message", []string{"mcp", "--workdir", wd, "--max-message", "10", "--", "true"}, "--max-message"},
 		{"report dir", []string{"run", "--workdir", wd, "--report", wd + "/no/r.json", "--", "true"}, "--report"},
+		{"setup argument", []string{"setup", "now"}, "no arguments"},
+		{"setup root without os-release", []string{"setup", "--dry-run", "--root", wd}, "cannot tell the distribution"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tt.args...)
@@ -210,5 +218,95 @@ func TestWatchFirstKeepsEveryByte(t *testing.T) {
 		if id := <-ids; string(id) != tt.wantID {
 			t.Errorf("id %q, want %q", id, tt.wantID)
 		}
+	}
+}
+
+// TestPolicyFlags: every run flag either sets a policy field through the
+// one table (policyFlags) or is named here as one that does not, so that a
+// new flag cannot be forgotten in the policy; and each row sets its own
+// field from its own value, over the profile's.
+func TestPolicyFlags(t *testing.T) {
+	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true,
+		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true}
+	rows := map[string]bool{}
+	f := newRunFlags()
+	for _, pf := range policyFlags {
+		if f.fs.Lookup(pf.name) == nil {
+			t.Errorf("policyFlags row %q names no run flag", pf.name)
+		}
+		rows[pf.name] = true
+	}
+	f.fs.VisitAll(func(fl *pflag.Flag) {
+		if !rows[fl.Name] && !notPolicy[fl.Name] {
+			t.Errorf("run flag --%s is neither in policyFlags nor named as a flag that sets no policy field", fl.Name)
+		}
+		if rows[fl.Name] && notPolicy[fl.Name] {
+			t.Errorf("run flag --%s is in policyFlags and named as setting no policy field", fl.Name)
+		}
+	})
+	uid := "1000:1000"
+	if os.Geteuid() != 0 {
+		uid = "" // --user is refused unless root: checked in TestRunRefusals' table
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flag, val string
+		got       func(p policy.Policy) any
+		want      any
+	}{
+		{"workdir", "/w", func(p policy.Policy) any { return p.Workdir }, "/w"},
+		{"write", "/o", func(p policy.Policy) any { return strings.Join(p.Write, ",") }, "/o"},
+		{"read", "/r", func(p policy.Policy) any { return strings.Join(p.Read, ",") }, "/r"},
+		{"protect", ".x", func(p policy.Policy) any { return strings.Join(p.Protect, ",") }, ".x"},
+		{"env", "K=v", func(p policy.Policy) any { return p.Env["K"] }, "v"},
+		{"home", "/h", func(p policy.Policy) any { return p.Home }, "/h"},
+		{"session", "s1", func(p policy.Policy) any { return p.Session }, "s1"},
+		{"cache", "go", func(p policy.Policy) any { return strings.Join(p.Caches, ",") }, "go"},
+		{"pass-env", "TOKEN", func(p policy.Policy) any { return strings.Join(p.PassEnv, ",") }, "TOKEN"},
+		{"allow-host", "example.com", func(p policy.Policy) any { return strings.Join(p.AllowHosts, ",") }, "example.com"},
+		{"egress-socket", "/e.sock", func(p policy.Policy) any { return p.EgressSocket }, "/e.sock"},
+		{"llm-socket", "/l.sock", func(p policy.Policy) any { return p.LLMSocket }, "/l.sock"},
+		{"llm-env", "BASE_URL", func(p policy.Policy) any { return strings.Join(p.LLMEnv, ",") }, "BASE_URL"},
+		{"ptrace", "true", func(p policy.Policy) any { return p.Ptrace }, true},
+		{"sandbox", "off", func(p policy.Policy) any { return p.Sandbox }, policy.ModeOff},
+		{"timeout", "90s", func(p policy.Policy) any { return time.Duration(p.Timeout) }, 90 * time.Second},
+		{"memory", "2M", func(p policy.Policy) any { return p.Memory }, int64(2 << 20)},
+		{"fsize", "3K", func(p policy.Policy) any { return p.FSize }, int64(3 << 10)},
+		{"pids", "64", func(p policy.Policy) any { return p.Pids }, int64(64)},
+		{"nofile", "32", func(p policy.Policy) any { return p.NoFile }, int64(32)},
+		{"cpu-time", "30s", func(p policy.Policy) any { return time.Duration(p.CPUTime) }, 30 * time.Second},
+		{"cgroup-base", "/sys/fs/cgroup/x", func(p policy.Policy) any { return p.CgroupBase }, "/sys/fs/cgroup/x"},
+		{"tmp-size", "5M", func(p policy.Policy) any { return p.TmpSize }, int64(5 << 20)},
+		{"shm-size", "6M", func(p policy.Policy) any { return p.ShmSize }, int64(6 << 20)},
+		{"user", uid, func(p policy.Policy) any { return fmt.Sprintf("%d:%d", p.UID, p.GID) }, uid},
+	} {
+		if !rows[c.flag] {
+			t.Errorf("--%s: not in policyFlags", c.flag)
+			continue
+		}
+		delete(rows, c.flag)
+		if c.val == "" {
+			continue
+		}
+		// The profile holds another value for every field a flag sets.
+		prof := filepath.Join(dir, c.flag+".json")
+		os.WriteFile(prof, []byte(`{"workdir":"/pw","write":["/pw2"],"read":["/pr"],"protect":[".p"],"env":{"K":"p"},"home":"/ph",
+"session":"ps","caches":["npm"],"pass_env":["P"],"allow_hosts":["p.example"],"egress_socket":"/pe.sock","llm_socket":"/pl.sock",
+"llm_env":["P_URL"],"sandbox":"bwrap","timeout":"1s","memory":"9M","fsize":"9K","pids":9,"nofile":9,"cpu_time":"9s",
+"cgroup_base":"/pc","tmp_size":"9M","shm_size":"9M"}`), 0o644)
+		f := newRunFlags()
+		if err := f.fs.Parse([]string{"--config", prof, "--" + c.flag + "=" + c.val}); err != nil {
+			t.Fatalf("--%s=%s: %v", c.flag, c.val, err)
+		}
+		p, err := f.policy(func() (string, error) { return "/cwd", nil })
+		if err != nil {
+			t.Fatalf("--%s=%s: %v", c.flag, c.val, err)
+		}
+		if got := c.got(p); got != c.want {
+			t.Errorf("--%s=%s sets %v, want %v", c.flag, c.val, got, c.want)
+		}
+	}
+	for name := range rows {
+		t.Errorf("policyFlags row %q has no case here", name)
 	}
 }

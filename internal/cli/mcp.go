@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,113 +26,81 @@ const (
 	maxMaxMessage = 1 << 30
 )
 
+// mcpUsage is mcp's --help text before the flag list.
+const mcpUsage = "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n" +
+	"Relays MCP on stdin/stdout to SERVER running in a sandbox. --audit FILE appends one JSON\n" +
+	"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n" +
+	"With --listen HOST:PORT it serves MCP's Streamable HTTP transport instead, one sandboxed server per client session.\n"
+
 // mcpCmd is `sandbox-run mcp [run flags] [relay flags] -- SERVER [ARG...]`:
 // the harness speaks MCP on our stdio, the server runs in the sandbox.
 func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
 	f := newRunFlags()
 	fs := f.fs
 	fs.Init("mcp", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	mf := addMCPFlags(fs)
 	hf := addHTTPFlags(fs)
 	strict(fs, "listen", "token-file", "session-idle")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run mcp [flags] -- SERVER [ARG...]\n"+
-				"Relays MCP on stdin/stdout to SERVER running in a sandbox. --audit FILE appends one JSON\n"+
-				"line per request either way (time, run id, method, tool, prompt or URI, size, duration, outcome).\n"+
-				"With --listen HOST:PORT it serves MCP's Streamable HTTP transport instead, one sandboxed server per client session.\n%s", fs.FlagUsages())
-			return 0
-		}
-		return failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run mcp --help", err))
+	var opts mcp.Options
+	pr, code, done := f.prepare(args, stdio, sigs, subcommand{
+		name:  "mcp",
+		usage: mcpUsage,
+		noCmd: "no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]",
+		check: func() (err error) {
+			if err := f.relayOnly(); err != nil {
+				return err
+			}
+			if opts, err = mf.options(); err != nil {
+				return err
+			}
+			return hf.check(fs, mf, f.report)
+		},
+		beforeAudit: func(p policy.Policy, _ *sandbox.Options) error { return mf.loadPin(p, &opts) },
+	})
+	if done {
+		return code
 	}
-	cmd := commandArgs(fs)
-	if len(cmd) == 0 {
-		return failClient(stdio, errors.New("no server; fix: sandbox-run mcp [flags] -- SERVER [ARG...]"))
-	}
-	if f.tty {
-		return failClient(stdio, errors.New("--tty is for sandbox-run run: MCP speaks JSON on stdin and stdout; fix: leave out --tty"))
-	}
-	if f.dryRun {
-		return failClient(stdio, errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox"))
-	}
-	// --audit gets the relay's call records and the sandbox's own
-	// (egress decisions); the relay opens it.
-	auditPath := f.audit
-	opts, err := mf.options()
-	if err == nil {
-		err = hf.check(fs, mf, f.report)
-	}
-	if err != nil {
-		return failClient(stdio, err)
-	}
-	p, err := f.policy(os.Getwd)
-	if err == nil {
-		err = p.Validate()
-	}
-	if err != nil {
-		return failClient(stdio, err)
-	}
-	if stdio.ScrubArgv {
-		scrubEnvValues(args)
-	}
-	warnMissingEnv(stdio.Stderr, p)
-	if err := checkWorkdir(p.Workdir); err != nil {
-		return failClient(stdio, err)
-	}
-	opts.Logger = slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts.Sandbox = sandbox.Options{
-		BwrapPath:  f.bwrapPath,
-		RunscPath:  f.runscPath,
-		BwrapCache: cacheDir(),
-		DataDir:    dataDir(),
-		Stderr:     stdio.Stderr,
-		Signals:    sigs,
-		LookupEnv:  os.LookupEnv,
-	}
-	if err := f.hostFiles(p); err != nil {
-		return failClient(stdio, err)
-	}
-	if err := mf.loadPin(p, &opts); err != nil {
-		return failClient(stdio, err)
-	}
-	var af *auditFile
-	if auditPath = f.audit; auditPath != "" {
-		if af, err = openAudit(auditPath); err != nil {
-			return failClient(stdio, err)
-		}
+	af := pr.audit
+	if af != nil {
 		defer af.Close()
 		// Calls and the sandbox's own records (egress decisions) in one
 		// file; every record is a single append.
 		opts.Audit = af
-		opts.Sandbox.Audit = af
 	}
+	opts.Logger = slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts.Sandbox = pr.opts
 	if hf.listen != "" {
-		code, served := hf.serveHTTP(ctx, p, cmd, opts, stdio, sigs)
+		code, served := hf.serveHTTP(ctx, pr.p, pr.cmd, opts, stdio, sigs)
 		if !served {
 			af.discard()
 		}
 		return code
 	}
+	return f.serveStdio(ctx, pr, opts, mf, stdio)
+}
+
+// relayOnly refuses the run flags that have no meaning for a relay.
+func (f *runFlags) relayOnly() error {
+	if f.tty {
+		return errors.New("--tty is for sandbox-run run: MCP speaks JSON on stdin and stdout; fix: leave out --tty")
+	}
+	if f.dryRun {
+		return errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox")
+	}
+	return nil
+}
+
+// serveStdio relays MCP on stdio to the sandboxed server until either side
+// ends, and returns the exit status.
+func (f *runFlags) serveStdio(ctx context.Context, pr *prepared, opts mcp.Options, mf *mcpFlags, stdio IO) int {
 	in, first, stop := watchFirst(stdio.Stdin)
 	defer stop()
 	out := &writeCounter{w: stdio.Stdout}
-	res, err := mcp.Serve(ctx, p, cmd, in, out, opts)
+	res, err := mcp.Serve(ctx, pr.p, pr.cmd, in, out, opts)
 	if res == nil {
-		af.discard()
+		pr.audit.discard()
 		if first != nil && out.n.Load() == 0 {
-			// The sandbox failed before the relay answered anything: the
-			// client's first request, sent or still to come (a client may
-			// start its server before it speaks), gets the reason.
-			t := time.NewTimer(clientWait)
-			select {
-			case id := <-first:
-				if id != nil {
-					stdio.Stdout.Write(rpcError(id, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
-				}
-			case <-t.C:
-			}
-			t.Stop()
+			answerFirst(stdio, first, err)
 		}
 		if errors.Is(err, sandbox.ErrTimeout) {
 			// Run's timer ended the set-up: a timeout, as for run.
@@ -147,13 +116,8 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 			code = ExitRefused
 		}
 	}
-	if f.report != "" {
-		if werr := writeReport(f.report, res.Sandbox.Report); werr != nil {
-			fmt.Fprintf(stdio.Stderr, "sandbox-run: cannot write the report: %v; fix: keep the report's directory and every directory above it free of symbolic links, and the path free of anything but a regular file\n", werr)
-			if code == 0 {
-				code = ExitRefused
-			}
-		}
+	if res.Sandbox != nil {
+		code = f.writeReportFile(stdio.Stderr, res.Sandbox.Report, code)
 	}
 	if f.summary {
 		printSummary(stdio.Stderr, res.Sandbox)
@@ -161,6 +125,21 @@ func mcpCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		printFull(stdio.Stderr, res.Sandbox.Report)
 	}
 	return code
+}
+
+// answerFirst gives the client's first request, sent or still to come (a
+// client may start its server before it speaks), the reason the sandbox
+// failed before the relay answered anything.
+func answerFirst(stdio IO, first <-chan json.RawMessage, err error) {
+	t := time.NewTimer(clientWait)
+	defer t.Stop()
+	select {
+	case id := <-first:
+		if id != nil {
+			stdio.Stdout.Write(rpcError(id, "sandbox-run: "+strings.ReplaceAll(err.Error(), "\n", " ")))
+		}
+	case <-t.C:
+	}
 }
 
 // The bounds of --max-pending, --audit-args-max and --audit-line-max.

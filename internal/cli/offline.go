@@ -9,36 +9,66 @@ import (
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
-// netToolHosts are the hosts that the common package managers and fetchers
-// reach by default, for the fix in the no-network note.
-var netToolHosts = map[string]string{
-	"npm": "registry.npmjs.org", "npx": "registry.npmjs.org", "pnpm": "registry.npmjs.org", "yarn": "registry.npmjs.org",
-	"pip": "pypi.org --allow-host files.pythonhosted.org", "pip3": "pypi.org --allow-host files.pythonhosted.org",
-	"uv": "pypi.org --allow-host files.pythonhosted.org", "uvx": "pypi.org --allow-host files.pythonhosted.org",
-	"go":    "proxy.golang.org --allow-host sum.golang.org",
-	"cargo": "index.crates.io --allow-host static.crates.io",
-	"git":   "github.com (the remote's host)", "curl": "HOST", "wget": "HOST",
+// netTool is what the no-network note says of a package manager or
+// fetcher: the hosts that would let it reach its registry, and the
+// offline settings sandbox-run gave it (empty: it does not retry, so it
+// fails at once on its own).
+type netTool struct{ hosts, settings string }
+
+var (
+	npmTool = netTool{"registry.npmjs.org", "npm_config_offline=true, npm_config_fetch_retries=0"}
+	pipTool = netTool{"pypi.org --allow-host files.pythonhosted.org", "PIP_RETRIES=0"}
+	uvTool  = netTool{"pypi.org --allow-host files.pythonhosted.org", "UV_OFFLINE=1"}
+)
+
+// netTools are the common package managers and fetchers by program name.
+var netTools = map[string]netTool{
+	"npm": npmTool, "npx": npmTool, "pnpm": npmTool, "yarn": npmTool,
+	"pip": pipTool, "pip3": pipTool, "uv": uvTool, "uvx": uvTool,
+	"go":    {"proxy.golang.org --allow-host sum.golang.org", "GOPROXY=off"},
+	"cargo": {"index.crates.io --allow-host static.crates.io", "CARGO_NET_OFFLINE=true"},
+	"git":   {"github.com (the remote's host)", ""}, "curl": {"HOST", ""}, "wget": {"HOST", ""},
+}
+
+// netToolOf names the tool cmd runs: its program, or the module of
+// "python3 -m pip" and the like.
+func netToolOf(cmd []string) (string, netTool, bool) {
+	name := filepath.Base(cmd[0])
+	if strings.HasPrefix(name, "python") && len(cmd) > 2 && cmd[1] == "-m" {
+		name = cmd[2]
+	}
+	t, ok := netTools[name]
+	return name, t, ok
 }
 
 // printOffline says, after a failed run of a package manager or fetcher in
 // a sandbox without egress, that the sandbox has no network and how to
 // allow a host: the tool's own error (EAI_AGAIN, ENOTCACHED, "Could not
-// resolve host") does not say why.
+// resolve host", pip's "from versions: none") does not say why. The
+// command's own failure statuses count (the report's exit class
+// "exited"), 128 among them (git's fatal errors; a signal is 128+N with
+// N >= 1); sandbox-run's 124 to 127 and deaths by signal do not.
 func printOffline(w io.Writer, cmd []string, res *sandbox.Result) {
-	if res == nil || res.ExitCode == 0 || res.ExitCode >= ExitRefused || len(cmd) == 0 {
+	if res == nil || len(cmd) == 0 {
 		return
+	}
+	if c := res.ExitCode; c == 0 || (c >= ExitTimeout && c != 128) {
+		return
+	}
+	if e := res.Report.Exit; e != nil && e.Class != sandbox.ClassExited {
+		return // a limit, the timeout, a signal or a cancel ended it
 	}
 	if n := res.Report.Network; n != "none" && n != "llm only" {
 		return
 	}
-	hosts, ok := netToolHosts[filepath.Base(cmd[0])]
+	name, t, ok := netToolOf(cmd)
 	if !ok {
 		return
 	}
-	fmt.Fprintf(w, "sandbox-run: note: the sandbox has no network (no --allow-host given): %s was set to fail at once offline (%s); fix: if it needed the network, allow its hosts, e.g. --allow-host %s\n",
-		filepath.Base(cmd[0]), strings.Join(offlineNames(), ", "), hosts)
-}
-
-func offlineNames() []string {
-	return []string{"npm_config_offline", "PIP_RETRIES=0", "UV_OFFLINE", "CARGO_NET_OFFLINE", "GOPROXY=off"}
+	how := "it does not retry, so it failed at once"
+	if t.settings != "" {
+		how = "it was set to fail at once offline (" + t.settings + ")"
+	}
+	fmt.Fprintf(w, "sandbox-run: note: the sandbox has no network (no --allow-host given): %s could not reach its hosts; %s; fix: if it needed the network, allow its hosts, e.g. --allow-host %s\n",
+		name, how, t.hosts)
 }

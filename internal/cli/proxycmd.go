@@ -16,68 +16,101 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
 
-// proxyCmd serves a node-wide egress proxy on a Unix socket until SIGTERM
-// or SIGINT; SIGHUP reloads the allow-list from --config.
-func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
-	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+// proxyFlags are the flags of sandbox-run proxy.
+type proxyFlags struct {
+	fs                                        *pflag.FlagSet
+	listen, config, audit, mode, owner, group string
+	allow                                     []string
+}
+
+func newProxyFlags() *proxyFlags {
+	f := &proxyFlags{fs: pflag.NewFlagSet("proxy", pflag.ContinueOnError)}
+	fs := f.fs
 	fs.SetOutput(io.Discard)
-	listen := fs.String("listen", "", "Unix socket to serve on (required)")
-	allow := fs.StringArray("allow-host", nil, "allow-list entry (repeatable)")
-	config := fs.String("config", "", "profile whose allow_hosts is the allow-list; re-read on SIGHUP")
-	audit := fs.String("audit", "", "append every decision as a JSON line")
-	mode := fs.String("mode", "0600", "socket permissions: 0600 (its owner) or 0660 (its group too)")
-	owner := fs.String("owner", "", "give the socket to this user (name or uid; root only), e.g. the sandboxes' uid 65534")
-	group := fs.String("group", "", "give the socket to this group (name or gid), with --mode 0660 for its members")
+	fs.StringVar(&f.listen, "listen", "", "Unix socket to serve on (required)")
+	fs.StringArrayVar(&f.allow, "allow-host", nil, "allow-list entry (repeatable)")
+	fs.StringVar(&f.config, "config", "", "profile whose allow_hosts is the allow-list; re-read on SIGHUP")
+	fs.StringVar(&f.audit, "audit", "", "append every decision as a JSON line")
+	fs.StringVar(&f.mode, "mode", "0600", "socket permissions: 0600 (its owner) or 0660 (its group too)")
+	fs.StringVar(&f.owner, "owner", "", "give the socket to this user (name or uid; root only), e.g. the sandboxes' uid 65534")
+	fs.StringVar(&f.group, "group", "", "give the socket to this group (name or gid), with --mode 0660 for its members")
 	strict(fs, "listen", "config", "audit", "mode", "owner", "group")
-	if err := fs.Parse(args); err != nil {
+	return f
+}
+
+// parse parses args and makes the host paths absolute. done says the
+// invocation ends here with code (--help, or a refusal).
+func (f *proxyFlags) parse(args []string, stdio IO) (code int, done bool) {
+	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run proxy --listen PATH [flags]\n%s", fs.FlagUsages())
-			return 0
+			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run proxy --listen PATH [flags]\n%s", f.fs.FlagUsages())
+			return 0, true
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run proxy --help", err))
+		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run proxy --help", err)), true
 	}
-	if *listen == "" {
-		return fail(stdio.Stderr, errors.New("proxy: --listen PATH is required; fix: sandbox-run proxy --listen /run/sandbox-run/egress.sock"))
+	if f.listen == "" {
+		return fail(stdio.Stderr, errors.New("proxy: --listen PATH is required; fix: sandbox-run proxy --listen /run/sandbox-run/egress.sock")), true
 	}
 	// Files the proxy opens on the host are named absolutely and opened
 	// without following links (see hostfiles.go).
 	for _, hp := range []struct {
 		flag string
 		path *string
-	}{{"listen", listen}, {"config", config}, {"audit", audit}} {
+	}{{"listen", &f.listen}, {"config", &f.config}, {"audit", &f.audit}} {
 		var err error
 		if *hp.path, err = hostPath(hp.flag, *hp.path); err != nil {
-			return fail(stdio.Stderr, err)
+			return fail(stdio.Stderr, err), true
 		}
 	}
-	perm := os.FileMode(0o600)
-	switch *mode {
+	return 0, false
+}
+
+// perm is the socket's mode from --mode.
+func (f *proxyFlags) perm() (os.FileMode, error) {
+	switch f.mode {
 	case "0600":
+		return 0o600, nil
 	case "0660":
-		perm = 0o660
-	default:
-		return fail(stdio.Stderr, fmt.Errorf("proxy: --mode %q; fix: use 0600 or 0660", *mode))
+		return 0o660, nil
 	}
-	uid, gid, err := socketOwner(*owner, *group)
+	return 0, fmt.Errorf("proxy: --mode %q; fix: use 0600 or 0660", f.mode)
+}
+
+// entries is the allow-list: the --allow-host entries, then the profile's
+// allow_hosts (re-read on every call).
+func (f *proxyFlags) entries() ([]string, error) {
+	list := append([]string(nil), f.allow...)
+	if f.config != "" {
+		p, err := readProfile("config", f.config)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, p.AllowHosts...)
+	}
+	return list, nil
+}
+
+// proxyCmd serves a node-wide egress proxy on a Unix socket until SIGTERM
+// or SIGINT; SIGHUP reloads the allow-list from --config.
+func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) int {
+	f := newProxyFlags()
+	if code, done := f.parse(args, stdio); done {
+		return code
+	}
+	perm, err := f.perm()
 	if err != nil {
 		return fail(stdio.Stderr, err)
 	}
-	entries := func() ([]string, error) {
-		list := append([]string(nil), (*allow)...)
-		if *config != "" {
-			p, err := readProfile("config", *config)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, p.AllowHosts...)
-		}
-		return list, nil
+	uid, gid, err := socketOwner(f.owner, f.group)
+	if err != nil {
+		return fail(stdio.Stderr, err)
 	}
-	list, err := entries()
+	list, err := f.entries()
 	if err != nil {
 		return fail(stdio.Stderr, fmt.Errorf("proxy: %w", err))
 	}
@@ -86,12 +119,12 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	cfg := proxy.Config{Allow: list, Logger: log, RunIDFromPreamble: true}
 	// The allow-list is checked before the audit file is opened, so that a
 	// refused start leaves no file behind.
-	if _, err := proxy.ParseAllow(list); err != nil {
+	if _, err := allowlist.Parse(list); err != nil {
 		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
 	}
 	var af *auditFile
-	if *audit != "" {
-		if af, err = openAudit(*audit); err != nil {
+	if f.audit != "" {
+		if af, err = openAudit(f.audit); err != nil {
 			return fail(stdio.Stderr, err)
 		}
 		defer af.Close()
@@ -102,36 +135,35 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 		af.discard()
 		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
 	}
-	ln, err := listenUnix(*listen, perm, uid, gid)
+	ln, err := listenUnix(f.listen, perm, uid, gid)
 	if err != nil {
 		af.discard()
 		return fail(stdio.Stderr, err)
 	}
 	defer ln.Close() // removes the socket, through its pinned directory
+	log.Info("egress proxy serving", "socket", f.listen, "entries", len(list))
+	return f.serve(ctx, px, ln, log, stdio.Stderr, sigs)
+}
+
+// serve runs px on ln until it fails (exit 1) or a signal other than
+// SIGHUP ends it (exit 0, after at most 10 s for it to stop); SIGHUP
+// reloads the allow-list, keeping the old one when the new is refused.
+func (f *proxyFlags) serve(ctx context.Context, px *proxy.Proxy, ln net.Listener, log *slog.Logger, stderr io.Writer, sigs <-chan os.Signal) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- px.Serve(ctx, ln) }()
-	log.Info("egress proxy serving", "socket", *listen, "entries", len(list))
 	for {
 		select {
 		case err := <-done:
 			if err != nil {
-				fmt.Fprintf(stdio.Stderr, "sandbox-run: proxy: %v\n", err)
+				fmt.Fprintf(stderr, "sandbox-run: proxy: %v\n", err)
 				return 1
 			}
 			return 0
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				list, err := entries()
-				if err == nil {
-					err = px.SetAllow(list)
-				}
-				if err != nil {
-					log.Error("reload refused; the old allow-list stays", "err", err)
-				} else {
-					log.Info("allow-list reloaded", "entries", len(list))
-				}
+				f.reload(px, log)
 				continue
 			}
 			log.Info("shutting down", "signal", s.String())
@@ -143,6 +175,19 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 			return 0
 		}
 	}
+}
+
+// reload re-reads the allow-list into px; on error the old one stays.
+func (f *proxyFlags) reload(px *proxy.Proxy, log *slog.Logger) {
+	list, err := f.entries()
+	if err == nil {
+		err = px.SetAllow(list)
+	}
+	if err != nil {
+		log.Error("reload refused; the old allow-list stays", "err", err)
+		return
+	}
+	log.Info("allow-list reloaded", "entries", len(list))
 }
 
 // listenUnix listens on path (absolute), replacing a stale socket nobody

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
-	"github.com/sandbox-run/sandbox-run/limits"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // Main runs init with args (those after Arg) and returns its exit status.

@@ -183,7 +183,8 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 		}
 		return bin, cleanup, nil
 	}
-	build := exec.Command("go", "build", "-o", bin, "../cmd/sandbox-run")
+	// By import path: a test package at any depth of the module builds it.
+	build := exec.Command("go", "build", "-o", bin, "github.com/sandbox-run/sandbox-run/cmd/sandbox-run")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		cleanup()

@@ -2,8 +2,9 @@
 
 // Command bench measures sandbox-run against the physical floor (raw
 // bubblewrap with the same namespaces, mounts and seccomp program) and
-// against Anthropic's sandbox-runtime (srt), and writes docs/BENCHMARKS.md.
-// `make bench` runs it through scripts/bench.sh, which installs srt first.
+// against Anthropic's sandbox-runtime (srt) and OpenAI Codex's `codex
+// sandbox` (start-up), and writes docs/BENCHMARKS.md. `make bench` runs it
+// through scripts/bench.sh, which installs srt and codex first.
 //
 // Every table comes from one interleaved run (A B C, B C A, ...) so that a
 // noisy machine affects every column alike; the report gives medians,
@@ -12,7 +13,7 @@
 //
 // Usage:
 //
-//	bench -bin bin/sandbox-run [-srt PATH/cli.js] [-out docs/BENCHMARKS.md] [-quick]
+//	bench -bin bin/sandbox-run [-srt PATH/cli.js] [-codex PATH/codex] [-out docs/BENCHMARKS.md] [-quick]
 //	bench -bin bin/sandbox-run -startup-only     (make bench-startup: print, write nothing)
 //
 // Hidden modes used by the benchmark itself: serve ADDR (the test host in
@@ -108,6 +109,8 @@ func run() int {
 	bin := flag.String("bin", "bin/sandbox-run", "sandbox-run binary")
 	srtCLI := flag.String("srt", "", "srt's dist/cli.js (empty: no srt column)")
 	srtInstallErr := flag.String("srt-error", "", "why srt could not be installed (from scripts/bench.sh)")
+	codexBin := flag.String("codex", "", "the native codex binary (empty: no codex row)")
+	codexInstallErr := flag.String("codex-error", "", "why codex could not be installed (from scripts/bench.sh)")
 	out := flag.String("out", "docs/BENCHMARKS.md", "report to write")
 	rounds := flag.Int("n", 25, "start-up rounds (each variant once per round; at least 20 for the report)")
 	quick := flag.Bool("quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
@@ -174,7 +177,18 @@ func run() int {
 		rep.info.srt = srt.version
 	}
 
-	vs, err := e.startupVariants(*quick, srt)
+	codex, err := newCodex(*codexBin, filepath.Join(".cache", "codex", "home"), e.srtWork)
+	if err != nil && *codexInstallErr != "" {
+		err = errors.New(*codexInstallErr)
+	}
+	if err != nil {
+		rep.codexErr = err
+		fmt.Fprintln(os.Stderr, "bench: codex not measured:", err)
+	} else {
+		rep.info.codex = codex.version
+	}
+
+	vs, err := e.startupVariants(*quick, srt, codex)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -317,7 +331,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // startupOnlyMain is `make bench-startup`: plain exec, raw bwrap and
 // sandbox-run, interleaved; printed, nothing written.
 func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
-	vs, err := e.startupVariants(true, nil)
+	vs, err := e.startupVariants(true, nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -359,9 +373,9 @@ func pick(vs []variant, names ...string) []variant {
 
 // info is the machine and the versions, for the report's header.
 type info struct {
-	date, cpu, kernel, bwrap, sandboxRun, describe, srt, node, goVersion string
-	loadStart, loadEnd                                                   string
-	cores                                                                int
+	date, cpu, kernel, bwrap, sandboxRun, describe, srt, codex, node, goVersion string
+	loadStart, loadEnd                                                          string
+	cores                                                                       int
 }
 
 func machineInfo(bin string) info {
@@ -389,6 +403,7 @@ func machineInfo(bin string) info {
 	in.describe = outOf("git", "describe", "--always", "--dirty")
 	in.node = outOf("node", "--version")
 	in.srt = "not measured"
+	in.codex = "not measured"
 	in.goVersion = goVersion()
 	return in
 }

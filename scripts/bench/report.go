@@ -10,9 +10,8 @@ import (
 	"time"
 )
 
-func numCPU() int         { return runtime.NumCPU() }
-func goVersion() string   { return runtime.Version() }
-func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+func numCPU() int       { return runtime.NumCPU() }
+func goVersion() string { return runtime.Version() }
 
 // report collects the results and renders docs/BENCHMARKS.md.
 type report struct {
@@ -20,6 +19,8 @@ type report struct {
 	rounds int
 	info   info
 	srtErr error
+	// codexErr says why codex sandbox was not measured.
+	codexErr error
 
 	startup       map[string]sample
 	startupFailed map[string]error
@@ -61,6 +62,7 @@ func (r *report) markdown() string {
 	w("| date | %s |\n| machine | %s, %d cores, Linux %s |\n", in.date, in.cpu, in.cores, in.kernel)
 	w("| bubblewrap | %s |\n| sandbox-run | %s (git describe: %s) |\n", in.bwrap, in.sandboxRun, in.describe)
 	w("| srt | @anthropic-ai/sandbox-runtime %s (pinned in scripts/srt/package.json) |\n", in.srt)
+	w("| codex | %s (@openai/codex, pinned in scripts/codex/package.json) |\n", in.codex)
 	w("| node | %s |\n| go | %s |\n", in.node, in.goVersion)
 	w("| load average (1, 5, 15 min) | %s at the start, %s at the end (other work shares this machine) |\n\n", in.loadStart, in.loadEnd)
 
@@ -191,7 +193,7 @@ func (r *report) startupSection(w func(string, ...any)) {
 		"Wall time from fork to exit, as the caller sees it.\n\n", n)
 	w("| variant | median | min | max | vs raw bwrap | vs sandbox-run |\n|---|---:|---:|---:|---:|---:|\n")
 	raw, sr := r.med(vRaw), r.med(vSR)
-	for _, name := range []string{vPlain, vRaw, vSRVer, vSROff, vSR, vSRNet, vSRT, vSRTNet, vRunscDo, vSRGv} {
+	for _, name := range []string{vPlain, vRaw, vSRVer, vSROff, vSR, vSRNet, vSRT, vSRTNet, vCodex, vRunscDo, vSRGv} {
 		t := r.startup[name]
 		if len(t) == 0 {
 			if err := r.startupFailed[name]; err != nil {
@@ -226,6 +228,14 @@ func (r *report) startupSection(w func(string, ...any)) {
 			"and the ratio favours srt.\n\n", ratio(srt, sr), ms(srt), ms(sr))
 	} else if r.srtErr != nil {
 		w("srt was not measured: %s\n\n", oneLine(r.srtErr.Error()))
+	}
+	if cx := r.med(vCodex); cx > 0 && sr > 0 {
+		w("`codex sandbox` (OpenAI Codex's Linux sandbox, the native binary without its Node.js wrapper) takes **%s** the time of sandbox-run "+
+			"for the same `true` (%s vs %s at the median). Its configuration here: the built-in `:workspace` profile (the workdir writable, "+
+			"the rest of the file system read-only, no network); it runs the command as the caller (root in this run), "+
+			"where sandbox-run runs it as an unprivileged uid.\n\n", ratio(cx, sr), ms(cx), ms(sr))
+	} else if r.codexErr != nil {
+		w("codex was not measured: %s\n\n", oneLine(r.codexErr.Error()))
 	}
 	r.failures(w, r.startupFailed)
 }

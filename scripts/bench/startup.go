@@ -255,6 +255,7 @@ const (
 	vSRLL    = "sandbox-run run --sandbox landlock (no namespaces)"
 	vSRT     = "srt (no network)"
 	vSRTNet  = "srt (allowedDomains: [X])"
+	vCodex   = "codex sandbox -P :workspace (no network)"
 	vSRBinds = "sandbox-run, %d --read"
 	vRawRead = "raw bwrap, %d read binds"
 	vSRProt  = "sandbox-run, %d --protect"
@@ -266,7 +267,7 @@ const (
 
 // startupVariants is every start-up variant: the main table and, unless
 // quick, the growth series.
-func (e *env) startupVariants(quick bool, srt *srtEnv) ([]variant, error) {
+func (e *env) startupVariants(quick bool, srt *srtEnv, codex *codexEnv) ([]variant, error) {
 	var vs []variant
 	add := func(name string, v variant) {
 		v.name = name
@@ -311,6 +312,9 @@ func (e *env) startupVariants(quick bool, srt *srtEnv) ([]variant, error) {
 	if srt != nil {
 		add(vSRT, srt.run(srt.settingsNone, e.srtWork, "/usr/bin/true"))
 		add(vSRTNet, srt.run(srt.settingsExample, e.srtWork, "/usr/bin/true"))
+	}
+	if codex != nil {
+		add(vCodex, codex.run(e.srtWork, "/usr/bin/true"))
 	}
 	counts := bindCounts
 	if quick {

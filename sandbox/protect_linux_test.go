@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestLayoutSplit: protected names are laid out in the named writable
+// directories only, never in sandbox-run's own (a session's home, a
+// cache), while a git directory in an own one keeps its held parts.
+func TestLayoutSplit(t *testing.T) {
+	w, home := t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(home, "repo", ".git", "objects"), filepath.Join(home, "repo", ".git", "refs"), filepath.Join(home, "repo", ".git", "hooks")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(home, ".bashrc"), filepath.Join(home, "repo", ".git", "HEAD"), filepath.Join(home, "repo", ".git", "config")} {
+		if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link where a protected name is: refused in a named directory,
+	// nothing in an own one.
+	if err := os.Symlink("/etc/passwd", filepath.Join(home, ".profile")); err != nil {
+		t.Fatal(err)
+	}
+	pl := &plan{writable: []string{w, home}, own: []string{home}}
+	named, own := pl.splitOwn()
+	if !slices.Equal(named, []string{w}) || !slices.Equal(own, []string{home}) {
+		t.Fatalf("splitOwn = %v, %v", named, own)
+	}
+	finds := findGit(pl.writable)
+	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]holdOp{}
+	for _, a := range acts {
+		got[a.Path] = a.Op
+	}
+	for p, op := range map[string]holdOp{
+		filepath.Join(w, ".bashrc"):                   opWatch,
+		filepath.Join(w, ".profile"):                  opWatch,
+		filepath.Join(home, "repo", ".git"):           opPin,
+		filepath.Join(home, "repo", ".git", "config"): opHold,
+		filepath.Join(home, "repo", ".git", "hooks"):  opHold,
+	} {
+		if g, ok := got[p]; !ok || g != op {
+			t.Errorf("%s: op %v (present %v), want %v", p, g, ok, op)
+		}
+	}
+	for _, p := range []string{filepath.Join(home, ".bashrc"), filepath.Join(home, ".profile")} {
+		if _, ok := got[p]; ok {
+			t.Errorf("%s laid out in the session's home: %v", p, acts)
+		}
+	}
+	// Control: the same home as a named directory (a --home DIR) has its
+	// names held, and the link refused.
+	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds); err == nil {
+		t.Errorf("a link at %s/.profile was laid out in a named directory", home)
+	}
+}
+
+func TestOwnName(t *testing.T) {
+	own := []string{"/data/sessions/s/home", "/data/caches/uid-1/npm"}
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"/data/sessions/s/home/.bashrc", true},
+		{"/data/caches/uid-1/npm/.npmrc", true},
+		{"/data/sessions/s/home/.config/fish", true},
+		{"/data/sessions/s/home/.git/config", false}, // git's held parts stay
+		{"/data/sessions/s/home/.git", false},
+		{"/work/.bashrc", false},
+		{"/data/sessions/s/homeX/.bashrc", false},
+		{"/data/sessions/s/.bashrc", false},
+	} {
+		if got := ownName(tt.path, own); got != tt.want {
+			t.Errorf("ownName(%s) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+}
