@@ -112,10 +112,11 @@ func badInputs() []badInput {
 		{name: "workdir too deep to search", args: withCmd("run", "--workdir", "{N}"), want: []string{"writable dir {N}", "deeper than 64", "narrower"}},
 		{name: "protect outside", args: withCmd("run", "--workdir", "{W}", "--protect", "../x"), want: []string{"../x"}},
 		{name: "unprotect not a default", args: withCmd("run", "--workdir", "{W}", "--config", "{P}"), profile: `{"unprotect":["Makefile"]}`, want: []string{`"Makefile"`, "not a built-in protected path", "fix:"}},
-		// --sandbox landlock cannot hold a protected path that exists: a
-		// writable grant beneath which nothing can be taken away.
-		{name: "landlock with a protected path present", args: withCmd("run", "--sandbox", "landlock", "--workdir", "{N}", "--protect", "d"),
-			want: []string{"--sandbox landlock cannot hold protected path {N}/d", "additive", "--sandbox bwrap"}},
+		// --sandbox landlock keeps a copy of each existing protected path
+		// (it cannot hold one read-only); a link there is refused as
+		// under bwrap, never followed into the copy.
+		{name: "landlock with a protected path that is a link", args: withCmd("run", "--sandbox", "landlock", "--workdir", "{D}", "--protect", "link"),
+			want: []string{"protected path {L} is a symbolic link (to {W})", "rm {L}"}},
 		{name: "check of an unknown mechanism", args: []string{"check", "--sandbox", "gvisorr"}, code: 2, want: []string{`"gvisorr"`, "--sandbox landlock"}},
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},

@@ -193,7 +193,7 @@ func losses(abi int, network bool) []Loss {
 	out = append(out,
 		Loss{"network", "no TCP port can be bound: the command cannot run a server, not even on loopback"},
 		Loss{"files", "no mount namespace: no private /tmp or /dev/shm (TMPDIR is a per-run directory, removed after the run), and only /dev/null, /dev/zero, /dev/full, /dev/random and /dev/urandom of /dev; a FIFO a host process left in a writable dir can be opened (bwrap covers each with /dev/null)"},
-		Loss{"protected_paths", "Landlock grants are additive beneath a writable dir: a protected path that exists refuses the run; one that does not can be created while the run lasts (also by renaming .git and making a new one) and is removed when it ends"},
+		Loss{"protected_paths", "Landlock grants are additive beneath a writable dir: every protected path, existing or not, is writable while the run lasts (the live window: a host tool that runs there meanwhile sees the command's changes, and .git can be renamed and replaced); when the last run on the directory ends, changes are quarantined and the copies taken at the start put back"},
 		Loss{"limits", "no user namespace: RLIMIT_NPROC would count every process of the uid, so the process ceiling is sampled from /proc, and a double-forked process is counted only while sandbox-run, its subreaper, finds it"},
 		Loss{"ipc", "no IPC or UTS namespace: System V IPC and POSIX message queues are refused by seccomp; the hostname is the host's"},
 	)

@@ -41,6 +41,10 @@ type journal struct {
 	Watched      []string      `json:"watched,omitempty"`
 	Gits         []gitID       `json:"gits,omitempty"`
 	Placeholders []placeholder `json:"placeholders,omitempty"`
+	// Held are the existing protected paths a mechanism could not hold
+	// read-only, with their snapshots in SnapshotDir (see restoreHeld).
+	Held        []heldCopy `json:"held,omitempty"`
+	SnapshotDir string     `json:"snapshot_dir,omitempty"`
 }
 
 // gitID names a git directory or .git file that existed at a run's start:
@@ -99,7 +103,7 @@ func writeJournal(dir, runID string, writable []string, pr protection) (string, 
 		return "", err
 	}
 	j := journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
-		Writable: writable, Watched: pr.watched, Gits: pr.gits}
+		Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
 	// The directory is sandbox-run's own: made without following links,
 	// set aside and made again when another uid owns it or others may
 	// write it (a forged journal would name files for the sweep to move).
@@ -202,6 +206,7 @@ func settleJournals(dir, self string, q *quarantine) {
 		}
 	}
 	walks := map[string]*gitFinds{}
+	var settle []*journal
 	for _, j := range over {
 		if overlaps(j, live) {
 			if !j.Ended {
@@ -210,6 +215,10 @@ func settleJournals(dir, self string, q *quarantine) {
 			}
 			continue
 		}
+		settle = append(settle, j)
+	}
+	q.earliest = earliestCopies(settle)
+	for _, j := range settle {
 		sweepPlaceholders(j.Placeholders)
 		key := strings.Join(j.Writable, "\x00")
 		if walks[key] == nil {

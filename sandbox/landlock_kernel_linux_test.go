@@ -284,8 +284,7 @@ func zombie(pid int) bool {
 }
 
 // TestKernelLandlockReport: the report names the mechanism, the ABI, the
-// read-back and the losses, and a protected path that exists refuses the
-// run.
+// read-back and the losses.
 func TestKernelLandlockReport(t *testing.T) {
 	abi := sandboxtest.Landlock(t, landlock.MinABI)
 	f := newLLFixture(t)
@@ -303,23 +302,174 @@ func TestKernelLandlockReport(t *testing.T) {
 	if len(r.Losses) == 0 || r.Losses[0].Name != "processes" {
 		t.Errorf("losses: %+v", r.Losses)
 	}
-	// A protected path that exists is refused; the control: the same run
-	// without it went through above.
-	if err := os.WriteFile(filepath.Join(f.work, ".mcp.json"), []byte("{}"), 0o644); err != nil {
+}
+
+// The protected-path attempts of TestKernelLandlockProtected: each
+// changes (or removes, or creates) a protected path and says so.
+const llProtectScript = `set -e
+echo evil > .mcp.json
+printf '[core]\n\tfsmonitor = evil\n' > .git/config
+printf '#!/bin/sh\necho evil\n' > .git/hooks/post-checkout
+chmod +x .git/hooks/post-checkout
+rm .git/hooks/pre-commit .bashrc
+echo evil > .envrc
+echo wrote`
+
+// llProtectFixture lays out a workdir with protected paths: .mcp.json,
+// .bashrc and a repository with a config and an executable hook. It
+// returns their contents, by path relative to w.
+func llProtectFixture(t *testing.T, w string) map[string]string {
+	t.Helper()
+	files := map[string]string{".mcp.json": "{}\n", ".bashrc": "alias ll=ls\n", ".git/HEAD": "ref: refs/heads/main\n",
+		".git/config": "[core]\n\tbare = false\n", ".git/hooks/pre-commit": "#!/bin/sh\nexit 0\n"}
+	for _, d := range []string{".git/objects", ".git/refs", ".git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(w, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(w, ".git/hooks/pre-commit"), 0o755)
+	filepath.Walk(w, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			sandboxtest.Chown(t, p)
+		}
+		return nil
+	})
+	return files
+}
+
+// TestKernelLandlockProtected: Landlock cannot hold an existing protected
+// path read-only beneath the writable workdir, so the command's changes
+// succeed while the run lasts (the live window, reported as a loss);
+// when the run ends they are quarantined and the copies taken at the
+// start are put back, a removed one included, and a protected path
+// created during the run is quarantined. The positive control: the same
+// script in tier 0 changes the same files, and they stay changed. Both
+// with a cache (the journal shared with other runs) and without one.
+func TestKernelLandlockProtected(t *testing.T) {
+	sandboxtest.Landlock(t, landlock.MinABI)
+	for _, withCache := range []bool{true, false} {
+		t.Run("cache="+strconv.FormatBool(withCache), func(t *testing.T) {
+			ctl := sandboxtest.WorkDir(t)
+			llProtectFixture(t, ctl)
+			res, err := Run(t.Context(), policy.Policy{Workdir: ctl, Sandbox: policy.ModeOff}, []string{"sh", "-c", llProtectScript},
+				Options{Stdout: devNull(t), Stderr: devNull(t)})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("untested: the script failed in tier 0: %v %+v", err, res)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ctl, ".mcp.json")); string(b) != "evil\n" {
+				t.Fatalf("untested: tier 0 did not change .mcp.json: %q", b)
+			}
+
+			w := sandboxtest.WorkDir(t)
+			want := llProtectFixture(t, w)
+			opts := Options{Stderr: devNull(t)}
+			cache := ""
+			if withCache {
+				cache = t.TempDir()
+				opts.BwrapCache = cache
+			}
+			out, err := os.CreateTemp(t.TempDir(), "out")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			opts.Stdout = out
+			res, err = Run(t.Context(), policy.Policy{Workdir: w, Sandbox: policy.ModeLandlock}, []string{"sh", "-c", llProtectScript}, opts)
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("landlock run: %v %+v", err, res)
+			}
+			if b, _ := os.ReadFile(out.Name()); !strings.Contains(string(b), "wrote") {
+				t.Errorf("the writes did not all succeed during the run (the live window): %q", b)
+			}
+			llProtectedAfter(t, w, want, res.Report.Quarantined)
+			if withCache {
+				if ents, _ := os.ReadDir(filepath.Join(cache, "snapshots")); len(ents) != 0 {
+					t.Errorf("snapshots left in the cache: %v", ents)
+				}
+				if ents, _ := os.ReadDir(filepath.Join(cache, "journals")); len(ents) > 1 { // the lock file stays
+					t.Errorf("journals left: %v", ents)
+				}
+			}
+		})
+	}
+}
+
+// llProtectedAfter checks w after a landlock run of llProtectScript: every
+// file of want is back as it was, what the script created is gone, and the
+// report's quarantined list names each change.
+func llProtectedAfter(t *testing.T, w string, want map[string]string, quarantined []Quarantined) {
+	t.Helper()
+	for name, body := range want {
+		p := filepath.Join(w, name)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != body {
+			t.Errorf("%s after the run: %q %v, want it put back as %q", name, b, err, body)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(w, ".git/hooks/pre-commit")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("pre-commit's mode after the run: %v %v", fi, err)
+	}
+	for _, gone := range []string{".envrc", ".git/hooks/post-checkout"} {
+		if _, err := os.Lstat(filepath.Join(w, gone)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after the run: %v", gone, err)
+		}
+	}
+	q := map[string]Quarantined{}
+	for _, it := range quarantined {
+		q[strings.TrimPrefix(it.Path, w+"/")] = it
+	}
+	for _, name := range []string{".mcp.json", ".git/config", ".git/hooks", ".envrc", ".bashrc"} {
+		if _, ok := q[name]; !ok {
+			t.Errorf("the report quarantines no %s: %+v", name, quarantined)
+		}
+	}
+	if b, err := os.ReadFile(q[".mcp.json"].To); err != nil || string(b) != "evil\n" {
+		t.Errorf("the quarantined .mcp.json (%s): %q %v", q[".mcp.json"].To, b, err)
+	}
+	if !strings.Contains(q[".bashrc"].Why, "removed") {
+		t.Errorf(".bashrc's entry: %+v", q[".bashrc"])
+	}
+}
+
+// TestKernelLandlockProtectedTooLarge: a protected path past the snapshot
+// bounds cannot be kept, so the run is refused before the command starts;
+// the control: the same workdir with the directory one entry inside the
+// bounds runs.
+func TestKernelLandlockProtectedTooLarge(t *testing.T) {
+	sandboxtest.Landlock(t, landlock.MinABI)
+	w := sandboxtest.WorkDir(t)
+	dir := filepath.Join(w, ".vscode")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(t.Context(), policy.Policy{Workdir: f.work, Sandbox: policy.ModeLandlock}, []string{"true"}, Options{Stdout: devNull(t), Stderr: devNull(t)})
+	for i := range snapMaxEntries - 1 { // with .vscode itself: the bound exactly
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := filepath.Join(w, "ran")
+	run := func() (*Result, error) {
+		return Run(t.Context(), policy.Policy{Workdir: w, Sandbox: policy.ModeLandlock}, []string{"touch", marker},
+			Options{Stdout: devNull(t), Stderr: devNull(t), BwrapCache: t.TempDir()})
+	}
+	if res, err := run(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("untested: a .vscode within the bounds did not run: %v %+v", err, res)
+	}
+	os.Remove(marker)
+	if err := os.WriteFile(filepath.Join(dir, "one-more"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run()
 	var se *SetupError
-	if !errors.As(err, &se) || !strings.Contains(se.What, ".mcp.json") {
-		t.Errorf("existing protected path: err %v, want a SetupError naming it", err)
+	if !errors.As(err, &se) || !strings.Contains(se.What, "cannot keep a copy") || !strings.Contains(se.Fix, "--sandbox bwrap") {
+		t.Errorf("past the bounds: %v, want a SetupError", err)
 	}
-	os.Remove(filepath.Join(f.work, ".mcp.json"))
-	// One created during the run is removed after it.
-	res, err = Run(t.Context(), policy.Policy{Workdir: f.work, Sandbox: policy.ModeLandlock}, []string{"sh", "-c", "echo x > .bashrc"}, Options{Stdout: devNull(t), Stderr: devNull(t)})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("run: %v exit %v", err, res)
-	}
-	if _, err := os.Lstat(filepath.Join(f.work, ".bashrc")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf(".bashrc created during the run is still there: %v", err)
+	if _, err := os.Lstat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran although the run was refused: %v", err)
 	}
 }

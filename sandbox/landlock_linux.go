@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -58,8 +57,9 @@ type llRun struct {
 	spec     landlockSpec
 	lim      limits.Plan
 	uid, gid int
-	tmp      string   // the run's TMPDIR, removed by close
-	missing  []string // protected paths absent when the run started
+	tmp      string             // the run's TMPDIR, removed by close
+	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
+	prot     protection
 	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	stop     context.CancelFunc
 	lns      []net.Listener
@@ -69,10 +69,10 @@ type llRun struct {
 
 // landlockMechanism runs cmd under Landlock and the seccomp filter,
 // without namespaces: tier 1 with the losses landlock.Translate names, each
-// in the report. It refuses (exit 125) a kernel below landlock.MinABI, a
-// network below landlock.NetABI, and a protected path that exists in a
-// writable directory (Landlock cannot hold it read-only beneath a writable
-// grant).
+// in the report. It refuses (exit 125) a kernel below landlock.MinABI and
+// a network below landlock.NetABI. Protected paths, which Landlock cannot
+// hold read-only beneath a writable grant, are copied and put back after
+// the run (landlock_protect_linux.go).
 func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
@@ -106,7 +106,8 @@ func (r *llRun) describe(w io.Writer) {
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
-func (r *llRun) close(*Result) {
+func (r *llRun) close(res *Result) {
+	defer r.settleProtected(res)
 	if r.stop != nil {
 		r.stop()
 	}
@@ -135,7 +136,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 		return err
 	}
 	r.p, r.own = p, own
-	if err := r.checkProtected(); err != nil {
+	if err := r.protectPaths(); err != nil {
 		return err
 	}
 	ports, netEnv, mode, err := r.network(ctx)
@@ -166,38 +167,6 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: limits.EncodeRlimits(r.lim.Rlimits), Env: env}
 	r.buildReport(prog, mode, env)
 	return nil
-}
-
-// checkProtected refuses a protected path that exists: beneath a writable
-// grant Landlock cannot take write access away. Missing ones are recorded
-// for removal after the run.
-func (r *llRun) checkProtected() error {
-	for _, pp := range r.p.ProtectedPaths() {
-		if ownName(pp, r.own) {
-			continue
-		}
-		if _, err := os.Lstat(pp); err == nil {
-			return &SetupError{What: "--sandbox landlock cannot hold protected path " + pp,
-				Why: "Landlock grants are additive beneath a writable directory, so the command could change it",
-				Fix: "use --sandbox bwrap, or run in a directory without it"}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return setupErr("cannot inspect protected path "+pp, err.Error(), "check the directory's permissions")
-		}
-		r.missing = append(r.missing, pp)
-	}
-	return nil
-}
-
-// ownName says whether pp is a protected name in one of sandbox-run's own
-// state dirs, which is not held there (plan.splitOwn); the held parts of
-// a git directory there are.
-func ownName(pp string, own []string) bool {
-	for _, o := range own {
-		if rel, err := filepath.Rel(o, pp); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return rel != ".git" && !strings.HasPrefix(rel, ".git/")
-		}
-	}
-	return false
 }
 
 // network starts what serves the run's network on host loopback TCP
@@ -397,13 +366,16 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 		{Name: "environment_cleared", Configured: true},
 		{Name: "descriptors_closed", Configured: true},
 		{Name: "subreaper", Configured: true, Detail: "setsid and double-forked descendants are found and ended with the run"},
-		{Name: "protected_paths", Configured: true, Detail: "none existed (the run is refused otherwise); any created during the run is removed when it ends"},
+		r.protectedReport(),
 		{Name: "signal_scope", Configured: rs.Scoped},
 		{Name: "network_by_port", Configured: rs.Network},
 	}
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "namespace:ipc", "capabilities_dropped"} {
 		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
 	}
+	rep.Watched, rep.Copied = r.prot.watched, heldPaths(r.prot.held)
+	rep.ProtectWalk = &r.prot.walk
+	rep.Quarantined = r.pend.started
 	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.EnvironmentDigest = environmentDigest(&rep)
@@ -488,7 +460,6 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
 	code, cause, err := r.wait(ctx, c)
-	r.removeCreatedProtected()
 	rep.Exit = classify(code, cause)
 	if r.px != nil {
 		// Stopped first, so that every connection has ended and counted
@@ -547,22 +518,6 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	default:
 	}
 	return code, "", nil
-}
-
-// removeCreatedProtected removes the protected paths the command created
-// during the run (none existed when it started) and notes each.
-func (r *llRun) removeCreatedProtected() {
-	for _, pp := range r.missing {
-		if _, err := os.Lstat(pp); err != nil {
-			continue
-		}
-		note := "protected path " + pp + " was created during the run and is removed"
-		if err := os.RemoveAll(pp); err != nil {
-			note = "protected path " + pp + " was created during the run and could not be removed: " + err.Error()
-		}
-		r.report.Notes = append(r.report.Notes, note)
-		r.report.Protected = append(r.report.Protected, pp)
-	}
 }
 
 // killTree kills pid's process group and every confined child of

@@ -23,14 +23,20 @@ type quarantine struct {
 	run   string
 	items []Quarantined
 	made  bool
+	// earliest is, per snapshotted path, its earliest copy among the
+	// journals settled together (see restoreHeld).
+	earliest map[string]int64
 }
 
 // neutralise handles the journal of a run that has ended and shares its
 // writable directories with no live run: every watched path that now exists
 // (or a link on the way to it) is quarantined, every git directory that did
 // not exist at its start is stripped, and a .git link made since is
-// quarantined.
+// quarantined. Last, every snapshotted path that changed is quarantined
+// and put back (restoreHeld): after the stripping, so that a git
+// directory's held parts end as they were at the start.
 func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
+	defer q.restoreHeld(j)
 	q.run = j.RunID
 	for _, p := range j.Watched {
 		if w := owner(p, j.Writable); w != "" {

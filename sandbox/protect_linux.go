@@ -29,6 +29,10 @@ type protection struct {
 	watched []string // protected paths missing at start
 	gits    []gitID  // git directories, .git files and .git links at start
 	walk    WalkReport
+	// held and snapDir: existing protected paths kept as snapshots, by a
+	// mechanism that cannot hold them read-only (landlock).
+	held    []heldCopy
+	snapDir string
 }
 
 // gatherProtect gathers what the protect layout needs: the git
@@ -159,6 +163,27 @@ func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(stri
 	return append(acts, more...), err
 }
 
+// protectActions walks writable for git directories and lays out the
+// protected paths of p as protectActs does, asking the host for each kind
+// (own: sandbox-run's state dirs among writable, see splitOwn). It is for
+// a mechanism that keeps copies instead of binding (landlock).
+func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *gitFinds, error) {
+	finds := findGit(writable)
+	pf := protectFacts{own: own, gitDirs: finds.dirs, gitFiles: finds.files, gitLinks: finds.links, links: map[string]string{}}
+	for _, l := range finds.links {
+		pf.links[l], _ = os.Readlink(l)
+	}
+	kindOf := func(p string) entryKind {
+		k := lstatKind(p)
+		if k == kindLink {
+			pf.links[p], _ = os.Readlink(p)
+		}
+		return k
+	}
+	acts, err := protectActs(p, writable, pf, kindOf)
+	return acts, finds, err
+}
+
 // lstatKind says what is at p, without following a link.
 func lstatKind(p string) entryKind {
 	var st unix.Stat_t
@@ -190,18 +215,38 @@ type pendingProtection struct {
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
 func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+	var pl *plan
+	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
+		var err error
+		if pl, err = mk(); err != nil {
+			return nil, protection{}, nil, err
+		}
+		return pl.writable, pl.prot, pl.close, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	pl.quarantined = pend.started
+	return pl, pend, nil
+}
+
+// startJournal is startProtection for any mechanism: under the journal
+// lock it settles ended runs, sets the run up through mk (its writable
+// directories, its protection and how to undo the set-up) and records the
+// run's journal.
+func startJournal(cache, runID string, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
 	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache)}
 	if pend.jdir == "" {
-		pl, err := mk()
+		writable, pr, _, err := mk()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		pend.own = &journal{RunID: runID, Writable: pl.writable, Watched: pl.prot.watched, Gits: pl.prot.gits}
-		return pl, pend, nil
+		pend.own = &journal{RunID: runID, Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
+		return pend, nil
 	}
 	unlock, err := lockJournals(pend.jdir)
 	if err != nil {
-		return nil, nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
+		return nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
 			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own, writable and reached without a symbolic link, or point XDG_CACHE_HOME at one that is")
 	}
 	defer unlock()
@@ -209,16 +254,15 @@ func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, err
 	settleJournals(pend.jdir, "", q)
 	settleJournals(legacyJournalDir(cache), "", q)
 	pend.started = q.items
-	pl, err := mk()
+	writable, pr, undo, err := mk()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pl.quarantined = pend.started
-	if pend.jpath, err = writeJournal(pend.jdir, runID, pl.writable, pl.prot); err != nil {
-		pl.close()
-		return nil, nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+	if pend.jpath, err = writeJournal(pend.jdir, runID, writable, pr); err != nil {
+		undo()
+		return nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
 	}
-	return pl, pend, nil
+	return pend, nil
 }
 
 func (pend *pendingProtection) quarantine() *quarantine {

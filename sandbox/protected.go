@@ -27,5 +27,8 @@ type Quarantined struct {
 
 // Line is the one line sandbox-run prints on stderr for q.
 func (q Quarantined) Line() string {
+	if q.To == "" {
+		return fmt.Sprintf("sandbox-run: quarantined %s: %s", q.Path, q.Why)
+	}
 	return fmt.Sprintf("sandbox-run: quarantined %s: %s; moved to %s", q.Path, q.Why, q.To)
 }

@@ -116,7 +116,7 @@ func environmentDigest(r *Report) string {
 		V: digestVersion, Tier: r.Tier, Mechanism: r.Mechanism, Platform: r.Platform,
 		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize, ShmSize: tmpfsSize(r.Tmpfs, "/dev/shm"),
 		Allow: sorted(r.AllowHosts), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
-		Protected: sorted(append(append([]string(nil), r.Protected...), r.Watched...)), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
+		Protected: sorted(append(append(append([]string(nil), r.Protected...), r.Watched...), r.Copied...)), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
 	}
 	if r.Seccomp != nil {
 		canon.Ptrace = r.Seccomp.Ptrace

@@ -60,6 +60,7 @@ func fullReport() Report {
 		ReadOnly:        []string{"/opt/tools"},
 		Protected:       []string{"/work/w/.git/config"},
 		Watched:         []string{"/work/w/.mcp.json"},
+		Copied:          []string{"/work/w/.git/config"},
 		ProtectWalk:     &WalkReport{Dirs: 3, Entries: 40, GitDirs: 1, Micros: 250, Complete: true, Skipped: []string{"/work/w/node_modules"}},
 		Quarantined:     []Quarantined{{Path: "/work/w/.mcp.json", To: "/cache/quarantine/r/1", Why: "created at a protected path", Run: "0123456789abcdef"}},
 		TmpSize:         268435456,

@@ -307,6 +307,11 @@ type Report struct {
 	// writable during the run, neutralised (Quarantined) once the last
 	// run on their directory has ended.
 	Watched []string `json:"watched,omitempty"`
+	// Copied lists the protected paths that existed at start but could
+	// not be held read-only (--sandbox landlock): writable during the
+	// run; once the last run on their directory has ended, a changed one
+	// is quarantined and the copy taken at start put back.
+	Copied []string `json:"copied,omitempty"`
 	// ProtectWalk is the start-up walk for git directories (Linux).
 	ProtectWalk *WalkReport `json:"protect_walk,omitempty"`
 	// Quarantined lists what was moved out of the writable directories

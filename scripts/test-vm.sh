@@ -29,6 +29,8 @@ root=$(pwd)
 cache=$root/.cache/vm
 timeout_s=${VM_TIMEOUT:-900}
 count=${VM_COUNT:-1} # go test -count in the VM (flake hunting: VM_COUNT=5 VM_TIMEOUT=3600)
+# The suites to run, a shell pattern on their names (VM_SUITES='landlock-*').
+only=${VM_SUITES:-*}
 mem=${VM_MEMORY:-2048}
 export GOTOOLCHAIN=local
 start_all=$(date +%s)
@@ -38,6 +40,8 @@ die() {
 	say "$*"
 	exit 1
 }
+
+case "$only" in *[!A-Za-z0-9*?_-]*) die "VM_SUITES=$only: use letters, digits, -, _, * and ? only (it goes on the kernel's command line)" ;; esac
 
 mkdir -p "$cache/debs" "$cache/bin"
 
@@ -191,7 +195,7 @@ set +e
 timeout -s KILL "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$mem" \
 	-display none -monitor none -no-reboot -serial "file:$log" \
 	-kernel "$kdir/boot/vmlinuz-$kver" -initrd "$cache/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 quiet cgroup_no_v1=all VMLANE_SRC=$root VMLANE_OUT=/vmout VMLANE_COUNT=$count" \
+	-append "console=ttyS0 panic=-1 quiet cgroup_no_v1=all VMLANE_SRC=$root VMLANE_OUT=/vmout VMLANE_COUNT=$count VMLANE_ONLY=$only" \
 	-virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on" \
 	-virtfs "local,path=$root,mount_tag=src,security_model=none,readonly=on" \
 	-virtfs "local,path=$out,mount_tag=out,security_model=none" \

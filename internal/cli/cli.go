@@ -417,6 +417,9 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 		fmt.Fprintf(w, "  read-only    %s\n", strings.Join(r.ReadOnly, ", "))
 	}
 	fmt.Fprintf(w, "  protected    %d paths held read-only, %d missing (quarantined if created)\n", len(r.Protected), len(r.Watched))
+	if len(r.Copied) > 0 {
+		fmt.Fprintf(w, "               %d existing not held, writable during the run (put back from a copy after it)\n", len(r.Copied))
+	}
 	if r.ProtectWalk != nil && !r.ProtectWalk.Complete {
 		fmt.Fprintf(w, "  git walk     incomplete: %d skipped (see the report's protect_walk)\n", len(r.ProtectWalk.Skipped))
 	}

@@ -363,7 +363,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 	runs := map[string]probeRun{}
 	for _, side := range []string{"control", "confined"} {
 		w := filepath.Join(dir, side)
-		if err := fx.workdir(w, c.Setup, opts.Mechanism); err != nil {
+		if err := fx.workdir(w, c.Setup); err != nil {
 			return errResult("workdir", err)
 		}
 		vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
@@ -488,7 +488,7 @@ func errResult(what string, err error) Result {
 
 // workdir makes a workdir owned by the sandbox's uid with the case's
 // fixtures in it.
-func (fx *fixture) workdir(w string, setup []string, mechanism string) error {
+func (fx *fixture) workdir(w string, setup []string) error {
 	if err := os.Mkdir(w, 0o755); err != nil {
 		return err
 	}
@@ -504,14 +504,8 @@ func (fx *fixture) workdir(w string, setup []string, mechanism string) error {
 			}
 		case "git-present":
 			// A repository as git makes one: hooks/ is there (a missing one
-			// is writable while the run lasts, then quarantined). Landlock
-			// refuses a run with a protected path present, so its column
-			// keeps a .git without hooks.
-			dirs := []string{".git/objects", ".git/refs", ".git/hooks"}
-			if mechanism == "landlock" {
-				dirs = dirs[:1]
-			}
-			for _, d := range dirs {
+			// is writable while the run lasts, then quarantined).
+			for _, d := range []string{".git/objects", ".git/refs", ".git/hooks"} {
 				os.MkdirAll(filepath.Join(w, d), 0o755)
 			}
 			mk = append(mk, filepath.Join(w, ".git/HEAD"))

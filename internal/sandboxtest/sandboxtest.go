@@ -142,6 +142,9 @@ func CgroupUnavailable(t testing.TB, what, why string) {
 const (
 	RequireYamaEnv      = "SANDBOX_REQUIRE_YAMA"       // the Yama LSM (kernel.yama.ptrace_scope exists)
 	RequireUsernsOffEnv = "SANDBOX_REQUIRE_USERNS_OFF" // user namespaces disabled by a sysctl
+	// A kernel whose Landlock ABI is below the design's minimum
+	// (landlock.MinABI): Debian 12's 6.1 has ABI 2.
+	RequireOldLandlockEnv = "SANDBOX_REQUIRE_OLD_LANDLOCK"
 )
 
 // KernelUnavailable skips t, or fails it when the variable env is "1",

@@ -38,10 +38,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/landlock"
 )
 
 // env is the benchmark's fixed setup.
@@ -333,7 +336,7 @@ func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	vs = vs[:4] // plain, raw, sandbox-run, sandbox-run --allow-host
+	vs = pick(vs, vPlain, vRaw, vSR, vSRNet, vSRLL)
 	times, failed := interleave(vs, rounds, deadline)
 	if len(failed) > 0 {
 		return 1
@@ -345,7 +348,27 @@ func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
 	}
 	fmt.Printf("ratio sandbox-run / raw bwrap (medians): %s (goal <= 1.30x)\n", ratio(times[vSR].median(), times[vRaw].median()))
 	fmt.Printf("network costs (medians): %s more\n", ms(times[vSRNet].median()-times[vSR].median()))
+	if ll, ok := times[vSRLL]; ok {
+		// Nothing is mounted and no namespace is made: it should be the
+		// quickest tier-1 start.
+		fmt.Printf("ratio sandbox-run --sandbox landlock / raw bwrap (medians): %s; / sandbox-run (bwrap): %s\n",
+			ratio(ll.median(), times[vRaw].median()), ratio(ll.median(), times[vSR].median()))
+	} else {
+		fmt.Printf("sandbox-run --sandbox landlock: not measured (no Landlock ABI %d here)\n", landlock.MinABI)
+	}
 	return 0
+}
+
+// pick keeps the variants of vs named names, in vs's order; a name not
+// in vs (a mechanism this host lacks) is left out.
+func pick(vs []variant, names ...string) []variant {
+	var out []variant
+	for _, v := range vs {
+		if slices.Contains(names, v.name) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // info is the machine and the versions, for the report's header.

@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Protected paths under --sandbox landlock. Landlock grants are additive
+// beneath a path: under a writable directory no rule can take write
+// access to a protected path away, and there is no mount to hold it. So
+// every protected path is writable while the run lasts (the live window,
+// a named loss), and the run takes part in the same journal as bwrap
+// runs (startJournal): a missing protected path is watched and what the
+// command created there is quarantined; an existing one is snapshotted at
+// the start, and if it differs when the journal settles (the last run on
+// the directory has ended) it is quarantined and the snapshot put back;
+// a git directory that did not exist at the start is stripped.
+
+// protectPaths sets up the run's protected paths and records its journal.
+func (r *llRun) protectPaths() error {
+	cache, runID := r.opts.BwrapCache, r.report.RunID
+	writable := r.p.Writable()
+	var pr protection
+	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
+		acts, finds, err := protectActions(r.p, writable, r.own)
+		if err != nil {
+			return nil, protection{}, nil, err
+		}
+		pr = protection{walk: finds.report, gits: gitIDs(append(append([]string(nil), finds.dirs...), finds.files...))}
+		var hold []string
+		for _, a := range acts {
+			switch a.Op {
+			case opWatch:
+				pr.watched = append(pr.watched, a.Path)
+			case opHold:
+				hold = append(hold, a.Path)
+			}
+		}
+		if len(hold) == 0 {
+			return writable, pr, func() {}, nil
+		}
+		if pr.snapDir, err = snapshotDir(cache, runID); err != nil {
+			return nil, protection{}, nil, setupErr("cannot keep copies of the protected paths", err.Error(),
+				"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own and writable")
+		}
+		undo := func() { os.RemoveAll(pr.snapDir) }
+		if pr.held, err = snapshot(pr.snapDir, hold); err != nil {
+			undo()
+			fix := "check the path's permissions"
+			if errors.Is(err, errSnapBounds) {
+				fix = "use --sandbox bwrap, which holds it read-only in place, or run in a directory without it"
+			}
+			return nil, protection{}, nil, setupErr("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
+		}
+		return writable, pr, undo, nil
+	})
+	if err != nil {
+		return err
+	}
+	r.pend, r.prot = pend, pr
+	return nil
+}
+
+// settleProtected settles the run's journal once the command and its
+// descendants are gone (see pendingProtection.finish): what the command
+// changed at a protected path is quarantined, copies are put back, and
+// each item is added to res's report (nil: the command never ran) and
+// printed on stderr.
+func (r *llRun) settleProtected(res *Result) {
+	if r.pend != nil {
+		r.pend.finish(res, r.opts.Stderr)
+	}
+}
+
+// protectedReport states how the protected paths were handled.
+func (r *llRun) protectedReport() Protection {
+	held, watched := len(r.prot.held), len(r.prot.watched)
+	return Protection{Name: "protected_paths", Configured: true,
+		Detail: strconv.Itoa(held) + " existing ones kept as copies, " + strconv.Itoa(watched) +
+			" missing ones watched: all writable while the run lasts (Landlock cannot hold them); when the last run on the directory ends, changes are quarantined and the copies put back"}
+}
+
+func heldPaths(hs []heldCopy) []string {
+	out := make([]string, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.Path)
+	}
+	return out
+}
+
+// ownName says whether pp is a protected name in one of sandbox-run's own
+// state dirs, which is not held there (plan.splitOwn); the held parts of
+// a git directory there are.
+func ownName(pp string, own []string) bool {
+	for _, o := range own {
+		if rel, err := filepath.Rel(o, pp); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return rel != ".git" && !strings.HasPrefix(rel, ".git/")
+		}
+	}
+	return false
+}
