@@ -397,18 +397,24 @@ func runscCacheName(path string) string {
 }
 
 // sweepGvisorDirs removes the runtime directories of tier-2 runs whose
-// sandbox-run no longer runs (killed before its own cleanup): only
-// directories of this user's, never through a link. The sandbox itself
-// died with runsc, which died with sandbox-run (parent-death signals), and
-// no cgroup was made (--ignore-cgroups), so the directory is all there is.
-func sweepGvisorDirs(tmp string) {
+// sandbox-run no longer runs (killed before its own cleanup). The sandbox
+// itself died with runsc, which died with sandbox-run (parent-death
+// signals), and no cgroup was made (--ignore-cgroups), so the directory
+// is all there is.
+func sweepGvisorDirs(tmp string) { sweepRunDirs(tmp, gvDirPrefix, os.Geteuid()) }
+
+// sweepRunDirs removes the directories in tmp named prefix+PID.START-...
+// whose process (that pid with that start time) no longer runs: what a
+// sandbox-run killed before its own cleanup left. Only directories owned
+// by owner, never through a link, at most 64 per call.
+func sweepRunDirs(tmp, prefix string, owner int) {
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
 		return
 	}
 	n := 0
 	for _, e := range ents {
-		name, ok := strings.CutPrefix(e.Name(), gvDirPrefix)
+		name, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() || n >= 64 {
 			continue
 		}
@@ -422,16 +428,11 @@ func sweepGvisorDirs(tmp string) {
 		}
 		p := filepath.Join(tmp, e.Name())
 		fi, err := os.Lstat(p)
-		if err != nil || !fi.IsDir() || !ownedBySelf(fi) {
+		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !fi.IsDir() || !ok || int(st.Uid) != owner {
 			continue
 		}
 		os.RemoveAll(p)
 	}
-}
-
-func ownedBySelf(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // checkTmpdir refuses a TMPDIR inside a writable directory: the run's

@@ -34,6 +34,10 @@ var (
 	llDevRead  = []string{"/dev/random", "/dev/urandom"}
 )
 
+// llTmpPrefix names a landlock run's TMPDIR in the host's temporary
+// directory: llTmpPrefix+PID.START-RANDOM (see sweepRunDirs).
+const llTmpPrefix = "sandbox-run-landlock-tmp-"
+
 // landlockFix is the fix a refusal of --sandbox landlock offers.
 const landlockFix = "run --sandbox bwrap where user namespaces work (sandbox-run check says why they do not)"
 
@@ -268,7 +272,14 @@ func (r *llRun) paths() (landlock.Input, error) {
 			return in, err
 		}
 	}
-	tmp, err := os.MkdirTemp("", "sandbox-run-tmp-")
+	// Named for this process, so that a later run sweeps it when
+	// sandbox-run was killed before it could remove it.
+	sweepRunDirs(os.TempDir(), llTmpPrefix, r.uid)
+	start, _, err := selfStart()
+	if err != nil {
+		return in, setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+	}
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", llTmpPrefix, os.Getpid(), start))
 	if err != nil {
 		return in, setupErr("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
