@@ -100,7 +100,8 @@ bb=$bbdir/bin/busybox
 say "building sandbox-run and the test binaries"
 make --no-print-directory build >/dev/null
 cp bin/sandbox-run "$cache/bin/sandbox-run"
-for pkg in limits e2e; do
+for pkg in internal/limits e2e; do
+	mkdir -p "$(dirname "$cache/bin/$pkg.test")"
 	go test -c -o "$cache/bin/$pkg.test" "./$pkg/"
 done
 chmod -R a+rX "$cache/bin"
