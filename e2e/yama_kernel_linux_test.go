@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -59,7 +60,8 @@ func TestPtraceUnderYama(t *testing.T) {
 		return
 	}
 	if scope != 1 {
-		t.Skipf("kernel.yama.ptrace_scope is %d: this test covers 0 and 1", scope)
+		sandboxtest.KernelUnavailable(t, sandboxtest.RequireYamaEnv, "kernel.yama.ptrace_scope 0 or 1",
+			fmt.Sprintf("it is %d; this test covers 0 and 1", scope))
 	}
 
 	// Own child: traced with --ptrace; without it the seccomp filter
