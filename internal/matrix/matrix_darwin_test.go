@@ -30,28 +30,5 @@ func TestEscapeMatrixSeatbelt(t *testing.T) {
 	if err != nil {
 		sandboxtest.Unavailable(t, "the escape matrix's canaries", err.Error())
 	}
-	counts := map[string]int{}
-	for _, r := range results {
-		counts[r.Verdict]++
-		t.Run(r.ID, func(t *testing.T) {
-			switch {
-			case r.Verdict == Escaped && r.Expected == ExpectEscaped:
-				t.Logf("ESCAPED, a known gap of seatbelt (%s): %s", r.ExpectedWhy, r.Reason)
-			case r.Verdict == Escaped:
-				t.Errorf("ESCAPED under seatbelt (expected %s): %s\ncontrol: %q\nconfined: %q", r.Expected, r.Reason, r.Control, r.Confined)
-			case r.Error:
-				t.Errorf("could not run: %s\ncontrol: %q\nconfined: %q", r.Reason, r.Control, r.Confined)
-			case r.Unexpected():
-				t.Errorf("%s, but the matrix expects %s: %s", r.Verdict, r.Expected, r.Reason)
-			default:
-				t.Logf("%s: %s", r.Verdict, r.Reason)
-			}
-		})
-	}
-	t.Logf("as %s: %d held, %d ESCAPED, %d untested, %d n/a in %v", sandboxtest.CurrentUser(),
-		counts[Held], counts[Escaped], counts[Untested], counts[NA], time.Since(start).Round(time.Millisecond))
-	if counts[Held] == 0 {
-		t.Errorf("nothing held: the matrix proved nothing on this machine")
-	}
-	assertNothingLeft(t)
+	judgeColumn(t, "seatbelt", results, start)
 }

@@ -28,32 +28,7 @@ func TestEscapeMatrix(t *testing.T) {
 	if err != nil {
 		sandboxtest.Unavailable(t, "the escape matrix's canaries", err.Error())
 	}
-	counts := map[string]int{}
-	for _, r := range results {
-		counts[r.Verdict]++
-		t.Run(r.ID, func(t *testing.T) {
-			switch {
-			case r.Verdict == Escaped && r.Expected == ExpectEscaped:
-				// A documented window (the case's why says which), not a
-				// claim: logged, never counted as held.
-				t.Logf("escaped, as the matrix expects: %s", r.Reason)
-			case r.Verdict == Escaped:
-				t.Errorf("ESCAPED under bwrap (expected %s): %s\ncontrol: %q\nconfined: %q", r.Expected, r.Reason, r.Control, r.Confined)
-			case r.Error:
-				t.Errorf("could not run: %s\ncontrol: %q\nconfined: %q", r.Reason, r.Control, r.Confined)
-			case r.Unexpected():
-				t.Errorf("%s, but the matrix expects %s: %s", r.Verdict, r.Expected, r.Reason)
-			default:
-				t.Logf("%s: %s", r.Verdict, r.Reason)
-			}
-		})
-	}
-	t.Logf("as %s: %d held, %d ESCAPED, %d untested, %d n/a in %v", sandboxtest.CurrentUser(),
-		counts[Held], counts[Escaped], counts[Untested], counts[NA], time.Since(start).Round(time.Millisecond))
-	if counts[Held] == 0 {
-		t.Errorf("nothing held: the matrix proved nothing on this machine")
-	}
-	assertNothingLeft(t)
+	judgeColumn(t, "bwrap", results, start)
 }
 
 // TestEscapeMatrixTierZero runs the matrix with --sandbox off, to check
@@ -100,33 +75,12 @@ func TestEscapeMatrixLandlock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	start := time.Now()
 	results, err := Run(ctx, cases, RunOptions{Binary: bin, Mechanism: "landlock"})
 	if err != nil {
 		sandboxtest.Unavailable(t, "the escape matrix's canaries", err.Error())
 	}
-	counts := map[string]int{}
-	for _, r := range results {
-		counts[r.Verdict]++
-		t.Run(r.ID, func(t *testing.T) {
-			switch {
-			case r.Error:
-				t.Errorf("could not run: %s\ncontrol: %q\nconfined: %q", r.Reason, r.Control, r.Confined)
-			case r.Verdict == Escaped && r.Expected == ExpectEscaped:
-				t.Logf("a named loss of landlock: %s (%s)", r.Reason, r.ExpectedWhy)
-			case r.Verdict == Escaped:
-				t.Errorf("ESCAPED under landlock (expected %s): %s\ncontrol: %q\nconfined: %q", r.Expected, r.Reason, r.Control, r.Confined)
-			case r.Unexpected():
-				t.Errorf("%s, but the landlock column expects %s: %s", r.Verdict, r.Expected, r.Reason)
-			default:
-				t.Logf("%s: %s", r.Verdict, r.Reason)
-			}
-		})
-	}
-	t.Logf("as %s: %d held, %d ESCAPED, %d untested, %d n/a", sandboxtest.CurrentUser(), counts[Held], counts[Escaped], counts[Untested], counts[NA])
-	if counts[Held] == 0 {
-		t.Errorf("nothing held: the matrix proved nothing on this machine")
-	}
-	assertNothingLeft(t)
+	judgeColumn(t, "landlock", results, start)
 }
 
 // TestEscapeMatrixGvisor runs every case under --sandbox gvisor (tier 2)
@@ -146,24 +100,5 @@ func TestEscapeMatrixGvisor(t *testing.T) {
 	if err != nil {
 		sandboxtest.Unavailable(t, "the escape matrix's canaries", err.Error())
 	}
-	counts := map[string]int{}
-	for _, r := range results {
-		counts[r.Verdict]++
-		t.Run(r.ID, func(t *testing.T) {
-			switch {
-			case r.Error:
-				t.Errorf("could not run: %s\ncontrol: %q\nconfined: %q", r.Reason, r.Control, r.Confined)
-			case r.Unexpected():
-				t.Errorf("%s under gvisor, but the matrix expects %s: %s\ncontrol: %q\nconfined: %q", r.Verdict, r.Expected, r.Reason, r.Control, r.Confined)
-			default:
-				t.Logf("%s: %s", r.Verdict, r.Reason)
-			}
-		})
-	}
-	t.Logf("gvisor as %s: %d held, %d ESCAPED, %d untested, %d n/a in %v", sandboxtest.CurrentUser(),
-		counts[Held], counts[Escaped], counts[Untested], counts[NA], time.Since(start).Round(time.Millisecond))
-	if counts[Held] == 0 {
-		t.Errorf("nothing held: the matrix proved nothing on this machine")
-	}
-	assertNothingLeft(t)
+	judgeColumn(t, "gvisor", results, start)
 }

@@ -57,3 +57,37 @@ func assertNothingLeft(t *testing.T) {
 		t.Errorf("survivors left: %v", pids)
 	}
 }
+
+// judgeColumn holds results to their mechanism's column, one subtest per
+// case: an escape the column does not declare fails, a declared one (a
+// documented window or loss, never counted as held) is logged, an attempt
+// that could not run fails, and so does any other outcome against the
+// column. Then it logs the tally, fails when nothing held, and checks
+// that nothing was left behind.
+func judgeColumn(t *testing.T, mech string, results []Result, start time.Time) {
+	t.Helper()
+	counts := map[string]int{}
+	for _, r := range results {
+		counts[r.Verdict]++
+		t.Run(r.ID, func(t *testing.T) {
+			switch {
+			case r.Error:
+				t.Errorf("could not run: %s\ncontrol: %q\nconfined: %q", r.Reason, r.Control, r.Confined)
+			case r.Verdict == Escaped && r.Expected == ExpectEscaped:
+				t.Logf("escaped, as the %s column expects (%s): %s", mech, r.ExpectedWhy, r.Reason)
+			case r.Verdict == Escaped:
+				t.Errorf("ESCAPED under %s (expected %s): %s\ncontrol: %q\nconfined: %q", mech, r.Expected, r.Reason, r.Control, r.Confined)
+			case r.Unexpected():
+				t.Errorf("%s under %s, but the matrix expects %s: %s\ncontrol: %q\nconfined: %q", r.Verdict, mech, r.Expected, r.Reason, r.Control, r.Confined)
+			default:
+				t.Logf("%s: %s", r.Verdict, r.Reason)
+			}
+		})
+	}
+	t.Logf("%s as %s: %d held, %d ESCAPED, %d untested, %d n/a in %v", mech, sandboxtest.CurrentUser(),
+		counts[Held], counts[Escaped], counts[Untested], counts[NA], time.Since(start).Round(time.Millisecond))
+	if counts[Held] == 0 {
+		t.Errorf("nothing held: the matrix proved nothing on this machine")
+	}
+	assertNothingLeft(t)
+}
