@@ -427,8 +427,12 @@ func sweepRunDirs(tmp, prefix string, owner int) {
 			continue
 		}
 		p := filepath.Join(tmp, e.Name())
+		// Gone meanwhile (a parallel run swept it), a link, or another's.
 		fi, err := os.Lstat(p)
-		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !fi.IsDir() || !ok || int(st.Uid) != owner {
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != owner {
 			continue
 		}
 		os.RemoveAll(p)
