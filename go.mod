@@ -3,8 +3,7 @@ module github.com/sandbox-run/sandbox-run
 go 1.26.0
 
 require (
-	github.com/elazarl/goproxy v1.9.3
-	github.com/hashicorp/go-version v1.9.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/net v0.62.0
@@ -14,7 +13,6 @@ require (
 require (
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/landlock-lsm/go-landlock v0.11.2 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect

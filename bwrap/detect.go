@@ -24,8 +24,6 @@ import (
 	"io/fs"
 	"os/exec"
 	"strings"
-
-	goversion "github.com/hashicorp/go-version"
 )
 
 // Features are the options of one bwrap binary that sandbox-run relies on
@@ -46,7 +44,7 @@ type Features struct {
 // Info describes one bwrap binary.
 type Info struct {
 	Path     string
-	Version  *goversion.Version
+	Version  Version
 	Features Features
 }
 
@@ -76,7 +74,7 @@ func Parse(path, versionOut, helpOut string) (*Info, error) {
 	if !ok {
 		return nil, fmt.Errorf("bwrap: %s: unrecognised --version output %q", path, firstLine(versionOut))
 	}
-	v, err := goversion.NewVersion(num)
+	v, err := ParseVersion(num)
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: %s: version %q: %w", path, num, err)
 	}
@@ -161,9 +159,9 @@ type Advisory struct {
 	Fix    string `json:"fix"`
 }
 
-var (
-	v0120 = goversion.Must(goversion.NewVersion("0.12.0"))
-)
+// v0120 is the first bubblewrap without the symlink mount-redirection
+// class.
+var v0120 = Version{n: [3]int{0, 12, 0}}
 
 // Advisories returns what an operator should know about this bwrap. The
 // result depends on the version and the detected features only.
@@ -203,7 +201,7 @@ func (i *Info) Advisories() []Advisory {
 
 // AtLeast reports whether the detected version is at least v.
 func (i *Info) AtLeast(v string) bool {
-	w, err := goversion.NewVersion(v)
+	w, err := ParseVersion(v)
 	return err == nil && !i.Version.LessThan(w)
 }
 

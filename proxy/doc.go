@@ -1,8 +1,8 @@
 // Package proxy is sandbox-run's egress proxy: the only way a sandboxed
 // command's network traffic leaves the sandbox. It serves HTTP proxy
-// requests (absolute-form GET, POST, ...) and CONNECT tunnels, built on
-// github.com/elazarl/goproxy, and decides each one by the exact IP address
-// it would connect to. The allow-list's syntax, the address classes below
+// requests (absolute-form GET, POST, ...) and CONNECT tunnels, on the
+// standard library's HTTP server and transport alone, and decides each one
+// by the exact IP address it would connect to. The allow-list's syntax, the address classes below
 // and how a client's host:port is read are the allowlist package's, which
 // policy validates with too: an entry the policy accepts is one the proxy
 // reads the same way.
@@ -45,8 +45,9 @@
 //     dns-failure, dial-refused.
 //   - Redirects are never followed: the client receives the 3xx, and the
 //     request it makes next is decided like any other.
-//   - The host's HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored: goproxy's
-//     default transport and CONNECT dialer, which honour them, are replaced.
+//   - The host's HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored: the
+//     transport has no Proxy function and a CONNECT dials the checked
+//     address itself.
 //   - Every decision is written to Config.Audit as one JSON line.
 //   - A client connection that has not sent a whole request header within
 //     Config.ReadHeaderTimeout (default 10 s) of being accepted is closed

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -18,8 +19,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/elazarl/goproxy"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
 )
@@ -194,10 +193,11 @@ func (p *Proxy) SetAllow(entries []string) error {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
 
-	// The transport is ours, not goproxy's default: no Proxy func (goproxy's
-	// reads HTTP(S)_PROXY and would chain around the checks), and a dialer
-	// that connects only to the addresses a decision checked. It never
-	// follows redirects (http.Transport does not; only http.Client does).
+	// The transport is ours, not http.DefaultTransport: no Proxy func (the
+	// default reads HTTP(S)_PROXY and would chain around the checks), and a
+	// dialer that connects only to the addresses a decision checked. It
+	// never follows redirects (http.Transport does not; only http.Client
+	// does).
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           s.dialTransport,
@@ -208,23 +208,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	gp := goproxy.NewProxyHttpServer()
-	gp.Tr = tr
-	// NewProxyHttpServer installs a CONNECT dialer that chains to
-	// $HTTPS_PROXY. With both nil, goproxy dials through ProxyCtx.Dialer,
-	// which handleConnect sets, and else through tr.DialContext, which
-	// refuses anything without a decision.
-	gp.ConnectDial = nil
-	gp.ConnectDialWithReq = nil
-	gp.Verbose = false
-	gp.Logger = goproxyLogger{p.log}
-	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "sandbox-run egress proxy: send proxy requests (absolute URL or CONNECT)", http.StatusBadRequest)
-	})
-	gp.ConnectionErrHandler = s.connectError
-	gp.OnRequest().HandleConnectFunc(s.handleConnect)
-	gp.OnRequest().DoFunc(s.handleRequest)
-	gp.OnResponse().DoFunc(s.handleResponse)
+	s.forward = &httputil.ReverseProxy{
+		// The client's absolute URL is the upstream request's URL as it
+		// stands; Rewrite (not Director) strips hop-by-hop and
+		// X-Forwarded-* headers and adds none.
+		Rewrite:       func(*httputil.ProxyRequest) {},
+		Transport:     tr,
+		FlushInterval: -1, // stream: an event stream or a long poll is not held back
+		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ErrorHandler:  s.forwardError,
+	}
 
 	// ReadHeaderTimeout and IdleTimeout bound connections that send no
 	// request (slowloris); see Config. There is deliberately no ReadTimeout
@@ -238,7 +231,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{
 		ConnContext:       connContext,
-		Handler:           gp,
+		Handler:           s,
 		ReadHeaderTimeout: p.readHeaderTimeout,
 		IdleTimeout:       p.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -426,76 +419,14 @@ type session struct {
 	p   *Proxy
 	ctx context.Context
 
+	forward *httputil.ReverseProxy // absolute-form requests, over the checked transport
+
 	mu     sync.Mutex
 	conns  map[*upstreamConn]struct{}
 	closed bool
 }
 
 type decisionKey struct{}
-
-func (s *session) handleConnect(host string, pctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-	d := s.check(pctx.Req.Context(), http.MethodConnect, host, 0, "")
-	if d.refusal != nil {
-		pctx.Resp = refusalResponse(pctx.Req, d)
-		return goproxy.RejectConnect, host
-	}
-	pctx.UserData = d
-	pctx.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return s.dial(ctx, d, addr)
-	}
-	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, d.t.String()
-}
-
-func (s *session) handleRequest(req *http.Request, pctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-	var def uint16
-	switch req.URL.Scheme {
-	case "http":
-		def = 80
-	case "https":
-		def = 443
-	}
-	d := s.check(req.Context(), req.Method, req.URL.Host, def, req.URL.Scheme)
-	if d.refusal != nil {
-		return req, refusalResponse(req, d)
-	}
-	pctx.UserData = d
-	return req.WithContext(context.WithValue(req.Context(), decisionKey{}, d)), nil
-}
-
-// handleResponse turns a failed upstream exchange into a response that says
-// why, instead of goproxy's bare 500.
-func (s *session) handleResponse(resp *http.Response, pctx *goproxy.ProxyCtx) *http.Response {
-	if resp != nil || pctx.Error == nil {
-		return resp
-	}
-	status, reason := http.StatusBadGateway, ""
-	if errors.Is(pctx.Error, errDialRefused) {
-		status, reason = http.StatusForbidden, reasonDialRefused
-	}
-	r := textResponse(pctx.Req, status, fmt.Sprintf("sandbox-run egress proxy: %s %s failed: %v\n",
-		pctx.Req.Method, pctx.Req.URL.Host, pctx.Error))
-	if reason != "" {
-		r.Header.Set(RefusalHeader, reason)
-	}
-	return r
-}
-
-// connectError writes the reply to a CONNECT whose dial failed. goproxy
-// closes the client connection afterwards.
-func (s *session) connectError(w io.Writer, pctx *goproxy.ProxyCtx, err error) {
-	if d, ok := pctx.UserData.(*decision); ok && d.established.Load() {
-		return // never write into an established tunnel
-	}
-	status, reason := http.StatusBadGateway, ""
-	if errors.Is(err, errDialRefused) {
-		status, reason = http.StatusForbidden, reasonDialRefused
-	}
-	r := textResponse(pctx.Req, status, fmt.Sprintf("sandbox-run egress proxy: CONNECT %s failed: %v\n", pctx.Req.Host, err))
-	if reason != "" {
-		r.Header.Set(RefusalHeader, reason)
-	}
-	_ = r.Write(w)
-}
 
 // check parses and decides a request, and records the decision.
 func (s *session) check(ctx context.Context, method, raw string, defaultPort uint16, scheme string) *decision {
@@ -521,12 +452,16 @@ func (s *session) dialTransport(ctx context.Context, _, addr string) (net.Conn, 
 	if !ok || d.refusal != nil {
 		return nil, fmt.Errorf("BUG(sandbox-run): proxy: dial %s without an allowed decision: %w", addr, errDialRefused)
 	}
-	return s.dial(ctx, d, addr)
+	c, err := s.dial(ctx, d, addr)
+	if err != nil {
+		return nil, err // not a nil *upstreamConn in a non-nil net.Conn
+	}
+	return c, nil
 }
 
 // dial connects to the first reachable checked address of d. addr is what
-// goproxy or the transport asks for; it must denote d's target.
-func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn, error) {
+// a CONNECT or the transport asks for; it must denote d's target.
+func (s *session) dial(ctx context.Context, d *decision, addr string) (*upstreamConn, error) {
 	if d.refusal != nil || len(d.ips) == 0 {
 		return nil, fmt.Errorf("BUG(sandbox-run): proxy: dial %s for a refused decision: %w", addr, errDialRefused)
 	}
@@ -577,8 +512,7 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (net.Conn,
 }
 
 // upstreamConn is a connection the proxy opened. Embedding *net.TCPConn
-// keeps CloseWrite/CloseRead (goproxy half-closes tunnels) and the splice
-// fast paths.
+// keeps CloseWrite (tunnels half-close) and the splice fast paths.
 type upstreamConn struct {
 	*net.TCPConn
 	s *session
@@ -801,11 +735,4 @@ func (p *Proxy) writeAudit(line auditLine) {
 	if err != nil {
 		p.log.Warn("audit: write", "err", err)
 	}
-}
-
-// goproxyLogger sends goproxy's messages to slog at debug level.
-type goproxyLogger struct{ l *slog.Logger }
-
-func (g goproxyLogger) Printf(format string, v ...any) {
-	g.l.Debug("goproxy", "detail", strings.TrimSpace(fmt.Sprintf(format, v...)))
 }

@@ -36,7 +36,10 @@ import (
 //
 // Signals go to the command's process group (it leads its own session);
 // sandbox-run finds it as the child of bwrap's PID 1.
-const trampolineStatus = `while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v";; esac; done </proc/self/status >&4
+//
+// The shell's read takes one byte per read(2), so both loops stop at the
+// last line they need rather than read the files to the end.
+const trampolineStatus = `n=0; while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v"; n=$((n+1)); [ $n = 5 ] && break;; esac; done </proc/self/status >&4
 `
 
 const trampolineExec = `echo started >&4
@@ -46,7 +49,7 @@ exec "$@"`
 
 // trampolineNProc sets and reads back RLIMIT_NPROC; %[1]d is the value.
 const trampolineNProc = `ulimit -u %[1]d 2>/dev/null || ulimit -p %[1]d 2>/dev/null || { echo 'error: /bin/sh cannot set RLIMIT_NPROC (neither ulimit -u nor ulimit -p)' >&4; exit 125; }
-m=; while read -r a b c d e; do [ "$a $b" = "Max processes" ] && m="$c $d"; done </proc/self/limits
+m=; while read -r a b c d e; do [ "$a $b" = "Max processes" ] && { m="$c $d"; break; }; done </proc/self/limits
 [ "$m" = "%[1]d %[1]d" ] || { echo "error: RLIMIT_NPROC reads back as '$m', not %[1]d" >&4; exit 125; }
 `
 
