@@ -229,9 +229,7 @@ func (r *bwRun) command(context.Context) error {
 	r.fast = len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
 	if !r.fast {
-		if len(r.lim.Rlimits) > 0 {
-			initCfg.Rlimits = limits.EncodeRlimits(r.lim.Rlimits)
-		}
+		initCfg.Rlimits = r.lim.Rlimits
 		r.argv = append(append(head, fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg), initCfg.Args()...)
 		return nil
 	}

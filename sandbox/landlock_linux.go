@@ -168,7 +168,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if err := r.limits(); err != nil {
 		return err
 	}
-	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: limits.EncodeRlimits(r.lim.Rlimits), Env: env}
+	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: r.lim.Rlimits, Env: env}
 	r.buildReport(prog, mode, env)
 	return nil
 }

@@ -33,12 +33,12 @@ const (
 // landlockSpec is everything the shim needs; it travels on a pipe, never
 // on an argv that ps shows.
 type landlockSpec struct {
-	Input   landlock.Input `json:"input"`
-	Filter  []byte         `json:"filter"`
-	Rlimits string         `json:"rlimits"`
-	Path    string         `json:"path"`
-	Argv    []string       `json:"argv"`
-	Env     []string       `json:"env"`
+	Input   landlock.Input  `json:"input"`
+	Filter  []byte          `json:"filter"`
+	Rlimits []limits.Rlimit `json:"rlimits"`
+	Path    string          `json:"path"`
+	Argv    []string        `json:"argv"`
+	Env     []string        `json:"env"`
 }
 
 // landlockMain is the shim: it reads its spec, applies the rlimits, sets
@@ -63,11 +63,7 @@ func landlockMain() int {
 		return fail("reading the spec", err)
 	}
 	runtime.LockOSThread() // never unlocked: this thread execs
-	rl, err := limits.ParseRlimits(spec.Rlimits)
-	if err == nil {
-		err = limits.Apply(rl)
-	}
-	if err != nil {
+	if err := limits.Apply(spec.Rlimits); err != nil {
 		return fail("rlimits", err)
 	}
 	signal.Ignore(unix.SIGXFSZ)

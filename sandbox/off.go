@@ -89,7 +89,7 @@ func (r *offRun) command(path string) (*exec.Cmd, error) {
 		if err != nil {
 			return nil, setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
 		}
-		c = exec.Command(self, append([]string{initproc.ExecArg, limits.EncodeRlimits(r.lim.Rlimits), path}, cmd...)...)
+		c = exec.Command(self, initproc.ExecArgs(r.lim.Rlimits, path, cmd)...)
 		c.Args[0] = "sandbox-run"
 	}
 	c.Env = r.env

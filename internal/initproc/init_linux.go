@@ -94,13 +94,9 @@ func Main(args []string) int {
 	// descriptors and CPU for relaying.
 	limits.Apply([]limits.Rlimit{{Resource: limits.Core}})
 	exe, argv := path, c.Command
-	if c.Rlimits != "" {
-		if _, err := limits.ParseRlimits(c.Rlimits); err != nil {
-			report(Status{Error: err.Error(), Exit: 125, Readback: rb})
-			return 125
-		}
+	if len(c.Rlimits) > 0 {
 		exe = "/proc/self/exe"
-		argv = append([]string{"sandbox-run", ExecArg, c.Rlimits, path}, c.Command...)
+		argv = append([]string{"sandbox-run"}, ExecArgs(c.Rlimits, path, c.Command)...)
 	}
 	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil {
@@ -230,7 +226,7 @@ func ExecMain(args []string) int {
 		os.Stderr.WriteString("sandbox-run exec: usage\n")
 		return 125
 	}
-	rl, err := limits.ParseRlimits(args[0])
+	rl, err := parseRlimits(args[0])
 	if err == nil {
 		err = limits.Apply(rl)
 	}

@@ -26,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // Arg is the hidden first argument that selects init mode.
@@ -76,9 +78,9 @@ type Config struct {
 	StatusSocket string
 	StderrFD     int
 	Forward      []Forward
-	// Rlimits is the command's rlimits in limits.EncodeRlimits form; empty
-	// means only core dumps off.
-	Rlimits string
+	// Rlimits is the command's rlimits, applied by the exec shim between
+	// init and the command; nil means only core dumps off (init's own).
+	Rlimits []limits.Rlimit
 	// TTY makes descriptor 0 (a pseudo-terminal) the command's controlling
 	// terminal: the command leads a new session, so a shell gets job
 	// control and the terminal's signals (Ctrl-C, Ctrl-Z) reach its
@@ -94,8 +96,15 @@ type Forward struct {
 	Socket string
 }
 
-// ErrUsage marks a malformed init command line.
+// ErrUsage marks a malformed init or exec shim command line.
 var ErrUsage = errors.New("initproc: usage")
+
+// ExecArgs is the command line (after the binary's own path) on which
+// sandbox-run's binary becomes the exec shim: it applies rs to itself and
+// then executes path with argv (argv[0] included).
+func ExecArgs(rs []limits.Rlimit, path string, argv []string) []string {
+	return append([]string{ExecArg, encodeRlimits(rs), path}, argv...)
+}
 
 // Args renders c as init's command line (after Arg).
 func (c Config) Args() []string {
@@ -106,8 +115,8 @@ func (c Config) Args() []string {
 	for _, f := range c.Forward {
 		a = append(a, "--forward", fmt.Sprintf("%d=%s", f.Port, f.Socket))
 	}
-	if c.Rlimits != "" {
-		a = append(a, "--rlimits", c.Rlimits)
+	if len(c.Rlimits) > 0 {
+		a = append(a, "--rlimits", encodeRlimits(c.Rlimits))
 	}
 	if c.TTY {
 		a = append(a, "--tty")
@@ -151,7 +160,11 @@ func ParseArgs(args []string) (Config, error) {
 					return c, fmt.Errorf("%w: --stderr-fd %q", ErrUsage, v)
 				}
 			case "--rlimits":
-				c.Rlimits = v
+				rs, err := parseRlimits(v)
+				if err != nil {
+					return c, err
+				}
+				c.Rlimits = rs
 			case "--status-socket":
 				c.StatusSocket = v
 			case "--forward":

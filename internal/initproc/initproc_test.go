@@ -4,12 +4,15 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
 	for _, c := range []Config{
 		{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}},
 		{StatusFD: 4, StderrFD: 5, TTY: true, Command: []string{"bash", "--tty"}},
+		{StatusFD: 4, StderrFD: 5, Rlimits: []limits.Rlimit{{Resource: limits.Core}, {Resource: limits.CPU, Soft: 2, Hard: 3}}, Command: []string{"true"}},
 	} {
 		got, err := ParseArgs(c.Args())
 		if err != nil {
@@ -30,6 +33,7 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"--status-fd", "x", "--stderr-fd", "5", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--forward", "99999=/s", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--bogus", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--rlimits", "cpu=3:2", "--", "true"},
 	} {
 		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {
 			t.Errorf("ParseArgs(%q) = %v, want ErrUsage", args, err)
@@ -55,4 +59,66 @@ func TestStatusSocketArgs(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+func TestRlimitsEncoding(t *testing.T) {
+	const inf = limits.Infinity
+	for _, rs := range [][]limits.Rlimit{
+		nil,
+		{rl(limits.Core, 0, 0)},
+		{rl(limits.Core, 0, 0), rl(limits.NoFile, 64, 64), rl(limits.FSize, 1<<20, 1<<20), rl(limits.CPU, 2, 3), rl(limits.NProc, 50, 50), rl(limits.Data, 1, inf)},
+		{rl(limits.NoFile, inf, inf)},
+	} {
+		s := encodeRlimits(rs)
+		got, err := parseRlimits(s)
+		if err != nil {
+			t.Fatalf("parseRlimits(%q): %v", s, err)
+		}
+		if !reflect.DeepEqual(got, rs) {
+			t.Errorf("round trip of %q: got %+v, want %+v", s, got, rs)
+		}
+	}
+	if s := encodeRlimits([]limits.Rlimit{rl(limits.Core, 0, 0), rl(limits.NoFile, 64, 64), rl(limits.CPU, 2, 3), rl(limits.Data, 5, inf)}); s != "core=0,nofile=64,cpu=2:3,data=5:inf" {
+		t.Errorf("encoding = %q", s)
+	}
+	for _, bad := range []string{",", "core", "core=", "core=-1", "core=+1", "core=0x10", "core=01", "bogus=1",
+		"core=0,core=0", "cpu=3:2", "cpu=2:2", "nofile=18446744073709551615", "nofile=99999999999999999999",
+		"nofile=1 ", " nofile=1", "nofile=1,", "cpu=1:2:3", "core=0\x00"} {
+		if rs, err := parseRlimits(bad); !errors.Is(err, ErrUsage) {
+			t.Errorf("parseRlimits(%q) = %+v, %v; want ErrUsage", bad, rs, err)
+		}
+	}
+}
+
+// TestExecArgs: the exec shim's command line carries the rlimits in the
+// codec's form, then the path and the whole argv.
+func TestExecArgs(t *testing.T) {
+	got := ExecArgs([]limits.Rlimit{rl(limits.NoFile, 64, 64)}, "/usr/bin/env", []string{"env", "-i"})
+	want := []string{ExecArg, "nofile=64", "/usr/bin/env", "env", "-i"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ExecArgs = %q, want %q", got, want)
+	}
+}
+
+func FuzzParseRlimits(f *testing.F) {
+	for _, s := range []string{"", "core=0", "core=0,nofile=64,cpu=2:3,data=5:inf", "cpu=3:2", "x=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rs, err := parseRlimits(s)
+		if err != nil {
+			if rs != nil {
+				t.Fatalf("both a result and an error for %q", s)
+			}
+			return
+		}
+		// Whatever parses is canonical: it encodes back to itself.
+		if back := encodeRlimits(rs); back != s {
+			t.Fatalf("parseRlimits(%q) re-encodes as %q", s, back)
+		}
+	})
+}
+
+func rl(r limits.Resource, soft, hard uint64) limits.Rlimit {
+	return limits.Rlimit{Resource: r, Soft: soft, Hard: hard}
 }

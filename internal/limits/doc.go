@@ -7,10 +7,11 @@
 // It holds mechanisms only. The launcher decides when to call them: find a
 // base (FindDelegated), build a Plan from Limits and what the base offers
 // (Enabled), Create the cgroup with Plan.Cgroup and start bwrap in it
-// (syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD()}), pass
-// EncodeRlimits(Plan.Rlimits) to init, which ParseRlimits and Applies them
-// before it starts the command, run Watch or Sample (with Plan.Sample), end
-// the whole sandbox on the first Exceeded, then Classify and Close.
+// (syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD()}), hand
+// Plan.Rlimits to init (initproc.Config.Rlimits, whose wire format is
+// init's own), which Applies them before it starts the command, run Watch
+// or Sample (with Plan.Sample), end the whole sandbox on the first
+// Exceeded, then Classify and Close.
 //
 // # Guarantees
 //

@@ -2,6 +2,8 @@ package limits
 
 import (
 	"bufio"
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +45,8 @@ func init() {
 // syscall.ForkExec its arguments (or the test binary in mode $NEXT) and
 // exit with the child's status, 128+N for a signal.
 func helperApplyExec() int {
-	rs, err := ParseRlimits(os.Getenv(rlimitsEnv))
+	var rs []Rlimit
+	err := json.Unmarshal([]byte(cmp.Or(os.Getenv(rlimitsEnv), "null")), &rs)
 	if err == nil {
 		err = Apply(rs)
 	}

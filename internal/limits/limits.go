@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -287,123 +286,16 @@ const (
 	Data   Resource = "data"   // RLIMIT_DATA, bytes of private writable mappings
 )
 
-var resources = []Resource{Core, NoFile, FSize, CPU, NProc, Data}
+// Resources returns every resource sandbox-run sets, in a fixed order.
+func Resources() []Resource { return []Resource{Core, NoFile, FSize, CPU, NProc, Data} }
 
-// Infinity is RLIM_INFINITY, encoded "inf".
+// Infinity is RLIM_INFINITY.
 const Infinity = math.MaxUint64
 
 // Rlimit is one resource limit.
 type Rlimit struct {
 	Resource   Resource
 	Soft, Hard uint64
-}
-
-// ErrEncoding is wrapped by every error of ParseRlimits.
-var ErrEncoding = errors.New("bad rlimit encoding")
-
-// EncodeRlimits returns the compact form of rs for init's argv:
-// comma-separated name=soft or name=soft:hard (when they differ), numbers
-// in decimal, "inf" for Infinity, e.g. "core=0,nofile=64,cpu=2:3". An empty
-// list encodes as "".
-func EncodeRlimits(rs []Rlimit) string {
-	var b strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(string(r.Resource))
-		b.WriteByte('=')
-		b.WriteString(encodeValue(r.Soft))
-		if r.Hard != r.Soft {
-			b.WriteByte(':')
-			b.WriteString(encodeValue(r.Hard))
-		}
-	}
-	return b.String()
-}
-
-func encodeValue(v uint64) string {
-	if v == Infinity {
-		return "inf"
-	}
-	return strconv.FormatUint(v, 10)
-}
-
-// ParseRlimits is the inverse of EncodeRlimits. It refuses, with an error
-// wrapping ErrEncoding, an unknown resource, a repeated one, a soft limit
-// above the hard one, and anything but plain decimal digits or "inf".
-// ParseRlimits(EncodeRlimits(rs)) returns rs for every valid rs.
-func ParseRlimits(s string) ([]Rlimit, error) {
-	if s == "" {
-		return nil, nil
-	}
-	bad := func(item, why string) error {
-		return fmt.Errorf("limits: rlimit %q: %s: %w", item, why, ErrEncoding)
-	}
-	var out []Rlimit
-	seen := map[Resource]bool{}
-	for _, item := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(item, "=")
-		if !ok {
-			return nil, bad(item, "want name=value")
-		}
-		r := Resource(name)
-		known := false
-		for _, k := range resources {
-			known = known || k == r
-		}
-		if !known {
-			return nil, bad(item, "unknown resource")
-		}
-		if seen[r] {
-			return nil, bad(item, "repeated")
-		}
-		seen[r] = true
-		softS, hardS, pair := strings.Cut(val, ":")
-		soft, err := parseValue(softS)
-		if err != nil {
-			return nil, bad(item, err.Error())
-		}
-		hard := soft
-		if pair {
-			if hard, err = parseValue(hardS); err != nil {
-				return nil, bad(item, err.Error())
-			}
-			if hard == soft {
-				return nil, bad(item, "soft:hard written for equal values")
-			}
-		}
-		if soft > hard {
-			return nil, bad(item, "soft above hard")
-		}
-		out = append(out, Rlimit{Resource: r, Soft: soft, Hard: hard})
-	}
-	return out, nil
-}
-
-func parseValue(s string) (uint64, error) {
-	if s == "inf" {
-		return Infinity, nil
-	}
-	if s == "" || len(s) > 20 {
-		return 0, errors.New("want decimal digits or inf")
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, errors.New("want decimal digits or inf")
-		}
-	}
-	if len(s) > 1 && s[0] == '0' {
-		return 0, errors.New("leading zero")
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, errors.New("out of range")
-	}
-	if v == Infinity {
-		return 0, errors.New("write infinity as inf")
-	}
-	return v, nil
 }
 
 // IntervalFunc returns how long a watcher waits before its next sample,

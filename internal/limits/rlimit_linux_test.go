@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -14,36 +15,40 @@ import (
 // binary when "") Applies rlimits, then syscall.ForkExecs cmd, or itself in
 // helper mode probe when cmd is empty. It returns the first line of output
 // and apply-exec's status (128+N when the command died of signal N).
-func applyExec(t *testing.T, rlimits, probe string, sys *syscall.SysProcAttr, bin string, cmd ...string) (string, syscall.WaitStatus) {
+func applyExec(t *testing.T, rlimits []Rlimit, probe string, sys *syscall.SysProcAttr, bin string, cmd ...string) (string, syscall.WaitStatus) {
 	t.Helper()
 	if bin == "" {
 		bin = os.Args[0]
 	}
-	env := []string{rlimitsEnv + "=" + rlimits, nextEnv + "=" + probe}
+	b, err := json.Marshal(rlimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{rlimitsEnv + "=" + string(b), nextEnv + "=" + probe}
 	c := start(t, "apply-exec", env, sys, append([]string{bin}, cmd...)...)
 	out := c.line(t)
 	return out, c.wait(t)
 }
 
 func TestApplyNoFileGivesEMFILE(t *testing.T) {
-	out, ws := applyExec(t, EncodeRlimits(Rlimits(Limits{NoFile: 16})), "probe-nofile", nil, "")
+	out, ws := applyExec(t, Rlimits(Limits{NoFile: 16}), "probe-nofile", nil, "")
 	// 0, 1, 2 are open, so at most 13 more fit under 16.
 	if ws.ExitStatus() != 0 || !strings.HasPrefix(out, "soft=16 ") || !strings.HasSuffix(out, "err=EMFILE") {
 		t.Fatalf("probe under nofile=16: %q (status %v), want soft=16 ... err=EMFILE", out, ws)
 	}
 	// Positive control: without the limit the same probe opens more.
-	out, _ = applyExec(t, "", "probe-nofile", nil, "")
+	out, _ = applyExec(t, nil, "probe-nofile", nil, "")
 	if strings.HasPrefix(out, "soft=16 ") {
 		t.Fatalf("control: probe without limit reports %q", out)
 	}
 }
 
 func TestApplyFSizeGivesEFBIG(t *testing.T) {
-	out, ws := applyExec(t, EncodeRlimits(Rlimits(Limits{FSize: 64 << 10})), "probe-fsize", nil, "")
+	out, ws := applyExec(t, Rlimits(Limits{FSize: 64 << 10}), "probe-fsize", nil, "")
 	if ws.ExitStatus() != 0 || out != "written=65536 err=EFBIG" {
 		t.Fatalf("probe under fsize=64KiB: %q (status %v), want written=65536 err=EFBIG", out, ws)
 	}
-	out, _ = applyExec(t, "", "probe-fsize", nil, "")
+	out, _ = applyExec(t, nil, "probe-fsize", nil, "")
 	if out != "written=16777216 err=none" {
 		t.Fatalf("control: probe without limit: %q", out)
 	}
@@ -52,7 +57,7 @@ func TestApplyFSizeGivesEFBIG(t *testing.T) {
 func TestApplyCPUEndsWithSIGXCPU(t *testing.T) {
 	// A shell busy loop, not the Go helper: the Go runtime turns SIGXCPU
 	// into a crash with exit status 2, a command's default is to die of it.
-	_, ws := applyExec(t, "cpu=1:2", "", nil, "", "/bin/sh", "-c", "echo go; i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done")
+	_, ws := applyExec(t, []Rlimit{{CPU, 1, 2}}, "", nil, "", "/bin/sh", "-c", "echo go; i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done")
 	if !ws.Exited() || ws.ExitStatus() != 128+int(syscall.SIGXCPU) {
 		t.Fatalf("busy loop under cpu=1:2 ended with %v, want exit %d (SIGXCPU)", ws, 128+int(syscall.SIGXCPU))
 	}
@@ -62,7 +67,7 @@ func TestApplyCPUEndsWithSIGXCPU(t *testing.T) {
 }
 
 func TestApplyCoreAndOnlyTightens(t *testing.T) {
-	out, _ := applyExec(t, "core=0,nofile=inf", "", nil, "", "/bin/sh", "-c", "echo $(ulimit -c) $(ulimit -Hn) $(ulimit -n)")
+	out, _ := applyExec(t, []Rlimit{{Core, 0, 0}, {NoFile, Infinity, Infinity}}, "", nil, "", "/bin/sh", "-c", "echo $(ulimit -c) $(ulimit -Hn) $(ulimit -n)")
 	var cur syscall.Rlimit
 	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur)
 	// nofile=inf cannot raise the hard limit: it stays what it was.
@@ -95,7 +100,7 @@ func TestNProcPerUserNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, ws := applyExec(t, "nproc=30", "probe-nproc", sys, bin)
+	out, ws := applyExec(t, []Rlimit{{NProc, 30, 30}}, "probe-nproc", sys, bin)
 	if strings.HasPrefix(out, "apply:") || ws.ExitStatus() != 0 {
 		t.Fatalf("probe: %q, %v", out, ws)
 	}

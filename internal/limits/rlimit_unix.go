@@ -34,7 +34,7 @@ func Apply(rs []Rlimit) error {
 	for _, r := range rs {
 		n, ok := resourceNumber[r.Resource]
 		if !ok {
-			return fmt.Errorf("limits: apply %s: unknown resource: %w", r.Resource, ErrEncoding)
+			return fmt.Errorf("limits: apply %s: unknown resource: %w", r.Resource, ErrInvalid)
 		}
 		if r.Soft > r.Hard {
 			return fmt.Errorf("limits: apply %s: soft %d above hard %d: %w", r.Resource, r.Soft, r.Hard, ErrInvalid)
@@ -57,7 +57,7 @@ func Apply(rs []Rlimit) error {
 func Hard(r Resource) (uint64, error) {
 	n, ok := resourceNumber[r]
 	if !ok {
-		return 0, fmt.Errorf("limits: hard %s: unknown resource: %w", r, ErrEncoding)
+		return 0, fmt.Errorf("limits: hard %s: unknown resource: %w", r, ErrInvalid)
 	}
 	var cur syscall.Rlimit
 	if err := syscall.Getrlimit(n, &cur); err != nil {
