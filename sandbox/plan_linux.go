@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -191,10 +192,15 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int) (*hostFacts, *path
 		}
 	}
 	f.prot.own = own
-	if err := f.gatherProtect(p, g, writable); err != nil {
-		return nil, nil, err
-	}
-	if err := f.scanWritable(writable, own, defaultScanLimits); err != nil {
+	// The two walks of the writable dirs, for git directories (f.prot,
+	// f.gits) and for sockets and FIFOs (f.wscan), share nothing and on a
+	// large tree are mostly the kernel listing directories: they run side
+	// by side. Their errors are reported in the same order as before.
+	scanned := make(chan error, 1)
+	go func() { scanned <- f.scanWritable(writable, own, defaultScanLimits) }()
+	perr := f.gatherProtect(p, g, writable)
+	serr := <-scanned
+	if err := cmp.Or(perr, serr); err != nil {
 		return nil, nil, err
 	}
 	return f, g, nil
