@@ -370,6 +370,24 @@ func TestAudit(t *testing.T) {
 // newTestHost).
 func localTarget(t *testing.T, idx int) (netip.Addr, int) {
 	t.Helper()
+	if ln := localListener(t); ln != nil {
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "ok from test host")
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		ap := ln.Addr().(*net.TCPAddr).AddrPort()
+		return ap.Addr().Unmap(), int(ap.Port())
+	}
+	h := sandboxtest.NewTestHost(t, idx) // skips, or fails under SANDBOX_REQUIRE=1, without root
+	return h.Addr, h.Port
+}
+
+// localListener listens on an IPv4 address of a local interface that the
+// proxy may be allowed to reach (not loopback, not link-local); nil when
+// this host has none.
+func localListener(t *testing.T) net.Listener {
+	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
@@ -387,15 +405,10 @@ func localTarget(t *testing.T, idx int) (netip.Addr, int) {
 		if err != nil {
 			continue
 		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "ok from test host")
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return ip, ln.Addr().(*net.TCPAddr).Port
+		t.Cleanup(func() { ln.Close() })
+		return ln
 	}
-	h := sandboxtest.NewTestHost(t, idx) // skips, or fails under SANDBOX_REQUIRE=1, without root
-	return h.Addr, h.Port
+	return nil
 }
 
 // TestEnvProxyIgnored: the host's HTTP(S)_PROXY points at a trap. goproxy's
