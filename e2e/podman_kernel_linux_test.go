@@ -204,13 +204,16 @@ func TestPodmanDiagnosed(t *testing.T) {
 	r = b.sandboxRun(containerFixFlags[:2], job, out, cmd...)
 	oneLine(t, r, "proc mount", "/proc/", "--security-opt unmask=ALL")
 
-	// The whole fix the diagnosis names: the run works. (check there
-	// still says tier 0, "namespace is the host's": sandbox-run, the
-	// container's root without CAP_SYS_PTRACE, cannot read the namespace
-	// links of the sandbox's PID 1 on the fast path, and an unread link is
-	// counted as the host's. Not asserted here; reported.)
+	// The whole fix the diagnosis names: the run works, and check finds
+	// tier 1, although sandbox-run, the container's root without
+	// CAP_SYS_PTRACE, cannot read the namespace links of the sandbox's
+	// PID 1 (TestReadbackWithoutPtrace).
 	if r := b.sandboxRun(containerFixFlags, job, out, cmd...); r.code != 0 {
 		t.Fatalf("control: with %v the run fails: exit %d %q", containerFixFlags, r.code, r.stderr)
+	}
+	c = b.sandboxRun(containerFixFlags, job, out, "check", "--json")
+	if err := json.Unmarshal([]byte(c.stdout), &rep); err != nil || rep.Tier != 1 {
+		t.Errorf("check in the container with %v: tier %d (%v), want 1:\n%s", containerFixFlags, rep.Tier, err, c.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(job, "ran")); err != nil {
 		t.Errorf("control: exit 0 but the command did not run: %v", err)

@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
@@ -108,5 +112,79 @@ func TestTierZeroSaysWhatItIs(t *testing.T) {
 		if strings.HasPrefix(p.Name, "namespace:") && p.Configured {
 			t.Errorf("tier 0 claims %s", p.Name)
 		}
+	}
+}
+
+// TestReadbackWithoutPtrace: sandbox-run as root without CAP_SYS_PTRACE
+// (a container's root) cannot read the namespace links of a sandbox that
+// runs as another uid, which the control shows with readlink on a process
+// in a user namespace of uid 65534. The report still verifies every
+// namespace (from bwrap's --info-fd, and the user namespace from the
+// uid_map the command read of itself), and check still finds tier 1.
+func TestReadbackWithoutPtrace(t *testing.T) {
+	needBwrap(t)
+	if os.Geteuid() != 0 {
+		sandboxtest.Unavailable(t, "root", "run as root: the case is root without CAP_SYS_PTRACE")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		sandboxtest.Unavailable(t, "setpriv", "apt-get install -y util-linux")
+	}
+	noPtrace := []string{setpriv, "--bounding-set", "-sys_ptrace"}
+
+	// Control: the condition is real. A process of uid 65534 in a user
+	// namespace of its own; root reads its user namespace link, root
+	// without CAP_SYS_PTRACE cannot.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sleeper := exec.CommandContext(ctx, setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "unshare", "-U", "sleep", "20")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	link := fmt.Sprintf("/proc/%d/ns/user", sleeper.Process.Pid)
+	var ownNS bool
+	for i := 0; i < 100 && !ownNS; i++ { // until unshare has run
+		l, err := os.Readlink(link)
+		self, _ := os.Readlink("/proc/self/ns/user")
+		ownNS = err == nil && l != self
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ownNS {
+		t.Fatal("control: the uid-65534 process never showed a user namespace of its own")
+	}
+	if out, err := exec.CommandContext(ctx, noPtrace[0], append(noPtrace[1:], "readlink", link)...).CombinedOutput(); err == nil {
+		t.Fatalf("control: root without CAP_SYS_PTRACE read %s (%s): this test would show nothing", link, out)
+	}
+
+	w := sandboxtest.WorkDir(t)
+	rep := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+	c := exec.CommandContext(ctx, noPtrace[0], append(noPtrace[1:], bin, "run", "--workdir", w, "--user", "65534", "--report", rep, "--", "true")...)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("run without CAP_SYS_PTRACE: %v: %s", err, out)
+	}
+	var r reportJSON
+	if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("report: %v %s", err, b)
+	}
+	n := 0
+	for _, p := range r.Protections {
+		if strings.HasPrefix(p.Name, "namespace:") {
+			n++
+			if p.Verified == nil || !*p.Verified {
+				t.Errorf("%s: verified %v, want true", p.Name, p.Verified)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d namespace protections in the report, want at least 6", n)
+	}
+
+	out, _ := exec.CommandContext(ctx, noPtrace[0], append(noPtrace[1:], bin, "check", "--json")...).Output()
+	var chk struct {
+		Tier int `json:"tier"`
+	}
+	if err := json.Unmarshal(out, &chk); err != nil || chk.Tier != 1 {
+		t.Errorf("check without CAP_SYS_PTRACE: tier %d (%v), want 1:\n%s", chk.Tier, err, out)
 	}
 }

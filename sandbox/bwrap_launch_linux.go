@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -207,7 +206,7 @@ type bwWatch struct {
 	rl        relay
 	relayDone chan struct{}
 	statusCh  chan *initproc.Status
-	pidCh     chan int
+	pidCh     chan bwInfo
 
 	initPID  int // the sandbox's PID 1 as the host sees it
 	seenUID  int // its host uid, -1 unread
@@ -233,16 +232,12 @@ type bwWatch struct {
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
 	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}),
-		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan int, 1)}
+		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan bwInfo, 1)}
 	w.rl.out = bp.stderr
 	go func() { w.rl.run(bp.capR); close(w.relayDone) }()
 	go w.readStatus()
 	go func() {
-		var v struct {
-			ChildPID int `json:"child-pid"`
-		}
-		json.NewDecoder(bp.infoR).Decode(&v)
-		w.pidCh <- v.ChildPID
+		w.pidCh <- readInfo(bp.infoR)
 		io.Copy(io.Discard, bp.infoR)
 	}()
 	return w
@@ -284,12 +279,13 @@ func (w *bwWatch) send(s os.Signal) {
 	}
 }
 
-// onPID learns the sandbox's PID 1 and starts watching the limits.
-func (w *bwWatch) onPID(pid int) {
+// onInfo learns the sandbox's PID 1 and starts watching the limits.
+func (w *bwWatch) onInfo(info bwInfo) {
+	pid := info.pid
 	w.initPID = pid
 	if w.r.fast {
 		// Read at once: bwrap's PID 1 is gone when the run ends.
-		w.fastNS = namespacesOf(pid)
+		w.fastNS = namespacesOf(pid, info.ns)
 	}
 	w.seenUID = hostUIDOf(pid)
 	var err error
@@ -314,7 +310,7 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 	if w.pidCh != nil {
 		// bwrap writes the pid before it starts init, so it is there to
 		// read.
-		w.onPID(<-w.pidCh)
+		w.onInfo(<-w.pidCh)
 	}
 	for _, s := range w.pending {
 		w.send(s)
@@ -328,8 +324,8 @@ func (w *bwWatch) loop() {
 	ctxDone := w.ctx.Done()
 	for done := false; !done; {
 		select {
-		case pid := <-w.pidCh:
-			w.onPID(pid)
+		case info := <-w.pidCh:
+			w.onInfo(info)
 		case s := <-w.statusCh:
 			w.onStatus(s)
 		case s := <-w.r.opts.Signals:
@@ -433,6 +429,11 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 // a limit.
 func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, limit limits.Kind) (*Result, error) {
 	if r.fast && w.status.Readback != nil {
+		if _, ok := w.fastNS["user"]; !ok && w.fastNS != nil {
+			if u := userNSFromMap(w.status.Readback.UIDMap); u != "" {
+				w.fastNS["user"] = u
+			}
+		}
 		w.status.Readback.Namespaces = w.fastNS
 	}
 	w.readback(&rep)

@@ -379,7 +379,12 @@ type Readback struct {
 	// UIDMap is /proc/self/uid_map, "" when unread.
 	UIDMap string `json:"uid_map"`
 	// Namespaces maps a namespace's name to its link (net:[4026...]);
-	// nil when unread.
+	// nil when unread. Where sandbox-run may not read the sandbox's links
+	// (root without CAP_SYS_PTRACE, in a container), a namespace is the
+	// inode bwrap reported in the same form, and the user namespace
+	// "user:uid_map=" and the first line of the command's own uid_map,
+	// present only when that differs from sandbox-run's. A namespace
+	// missing here was not shown to be the sandbox's own.
 	Namespaces map[string]string `json:"namespaces"`
 	// Kernel is what the kernel serving the command says it is; read only
 	// under gvisor (tier 2), nil otherwise.

@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,8 +30,9 @@ import (
 //     125, an error line on the status descriptor) unless the kernel holds
 //     exactly that value, soft and hard;
 //   - it reports the kernel's view of itself (NoNewPrivs, Seccomp, CapEff,
-//     CapBnd from /proc/self/status) and "started" on the status
-//     descriptor, then closes it, so sandbox-run knows setup is over;
+//     CapBnd, Uid from /proc/self/status, the first line of
+//     /proc/self/uid_map) and "started" on the status descriptor, then
+//     closes it, so sandbox-run knows setup is over;
 //   - it gives the command the real standard error (bwrap's own goes to a
 //     pipe sandbox-run reads, so that a setup failure becomes one line);
 //   - it turns core dumps off and becomes the command.
@@ -39,7 +42,8 @@ import (
 //
 // The shell's read takes one byte per read(2), so both loops stop at the
 // last line they need rather than read the files to the end.
-const trampolineStatus = `n=0; while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v"; n=$((n+1)); [ $n = 5 ] && break;; esac; done </proc/self/status >&4
+const trampolineStatus = `read -r a b c </proc/self/uid_map && echo "UidMap: $a $b $c" >&4
+n=0; while read -r k v; do case $k in NoNewPrivs:|Seccomp:|CapEff:|CapBnd:|Uid:) printf '%s %s\n' "$k" "$v"; n=$((n+1)); [ $n = 5 ] && break;; esac; done </proc/self/status >&4
 `
 
 const trampolineExec = `echo started >&4
@@ -99,6 +103,8 @@ func decodeTrampoline(b []byte) *initproc.Status {
 			s.Readback.CapEff = v
 		case "CapBnd:":
 			s.Readback.CapBnd = v
+		case "UidMap:":
+			s.Readback.UIDMap = v
 		case "Uid:":
 			if f := strings.Fields(v); len(f) > 0 {
 				s.Readback.UID, _ = strconv.Atoi(f[0])
@@ -108,17 +114,69 @@ func decodeTrampoline(b []byte) *initproc.Status {
 	return s
 }
 
+// bwInfo is what bwrap's --info-fd says of the sandbox it made.
+type bwInfo struct {
+	pid int               // the sandbox's PID 1, as the host sees it; 0 if unsaid
+	ns  map[string]string // namespace name to link text, "net:[4026532184]"
+}
+
+// readInfo decodes bwrap's --info-fd JSON: the child's pid and, from bwrap
+// 0.4 on, the inode of each namespace it made (not the user namespace).
+func readInfo(r io.Reader) bwInfo {
+	var v map[string]json.Number
+	if json.NewDecoder(r).Decode(&v) != nil {
+		return bwInfo{}
+	}
+	info := bwInfo{ns: map[string]string{}}
+	if n, err := v["child-pid"].Int64(); err == nil {
+		info.pid = int(n)
+	}
+	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		if n, err := strconv.ParseUint(v[ns+"-namespace"].String(), 10, 64); err == nil && n > 0 {
+			info.ns[ns] = fmt.Sprintf("%s:[%d]", ns, n)
+		}
+	}
+	return info
+}
+
 // namespacesOf reads the namespaces of pid (the sandbox's PID 1, in them
 // from its birth) from the host side, for the report's read-back on the
-// fast path.
-func namespacesOf(pid int) map[string]string {
+// fast path. Reading a namespace link takes ptrace access to pid, which
+// sandbox-run lacks when it runs as root without CAP_SYS_PTRACE (in a
+// container) and the sandbox as another uid; then a namespace falls back
+// to the inode bwrap read itself (bwrap, as the sandbox's uid, may), and
+// the user namespace, which bwrap does not report, is left to
+// userNSFromMap. A namespace neither way shows is left out, and counts as
+// the host's.
+func namespacesOf(pid int, fromBwrap map[string]string) map[string]string {
 	m := map[string]string{}
 	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
 		if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + ns); err == nil {
 			m[ns] = l
+		} else if l, ok := fromBwrap[ns]; ok {
+			m[ns] = l
 		}
 	}
 	return m
+}
+
+// userNSFromMap is the user namespace's read-back entry from the first
+// line of the uid_map the command read of itself, "user:uid_map=" and
+// that line, when it differs from sandbox-run's own: a process in
+// sandbox-run's user namespace reads the same map. "" when it does not
+// differ or cannot be read.
+func userNSFromMap(inside string) string {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return ""
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	ours := strings.Join(strings.Fields(first), " ")
+	theirs := strings.Join(strings.Fields(inside), " ")
+	if theirs == "" || theirs == ours {
+		return ""
+	}
+	return "user:uid_map=" + theirs
 }
 
 // commandPID finds the command on the fast path: the child of bwrap's PID
