@@ -123,9 +123,7 @@ func TestTierZeroSaysWhatItIs(t *testing.T) {
 // uid_map the command read of itself), and check still finds tier 1.
 func TestReadbackWithoutPtrace(t *testing.T) {
 	needBwrap(t)
-	if os.Geteuid() != 0 {
-		sandboxtest.Unavailable(t, "root", "run as root: the case is root without CAP_SYS_PTRACE")
-	}
+	sandboxtest.Root(t) // the case is root without CAP_SYS_PTRACE
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		sandboxtest.Unavailable(t, "setpriv", "apt-get install -y util-linux")

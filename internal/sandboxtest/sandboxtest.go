@@ -56,9 +56,9 @@ func Bwrap(t testing.TB) string {
 	return path
 }
 
-// Root skips (or fails under SANDBOX_REQUIRE=1 when wantRequired is true)
-// unless the test runs as uid 0. Root-only tests pass wantRequired=false
-// when an unprivileged CI pass is expected to skip them by design.
+// Root skips unless the test runs as uid 0, SANDBOX_REQUIRE=1 or not: it
+// is for a case that only exists when sandbox-run runs as root, which an
+// unprivileged CI pass skips by design.
 func Root(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
