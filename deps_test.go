@@ -51,3 +51,31 @@ func TestLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryModules keeps what sandbox-run's binary links to a short,
+// known list of modules. Every package linked runs its initialisers at
+// every start of sandbox-run, before anything is sandboxed: an MCP SDK
+// (the relay needs only the protocol's names), an HTTP proxy library (the
+// proxy is the standard library's server and transport) and a version
+// parser (bwrap's numbers are three integers) each cost a start-up, and
+// each is more code on the host side of the boundary. A new module
+// belongs in this list only with a reason.
+func TestBinaryModules(t *testing.T) {
+	allowed := []string{
+		"github.com/sandbox-run/sandbox-run",
+		"github.com/landlock-lsm/go-landlock",           // --sandbox landlock
+		"kernel.org/pub/linux/libs/security/libcap/psx", // go-landlock's all-threads syscalls
+		"github.com/spf13/pflag",                        // the command line
+		"golang.org/x/sys",
+		"golang.org/x/net", // BPF for the seccomp program, DNS messages for the matrix, netutil for mcp --listen
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}}{{end}}", "./cmd/sandbox-run").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, m := range strings.Fields(string(out)) {
+		if !slices.Contains(allowed, m) {
+			t.Errorf("sandbox-run links module %s, which is not on the list", m)
+		}
+	}
+}

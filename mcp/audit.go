@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // Outcomes of a request, as the audit records them.
@@ -157,7 +155,7 @@ func (a *auditor) call(c *call, outcome string, code int, rule string) {
 	case KindResource:
 		rec.URI = capString(c.name)
 	}
-	if c.method == string(mcpgo.MethodToolsCall) {
+	if c.method == methodToolsCall {
 		rec.Event = "mcp_call"
 		n := c.argBytes
 		rec.ArgBytes = &n

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // refusal is why a request does not reach the other side.
@@ -26,14 +24,12 @@ type target struct {
 // targets are the client requests that name a tool, prompt or resource.
 // completion/complete names one inside params.ref (see judgeRef).
 var targets = map[string]target{
-	string(mcpgo.MethodToolsCall):            {KindTool, "name"},
-	string(mcpgo.MethodPromptsGet):           {KindPrompt, "name"},
-	string(mcpgo.MethodResourcesRead):        {KindResource, "uri"},
-	string(mcpgo.MethodResourcesSubscribe):   {KindResource, "uri"},
-	string(mcpgo.MethodResourcesUnsubscribe): {KindResource, "uri"},
+	methodToolsCall:            {KindTool, "name"},
+	methodPromptsGet:           {KindPrompt, "name"},
+	methodResourcesRead:        {KindResource, "uri"},
+	methodResourcesSubscribe:   {KindResource, "uri"},
+	methodResourcesUnsubscribe: {KindResource, "uri"},
 }
-
-const methodComplete = "completion/complete"
 
 // judge reads what a client request names and decides, by the rules,
 // whether it may reach the server. The call record is returned in both
@@ -44,7 +40,7 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 	c := &call{clientID: bytes.Clone(e.id), clientKey: e.idKey, method: e.method, start: time.Now(),
 		paramBytes: len(e.obj["params"])}
 	t, named := targets[e.method]
-	if !named && e.method != methodComplete && e.method != string(mcpgo.MethodInitialize) {
+	if !named && e.method != methodComplete && e.method != methodInitialize {
 		// Still read the capabilities a 2026-07-28 request declares.
 		if p, err := e.params(); err == nil {
 			c.caps = metaCaps(p)
@@ -53,12 +49,12 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 	}
 	p, err := e.params()
 	if err != nil {
-		return c, &refusal{code: mcpgo.INVALID_PARAMS, rule: "malformed: params is not an object",
+		return c, &refusal{code: codeInvalidParams, rule: "malformed: params is not an object",
 			msg: fmt.Sprintf("sandbox-run: %s params: %v", e.method, err)}
 	}
 	c.caps = metaCaps(p)
 	switch e.method {
-	case string(mcpgo.MethodInitialize):
+	case methodInitialize:
 		r.mu.Lock()
 		r.caps = r.caps.or(capsOf(p["capabilities"]))
 		r.mu.Unlock()
@@ -66,7 +62,7 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 	case methodComplete:
 		ref, err := parseObject(p["ref"])
 		if err != nil {
-			return c, &refusal{code: mcpgo.INVALID_PARAMS, rule: "malformed: params.ref is not an object",
+			return c, &refusal{code: codeInvalidParams, rule: "malformed: params.ref is not an object",
 				msg: "sandbox-run: completion/complete: params.ref is not an object"}
 		}
 		switch ref.str("type") {
@@ -76,12 +72,12 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 			t, p = target{KindResource, "uri"}, ref
 		default:
 			c.nameSent = capString(string(ref["type"]))
-			return c, &refusal{code: mcpgo.INVALID_PARAMS, rule: "malformed: params.ref.type is not ref/prompt or ref/resource",
+			return c, &refusal{code: codeInvalidParams, rule: "malformed: params.ref.type is not ref/prompt or ref/resource",
 				msg: "sandbox-run: completion/complete: params.ref.type must be \"ref/prompt\" or \"ref/resource\""}
 		}
 	}
 	c.kind = t.kind
-	if e.method == string(mcpgo.MethodToolsCall) {
+	if e.method == methodToolsCall {
 		// Kept for refused calls too: the audit says what was asked.
 		r.keepArgs(c, p["arguments"])
 	}
@@ -98,7 +94,7 @@ func (r *relay) judgeName(c *call, p object, t target) *refusal {
 			what = "not a string"
 			c.nameSent = capString(string(raw))
 		}
-		return &refusal{code: mcpgo.INVALID_PARAMS, rule: fmt.Sprintf("malformed: %s is %s", t.member, what),
+		return &refusal{code: codeInvalidParams, rule: fmt.Sprintf("malformed: %s is %s", t.member, what),
 			msg:  fmt.Sprintf("sandbox-run: %s: params.%s is %s; refused", c.method, t.member, what),
 			data: map[string]string{"method": c.method}}
 	}
@@ -157,11 +153,11 @@ func (r *relay) serverNotification(e envelope) error {
 		return nil
 	}
 	switch e.method {
-	case string(mcpgo.MethodNotificationResourceUpdated):
+	case notificationResourceUpdated:
 		if ok, _ := r.rules.CheckKind(KindResource, p.str("uri")); !ok {
 			return nil
 		}
-	case string(mcpgo.MethodNotificationCancelled):
+	case notificationCancelled:
 		if key, err := idKey(p["requestId"]); err == nil {
 			r.mu.Lock()
 			sc := r.fromSrv[key]
@@ -173,7 +169,7 @@ func (r *relay) serverNotification(e envelope) error {
 		}
 	}
 	meta, err := walkObject(p["_meta"])
-	sub, has := meta[mcpgo.MetaKeySubscriptionID]
+	sub, has := meta[metaSubscriptionID]
 	if err != nil || !has {
 		return r.writeClient(e.raw)
 	}
@@ -215,20 +211,20 @@ func metaCaps(p object) clientCaps {
 	if err != nil {
 		return clientCaps{}
 	}
-	return capsOf(meta[mcpgo.MetaKeyClientCapabilities])
+	return capsOf(meta[metaClientCapabilities])
 }
 
 // serverRequests maps the server-to-client requests a client must declare
 // a capability for to that capability.
 var serverRequests = map[string]string{
-	string(mcpgo.MethodSamplingCreateMessage): "sampling",
-	string(mcpgo.MethodElicitationCreate):     "elicitation",
-	string(mcpgo.MethodListRoots):             "roots",
+	methodSamplingCreateMessage: "sampling",
+	methodElicitationCreate:     "elicitation",
+	methodListRoots:             "roots",
 }
 
 // ServerRequestMethods are the methods Options.DenyServerRequests may name.
 func ServerRequestMethods() []string {
-	return []string{string(mcpgo.MethodSamplingCreateMessage), string(mcpgo.MethodElicitationCreate), string(mcpgo.MethodListRoots)}
+	return []string{methodSamplingCreateMessage, methodElicitationCreate, methodListRoots}
 }
 
 // declared says whether the client declared capability cap: in
@@ -260,10 +256,10 @@ func (r *relay) serverRequest(e envelope) error {
 	if capability, gated := serverRequests[e.method]; gated {
 		switch {
 		case r.denyFromSrv[e.method]:
-			ref = &refusal{code: mcpgo.METHOD_NOT_FOUND, rule: "--deny-server-request " + e.method,
+			ref = &refusal{code: codeMethodNotFound, rule: "--deny-server-request " + e.method,
 				msg: "sandbox-run: " + e.method + " is refused by --deny-server-request"}
 		case !r.declared(capability):
-			ref = &refusal{code: mcpgo.METHOD_NOT_FOUND, rule: "the client did not declare the " + capability + " capability",
+			ref = &refusal{code: codeMethodNotFound, rule: "the client did not declare the " + capability + " capability",
 				msg: "sandbox-run: the client did not declare the " + capability + " capability; " + e.method + " refused"}
 		}
 	}
@@ -271,7 +267,7 @@ func (r *relay) serverRequest(e envelope) error {
 		r.mu.Lock()
 		switch {
 		case r.fromSrv[e.idKey] != nil:
-			ref = &refusal{code: mcpgo.INVALID_REQUEST, rule: "duplicate id",
+			ref = &refusal{code: codeInvalidRequest, rule: "duplicate id",
 				msg: "sandbox-run: a request with this id is already pending"}
 		case len(r.fromSrv) >= r.maxPending:
 			ref = &refusal{code: codeBusy, rule: fmt.Sprintf("--max-pending %d", r.maxPending),

@@ -3,8 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // listing says which member of a list result holds the entries, which
@@ -14,10 +12,10 @@ type listing struct {
 }
 
 var listings = map[string]listing{
-	string(mcpgo.MethodToolsList):              {"tools", "name", KindTool},
-	string(mcpgo.MethodPromptsList):            {"prompts", "name", KindPrompt},
-	string(mcpgo.MethodResourcesList):          {"resources", "uri", KindResource},
-	string(mcpgo.MethodResourcesTemplatesList): {"resourceTemplates", "uriTemplate", KindResource},
+	methodToolsList:              {"tools", "name", KindTool},
+	methodPromptsList:            {"prompts", "name", KindPrompt},
+	methodResourcesList:          {"resources", "uri", KindResource},
+	methodResourcesTemplatesList: {"resourceTemplates", "uriTemplate", KindResource},
 }
 
 // filterResult drops hidden entries from a list result. It returns the

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // DefaultMaxMessage is the largest JSON-RPC message, in bytes, the relay
@@ -29,8 +27,8 @@ const DefaultMaxPending = 1024
 // Error codes the relay answers with itself. A refused tool is "invalid
 // params", as MCP prescribes for an unknown tool.
 const (
-	codeRefused    = mcpgo.INVALID_PARAMS
-	codeServerGone = mcpgo.INTERNAL_ERROR
+	codeRefused    = codeInvalidParams
+	codeServerGone = codeInternalError
 	codeBusy       = -32000 // implementation-defined: too many pending requests
 )
 
@@ -257,8 +255,8 @@ func (r *relay) clientTooLong(hs *headScan) bool {
 	switch {
 	case ok && id != nil:
 		c := &call{clientID: id, method: method, start: time.Now(), paramBytes: r.maxMessage}
-		r.audit.call(c, outcomeTooLarge, mcpgo.INVALID_REQUEST, "--max-message")
-		r.writeClient(errorLine(id, mcpgo.INVALID_REQUEST, msg, nil))
+		r.audit.call(c, outcomeTooLarge, codeInvalidRequest, "--max-message")
+		r.writeClient(errorLine(id, codeInvalidRequest, msg, nil))
 		return true
 	case ok && method != "":
 		r.log.Warn("client notification over the size limit dropped", "method", method, "limit", r.maxMessage)
@@ -282,7 +280,7 @@ func (r *relay) fromClient(line []byte) error {
 		// every request in it meets the rules.
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
-			return r.writeClient(errorLine(nil, mcpgo.PARSE_ERROR, "sandbox-run: invalid JSON batch", nil))
+			return r.writeClient(errorLine(nil, codeParseError, "sandbox-run: invalid JSON batch", nil))
 		}
 		for _, m := range batch {
 			if err := r.fromClientMessage(m); err != nil {
@@ -303,7 +301,7 @@ func (r *relay) fromClientMessage(raw []byte) error {
 	case kindRequest:
 		return r.request(e)
 	case kindNotification:
-		if e.method == string(mcpgo.MethodNotificationCancelled) {
+		if e.method == notificationCancelled {
 			line, ok := r.cancelled(e)
 			if !ok {
 				return nil
@@ -320,10 +318,10 @@ func (r *relay) fromClientMessage(raw []byte) error {
 // meaning: the client gets an error (under its id when that could be read
 // and is valid), the audit a refusal naming what was wrong.
 func (r *relay) refuseMalformed(e envelope, err error) error {
-	code := mcpgo.INVALID_REQUEST
+	code := codeInvalidRequest
 	var se *json.SyntaxError
 	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-		code = mcpgo.PARSE_ERROR
+		code = codeParseError
 	}
 	id := json.RawMessage(nil)
 	if e.idKey != "" {
@@ -351,7 +349,7 @@ func (r *relay) request(e envelope) error {
 	case r.ended:
 		busy = &refusal{code: codeServerGone, msg: "sandbox-run: the MCP server has ended: " + r.endReason, rule: ""}
 	case r.byClient[c.clientKey] != 0:
-		busy = &refusal{code: mcpgo.INVALID_REQUEST, rule: "duplicate id",
+		busy = &refusal{code: codeInvalidRequest, rule: "duplicate id",
 			msg: fmt.Sprintf("sandbox-run: a request with id %s is already pending; ids must be unique", capString(string(c.clientID)))}
 	case len(r.pending) >= r.maxPending:
 		busy = &refusal{code: codeBusy, rule: "--max-pending " + strconv.Itoa(r.maxPending),
@@ -489,8 +487,8 @@ func (r *relay) serverResponse(e envelope, dropped *int) error {
 	line, err := r.filterResult(c, e)
 	if err != nil {
 		r.log.Warn(c.method+" result withheld", "error", err.Error())
-		r.audit.call(c, outcomeWithheld, mcpgo.INTERNAL_ERROR, "")
-		return r.writeClient(errorLine(c.clientID, mcpgo.INTERNAL_ERROR,
+		r.audit.call(c, outcomeWithheld, codeInternalError, "")
+		return r.writeClient(errorLine(c.clientID, codeInternalError,
 			"sandbox-run: the server's "+c.method+" result was withheld: "+err.Error(), nil))
 	}
 	outcome, code := responseOutcome(e)
@@ -536,7 +534,7 @@ func rpcErrorOf(e envelope) (int, string) {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(e.obj["error"], &d) != nil || d.Code == nil {
-		return mcpgo.INTERNAL_ERROR, "(an unreadable error)"
+		return codeInternalError, "(an unreadable error)"
 	}
 	return *d.Code, capString(d.Message)
 }
@@ -556,7 +554,7 @@ func responseOutcome(e envelope) (string, int) {
 	switch {
 	case isErr:
 		return outcomeToolError, 0
-	case res.str("resultType") == string(mcpgo.ResultTypeInputRequired):
+	case res.str("resultType") == resultInputRequired:
 		return outcomeInputRequired, 0
 	case res.has("task"):
 		return outcomeTask, 0
