@@ -387,6 +387,7 @@ func TestKernelLandlockProtected(t *testing.T) {
 				t.Errorf("the writes did not all succeed during the run (the live window): %q", b)
 			}
 			llProtectedAfter(t, w, want, res.Report.Quarantined)
+			removeQuarantine(t, res.Report.Quarantined)
 			if withCache {
 				if ents, _ := os.ReadDir(filepath.Join(cache, "snapshots")); len(ents) != 0 {
 					t.Errorf("snapshots left in the cache: %v", ents)
@@ -471,5 +472,23 @@ func TestKernelLandlockProtectedTooLarge(t *testing.T) {
 	}
 	if _, err := os.Lstat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the command ran although the run was refused: %v", err)
+	}
+}
+
+// removeQuarantine removes the temporary quarantine directory a run
+// without a cache moved what it neutralised into (os.MkdirTemp's
+// sandbox-run-quarantine-*), which the run leaves for its caller to
+// inspect.
+func removeQuarantine(t *testing.T, qs []Quarantined) {
+	t.Helper()
+	for _, q := range qs {
+		for d := q.To; d != "" && d != "/" && d != "."; d = filepath.Dir(d) {
+			if strings.HasPrefix(filepath.Base(d), "sandbox-run-quarantine-") {
+				if err := os.RemoveAll(d); err != nil {
+					t.Errorf("removing %s: %v", d, err)
+				}
+				break
+			}
+		}
 	}
 }
