@@ -245,22 +245,8 @@ func (r *bwRun) command(context.Context) error {
 
 // bwrapArgs builds bwrap's argument stream from the plan.
 func (r *bwRun) bwrapArgs(context.Context) error {
-	f := r.info.Features
-	spec := bwrap.Spec{
-		AsPid1:           !r.fast,
-		UnshareCgroupTry: f.UnshareCgroupTry,
-		DisableUserns:    f.DisableUserns,
-		UID:              -1, GID: -1,
-		Hostname:   "sandbox",
-		Mounts:     append(append([]bwrap.Mount(nil), r.pl.mounts...), r.pl.late...),
-		Chdir:      r.p.Workdir,
-		ClearEnv:   f.ClearEnv,
-		Env:        r.env,
-		SeccompFD:  fdSeccomp,
-		InfoFD:     fdInfo,
-		SizeOption: f.Size,
-	}
-	args, err := bwrap.Args(spec)
+	mounts := append(append([]bwrap.Mount(nil), r.pl.mounts...), r.pl.late...)
+	args, err := bwrap.Args(bwrapSpec(r.info.Features, !r.fast, mounts, r.p.Workdir, r.env))
 	if err != nil {
 		return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
@@ -270,6 +256,26 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 	}
 	r.args = args
 	return nil
+}
+
+// bwrapSpec is the whole of what bwrap is asked for, given its features:
+// pure, so the layout goldens render exactly what a run passes. asPid1 is
+// set when sandbox-run's init, not bwrap's, is the sandbox's PID 1.
+func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []bwrap.Mount, workdir string, env []string) bwrap.Spec {
+	return bwrap.Spec{
+		AsPid1:           asPid1,
+		UnshareCgroupTry: f.UnshareCgroupTry,
+		DisableUserns:    f.DisableUserns,
+		UID:              -1, GID: -1,
+		Hostname:   "sandbox",
+		Mounts:     mounts,
+		Chdir:      workdir,
+		ClearEnv:   f.ClearEnv,
+		Env:        env,
+		SeccompFD:  fdSeccomp,
+		InfoFD:     fdInfo,
+		SizeOption: f.Size,
+	}
 }
 
 // buildReport says what prepare set up; run adds what it reads back.

@@ -238,12 +238,8 @@ func renderLayout(t *testing.T, sh layoutShape, set string, feat bwrap.Features)
 		l.bind(bwrap.ROBind, fakeRes(b.src), b.dst, "", "")
 	}
 	mounts := append(slices.Clone(l.mounts), l.late...)
-	args, err := bwrap.Args(bwrap.Spec{
-		AsPid1: sh.asPid1, UnshareCgroupTry: feat.UnshareCgroupTry, DisableUserns: feat.DisableUserns,
-		UID: -1, GID: -1, Hostname: "sandbox", Mounts: mounts, Chdir: p.Workdir, ClearEnv: feat.ClearEnv,
-		Env:       []string{"HOME=" + p.Workdir, "PATH=/usr/bin:/bin", "API_TOKEN=s3cret"},
-		SeccompFD: fdSeccomp, InfoFD: fdInfo, SizeOption: feat.Size,
-	})
+	args, err := bwrap.Args(bwrapSpec(feat, sh.asPid1, mounts, p.Workdir,
+		[]string{"HOME=" + p.Workdir, "PATH=/usr/bin:/bin", "API_TOKEN=s3cret"}))
 	if err != nil {
 		t.Fatal(err)
 	}
