@@ -188,7 +188,10 @@ func (e *env) traceOnce(out string) ([]time.Duration, time.Duration, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		fs := strings.SplitN(sc.Text(), " ", 3)
+		// "PID  TIMESTAMP CALL...": strace pads the pid column, so the
+		// fields are split on runs of blanks.
+		line := sc.Text()
+		fs := strings.Fields(line)
 		if len(fs) < 3 {
 			continue
 		}
@@ -197,7 +200,7 @@ func (e *env) traceOnce(out string) ([]time.Duration, time.Duration, error) {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		rest := fs[2]
+		rest := strings.TrimSpace(line[strings.Index(line, fs[1])+len(fs[1]):])
 		if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
 			pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
 			continue
