@@ -521,6 +521,12 @@ type upstreamConn struct {
 	start   time.Time
 	in, out atomic.Int64 // bytes from and to the upstream
 	once    sync.Once
+
+	// client is the client's end of a CONNECT tunnel over this
+	// connection, nil for a forwarded request's; closeAll closes it too,
+	// so that a tunnel whose upstream already half-closed ends with
+	// Serve. Guarded by s.mu.
+	client net.Conn
 }
 
 // Read, Write, ReadFrom and WriteTo count the bytes each way; the last two
@@ -574,11 +580,33 @@ func (s *session) closeAll() {
 	s.closed = true
 	conns := s.conns
 	s.conns = map[*upstreamConn]struct{}{}
+	var clients []net.Conn
+	for c := range conns {
+		if c.client != nil {
+			clients = append(clients, c.client)
+		}
+	}
 	s.mu.Unlock()
 	for c := range conns {
 		c.once.Do(func() { c.s.p.recordEnd(c) })
 		_ = c.TCPConn.Close()
 	}
+	for _, c := range clients {
+		_ = c.Close()
+	}
+}
+
+// attach records client as the client's end of the tunnel over c. When
+// Serve is already shutting down it closes client and reports false.
+func (s *session) attach(c *upstreamConn, client net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = client.Close()
+		return false
+	}
+	c.client = client
+	return true
 }
 
 func refusalResponse(req *http.Request, d *decision) *http.Response {

@@ -78,6 +78,9 @@ func (s *session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer client.Close()
+	if !s.attach(up, client) {
+		return
+	}
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
