@@ -267,8 +267,6 @@ type decision struct {
 	entry   string       // the allow-list entry that admitted the host
 	refusal *refusal
 	runID   string // the connection's run id (Config.RunIDFromPreamble), "" for the proxy's own
-
-	established atomic.Bool // a CONNECT tunnel's upstream is open
 }
 
 type refusal struct {
@@ -505,7 +503,6 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (*upstream
 			return nil, err
 		}
 		uc.d, uc.start = d, time.Now()
-		d.established.Store(true)
 		return uc, nil
 	}
 	return nil, fmt.Errorf("proxy: dial %s: %w", d.t, errors.Join(errs...))
