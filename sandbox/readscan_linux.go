@@ -89,16 +89,16 @@ func scanSpecial(root string, lim scanLimits) (scanResult, error) {
 		res.found = append(res.found, specialFound{rel: ".", kind: k})
 	}
 	if fi.IsDir() {
-		res.entries, err = walkTree(root, lim, func(rel string, ents []fs.DirEntry) error {
+		res.entries, err = walkTree(root, lim, func(rel string, ents dirents) error {
 			for _, e := range ents {
-				k := specialKind(e.Type())
+				k := specialKind(e.mode)
 				if k == "" {
 					continue
 				}
 				if lim.usedCovered+len(res.found) >= lim.covered {
 					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
 				}
-				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.Name()), kind: k})
+				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.name), kind: k})
 			}
 			return nil
 		})

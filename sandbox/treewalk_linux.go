@@ -3,9 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -15,7 +12,7 @@ import (
 // the root ("" for the root itself) and ents all its entries, each with the
 // type getdents gave (no stat, no link followed). An error stops the walk
 // and is returned as is. A visitor must not keep ents past the call.
-type treeVisitor func(rel string, ents []fs.DirEntry) error
+type treeVisitor func(rel string, ents dirents) error
 
 // walkTree walks the directory tree at root (a real path: no link on the
 // way, as pathguard resolved it), depth first, and shows every directory
@@ -41,6 +38,7 @@ func walkTree(root string, lim scanLimits, visit treeVisitor) (int, error) {
 		return 0, err
 	}
 	w := walker{root: root, lim: lim, visit: visit}
+	defer unix.Close(fd)
 	err = w.dir(fd, "", 1)
 	return w.entries, err
 }
@@ -50,40 +48,38 @@ type walker struct {
 	lim     scanLimits
 	visit   treeVisitor
 	entries int
+	l       lister
 }
 
-// dir reads the directory open at fd (it closes fd), shows it to the
-// visitor, and descends into its subdirectories.
+// dir reads the directory open at fd (the caller closes fd), shows it to
+// the visitor, and descends into its subdirectories.
 func (w *walker) dir(fd int, rel string, depth int) error {
 	if depth > w.lim.depth {
-		unix.Close(fd)
 		return &ScanBoundError{Path: w.root, Bound: "depth", Limit: w.lim.depth}
 	}
-	d := os.NewFile(uintptr(fd), filepath.Join(w.root, rel))
-	defer d.Close()
-	var all []fs.DirEntry
-	for {
-		ents, err := d.ReadDir(1024)
-		w.entries += len(ents)
-		if w.lim.usedEntries+w.entries > w.lim.entries {
-			return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
-		}
-		all = append(all, ents...)
-		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("cannot list %s: %w", filepath.Join(w.root, rel), err)
-		}
+	left := w.lim.entries - w.lim.usedEntries - w.entries
+	if left < 1 {
+		left = 1 // any entry at all is over the bound
+	}
+	all, err := w.l.list(fd, left)
+	if errors.Is(err, errTooMany) {
+		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot list %s: %w", filepath.Join(w.root, rel), err)
+	}
+	w.entries += len(all)
+	if w.lim.usedEntries+w.entries > w.lim.entries {
+		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
 	}
 	if err := w.visit(rel, all); err != nil {
 		return err
 	}
 	for _, e := range all {
-		if !e.IsDir() {
+		if !e.mode.IsDir() {
 			continue
 		}
-		if err := w.sub(int(d.Fd()), e.Name(), filepath.Join(rel, e.Name()), depth); err != nil {
+		if err := w.sub(fd, e.name, filepath.Join(rel, e.name), depth); err != nil {
 			return err
 		}
 	}
@@ -97,6 +93,7 @@ func (w *walker) sub(parent int, name, rel string, depth int) error {
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case err == nil:
+		defer unix.Close(fd)
 		return w.dir(fd, rel, depth+1)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 		return nil

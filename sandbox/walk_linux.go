@@ -59,6 +59,7 @@ func findGit(writable []string) *gitFinds {
 		queue = append(queue, item{w, 0})
 	}
 	seen := map[string]bool{}
+	var l lister
 	addDir := func(d string) {
 		if !seen[d] {
 			seen[d] = true
@@ -74,7 +75,7 @@ func findGit(writable []string) *gitFinds {
 				len(queue)-i, g.report.Entries, time.Since(start).Round(time.Millisecond), walkMaxEntries, walkMaxTime))
 			break
 		}
-		names, err := readNames(it.path)
+		names, err := l.readNames(it.path)
 		if err != nil {
 			g.report.Complete = false
 			g.report.Skipped = append(g.report.Skipped, it.path+": "+errText(err))
@@ -91,23 +92,20 @@ func findGit(writable []string) *gitFinds {
 		}
 		for _, e := range names {
 			name, mode := e.name, e.mode
-			p := filepath.Join(it.path, name)
 			switch {
-			case name == ".git" && mode.IsDir():
-				addDir(p)
-				if sub, err := readNames(p); err == nil {
-					g.gitDirInside(p, sub, addDir)
-				}
-			case name == ".git" && mode&fs.ModeSymlink != 0:
-				g.links = append(g.links, p)
-			case name == ".git" && mode.IsRegular():
-				g.files = append(g.files, p)
-			case mode.IsDir() && it.depth+1 < walkMaxDepth:
-				queue = append(queue, item{p, it.depth + 1})
-			case mode.IsDir():
-				g.report.Complete = false
-				g.report.Skipped = append(g.report.Skipped, p+": deeper than "+fmt.Sprint(walkMaxDepth)+" levels")
+			case name == ".git":
+				g.dotGit(filepath.Join(it.path, name), mode, addDir)
+				continue
+			case !mode.IsDir():
+				continue // most entries: nothing to join or do
 			}
+			p := filepath.Join(it.path, name)
+			if it.depth+1 < walkMaxDepth {
+				queue = append(queue, item{p, it.depth + 1})
+				continue
+			}
+			g.report.Complete = false
+			g.report.Skipped = append(g.report.Skipped, p+": deeper than "+fmt.Sprint(walkMaxDepth)+" levels")
 		}
 	}
 	g.followFiles(writable, addDir)
@@ -116,6 +114,22 @@ func findGit(writable []string) *gitFinds {
 	g.report.GitDirs = len(g.dirs)
 	g.report.Micros = time.Since(start).Microseconds()
 	return g
+}
+
+// dotGit records an entry named .git: a git directory (with those git
+// keeps inside it), a link, or a file that names one.
+func (g *gitFinds) dotGit(p string, mode fs.FileMode, addDir func(string)) {
+	switch {
+	case mode.IsDir():
+		addDir(p)
+		if sub, err := readNames(p); err == nil {
+			g.gitDirInside(p, sub, addDir)
+		}
+	case mode&fs.ModeSymlink != 0:
+		g.links = append(g.links, p)
+	case mode.IsRegular():
+		g.files = append(g.files, p)
+	}
 }
 
 // gitDirInside adds the git directories git keeps inside one: submodules
@@ -237,42 +251,23 @@ func readSmall(p string) ([]byte, error) {
 	return b[:n], nil
 }
 
-// dirent is a directory entry's name and type.
-type dirent struct {
-	name string
-	mode fs.FileMode
-}
-
-// dirents is a directory's listing, in the order getdents gave it.
-type dirents []dirent
-
-// get finds name in the listing (a linear scan: a git directory's names are
-// looked up only in directories the walk already lists).
-func (d dirents) get(name string) (fs.FileMode, bool) {
-	for _, e := range d {
-		if e.name == name {
-			return e.mode, true
-		}
-	}
-	return 0, false
-}
-
 // readNames lists a directory's entries with their types (from getdents:
 // no stat per entry), without following a link at its last component.
 func readNames(dir string) (dirents, error) {
+	var l lister
+	return l.readNames(dir)
+}
+
+// readNames is readNames with l's buffer.
+func (l *lister) readNames(dir string) (dirents, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), dir)
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
+	defer unix.Close(fd)
+	ents, err := l.list(fd, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
 	}
-	out := make(dirents, len(ents))
-	for i, e := range ents {
-		out[i] = dirent{e.Name(), e.Type()}
-	}
-	return out, nil
+	return ents, nil
 }
