@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +35,7 @@ type bwProc struct {
 	infoR   *os.File // bwrap's --info-fd (the sandbox's PID 1)
 	capR    *os.File // bwrap's own stderr, held until the command starts
 	stderr  *os.File // where the held stderr goes
+	gate    *os.File // the fast path's gate: "go" opens it (readTrampoline)
 	exited  chan bwExit
 }
 
@@ -76,6 +79,13 @@ func (r *bwRun) start() (*bwProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	var gateW *os.File
+	if r.fast {
+		// The init slot, fd 7, is the trampoline's gate.
+		if self, gateW, err = r.pipe(); err != nil {
+			return nil, err
+		}
+	}
 	if err := cloexecInherited(); err != nil {
 		return nil, err
 	}
@@ -88,13 +98,16 @@ func (r *bwRun) start() (*bwProc, error) {
 	o := r.opts
 	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
 	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.files...)
-	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, exited: make(chan bwExit, 1)}
+	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	if bp.pid, err = r.fork(files, bp.exited); err != nil {
 		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
 	}
 	// The child holds its ends now; ours would keep EOF from ever coming.
 	for _, f := range []*os.File{argsR, statusW, infoW, capW, secR} {
 		f.Close()
+	}
+	if r.fast {
+		self.Close()
 	}
 	r.pl.close()
 	go func() {
@@ -105,8 +118,9 @@ func (r *bwRun) start() (*bwProc, error) {
 }
 
 // selfAndNull opens /dev/null and, on the init path, sandbox-run's own
-// binary (O_PATH), which bwrap executes as init; the fast path's
-// trampoline closes that slot, so it gets /dev/null.
+// binary (O_PATH), which bwrap executes as init; on the fast path that
+// slot is the trampoline's gate, so self is /dev/null until start
+// replaces it.
 func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
 	devnull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -207,10 +221,13 @@ type bwWatch struct {
 	relayDone chan struct{}
 	statusCh  chan *initproc.Status
 	pidCh     chan bwInfo
+	readyCh   chan struct{} // the trampoline waits at its gate
 
 	initPID  int // the sandbox's PID 1 as the host sees it
 	seenUID  int // its host uid, -1 unread
 	fastNS   map[string]string
+	fastRB   *initproc.Readback // readTrampoline's, at the gate
+	gateErr  error              // the gate stayed shut: why
 	over     <-chan limits.Exceeded
 	killedBy limits.Kind
 	exceeded limits.Exceeded
@@ -232,7 +249,7 @@ type bwWatch struct {
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
 	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}),
-		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan bwInfo, 1)}
+		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan bwInfo, 1), readyCh: make(chan struct{}, 1)}
 	w.rl.out = bp.stderr
 	go func() { w.rl.run(bp.capR); close(w.relayDone) }()
 	go w.readStatus()
@@ -243,16 +260,29 @@ func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
 	return w
 }
 
-// readStatus reads the one status line of init or the trampoline; nil
-// when there is none (the sandbox never got that far).
+// readStatus reads the status of init (one JSON line) or of the
+// trampoline (its first line, "ready" at the gate, is passed on at once);
+// nil when there is none (the sandbox never got that far).
 func (w *bwWatch) readStatus() {
-	b, _ := io.ReadAll(io.LimitReader(w.bp.statusR, 1<<20))
-	b = bytes.TrimSpace(b)
+	br := bufio.NewReader(io.LimitReader(w.bp.statusR, 1<<20))
+	var head []byte
+	if w.r.fast {
+		head, _ = br.ReadBytes('\n')
+		if string(bytes.TrimSpace(head)) == "ready" {
+			w.readyCh <- struct{}{}
+		}
+	}
+	rest, _ := io.ReadAll(br)
+	b := bytes.TrimSpace(append(head, rest...))
 	switch {
 	case len(b) == 0:
 		w.statusCh <- nil
 	case w.r.fast:
-		w.statusCh <- decodeTrampoline(b)
+		s := decodeTrampoline(b)
+		if !s.Started && s.Error == "" {
+			s = nil // ended at the gate: by sandbox-run, a limit or ctx
+		}
+		w.statusCh <- s
 	default:
 		s, err := initproc.DecodeStatus(b)
 		if err != nil {
@@ -260,6 +290,36 @@ func (w *bwWatch) readStatus() {
 		}
 		w.statusCh <- &s
 	}
+}
+
+// onReady reads the kernel's view of the trampoline waiting at its gate
+// and opens the gate, or keeps it shut and ends the sandbox.
+func (w *bwWatch) onReady() {
+	w.readyCh = nil
+	defer w.bp.gate.Close()
+	if w.pidCh != nil {
+		// bwrap writes the pid before it starts the trampoline.
+		w.onInfo(<-w.pidCh)
+	}
+	if w.initPID <= 0 {
+		w.gateErr = errors.New("bwrap did not report the sandbox's PID 1")
+		unix.Kill(w.bp.pid, unix.SIGKILL)
+		return
+	}
+	tpid := commandPID(w.initPID)
+	if tpid <= 0 {
+		w.gateErr = errors.New("the script is not the child of the sandbox's PID 1")
+		unix.Kill(w.initPID, unix.SIGKILL)
+		return
+	}
+	rb, err := readTrampoline(tpid, w.r.nproc)
+	if err != nil {
+		w.gateErr = err
+		unix.Kill(w.initPID, unix.SIGKILL)
+		return
+	}
+	w.fastRB = rb
+	w.bp.gate.WriteString("go\n")
 }
 
 // send relays s to the command, or keeps it until the command started.
@@ -328,6 +388,8 @@ func (w *bwWatch) loop() {
 			w.onInfo(info)
 		case s := <-w.statusCh:
 			w.onStatus(s)
+		case <-w.readyCh:
+			w.onReady()
 		case s := <-w.r.opts.Signals:
 			w.send(s)
 		case e, ok := <-w.over:
@@ -354,6 +416,9 @@ func (w *bwWatch) loop() {
 	if !w.haveStat {
 		w.status = <-w.statusCh
 	}
+	if w.r.fast && w.status != nil {
+		w.status.Readback = w.fastRB
+	}
 	<-w.relayDone
 }
 
@@ -377,9 +442,8 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	}
 	rep := r.report
 	noteFull(&rep)
-	if w.watchErr != nil {
-		return nil, setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
-			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	if err := w.failed(); err != nil {
+		return nil, err
 	}
 	limit := classifyLimit(r.lim, r.cg, code, w.killedBy)
 	// A command that dies of signal N makes bwrap exit normally with
@@ -401,8 +465,8 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 		rep.Exit = &Exit{Code: st.Exit, Class: execClass(st.Exit)}
 		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: reasonOf(st.Error)}
 	case st != nil && r.fast && st.Error != "":
-		// The trampoline's only refusal: RLIMIT_NPROC not held as asked
-		// (setupLimits has kept the value under the hard limit).
+		// The trampoline's only refusal: a shell that cannot set
+		// RLIMIT_NPROC.
 		return nil, setupErr("the sandbox's process ceiling could not be set", st.Error,
 			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	case st != nil:
@@ -423,6 +487,26 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
 	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, r.host))
+}
+
+// failed is the set-up error of a sandbox that sandbox-run itself ended
+// before the command started: a sampler that could not start, or a
+// trampoline whose gate stayed shut; nil for neither.
+func (w *bwWatch) failed() error {
+	if w.watchErr != nil {
+		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
+			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
+	err := w.gateErr
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errNProcNotHeld):
+		return setupErr("the sandbox's process ceiling could not be set", err.Error(),
+			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
+	}
+	return setupErr("cannot read back the sandbox before its command starts", err.Error(),
+		"check that /proc is mounted and shows the sandbox's processes (no hidepid), or report this as a bug in sandbox-run")
 }
 
 // ended classifies a command that started: its own status, ctx's end, or

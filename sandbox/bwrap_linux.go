@@ -47,6 +47,7 @@ type bwRun struct {
 	lim      limits.Plan
 	cg       *limits.Cgroup // nil: no cgroup
 	fast     bool           // no init: bwrap's PID 1 and the trampoline
+	nproc    uint64         // the trampoline's RLIMIT_NPROC, 0: none
 	argv     []string       // bwrap's command line
 	args     []string       // bwrap's argument stream
 	// notRunnable is the fast path's finding that the command cannot be
@@ -226,6 +227,7 @@ func (r *bwRun) limits(context.Context) error {
 func (r *bwRun) command(context.Context) error {
 	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Command: r.cmd, TTY: r.tty != nil}
 	nproc, shimOnly := trampolineRlimits(r.lim.Rlimits)
+	r.nproc = nproc
 	r.fast = len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
 	if !r.fast {

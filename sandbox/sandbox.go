@@ -360,12 +360,17 @@ type Report struct {
 	EnvironmentDigest string `json:"environment_digest"`
 }
 
-// Readback is what the kernel told the sandbox's init from inside, just
-// before the command started.
+// Readback is the kernel's view of the sandbox's confinement just before
+// the command started: read by sandbox-run's init from inside, or, on
+// bwrap's fast path (no init: bwrap's PID 1 and a sh trampoline), by
+// sandbox-run from the host through /proc/PID of the trampoline, the
+// process that becomes the command, while it waits for sandbox-run's go.
 type Readback struct {
-	// PID is init's pid inside (1 with a PID namespace).
+	// PID is the reader's pid inside: init's (1 with a PID namespace) or
+	// the trampoline's (2, a child of bwrap's PID 1); -1 when unread.
 	PID int `json:"pid"`
-	// UID and GID are the ids inside.
+	// UID and GID are the ids it runs as (bwrap maps them to the same
+	// ids inside as on the host); -1 when unread.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
 	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
@@ -376,7 +381,10 @@ type Readback struct {
 	// hex as the kernel writes them ("0000000000000000": none).
 	CapEff string `json:"cap_eff"`
 	CapBnd string `json:"cap_bnd"`
-	// UIDMap is /proc/self/uid_map, "" when unread.
+	// UIDMap is its uid_map, fields joined by single spaces: the whole
+	// file as init reads it inside, or its first line as the host reads
+	// it on the fast path (the second field then the host's uid); ""
+	// when unread.
 	UIDMap string `json:"uid_map"`
 	// Namespaces maps a namespace's name to its link (net:[4026...]);
 	// nil when unread. Where sandbox-run may not read the sandbox's links

@@ -173,23 +173,7 @@ func readback(kernel bool) *Readback {
 		rb.Kernel = readKernel()
 	}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			v = strings.TrimSpace(v)
-			switch k {
-			case "NoNewPrivs":
-				rb.NoNewPrivs, _ = strconv.Atoi(v)
-			case "Seccomp":
-				rb.Seccomp, _ = strconv.Atoi(v)
-			case "CapEff":
-				rb.CapEff = v
-			case "CapBnd":
-				rb.CapBnd = v
-			}
-		}
+		rb.ParseStatus(b)
 	}
 	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
 		rb.UIDMap = strings.Join(strings.Fields(string(b)), " ")

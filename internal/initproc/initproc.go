@@ -22,9 +22,11 @@
 package initproc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -46,7 +48,8 @@ type Status struct {
 	Readback *Readback `json:"readback,omitempty"`
 }
 
-// Readback is the kernel's own view of the sandbox, read from inside.
+// Readback is the kernel's own view of the sandbox: read from inside by
+// init, or from the host (sandbox.readTrampoline) on the fast path.
 type Readback struct {
 	PID        int               `json:"pid"`
 	UID        int               `json:"uid"`
@@ -60,6 +63,43 @@ type Readback struct {
 	// Kernel is what the kernel serving the command says it is; read
 	// only in status-socket mode (tier 2), nil otherwise.
 	Kernel *Kernel `json:"kernel,omitempty"`
+}
+
+// ParseStatus fills rb from the text of a /proc/PID/status file:
+// NoNewPrivs, Seccomp, CapEff, CapBnd, and UID and GID from the first
+// (real) id of the Uid and Gid lines. The kernel writes the ids as the
+// reader's user namespace sees them. A field the text lacks keeps its
+// value in rb.
+func (rb *Readback) ParseStatus(b []byte) {
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		v = bytes.TrimSpace(v)
+		switch string(k) {
+		case "NoNewPrivs":
+			rb.NoNewPrivs, _ = strconv.Atoi(string(v))
+		case "Seccomp":
+			rb.Seccomp, _ = strconv.Atoi(string(v))
+		case "CapEff":
+			rb.CapEff = string(v)
+		case "CapBnd":
+			rb.CapBnd = string(v)
+		case "Uid", "Gid":
+			f := bytes.Fields(v)
+			if len(f) == 0 {
+				continue
+			}
+			if id, err := strconv.Atoi(string(f[0])); err == nil && k[0] == 'U' {
+				rb.UID = id
+			} else if err == nil {
+				rb.GID = id
+			}
+		}
+	}
 }
 
 // Kernel is the kernel as the command sees it: under gVisor, gVisor's.

@@ -2,7 +2,9 @@ package initproc
 
 import (
 	"errors"
+	"os"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -121,4 +123,34 @@ func FuzzParseRlimits(f *testing.F) {
 
 func rl(r limits.Resource, soft, hard uint64) limits.Rlimit {
 	return limits.Rlimit{Resource: r, Soft: soft, Hard: hard}
+}
+
+func TestParseStatus(t *testing.T) {
+	text := "Name:\tsh\nUid:\t65534\t65534\t65534\t65534\nGid:\t100\t100\t100\t100\n" +
+		"CapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n"
+	rb := Readback{UID: -1, GID: -1, NoNewPrivs: -1, Seccomp: -1}
+	rb.ParseStatus([]byte(text))
+	want := Readback{UID: 65534, GID: 100, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000", CapBnd: "000001ffffffffff"}
+	if !reflect.DeepEqual(rb, want) {
+		t.Errorf("ParseStatus = %+v, want %+v", rb, want)
+	}
+	// Missing fields keep their value; a torn last line is no field.
+	rb = Readback{UID: -1, GID: -1, NoNewPrivs: -1, Seccomp: -1}
+	rb.ParseStatus([]byte("Name:\tx\nUid:"))
+	if rb.UID != -1 || rb.NoNewPrivs != -1 || rb.Seccomp != -1 {
+		t.Errorf("ParseStatus of a file without the fields = %+v, want them unset", rb)
+	}
+	// The kernel's own file for this process.
+	if runtime.GOOS != "linux" {
+		return
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb = Readback{UID: -1, GID: -1}
+	rb.ParseStatus(b)
+	if rb.UID != os.Getuid() || rb.GID != os.Getgid() || rb.CapBnd == "" {
+		t.Errorf("ParseStatus(/proc/self/status) = %+v, want uid %d gid %d", rb, os.Getuid(), os.Getgid())
+	}
 }
