@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -135,9 +136,11 @@ func TestGoInstallVersion(t *testing.T) {
 		"GOMODCACHE=" + filepath.Join(tmp, "mod"),
 		"GOBIN=" + gobin,
 		"GOFLAGS=-trimpath", // as make build: the build cache serves what it already compiled
+		"CGO_ENABLED=0",     // as the README's go install
 	}
 	tool(t, tmp, env, "go", "install", modulePath+"/cmd/sandbox-run@"+version)
 	bin := filepath.Join(gobin, "sandbox-run")
+	checkStatic(t, bin)
 	if got := tool(t, tmp, nil, bin, "version"); got != "sandbox-run "+version+"\n" {
 		t.Errorf("sandbox-run version = %q, want %q", got, "sandbox-run "+version)
 	}
@@ -167,8 +170,46 @@ func TestMakeInstall(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed binary: %v %v, want mode 0755", fi, err)
 	}
+	checkStatic(t, filepath.Join(prefix, "bin", "sandbox-run"))
 	if got := tool(t, tmp, nil, filepath.Join(prefix, "bin", "sandbox-run"), "version"); got != "sandbox-run "+want+"\n" {
 		t.Errorf("installed sandbox-run version = %q, want %q", got, "sandbox-run "+want)
 	}
 	t.Logf("make install PREFIX=%s from a clone of %s: sandbox-run version reports %s", prefix, root, want)
+}
+
+// checkStatic fails the test when bin asks for a program interpreter
+// (ld.so): make build and the README's go install make a static binary,
+// which starts without loading ld.so and libc (see the Makefile's build).
+func checkStatic(t *testing.T, bin string) {
+	t.Helper()
+	dynamic, err := hasInterp(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dynamic {
+		t.Errorf("%s is linked dynamically (it has a PT_INTERP program header); want a static binary (CGO_ENABLED=0)", bin)
+	}
+}
+
+// hasInterp says whether the ELF file bin has a PT_INTERP program header.
+func hasInterp(bin string) (bool, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// TestHasInterpControl: the check tells a dynamically linked program
+// (the system's /bin/sh) from a static one.
+func TestHasInterpControl(t *testing.T) {
+	if dynamic, err := hasInterp("/bin/sh"); err != nil || !dynamic {
+		t.Fatalf("hasInterp(/bin/sh) = %v, %v; want true: the control has no interpreter, so checkStatic could not fail", dynamic, err)
+	}
 }

@@ -185,6 +185,7 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 	}
 	// By import path: a test package at any depth of the module builds it.
 	build := exec.Command("go", "build", "-o", bin, "github.com/sandbox-run/sandbox-run/cmd/sandbox-run")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		cleanup()
