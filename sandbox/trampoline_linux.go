@@ -223,20 +223,13 @@ func userNSFromMap(inside string) string {
 	return "user:uid_map=" + theirs
 }
 
-// commandPID finds the command on the fast path: the child of bwrap's PID
-// 1 (pid, as the host sees it). 0 when it cannot be found.
+// commandPID finds the command on the fast path: the first child of
+// bwrap's PID 1 (pid, as the host sees it). 0 when it cannot be found.
 func commandPID(pid int) int {
-	p := strconv.Itoa(pid)
-	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
-	if err != nil {
-		return 0
+	if t := limits.Tree(pid); len(t) > 1 {
+		return t[1]
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
+	return 0
 }
 
 // resolveCommand finds cmd the way the command's PATH would inside the

@@ -131,6 +131,17 @@ func SampleOnce(rootPID int, confirm bool) (Usage, error) {
 	return w.sample(l), nil
 }
 
+// Tree returns the process tree below pid as the host's /proc shows it:
+// pid first, then its children, then theirs (breadth first), through
+// /proc/PID/task/TID/children or, on a kernel without
+// CONFIG_PROC_CHILDREN, a scan of every process's parent. It holds at
+// most 65,536 pids; a pid that is gone has no children.
+func Tree(pid int) []int {
+	w := walker{root: pid}
+	w.walk()
+	return w.procs
+}
+
 type walker struct {
 	root  int
 	procs []int

@@ -1,13 +1,18 @@
 package limits
 
 import (
+	"bufio"
 	"context"
 	"errors"
-	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"io/fs"
+	"os/exec"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // spread starts count processes of mb MiB each under one parent and
@@ -138,5 +143,44 @@ func TestSampleEndsWithRoot(t *testing.T) {
 	}
 	if _, err := Sample(context.Background(), c.cmd.Process.Pid, Limits{}, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Sample of a reaped pid: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestTree: the tree below a shell with two children, its pid first and
+// its children next, and the same tree from the scan of every process's
+// parent that kernels without CONFIG_PROC_CHILDREN get.
+func TestTree(t *testing.T) {
+	c := exec.Command("sh", "-c", "sleep 30 & sleep 30 & echo started; wait")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range Tree(c.Process.Pid)[1:] {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		c.Process.Kill()
+		c.Wait()
+	}()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	got := Tree(c.Process.Pid)
+	if len(got) != 3 || got[0] != c.Process.Pid {
+		t.Fatalf("Tree(%d) = %v, want the shell and its two sleeps", c.Process.Pid, got)
+	}
+	w := walker{root: c.Process.Pid, scan: true}
+	w.walk()
+	scanned := slices.Clone(w.procs)
+	slices.Sort(scanned[1:])
+	slices.Sort(got[1:])
+	if !slices.Equal(scanned, got) {
+		t.Errorf("by scan %v, by children files %v: want the same tree", scanned, got)
+	}
+	if g := Tree(1 << 30); len(g) != 1 {
+		t.Errorf("Tree of a pid that is not there = %v, want only itself", g)
 	}
 }
