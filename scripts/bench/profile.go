@@ -69,7 +69,9 @@ func (e *env) buildTinyInit() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.binDir, "tinyinit"), "./"+dir).CombinedOutput()
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.binDir, "tinyinit"), "./"+dir)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build makes sandbox-run
+	out, err := build.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %v: %s", err, lastLines(string(out), 5))
 	}
