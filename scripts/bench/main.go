@@ -113,6 +113,7 @@ func run() int {
 	codexInstallErr := flag.String("codex-error", "", "why codex could not be installed (from scripts/bench.sh)")
 	out := flag.String("out", "docs/BENCHMARKS.md", "report to write")
 	rounds := flag.Int("n", 25, "start-up rounds (each variant once per round; at least 20 for the report)")
+	growthRounds := flag.Int("growth-rounds", 75, "more rounds of the growth series below 1000 binds alone (their per-bind figures divide a difference of medians by 99)")
 	quick := flag.Bool("quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
 	startupOnly := flag.Bool("startup-only", false, "measure plain exec, raw bwrap and sandbox-run only; print, write nothing")
 	size := flag.Int64("size", 256<<20, "download size in bytes")
@@ -200,6 +201,17 @@ func run() int {
 	vs = append(vs, pvs...)
 	fmt.Fprintf(os.Stderr, "bench: start-up, %d variants x %d rounds, interleaved\n", len(vs), *rounds)
 	rep.startup, rep.startupFailed = interleave(vs, *rounds, deadline)
+	if gvs := growthSeries(vs); len(gvs) > 0 && !*quick && *growthRounds > 0 {
+		fmt.Fprintf(os.Stderr, "bench: growth series, %d variants x %d more rounds, interleaved\n", len(gvs), *growthRounds)
+		times, failed := interleave(gvs, *growthRounds, deadline)
+		for name, t := range times {
+			rep.startup[name] = append(rep.startup[name], t...)
+		}
+		for name, err := range failed {
+			rep.startupFailed[name] = err
+		}
+		rep.growthRounds = *growthRounds
+	}
 	fmt.Fprintf(os.Stderr, "bench: profile: %d traced runs\n", *traceRuns)
 	rep.profile = e.measureProfile(*traceRuns, deadline)
 	fmt.Fprintf(os.Stderr, "bench: memory: %d rounds\n", *memRounds)

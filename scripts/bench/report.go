@@ -24,6 +24,9 @@ type report struct {
 
 	startup       map[string]sample
 	startupFailed map[string]error
+	// growthRounds is how many more rounds the growth series below 1000
+	// binds ran alone, after the main rounds (0: none).
+	growthRounds int
 
 	net    *netResults
 	netErr error
@@ -244,7 +247,12 @@ func (r *report) growthSection(w func(string, ...any)) {
 	w("## 2. How start-up grows\n\n")
 	w("Start-up of `true` with N `--read` paths (files outside the workdir) and N `--protect` paths (files in the workdir, kept read-only), " +
 		"each against raw bwrap with the same N binds (bound by path; sandbox-run vets each path with pathguard and binds it by descriptor). " +
-		"Medians of the same rounds as section 1.\n\n")
+		"Medians of the same rounds as section 1")
+	if r.growthRounds > 0 {
+		w(", and below 1000 binds of %d more rounds of these series alone, interleaved (the runs column): each per-bind figure "+
+			"below divides a difference of medians by 99, so a millisecond's wobble in one median would move it by 10 µs", r.growthRounds)
+	}
+	w(".\n\n")
 	w("| N | runs | raw bwrap, N read binds | sandbox-run, N --read | difference | raw bwrap, N protect binds | sandbox-run, N --protect | difference |\n")
 	w("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range bindCounts {

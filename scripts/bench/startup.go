@@ -345,6 +345,25 @@ func (e *env) startupVariants(quick bool, srt *srtEnv, codex *codexEnv) ([]varia
 	return vs, nil
 }
 
+// growthSeries is the variants of the --read and --protect series below
+// the sparse 1000-bind points, for the extra rounds their per-bind
+// figures need.
+func growthSeries(vs []variant) []variant {
+	var out []variant
+	for _, v := range vs {
+		for _, n := range bindCounts {
+			if n >= 1000 {
+				continue
+			}
+			switch v.name {
+			case fmt.Sprintf(vRawRead, n), fmt.Sprintf(vSRBinds, n), fmt.Sprintf(vRawProt, n), fmt.Sprintf(vSRProt, n):
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 // runscDo is `runsc --network=none --ignore-cgroups [--rootless] --root
 // DIR do /usr/bin/true` with a fresh state root per start.
 func (e *env) runscDo(runsc string) variant {
