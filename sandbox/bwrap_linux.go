@@ -226,7 +226,7 @@ func (r *bwRun) limits(context.Context) error {
 // path, bwrap's own PID 1 and a sh trampoline.
 func (r *bwRun) command(context.Context) error {
 	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Command: r.cmd, TTY: r.tty != nil}
-	nproc, shimOnly := trampolineRlimits(r.lim.Rlimits)
+	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
 	r.fast = len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}

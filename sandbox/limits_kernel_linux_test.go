@@ -301,6 +301,41 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	wantLimitExit(t, o, limits.PidsLimit)
 }
 
+// TestProcessCeilingOnEveryPath: the pids probe of the table stops at its
+// ceiling on both of bwrap's paths, the fast path (the trampoline sets
+// RLIMIT_NPROC) and init's (forwarding for the proxy: the sandbox's sh sets
+// it on the way to the command, see initproc.SplitRlimits), and the report
+// says how it is held. Control: on the same path with the ceiling above
+// the loop's 200, the loop reaches 200.
+func TestProcessCeilingOnEveryPath(t *testing.T) {
+	sandboxtest.ProcessCount(t)
+	sandboxtest.Bwrap(t)
+	var pr limitProbe
+	for _, p := range limitProbes() {
+		if p.name == "pids" {
+			pr = p
+		}
+	}
+	for _, path := range []struct {
+		name  string
+		hosts []string
+	}{{"fast", nil}, {"init", []string{"example.com"}}} {
+		t.Run(path.name, func(t *testing.T) {
+			p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap, AllowHosts: path.hosts, Pids: 300}
+			if o := runProbe(t, p, pr.script); !pr.reached(o.out) {
+				t.Fatalf("untested: with the ceiling at 300 the loop stopped at %d (err %v)", lastNumber(o.out), o.err)
+			}
+			pr.set(&p)
+			o := runProbe(t, p, pr.script)
+			_, method := reported(o.res, "pids")
+			if !slices.Contains(pr.methods, method) {
+				t.Fatalf("report claims pids enforced by %q; this host can hold it only by %v (err %v)", method, pr.methods, o.err)
+			}
+			pr.check(t, method, o)
+		})
+	}
+}
+
 // TestNProcCountsOnlyTheSandbox: the process ceiling held by RLIMIT_NPROC
 // counts the sandbox's own tasks, not the host's processes of the same uid
 // (the uid the sandbox runs as: 65534 under root, the caller otherwise),

@@ -54,32 +54,12 @@ exec 4>&- 2>&5 5>&- 7>&-
 ulimit -c 0
 exec "$@"`
 
-// trampolineNProc sets RLIMIT_NPROC; %[1]d is the value.
-const trampolineNProc = `ulimit -u %[1]d 2>/dev/null || ulimit -p %[1]d 2>/dev/null || { echo 'error: /bin/sh cannot set RLIMIT_NPROC (neither ulimit -u nor ulimit -p)' >&4; exit 125; }
-`
-
-// trampolineRlimits splits rs for the fast path: the RLIMIT_NPROC value
-// the trampoline sets (0: none), and whether any rlimit other than that and
-// core dumps needs the exec shim.
-func trampolineRlimits(rs []limits.Rlimit) (nproc uint64, shim bool) {
-	for _, r := range rs {
-		switch {
-		case r.Resource == limits.Core && r.Soft == 0 && r.Hard == 0:
-		case r.Resource == limits.NProc && r.Soft == r.Hard && r.Soft != limits.Infinity:
-			nproc = r.Soft
-		default:
-			shim = true
-		}
-	}
-	return nproc, shim
-}
-
 // trampolineArgs is what bwrap runs on the fast path; nproc > 0 sets the
 // process ceiling.
 func trampolineArgs(resolved string, cmd []string, nproc uint64) []string {
 	script := trampolineGate + trampolineExec
 	if nproc > 0 {
-		script = fmt.Sprintf(trampolineNProc, nproc) + script
+		script = initproc.ShellNProc(nproc, 4) + script
 	}
 	return append([]string{"/bin/sh", "-c", script, cmd[0], resolved}, cmd[1:]...)
 }

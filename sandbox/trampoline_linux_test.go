@@ -14,31 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
-
-func TestTrampolineRlimits(t *testing.T) {
-	core := limits.Rlimit{Resource: limits.Core}
-	for _, c := range []struct {
-		name  string
-		rs    []limits.Rlimit
-		nproc uint64
-		shim  bool
-	}{
-		{"none", nil, 0, false},
-		{"core only", []limits.Rlimit{core}, 0, false},
-		{"core and nproc", []limits.Rlimit{core, {Resource: limits.NProc, Soft: 50, Hard: 50}}, 50, false},
-		{"nproc soft below hard", []limits.Rlimit{core, {Resource: limits.NProc, Soft: 50, Hard: 60}}, 0, true},
-		{"nofile", []limits.Rlimit{core, {Resource: limits.NoFile, Soft: 64, Hard: 64}}, 0, true},
-		{"core not zero", []limits.Rlimit{{Resource: limits.Core, Soft: 1, Hard: 1}}, 0, true},
-	} {
-		nproc, shim := trampolineRlimits(c.rs)
-		if nproc != c.nproc || shim != c.shim {
-			t.Errorf("%s: trampolineRlimits = %d, %v; want %d, %v", c.name, nproc, shim, c.nproc, c.shim)
-		}
-	}
-}
 
 // TestTrampolineNProc runs the fast path's script under each shell there
 // is here (dash takes ulimit -p, bash -u), playing sandbox-run's part at

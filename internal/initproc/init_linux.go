@@ -68,14 +68,28 @@ func Main(args []string) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 
+	pid, st := start(c, rb)
+	if !st.Started {
+		report(st)
+		return st.Exit
+	}
+	stderr.Close()
+	report(st)
+	go relay(sigs, pid)
+	return reap(pid)
+}
+
+// start starts the command as c says, with the real standard error, and
+// returns its pid and the status to report: started (with rb), or why it
+// could not start (127 not found, 126 not executable).
+func start(c Config, rb *Readback) (int, Status) {
 	path, err := exec.LookPath(c.Command[0])
 	if err != nil {
 		code := 127
 		if errors.Is(err, fs.ErrPermission) {
 			code = 126
 		}
-		report(Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb})
-		return code
+		return 0, Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb}
 	}
 	// syscall.ForkExec rather than os.StartProcess: the latter first forks
 	// a throwaway child to probe pidfd support, a cost on every launch.
@@ -86,38 +100,39 @@ func Main(args []string) int {
 	}
 	if c.TTY {
 		// Setsid makes the command its own group too, so the signal relay
-		// below (to -pid) is unchanged.
+		// (to -pid) is unchanged.
 		attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 	// Core dumps are off for init and everything below it. Any other
-	// rlimit goes through the exec shim so that init keeps its own
-	// descriptors and CPU for relaying.
+	// rlimit is set on the way to the command (execPlan), so that init
+	// keeps its own descriptors and CPU for relaying.
 	limits.Apply([]limits.Rlimit{{Resource: limits.Core}})
-	exe, argv := path, c.Command
-	if len(c.Rlimits) > 0 {
-		exe = "/proc/self/exe"
-		argv = append([]string{"sandbox-run"}, ExecArgs(c.Rlimits, path, c.Command)...)
-	}
+	exe, argv := execPlan(c.Rlimits, path, c.Command)
 	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil {
 		code := 126
 		if errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		report(Status{Error: c.Command[0] + ": " + err.Error(), Exit: code, Readback: rb})
-		return code
+		return 0, Status{Error: c.Command[0] + ": " + err.Error(), Exit: code, Readback: rb}
 	}
-	stderr.Close()
-	report(Status{Started: true, Readback: rb})
+	return pid, Status{Started: true, Readback: rb}
+}
 
-	go func() {
-		for s := range sigs {
-			// The group first, so a shell's children hear it too; then the
-			// command itself in case it left its group.
-			unix.Kill(-pid, s.(syscall.Signal))
-			unix.Kill(pid, s.(syscall.Signal))
-		}
-	}()
+// relay passes each signal init catches to the command's process group,
+// so a shell's children hear it too, and then to the command itself in
+// case it left its group.
+func relay(sigs <-chan os.Signal, pid int) {
+	for s := range sigs {
+		unix.Kill(-pid, s.(syscall.Signal))
+		unix.Kill(pid, s.(syscall.Signal))
+	}
+}
+
+// reap waits for the command, reaping every orphan reparented to init on
+// the way, and returns the command's status (128+N for a signal); 125 if
+// waiting fails.
+func reap(pid int) int {
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)

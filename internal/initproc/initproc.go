@@ -172,55 +172,68 @@ func ParseArgs(args []string) (Config, error) {
 		switch args[i] {
 		case "--":
 			c.Command = args[i+1:]
-			if len(c.Command) == 0 {
-				return c, fmt.Errorf("%w: no command after --", ErrUsage)
-			}
-			if c.StatusSocket != "" && c.StatusFD < 0 && c.StderrFD >= 2 {
-				return c, nil
-			}
-			if c.StatusFD < 3 || c.StderrFD < 3 {
-				return c, fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
-			}
-			return c, nil
+			return c, c.complete()
 		case "--tty":
 			c.TTY = true
 		case "--status-fd", "--stderr-fd", "--forward", "--rlimits", "--status-socket":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
-			v := args[i+1]
-			i++
-			switch args[i-1] {
-			case "--status-fd":
-				if _, err := fmt.Sscan(v, &c.StatusFD); err != nil {
-					return c, fmt.Errorf("%w: --status-fd %q", ErrUsage, v)
-				}
-			case "--stderr-fd":
-				if _, err := fmt.Sscan(v, &c.StderrFD); err != nil {
-					return c, fmt.Errorf("%w: --stderr-fd %q", ErrUsage, v)
-				}
-			case "--rlimits":
-				rs, err := parseRlimits(v)
-				if err != nil {
-					return c, err
-				}
-				c.Rlimits = rs
-			case "--status-socket":
-				c.StatusSocket = v
-			case "--forward":
-				port, sock, ok := strings.Cut(v, "=")
-				var f Forward
-				if _, err := fmt.Sscan(port, &f.Port); err != nil || !ok || sock == "" || f.Port <= 0 || f.Port > 65535 {
-					return c, fmt.Errorf("%w: --forward %q, want PORT=SOCKET", ErrUsage, v)
-				}
-				f.Socket = sock
-				c.Forward = append(c.Forward, f)
+			if err := c.set(args[i], args[i+1]); err != nil {
+				return c, err
 			}
+			i++
 		default:
 			return c, fmt.Errorf("%w: unknown argument %q", ErrUsage, args[i])
 		}
 	}
 	return c, fmt.Errorf("%w: missing -- COMMAND", ErrUsage)
+}
+
+// set applies one flag of init's command line and its value v.
+func (c *Config) set(flag, v string) error {
+	switch flag {
+	case "--status-fd":
+		if _, err := fmt.Sscan(v, &c.StatusFD); err != nil {
+			return fmt.Errorf("%w: --status-fd %q", ErrUsage, v)
+		}
+	case "--stderr-fd":
+		if _, err := fmt.Sscan(v, &c.StderrFD); err != nil {
+			return fmt.Errorf("%w: --stderr-fd %q", ErrUsage, v)
+		}
+	case "--rlimits":
+		rs, err := parseRlimits(v)
+		if err != nil {
+			return err
+		}
+		c.Rlimits = rs
+	case "--status-socket":
+		c.StatusSocket = v
+	case "--forward":
+		port, sock, ok := strings.Cut(v, "=")
+		var f Forward
+		if _, err := fmt.Sscan(port, &f.Port); err != nil || !ok || sock == "" || f.Port <= 0 || f.Port > 65535 {
+			return fmt.Errorf("%w: --forward %q, want PORT=SOCKET", ErrUsage, v)
+		}
+		f.Socket = sock
+		c.Forward = append(c.Forward, f)
+	}
+	return nil
+}
+
+// complete checks a parsed command line once "--" is reached: a command,
+// and a place to report (both descriptors, or the status socket and
+// standard error).
+func (c *Config) complete() error {
+	switch {
+	case len(c.Command) == 0:
+		return fmt.Errorf("%w: no command after --", ErrUsage)
+	case c.StatusSocket != "" && c.StatusFD < 0 && c.StderrFD >= 2:
+		return nil
+	case c.StatusFD < 3 || c.StderrFD < 3:
+		return fmt.Errorf("%w: --status-fd and --stderr-fd are required", ErrUsage)
+	}
+	return nil
 }
 
 // DecodeStatus reads init's status line.
