@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
@@ -27,21 +23,8 @@ import (
 // reach the gate.
 func TestTrampolineNProc(t *testing.T) {
 	sandboxtest.ProcessCount(t)
-	var hard unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &hard); err != nil || hard.Max < 200 || hard.Max == unix.RLIM_INFINITY {
-		sandboxtest.Unavailable(t, "a finite hard RLIMIT_NPROC of 200 or more", fmt.Sprintf("it is %d here", hard.Max))
-	}
-	// Root could raise the hard limit; the sandbox never runs as root.
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
-	}
-	shells := 0
-	for _, sh := range []string{"/bin/sh", "/bin/dash", "/bin/bash", "/bin/busybox"} {
-		if _, err := os.Stat(sh); err != nil {
-			continue
-		}
-		shells++
+	hard := sandboxtest.HardNProc(t, 200)
+	for _, sh := range sandboxtest.Shells(t) {
 		t.Run(sh, func(t *testing.T) {
 			// run starts the script with nproc, and at the gate reads it
 			// back expecting want; it returns the status lines, the
@@ -52,18 +35,12 @@ func TestTrampolineNProc(t *testing.T) {
 				defer statusR.Close()
 				gateR, gateW, _ := os.Pipe()
 				defer gateW.Close()
-				c := exec.Command(sh, args[1:]...)
-				if sh == "/bin/busybox" {
-					c = exec.Command(sh, append([]string{"sh"}, args[1:]...)...)
-				}
+				c := sandboxtest.ShellCommand(sh, args[1:]...)
 				var o strings.Builder
 				c.Stdout = &o
 				// fd 4: status, 5: the real stderr, 7: the gate.
 				c.ExtraFiles = []*os.File{nil, statusW, os.Stderr, nil, gateR}
-				c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				if cred == nil {
-					c.SysProcAttr = sandboxtest.OwnUserNS()
-				}
+				c.SysProcAttr = sandboxtest.AsSandboxUser()
 				c.Dir = "/"
 				err := c.Start()
 				statusW.Close()
@@ -95,7 +72,7 @@ func TestTrampolineNProc(t *testing.T) {
 			if !errors.Is(err, errNProcNotHeld) || code != 125 || strings.Contains(st, "started") || out != "" {
 				t.Fatalf("gate kept shut: exit %d status %q out %q read-back %v, want 125, errNProcNotHeld and nothing run", code, st, out, err)
 			}
-			st, out, code, _ = run(hard.Max+1, hard.Max+1)
+			st, out, code, _ = run(hard+1, hard+1)
 			if code != 125 || !strings.HasPrefix(st, "error: ") || strings.Contains(st, "ready") || out != "" {
 				t.Fatalf("nproc above hard: exit %d status %q out %q, want 125 and an error line", code, st, out)
 			}
@@ -103,9 +80,6 @@ func TestTrampolineNProc(t *testing.T) {
 				t.Errorf("decodeTrampoline(%q) = %+v", st, d)
 			}
 		})
-	}
-	if shells == 0 {
-		t.Fatal("no shell to run the trampoline")
 	}
 }
 

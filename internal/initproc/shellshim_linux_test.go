@@ -2,13 +2,8 @@ package initproc
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
@@ -22,48 +17,29 @@ import (
 // ceiling.
 func TestShellExec(t *testing.T) {
 	sandboxtest.ProcessCount(t)
-	var hard unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &hard); err != nil || hard.Max < 200 || hard.Max == unix.RLIM_INFINITY {
-		sandboxtest.Unavailable(t, "a finite hard RLIMIT_NPROC of 200 or more", fmt.Sprintf("it is %d here", hard.Max))
-	}
-	// Root could raise the hard limit; the sandbox never runs as root.
-	attr := sandboxtest.OwnUserNS()
-	if os.Geteuid() == 0 {
-		attr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
-	}
+	hard := sandboxtest.HardNProc(t, 200)
 	probe := []string{"probe", "-c", `grep 'Max processes' /proc/self/limits; printf '[%s]' "$@"`, "zero", "a b", ""}
 	run := func(sh string, args []string) (out, errOut string, code int) {
-		if sh == "/bin/busybox" {
-			args = append([]string{"sh"}, args...)
-		}
-		c := exec.Command(sh, args...)
+		c := sandboxtest.ShellCommand(sh, args...)
 		var o, e strings.Builder
-		c.Stdout, c.Stderr, c.SysProcAttr, c.Dir = &o, &e, attr, "/"
+		c.Stdout, c.Stderr, c.SysProcAttr, c.Dir = &o, &e, sandboxtest.AsSandboxUser(), "/"
 		c.Run()
 		return o.String(), e.String(), c.ProcessState.ExitCode()
 	}
 	direct, _, _ := run("/bin/sh", probe[1:])
-	if strings.Contains(direct, " 150 ") || !strings.Contains(direct, fmt.Sprint(hard.Max)) {
-		t.Fatalf("untested: started directly the probe reads %q, not the inherited hard limit %d", direct, hard.Max)
+	if strings.Contains(direct, " 150 ") || !strings.Contains(direct, fmt.Sprint(hard)) {
+		t.Fatalf("untested: started directly the probe reads %q, not the inherited hard limit %d", direct, hard)
 	}
-	shells := 0
-	for _, sh := range []string{"/bin/sh", "/bin/dash", "/bin/bash", "/bin/busybox"} {
-		if _, err := os.Stat(sh); err != nil {
-			continue
-		}
-		shells++
+	for _, sh := range sandboxtest.Shells(t) {
 		t.Run(sh, func(t *testing.T) {
 			out, errOut, code := run(sh, shellExecArgs(150, "/bin/sh", probe)[1:])
 			if code != 0 || !strings.Contains(out, "150                  150") || !strings.HasSuffix(out, "[a b][]") || errOut != "" {
 				t.Fatalf("nproc 150: exit %d out %q stderr %q, want the ceiling soft and hard, then [a b][]", code, out, errOut)
 			}
-			out, errOut, code = run(sh, shellExecArgs(hard.Max+1, "/bin/sh", probe)[1:])
+			out, errOut, code = run(sh, shellExecArgs(hard+1, "/bin/sh", probe)[1:])
 			if code != 125 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "error: ") {
 				t.Fatalf("nproc above hard: exit %d out %q stderr %q, want 125, one error line and nothing run", code, out, errOut)
 			}
 		})
-	}
-	if shells == 0 {
-		t.Fatal("no shell to run the shim")
 	}
 }
