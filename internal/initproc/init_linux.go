@@ -107,7 +107,9 @@ func start(c Config, rb *Readback) (int, Status) {
 	// rlimit is set on the way to the command (execPlan), so that init
 	// keeps its own descriptors and CPU for relaying.
 	limits.Apply([]limits.Rlimit{{Resource: limits.Core}})
-	exe, argv := execPlan(c.Rlimits, path, c.Command)
+	// A host without /bin/sh (the sandbox shows the host's) still runs
+	// the command, through the exec shim.
+	exe, argv := execPlan(c.Rlimits, path, c.Command, unix.Access("/bin/sh", unix.X_OK) == nil)
 	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil {
 		code := 126

@@ -50,12 +50,13 @@ func shellExecArgs(nproc uint64, path string, argv []string) []string {
 
 // execPlan is what init executes to start the command under rs: the
 // command itself when no rlimit needs setting, the sandbox's /bin/sh when
-// the process ceiling is the only one (shellExecArgs), and the exec shim,
-// this binary again, otherwise.
-func execPlan(rs []limits.Rlimit, path string, argv []string) (exe string, args []string) {
+// the process ceiling is the only one and shOK says there is an executable
+// /bin/sh (shellExecArgs), and the exec shim, this binary again, otherwise.
+// Either way the command starts under every limit in rs.
+func execPlan(rs []limits.Rlimit, path string, argv []string, shOK bool) (exe string, args []string) {
 	nproc, shim := SplitRlimits(rs)
 	switch {
-	case shim:
+	case shim || nproc > 0 && !shOK:
 		return "/proc/self/exe", append([]string{"sandbox-run"}, ExecArgs(rs, path, argv)...)
 	case nproc > 0:
 		args = shellExecArgs(nproc, path, argv)

@@ -39,17 +39,21 @@ func TestExecPlan(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		rs       []limits.Rlimit
+		shOK     bool
 		wantExe  string
 		wantArgs []string
 	}{
-		{"no rlimit", nil, "/usr/bin/env", argv},
-		{"core only: inherited from init", []limits.Rlimit{rl(limits.Core, 0, 0)}, "/usr/bin/env", argv},
-		{"process ceiling: the shell", []limits.Rlimit{rl(limits.Core, 0, 0), rl(limits.NProc, 50, 50)}, "/bin/sh",
+		{"no rlimit", nil, true, "/usr/bin/env", argv},
+		{"core only: inherited from init", []limits.Rlimit{rl(limits.Core, 0, 0)}, true, "/usr/bin/env", argv},
+		{"process ceiling: the shell", []limits.Rlimit{rl(limits.Core, 0, 0), rl(limits.NProc, 50, 50)}, true, "/bin/sh",
 			[]string{"/bin/sh", "-c", ShellNProc(50, 2) + `exec "$@"`, "env", "/usr/bin/env", "-i", "a b"}},
-		{"anything else: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50), rl(limits.NoFile, 64, 64)}, "/proc/self/exe",
+		{"process ceiling, no /bin/sh: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50)}, false, "/proc/self/exe",
+			[]string{"sandbox-run", ExecArg, "nproc=50", "/usr/bin/env", "env", "-i", "a b"}},
+		{"no rlimit, no /bin/sh", nil, false, "/usr/bin/env", argv},
+		{"anything else: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50), rl(limits.NoFile, 64, 64)}, true, "/proc/self/exe",
 			[]string{"sandbox-run", ExecArg, "nproc=50,nofile=64", "/usr/bin/env", "env", "-i", "a b"}},
 	} {
-		exe, args := execPlan(c.rs, "/usr/bin/env", argv)
+		exe, args := execPlan(c.rs, "/usr/bin/env", argv, c.shOK)
 		if exe != c.wantExe || !reflect.DeepEqual(args, c.wantArgs) {
 			t.Errorf("%s: execPlan = %s %q, want %s %q", c.name, exe, args, c.wantExe, c.wantArgs)
 		}
