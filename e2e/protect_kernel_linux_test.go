@@ -507,7 +507,9 @@ func TestProtectAddAndRemove(t *testing.T) {
 
 // TestQuarantineInReport: what the command created at a missing protected
 // path is named in the report with where it went, and is there, as the
-// command wrote it. Control: unconfined, the file stays in the workdir.
+// command wrote it; on the network path too, where the run's end is
+// settled while the proxy stops, and the report still has the proxy's
+// counts. Control: unconfined, the file stays in the workdir.
 func TestQuarantineInReport(t *testing.T) {
 	needBwrap(t)
 	script := `echo '{"mcpServers":{"x":{"command":"evil"}}}' > .mcp.json`
@@ -515,28 +517,39 @@ func TestQuarantineInReport(t *testing.T) {
 	if unconfined(t, cw, script); !fileHas(filepath.Join(cw, ".mcp.json"), "evil") {
 		t.Fatal("control: unconfined, .mcp.json was not written (untested)")
 	}
-	w := sandboxtest.WorkDir(t)
-	rep := filepath.Join(t.TempDir(), "r.json")
-	r := inSandbox(t, cacheEnv(t), w, script, "--report", rep)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	var got struct {
-		Quarantined []struct{ Path, To, Why, Run string } `json:"quarantined"`
-		RunID       string                                `json:"run_id"`
-	}
-	b, _ := os.ReadFile(rep)
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Quarantined) != 1 || got.Quarantined[0].Path != filepath.Join(w, ".mcp.json") || got.Quarantined[0].Run != got.RunID {
-		t.Fatalf("report quarantined %+v", got.Quarantined)
-	}
-	if !fileHas(got.Quarantined[0].To, "evil") {
-		t.Errorf("the quarantine %s does not hold what the command wrote", got.Quarantined[0].To)
-	}
-	if fileHas(filepath.Join(w, ".mcp.json"), "") {
-		t.Errorf(".mcp.json still in the workdir")
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"fast", nil}, {"network", []string{"--allow-host", "example.com"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := sandboxtest.WorkDir(t)
+			rep := filepath.Join(t.TempDir(), "r.json")
+			r := inSandbox(t, cacheEnv(t), w, script, append([]string{"--report", rep}, c.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var got struct {
+				Quarantined []struct{ Path, To, Why, Run string } `json:"quarantined"`
+				RunID       string                                `json:"run_id"`
+				Egress      *struct{ Allowed, Refused int }       `json:"egress"`
+			}
+			b, _ := os.ReadFile(rep)
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Quarantined) != 1 || got.Quarantined[0].Path != filepath.Join(w, ".mcp.json") || got.Quarantined[0].Run != got.RunID {
+				t.Fatalf("report quarantined %+v", got.Quarantined)
+			}
+			if !fileHas(got.Quarantined[0].To, "evil") {
+				t.Errorf("the quarantine %s does not hold what the command wrote", got.Quarantined[0].To)
+			}
+			if fileHas(filepath.Join(w, ".mcp.json"), "") {
+				t.Errorf(".mcp.json still in the workdir")
+			}
+			if (got.Egress != nil) != (c.extra != nil) {
+				t.Errorf("report egress counts %+v on the %s path", got.Egress, c.name)
+			}
+		})
 	}
 }
 

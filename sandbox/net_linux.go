@@ -46,6 +46,14 @@ type network struct {
 	wg       sync.WaitGroup
 }
 
+// halt asks what serves the sockets to stop, without waiting for it;
+// close waits.
+func (n *network) halt() {
+	if n.stop != nil {
+		n.stop()
+	}
+}
+
 // close stops what serves the sockets and removes the runtime directory.
 func (n *network) close() {
 	if n.stop != nil {

@@ -207,6 +207,7 @@ type pendingProtection struct {
 	runID       string
 	own         *journal // the run's state when it keeps no journal
 	started     []Quarantined
+	finished    bool // finish ran: the run's end was settled
 }
 
 // startProtection sweeps what ended runs left to neutralise, builds the
@@ -276,6 +277,10 @@ func (pend *pendingProtection) quarantine() *quarantine {
 // for it), adds what was quarantined to res's report and prints one line
 // per item on stderr.
 func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
+	if pend.finished {
+		return
+	}
+	pend.finished = true
 	q := pend.quarantine()
 	switch {
 	case pend.own != nil:
