@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,5 +198,50 @@ print("END")
 	}
 	if strings.Contains(res["off"], "TIOCLINUX errno 1\r") {
 		t.Errorf("control: TIOCLINUX unconfined already EPERM, so the sandbox's EPERM proves nothing: %q", res["off"])
+	}
+}
+
+// TestTerminalQuarantineLine: with a terminal, the line naming what the
+// run quarantined comes after the command's last output and after the
+// caller's terminal is restored from raw mode (its newline reaches the
+// terminal as CR LF, which raw mode does not add), on the fast path and on
+// the network path, which settles protected paths early when there is no
+// terminal. Control: a newline written to the same kind of terminal in
+// raw mode reaches it without the CR, so the check can tell.
+func TestTerminalQuarantineLine(t *testing.T) {
+	needBwrap(t)
+	ctl := startOnPTY(t, nil, "sh", "-c", `stty raw -opost; printf 'A\nB'`)
+	ctl.cmd.Wait()
+	ctl.expect(t, 0, "B", 5*time.Second)
+	ctl.mu.Lock()
+	raw := ctl.out.String()
+	ctl.mu.Unlock()
+	if !strings.Contains(raw, "A\nB") {
+		t.Fatalf("untested: a newline in raw mode reached the terminal as %q, not a bare LF", raw)
+	}
+	script := `printf LAST; echo '{}' > .mcp.json`
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"fast", nil}, {"network", []string{"--allow-host", "example.com"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := sandboxtest.WorkDir(t)
+			args := append(append([]string{"run", "--workdir", w, "--tty"}, c.extra...), "--", "sh", "-c", script)
+			r := startPTY(t, cacheEnv(t), args...)
+			if err := r.cmd.Wait(); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			at := r.expect(t, 0, "LAST", 5*time.Second)
+			r.mu.Lock()
+			rest := r.out.String()[at:]
+			r.mu.Unlock()
+			i := strings.Index(rest, "sandbox-run: quarantined "+filepath.Join(w, ".mcp.json"))
+			if i < 0 {
+				t.Fatalf("no quarantine line after the command's output: %q", rest)
+			}
+			if line, _, _ := strings.Cut(rest[i:], "\n"); !strings.HasSuffix(line, "\r") {
+				t.Errorf("the quarantine line was written in raw mode (no CR before its newline): %q", rest[i:])
+			}
+		})
 	}
 }

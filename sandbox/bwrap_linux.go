@@ -354,9 +354,13 @@ func (r *bwRun) run(ctx context.Context) (*Result, error) {
 		// hand-offs, some 0.3 ms on a busy machine) while the protected
 		// paths are settled, then is waited for, so that every connection
 		// has ended and counted its bytes (close is idempotent; the
-		// stacked one is a no-op).
+		// stacked one is a no-op). With a terminal, settling waits for
+		// close: its lines must follow the command's last output and the
+		// terminal's restore from raw mode.
 		r.nw.halt()
-		r.finishProtection(res)
+		if r.tty == nil {
+			r.finishProtection(res)
+		}
 		r.nw.close()
 		c := r.nw.px.Counts()
 		res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
