@@ -30,6 +30,14 @@ func cacheEnv(t *testing.T) []string {
 	return []string{"XDG_CACHE_HOME=" + t.TempDir()}
 }
 
+// bwrapPaths are bwrap's two ways to start the command, as run's extra
+// flags: the fast path (the trampoline) and init's (here, to forward the
+// proxy), which ends a run in its own order.
+var bwrapPaths = []struct {
+	name  string
+	extra []string
+}{{"fast", nil}, {"network", []string{"--allow-host", "example.com"}}}
+
 // inSandbox runs sh -c script in a sandbox on w with the test's cache.
 func inSandbox(t *testing.T, env []string, w, script string, extra ...string) result {
 	t.Helper()
@@ -517,10 +525,7 @@ func TestQuarantineInReport(t *testing.T) {
 	if unconfined(t, cw, script); !fileHas(filepath.Join(cw, ".mcp.json"), "evil") {
 		t.Fatal("control: unconfined, .mcp.json was not written (untested)")
 	}
-	for _, c := range []struct {
-		name  string
-		extra []string
-	}{{"fast", nil}, {"network", []string{"--allow-host", "example.com"}}} {
+	for _, c := range bwrapPaths {
 		t.Run(c.name, func(t *testing.T) {
 			w := sandboxtest.WorkDir(t)
 			rep := filepath.Join(t.TempDir(), "r.json")

@@ -220,10 +220,7 @@ func TestTerminalQuarantineLine(t *testing.T) {
 		t.Fatalf("untested: a newline in raw mode reached the terminal as %q, not a bare LF", raw)
 	}
 	script := `printf LAST; echo '{}' > .mcp.json`
-	for _, c := range []struct {
-		name  string
-		extra []string
-	}{{"fast", nil}, {"network", []string{"--allow-host", "example.com"}}} {
+	for _, c := range bwrapPaths {
 		t.Run(c.name, func(t *testing.T) {
 			w := sandboxtest.WorkDir(t)
 			args := append(append([]string{"run", "--workdir", w, "--tty"}, c.extra...), "--", "sh", "-c", script)
