@@ -3,6 +3,7 @@
 
 GO      ?= go
 BIN     := bin/sandbox-run
+INIT_BIN := bin/sandbox-run-init
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandbox-run/sandbox-run/internal/cli.Version=$(VERSION)
 # Packages whose tests run real bwrap; CI runs them again as an unprivileged user.
@@ -37,18 +38,24 @@ mcp-deps:
 # and os/user use cgo by default) each start also loads ld.so and libc,
 # about 0.75 ms here. Go's own resolver and user lookup do the rest: names
 # from /etc/hosts and DNS, users and groups from /etc/passwd and /etc/group.
+#
+# sandbox-run-init, built first, is init inside the sandbox on the runs that
+# need one: it links only init and starts about 1.2 ms sooner than
+# sandbox-run would. Its Go build ID is stamped into sandbox-run, which uses
+# the file beside it only when it carries that ID (sandbox.InitBinary).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandbox-run
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(INIT_BIN) ./cmd/sandbox-run-init
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -X github.com/sandbox-run/sandbox-run/internal/cli.InitBuildID=$$($(GO) tool buildid $(INIT_BIN))" -o $(BIN) ./cmd/sandbox-run
 
 # PREFIX (default /usr/local) and DESTDIR as usual; the binary reports the
 # version it was built from (git describe) with sandbox-run version.
 PREFIX  ?= /usr/local
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/sandbox-run
+	install -m 0755 $(BIN) $(INIT_BIN) $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/sandbox-run
+	rm -f $(DESTDIR)$(PREFIX)/bin/sandbox-run $(DESTDIR)$(PREFIX)/bin/sandbox-run-init
 
 demo: deps build
 	@scripts/demo.sh $(BIN)

@@ -53,9 +53,15 @@ func run(t *testing.T, stdin string, args ...string) result {
 
 func runEnv(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return runBin(t, bin, env, stdin, args...)
+}
+
+// runBin is runEnv with the sandbox-run binary sbx.
+func runBin(t *testing.T, sbx string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, bin, args...)
+	c := exec.CommandContext(ctx, sbx, args...)
 	c.Env = append(os.Environ(), env...)
 	c.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer

@@ -117,10 +117,9 @@ func (r *bwRun) start() (*bwProc, error) {
 	return bp, nil
 }
 
-// selfAndNull opens /dev/null and, on the init path, sandbox-run's own
-// binary (O_PATH), which bwrap executes as init; on the fast path that
-// slot is the trampoline's gate, so self is /dev/null until start
-// replaces it.
+// selfAndNull opens /dev/null and, on the init path, the binary bwrap
+// executes as init (openInit); on the fast path that slot is the
+// trampoline's gate, so self is /dev/null until start replaces it.
 func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
 	devnull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -130,9 +129,8 @@ func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
 	if r.fast {
 		return devnull, devnull, nil
 	}
-	self, err = os.OpenFile(selfPath(r.opts), unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+	if self, err = r.openInit(); err != nil {
+		return nil, nil, err
 	}
 	r.undo.push(func() { self.Close() })
 	return devnull, self, nil

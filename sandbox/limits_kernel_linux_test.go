@@ -171,6 +171,12 @@ func lastNumber(out string) int {
 // is bounded: by its own loop counts, and by a 30 s deadline on ctx.
 func runProbe(t *testing.T, p policy.Policy, script string) probeOutcome {
 	t.Helper()
+	return runProbeInit(t, p, script, InitBinary{})
+}
+
+// runProbeInit is runProbe with ib as Options.Init.
+func runProbeInit(t *testing.T, p policy.Policy, script string, ib InitBinary) probeOutcome {
+	t.Helper()
 	out, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +186,7 @@ func runProbe(t *testing.T, p policy.Policy, script string) probeOutcome {
 	defer null.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: null})
+	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: null, Init: ib})
 	b, _ := os.ReadFile(out.Name())
 	return probeOutcome{res: res, err: err, out: string(b)}
 }
@@ -304,9 +310,10 @@ func TestDefaultProcessCeiling(t *testing.T) {
 // TestProcessCeilingOnEveryPath: the pids probe of the table stops at its
 // ceiling on both of bwrap's paths, the fast path (the trampoline sets
 // RLIMIT_NPROC) and init's (forwarding for the proxy: the sandbox's sh sets
-// it on the way to the command, see initproc.SplitRlimits), and the report
-// says how it is held. Control: on the same path with the ceiling above
-// the loop's 200, the loop reaches 200.
+// it on the way to the command, see initproc.SplitRlimits), this binary
+// or sandbox-run-init being init, and the report says how it is held.
+// Control: on the same path with the ceiling above the loop's 200, the
+// loop reaches 200.
 func TestProcessCeilingOnEveryPath(t *testing.T) {
 	sandboxtest.ProcessCount(t)
 	sandboxtest.Bwrap(t)
@@ -316,17 +323,23 @@ func TestProcessCeilingOnEveryPath(t *testing.T) {
 			pr = p
 		}
 	}
+	helper, id := sandboxtest.BuildInit(t)
 	for _, path := range []struct {
 		name  string
 		hosts []string
-	}{{"fast", nil}, {"init", []string{"example.com"}}} {
+		init  InitBinary
+	}{
+		{"fast", nil, InitBinary{}},
+		{"init", []string{"example.com"}, InitBinary{}},
+		{"sandbox-run-init", []string{"example.com"}, InitBinary{Path: helper, BuildID: id}},
+	} {
 		t.Run(path.name, func(t *testing.T) {
 			p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap, AllowHosts: path.hosts, Pids: 300}
-			if o := runProbe(t, p, pr.script); !pr.reached(o.out) {
+			if o := runProbeInit(t, p, pr.script, path.init); !pr.reached(o.out) {
 				t.Fatalf("untested: with the ceiling at 300 the loop stopped at %d (err %v)", lastNumber(o.out), o.err)
 			}
 			pr.set(&p)
-			o := runProbe(t, p, pr.script)
+			o := runProbeInit(t, p, pr.script, path.init)
 			_, method := reported(o.res, "pids")
 			if !slices.Contains(pr.methods, method) {
 				t.Fatalf("report claims pids enforced by %q; this host can hold it only by %v (err %v)", method, pr.methods, o.err)

@@ -37,7 +37,7 @@ const (
 	fdStatus  = 4 // init's status line, closed by init before the command runs
 	fdStderr  = 5 // the real stderr, which init makes the command's fd 2
 	fdInfo    = 6 // bwrap --info-fd, written by bwrap outside the sandbox
-	fdInit    = 7 // sandbox-run itself (O_PATH), executed as init
+	fdInit    = 7 // the init binary (O_PATH, openInit), executed by bwrap
 	fdSeccomp = 8 // the seccomp program, consumed by bwrap
 	fdBinds   = 9 // first descriptor of the bind plan
 )

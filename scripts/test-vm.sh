@@ -99,7 +99,7 @@ bb=$bbdir/bin/busybox
 # its CPU, where compiling would take most of the budget.
 say "building sandbox-run and the test binaries"
 make --no-print-directory build >/dev/null
-cp bin/sandbox-run "$cache/bin/sandbox-run"
+cp bin/sandbox-run bin/sandbox-run-init "$cache/bin/"
 for pkg in internal/limits e2e; do
 	mkdir -p "$(dirname "$cache/bin/$pkg.test")"
 	go test -c -o "$cache/bin/$pkg.test" "./$pkg/"

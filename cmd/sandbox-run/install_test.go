@@ -153,7 +153,8 @@ func TestGoInstallVersion(t *testing.T) {
 
 // TestMakeInstall: make install PREFIX=DIR from a fresh clone of HEAD puts
 // a binary in DIR/bin that reports the version make stamped into it (git
-// describe of the clone), not "dev".
+// describe of the clone), not "dev", and sandbox-run-init beside it, whose
+// Go build ID make stamped into sandbox-run.
 func TestMakeInstall(t *testing.T) {
 	need(t, "git", "go", "make")
 	root := repoRoot(t)
@@ -173,6 +174,18 @@ func TestMakeInstall(t *testing.T) {
 	checkStatic(t, filepath.Join(prefix, "bin", "sandbox-run"))
 	if got := tool(t, tmp, nil, filepath.Join(prefix, "bin", "sandbox-run"), "version"); got != "sandbox-run "+want+"\n" {
 		t.Errorf("installed sandbox-run version = %q, want %q", got, "sandbox-run "+want)
+	}
+	// sandbox-run-init beside it, static too, with the build ID stamped
+	// into sandbox-run (go version -m shows the link flags).
+	initBin := filepath.Join(prefix, "bin", "sandbox-run-init")
+	if fi, err := os.Stat(initBin); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed sandbox-run-init: %v %v, want mode 0755", fi, err)
+	}
+	checkStatic(t, initBin)
+	id := strings.TrimSpace(tool(t, tmp, nil, "go", "tool", "buildid", initBin))
+	stamp := "-X " + modulePath + "/internal/cli.InitBuildID=" + id
+	if info := tool(t, tmp, nil, "go", "version", "-m", filepath.Join(prefix, "bin", "sandbox-run")); id == "" || !strings.Contains(info, stamp) {
+		t.Errorf("sandbox-run was not linked with %q:\n%s", stamp, info)
 	}
 	t.Logf("make install PREFIX=%s from a clone of %s: sandbox-run version reports %s", prefix, root, want)
 }

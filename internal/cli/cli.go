@@ -32,6 +32,12 @@ const (
 // Version is set at build time with -ldflags "-X ...cli.Version=...".
 var Version = "dev"
 
+// InitBuildID is the Go build ID of the sandbox-run-init that make build
+// puts next to this binary, stamped with -ldflags "-X
+// ...cli.InitBuildID=..."; empty (go build, go install) means there is
+// none and this binary is its own init (see sandbox.InitBinary).
+var InitBuildID string
+
 // IO is where a run reads and writes; the command gets these descriptors
 // themselves.
 type IO struct {
@@ -462,6 +468,19 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "sandbox-run")
+}
+
+// initBinary is sandbox-run-init beside this binary, as InitBuildID
+// stamps it; the zero InitBinary when nothing is stamped.
+func initBinary() sandbox.InitBinary {
+	if InitBuildID == "" {
+		return sandbox.InitBinary{}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return sandbox.InitBinary{}
+	}
+	return sandbox.InitBinary{Path: filepath.Join(filepath.Dir(exe), "sandbox-run-init"), BuildID: InitBuildID}
 }
 
 // dataDir is where sandbox-run keeps sessions' homes and shared caches:

@@ -83,6 +83,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		Stderr:     stdio.Stderr,
 		Signals:    sigs,
 		LookupEnv:  os.LookupEnv,
+		Init:       initBinary(),
 	}
 	if err := f.checkHost(pr, sc); err != nil {
 		return nil, failClient(stdio, err), true

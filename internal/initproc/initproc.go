@@ -1,9 +1,10 @@
 // Package initproc is sandbox-run's own init inside the sandbox: the
 // process bwrap starts as PID 1 of the sandbox's PID namespace.
 //
-// It is the same binary as sandbox-run, re-executed under the hidden first
-// argument Arg. It is not a command for people: its flags are descriptor
-// numbers that only the outer sandbox-run can arrange.
+// It runs under the hidden first argument Arg, in sandbox-run re-executed
+// or in sandbox-run-init (cmd/sandbox-run-init), a binary that links only
+// this package and so starts sooner. It is not a command for people: its
+// flags are descriptor numbers that only the outer sandbox-run can arrange.
 //
 // # Stages
 //
@@ -39,6 +40,14 @@ const Arg = "__sandbox-init"
 // to itself and then becomes the command, so that init, which relays
 // connections and signals, is not held to the command's limits.
 const ExecArg = "__sandbox-exec"
+
+// Modes are init's hidden modes by name, Arg and ExecArg, each with the
+// function that serves it (given the arguments after the name; it returns
+// the exit status). sandbox-run and sandbox-run-init both serve exactly
+// these, so either binary can be init and the exec shim init starts.
+func Modes() map[string]func(args []string) int {
+	return map[string]func([]string) int{Arg: Main, ExecArg: ExecMain}
+}
 
 // Status is what init reports on its status descriptor, as one JSON line.
 type Status struct {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
+	"strings"
 	"testing"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -163,8 +164,10 @@ func KernelUnavailable(t testing.TB, env, what, why string) {
 // binaries but no time to compile.
 const BinEnv = "SANDBOX_RUN_TEST_BIN"
 
-// BuildSandboxRun builds ../cmd/sandbox-run (relative to the test's
-// package directory), or copies the binary $SANDBOX_RUN_TEST_BIN names,
+// BuildSandboxRun builds cmd/sandbox-run and cmd/sandbox-run-init as make
+// build does (the second's Go build ID stamped into the first, so that
+// runs needing an init use it: sandbox.InitBinary), or copies the binary
+// $SANDBOX_RUN_TEST_BIN names and the sandbox-run-init beside it, if any,
 // into a new directory under /tmp that the sandbox's uid can reach, for
 // suites that run the binary as users do. cleanup removes it. It is meant
 // for TestMain, before m.Run.
@@ -177,21 +180,79 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 	os.Chmod(dir, 0o755)
 	bin = dir + "/sandbox-run"
 	if prebuilt := os.Getenv(BinEnv); prebuilt != "" {
-		if err := copyExecutable(prebuilt, bin); err != nil {
+		err := copyExecutable(prebuilt, bin)
+		if err == nil {
+			if _, serr := os.Stat(prebuilt + "-init"); serr == nil {
+				err = copyExecutable(prebuilt+"-init", bin+"-init")
+			}
+		}
+		if err != nil {
 			cleanup()
 			return "", nil, err
 		}
 		return bin, cleanup, nil
 	}
-	// By import path: a test package at any depth of the module builds it.
-	build := exec.Command("go", "build", "-o", bin, "github.com/sandbox-run/sandbox-run/cmd/sandbox-run")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if err := buildPair(bin); err != nil {
 		cleanup()
 		return "", nil, err
 	}
 	return bin, cleanup, nil
+}
+
+// buildPair builds sandbox-run-init, then sandbox-run as bin with the
+// first's build ID stamped in (bin + "-init" is its path).
+func buildPair(bin string) error {
+	if err := goBuild(bin+"-init", "cmd/sandbox-run-init"); err != nil {
+		return err
+	}
+	id, err := goBuildID(bin + "-init")
+	if err != nil {
+		return err
+	}
+	return goBuild(bin, "cmd/sandbox-run", "-ldflags", "-X "+module+"/internal/cli.InitBuildID="+id)
+}
+
+// BuildInit builds cmd/sandbox-run-init into a new directory under /tmp
+// that the sandbox's uid can reach (and no run writes), removed when the
+// test ends, and returns its path and Go build ID: the fields of a
+// sandbox.InitBinary.
+func BuildInit(t testing.TB) (path, buildID string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "sbx-init-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	path = dir + "/sandbox-run-init"
+	if err := goBuild(path, "cmd/sandbox-run-init"); err != nil {
+		t.Fatalf("go build sandbox-run-init: %v", err)
+	}
+	if buildID, err = goBuildID(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, buildID
+}
+
+const module = "github.com/sandbox-run/sandbox-run"
+
+// goBuild builds the module's package pkg as out, static as make build
+// builds it, by import path, so that a test package at any depth can.
+func goBuild(out, pkg string, flags ...string) error {
+	c := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, module+"/"+pkg)...)
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	c.Stderr = os.Stderr
+	return c.Run()
+}
+
+// goBuildID is the Go build ID of the binary at path, as go tool buildid
+// prints it.
+func goBuildID(path string) (string, error) {
+	out, err := exec.Command("go", "tool", "buildid", path).Output()
+	if err != nil {
+		return "", fmt.Errorf("sandboxtest: go tool buildid %s: %w", path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // PrivateUserDirs points XDG_CACHE_HOME, XDG_STATE_HOME and XDG_CONFIG_HOME

@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+)
+
+// TestInitBinaryPair: the binary make build makes (BuildSandboxRun builds
+// it the same way) runs sandbox-run-init beside it as init on the network
+// path, and itself when the file beside it is another build or missing;
+// the run succeeds either way. The command sees which through /proc/1/exe.
+func TestInitBinaryPair(t *testing.T) {
+	needBwrap(t)
+	w := sandboxtest.WorkDir(t)
+	pid1 := func(sbx string) string {
+		t.Helper()
+		r := runBin(t, sbx, nil, "", "run", "--workdir", w, "--allow-host", "example.com", "--", "readlink", "/proc/1/exe")
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", sbx, r.code, r.stderr)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	if got := pid1(bin); got != bin+"-init" {
+		t.Fatalf("PID 1 runs %q, want %s-init", got, bin)
+	}
+
+	// A copy of the pair whose sandbox-run-init is then replaced.
+	dir := sandboxtest.WorkDir(t) // reachable by the sandbox's uid
+	if os.Geteuid() == 0 {
+		os.Chown(dir, 0, 0) // and not writable by it
+	}
+	sbx := filepath.Join(dir, "sandbox-run")
+	copyFile(t, bin, sbx)
+	copyFile(t, bin+"-init", sbx+"-init")
+	if got := pid1(sbx); got != sbx+"-init" {
+		t.Fatalf("untested: the copied pair runs %q as init, not its sandbox-run-init", got)
+	}
+	copyFile(t, bin, sbx+"-init") // a Go binary of another build
+	if got := pid1(sbx); got != sbx {
+		t.Errorf("with another build beside it, PID 1 runs %q, want sandbox-run itself %s", got, sbx)
+	}
+	os.Remove(sbx + "-init")
+	if got := pid1(sbx); got != sbx {
+		t.Errorf("with no sandbox-run-init beside it, PID 1 runs %q, want sandbox-run itself %s", got, sbx)
+	}
+}
+
+// copyFile copies the executable src to dst, mode 0755.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err == nil {
+		err = os.WriteFile(dst, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
