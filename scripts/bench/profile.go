@@ -28,8 +28,8 @@ import (
 const (
 	vTinyGo  = "tiny Go binary (initproc only; no arguments: exits at once)"
 	vSRDry   = "sandbox-run run --dry-run (detect + plan, no bwrap)"
-	vRawInit = "raw bwrap, then sandbox-run's init (14 MB binary), then true"
-	vRawTiny = "raw bwrap, then the tiny init (initproc only), then true"
+	vRawInit = "raw bwrap, then sandbox-run itself as init (14 MB binary, as after go install), then true"
+	vRawTiny = "raw bwrap, then sandbox-run-init (the init make build ships), then true"
 	vRawNoop = "raw bwrap, then the tiny Go binary (exits at once)"
 )
 
@@ -52,11 +52,15 @@ func main() {
 }
 `
 
-// buildTinyInit builds the tiny init into e.binDir and copies sandbox-run
-// there too (raw bwrap binds binDir, so both can run as init).
+// buildTinyInit builds the tiny Go binary into e.binDir and copies
+// sandbox-run and the sandbox-run-init beside it there too (raw bwrap
+// binds binDir, so each can run as init).
 func (e *env) buildTinyInit() error {
 	if err := copyFile(e.bin, filepath.Join(e.binDir, "sandbox-run"), 0o755); err != nil {
 		return err
+	}
+	if err := copyFile(e.bin+"-init", filepath.Join(e.binDir, "sandbox-run-init"), 0o755); err != nil {
+		return fmt.Errorf("no sandbox-run-init beside %s (make build makes it): %w", e.bin, err)
 	}
 	dir, err := os.MkdirTemp("scripts/bench", "tinyinit")
 	if err != nil {
@@ -134,7 +138,7 @@ func (e *env) profileVariants() ([]variant, error) {
 	vs = append(vs, variant{name: vTinyGo, cmd: func(ctx context.Context) (*exec.Cmd, func()) {
 		return exec.CommandContext(ctx, tiny), nil
 	}})
-	t, err := e.rawWith(append([]string{tiny}, initArgs...)...)
+	t, err := e.rawWith(append([]string{filepath.Join(e.binDir, "sandbox-run-init")}, initArgs...)...)
 	if err != nil {
 		return vs, err
 	}
@@ -422,15 +426,16 @@ func (r *report) profileSection(w func(string, ...any)) {
 	}
 	w("| **sandbox-run run -- true** (the rows sum to it) | | **%s** | 100%% |\n\n", ms(sr))
 	haveTiny := rawTiny > 0 && rawNoop > 0
-	w("When something is forwarded (`--allow-host`, `--llm-socket`) or an rlimit needs applying, sandbox-run's own Go init runs inside the sandbox instead of the trampoline; what that costs:\n\n")
+	w("When something is forwarded (`--allow-host`, `--llm-socket`) or an rlimit needs applying, a Go init runs inside the sandbox instead of the trampoline: sandbox-run-init, which links only `internal/initproc` (sandbox-run itself where it is missing); what that costs:\n\n")
 	irows := []row{}
 	if haveTiny {
 		irows = append(irows,
 			row{"init: a (tiny) Go process start inside the sandbox, beyond exec'ing `true`", "raw + tiny binary − raw", rawNoop - raw},
-			row{"init: its work (readback, signals, fork+exec of `true`, wait, status)", "raw + tiny init − raw + tiny binary", rawTiny - rawNoop},
-			row{"init: sandbox-run's 14 MB binary instead of the tiny one", "raw + init − raw + tiny init", rawInit - rawTiny})
+			row{"init: its work (readback, signals, fork+exec of `true`, wait, status), sandbox-run-init", "raw + sandbox-run-init − raw + tiny binary", rawTiny - rawNoop},
+			row{"**the in-sandbox init in all**, sandbox-run-init", "raw + sandbox-run-init − raw", rawTiny - raw},
+			row{"what sandbox-run-init saves: sandbox-run's 14 MB binary as init instead", "raw + sandbox-run − raw + sandbox-run-init", rawInit - rawTiny})
 	}
-	irows = append(irows, row{"the in-sandbox init in all", "raw + init − raw", initAll})
+	irows = append(irows, row{"the in-sandbox init in all, sandbox-run itself as init", "raw + sandbox-run − raw", initAll})
 	w("| init phase | measured as | median |\n|---|---|---:|\n")
 	for _, x := range irows {
 		w("| %s | %s | %s |\n", x.what, x.how, ms(x.d))
@@ -444,8 +449,8 @@ func (r *report) profileSection(w func(string, ...any)) {
 				parts = append(parts, fmt.Sprintf("%s %s", t.pkg, ms(t.d)))
 			}
 			w("Inside the Go start: `GODEBUG=inittrace=1 sandbox-run version` (%d runs) spends **%s** (median) in package "+
-				"initialisers, the largest: %s. The tiny binary's inits take %s. The init inside the sandbox runs the same "+
-				"initialisers, being the same binary.\n\n", p.initRuns, ms(p.initTotal), strings.Join(parts, ", "), ms(p.tinyInitTotal))
+				"initialisers, the largest: %s. The tiny binary's inits take %s; sandbox-run-init, the init inside the "+
+				"sandbox, links the same package and little more.\n\n", p.initRuns, ms(p.initTotal), strings.Join(parts, ", "), ms(p.tinyInitTotal))
 		} else if p.initErr != nil {
 			w("Package init times could not be traced: %s.\n\n", oneLine(p.initErr.Error()))
 		}
@@ -457,7 +462,7 @@ func (r *report) profileSection(w func(string, ...any)) {
 			w("Cached bwrap detection could not be timed in-process: %s.\n\n", oneLine(p.detectErr.Error()))
 		}
 		if p.tinyErr != nil {
-			w("The tiny init could not be built: %s.\n\n", oneLine(p.tinyErr.Error()))
+			w("The tiny binary or sandbox-run-init is missing: %s.\n\n", oneLine(p.tinyErr.Error()))
 		} else if haveTiny && tiny > 0 {
 			w("Binary size: the tiny binary (%.1f MB) starts in %s outside the sandbox against %s for sandbox-run's (%.1f MB, `version`).\n\n",
 				float64(p.tinySize)/1e6, ms(tiny-plain), ms(goStart), float64(p.fullSize)/1e6)
