@@ -327,7 +327,8 @@ func (r *bwRun) buildReport() {
 }
 
 // describe prints bwrap's command line, its argument stream (values
-// redacted) and the descriptors the binds come from.
+// redacted) and the descriptors the binds come from, and init's binary
+// when the run has an init.
 func (r *bwRun) describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s\n", strings.Join(quoteAll(r.argv), " "))
 	fmt.Fprintf(w, "args stream (fd %d):\n", fdArgs)
@@ -335,6 +336,16 @@ func (r *bwRun) describe(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", quote(a))
 	}
 	fmt.Fprintf(w, "descriptors:\n")
+	if !r.fast {
+		if f, err := r.openInit(); err == nil {
+			name := f.Name()
+			if name == selfPath(r.opts) {
+				name, _ = os.Executable()
+			}
+			fmt.Fprintf(w, "  %d = %s (init)\n", fdInit, name)
+			f.Close()
+		}
+	}
 	for _, m := range r.pl.mounts {
 		if m.FD >= 0 {
 			fmt.Fprintf(w, "  %d = %s\n", m.FD, m.Src)
