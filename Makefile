@@ -40,7 +40,7 @@ mcp-deps:
 # from /etc/hosts and DNS, users and groups from /etc/passwd and /etc/group.
 #
 # sandbox-run-init, built first, is init inside the sandbox on the runs that
-# need one: it links only init and starts about 1.2 ms sooner than
+# need one: it links only init and starts about 1 ms sooner than
 # sandbox-run would. Its Go build ID is stamped into sandbox-run, which uses
 # the file beside it only when it carries that ID (sandbox.InitBinary).
 build:

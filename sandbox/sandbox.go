@@ -282,7 +282,7 @@ type Options struct {
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves
 // init's hidden modes (initproc.Modes) and links nothing else, so it
-// starts about 1.2 ms sooner than this binary re-executed. bwrap runs it
+// starts about 1 ms sooner than this binary re-executed. bwrap runs it
 // when the run needs an init: forwarding (--allow-host, --llm-socket), a
 // terminal, or an rlimit the sandbox's /bin/sh cannot set.
 //

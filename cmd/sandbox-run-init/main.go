@@ -1,6 +1,6 @@
 // Command sandbox-run-init is sandbox-run's init inside the sandbox, and
 // the exec shim init starts, as a binary of its own. It links only
-// internal/initproc, so it starts about 1.2 ms sooner than sandbox-run
+// internal/initproc, so it starts about 1 ms sooner than sandbox-run
 // re-executed, on every run that needs an init (forwarding, a terminal, an
 // rlimit the sandbox's /bin/sh cannot set).
 //
