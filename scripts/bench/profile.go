@@ -494,10 +494,10 @@ func (r *report) profileSection(w func(string, ...any)) {
 			ms(budget), ms(goStart), ms(planning+rest))
 	}
 	if haveTiny && tiny > 0 {
-		w(" On the network path, a separate, minimal init binary would save about %s of the init's %s (sandbox-run's binary against the tiny one); "+
-			"most of the rest is a Go runtime start inside the sandbox (%s, against %s for the same tiny binary outside it), "+
+		w(" On the network path, init is sandbox-run-init, which links only init: %s in all, against %s for sandbox-run's own binary "+
+			"as init (it saves %s); most of it is a Go runtime start inside the sandbox (%s, against %s for the tiny binary outside it), "+
 			"and init's own work is %s.",
-			ms(rawInit-rawTiny), ms(initAll), ms(rawNoop-raw), ms(tiny-plain), ms(rawTiny-rawNoop))
+			ms(rawTiny-raw), ms(initAll), ms(rawInit-rawTiny), ms(rawNoop-raw), ms(tiny-plain), ms(rawTiny-rawNoop))
 	}
 	w(" bwrap's own %s is the floor any launcher pays. "+
 		"Each phase is a difference of two medians on a shared machine, so a phase of a millisecond or two is within the noise; "+
