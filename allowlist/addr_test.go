@@ -189,6 +189,7 @@ func TestParseAllow(t *testing.T) {
 		{"198.18.0.0/15", kindPrefix, anyPort},
 		{"fc00::/7", kindPrefix, anyPort},
 		{"2001:db8::/32", kindPrefix, anyPort},
+		{"::1:0:0:0/80", kindPrefix, anyPort}, // above it
 	}
 	for _, tt := range valid {
 		t.Run("valid/"+tt.in, func(t *testing.T) {
@@ -226,6 +227,12 @@ func TestParseAllow(t *testing.T) {
 		{"127.0.0.0/16", "never"},
 		{"0.0.0.0/0", "/0"},
 		{"::/0", "/0"},
+		// An IPv6 range around the IPv4-mapped block, whose addresses
+		// the proxy matches as IPv4 (found by FuzzParseAllow: "::/80").
+		{"::/80", "IPv4-mapped block ::ffff:0.0.0.0/96"},
+		{"::/64", "IPv4-mapped block"},
+		{"::/1", "IPv4-mapped block"},
+		{"::ffff:0:0/96", "IPv4-mapped prefix"},
 		{"10.0.0.0/8:443", "CIDR"},
 		{"example.com:0", "port"},
 		{"example.com:http", "port"},

@@ -247,6 +247,9 @@ func addrEntry(e entry, ip netip.Addr) (entry, error) {
 	return e, nil
 }
 
+// mapped4 is the block of IPv4-mapped IPv6 addresses.
+var mapped4 = netip.MustParsePrefix("::ffff:0:0/96")
+
 func parsePrefixEntry(raw string) (entry, error) {
 	e := entry{raw: raw, kind: kindPrefix, port: anyPort}
 	p, err := netip.ParsePrefix(raw)
@@ -261,6 +264,13 @@ func parsePrefixEntry(raw string) (entry, error) {
 	}
 	if p.Bits() == 0 {
 		return e, fmt.Errorf("a /0 matches every address; name the ranges you mean")
+	}
+	// The proxy reads an IPv4-mapped address (::ffff:a.b.c.d) as the IPv4
+	// address it carries, so an IPv6 range around the mapped block would
+	// not allow the part of itself it seems to name.
+	if p.Bits() <= mapped4.Bits() && p.Contains(mapped4.Addr()) {
+		return e, fmt.Errorf("covers the IPv4-mapped block %s, whose addresses the proxy matches as IPv4; "+
+			"name the IPv6 ranges beside it, and IPv4 ones in IPv4 form", mapped4)
 	}
 	for _, tbl := range [][]rangeRule{neverV4, neverV6} {
 		for _, r := range tbl {
