@@ -230,7 +230,7 @@ func (r *report) startupSection(w func(string, ...any)) {
 		w("sandbox-run takes **%s** the time of the raw bwrap call that sets up the same sandbox (%s more at the median of %d runs). "+
 			"Where the difference goes: starting sandbox-run's own Go process (`sandbox-run version`: %s), "+
 			"its set-up without bwrap (`--sandbox off`, which also starts the command: %s), "+
-			"and the sh trampoline inside the sandbox that reports and execs `true` (sandbox-run's own Go init runs only when something is forwarded or an rlimit needs applying: see the network row).\n\n",
+			"and the sh trampoline inside the sandbox that reports and execs `true` (its Go init, sandbox-run-init, runs only when something is forwarded or an rlimit needs applying: see the network row).\n\n",
 			ratio(sr, raw), ms(sr-raw), r.goalRuns(vSR), ms(r.med(vSRVer)), ms(r.med(vSROff)))
 	}
 	if do, gv := r.med(vRunscDo), r.med(vSRGv); do > 0 && gv > 0 {
