@@ -45,4 +45,7 @@ go test -run '^$' -bench . -benchmem -benchtime "$benchtime" \
 	./filter/ ./bwrap/ ./pathguard/ ./forwarder/ ./sandbox/ ./scripts/bench/ 2>&1 |
 	grep -E '^(Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' >"$micro" || true
 
-exec .cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -codex "$codex" -codex-error "$codex_err" -micro "$micro" "$@"
+# Not exec: the shell stays to remove $log and $micro (its EXIT trap).
+status=0
+.cache/bench/sbx-bench -bin "$bin" -srt "$srt" -srt-error "$srt_err" -codex "$codex" -codex-error "$codex_err" -micro "$micro" "$@" || status=$?
+exit $status
