@@ -73,13 +73,25 @@ func (n *network) release() {
 	}
 }
 
+// netDirPrefix names a run's runtime directory in the host's temporary
+// directory: netDirPrefix+PID.START-RANDOM (see sweepRunDirs).
+const netDirPrefix = "sandbox-run-net-"
+
 // listen creates the run's runtime directory on first use and a socket
 // named name in it that only the sandbox's uid may reach: the directory
 // stays 0700 (MkdirTemp), and as root both are handed to that uid so that
-// bwrap, running as it, can bind the socket.
+// bwrap, running as it, can bind the socket. The directory is named for
+// this process, and made after the directories of killed runs are swept:
+// one that a SIGKILL left before release goes with the next run that
+// makes one.
 func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
 	if n.dir == "" {
-		dir, err := os.MkdirTemp("", "sandbox-run-")
+		start, _, err := selfStart()
+		if err != nil {
+			return nil, "", setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+		}
+		sweepRunDirs(os.TempDir(), netDirPrefix, uid)
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", netDirPrefix, os.Getpid(), start))
 		if err != nil {
 			return nil, "", setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}

@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// TestNetDirOfKilledRunSwept: the runtime directory of a run killed before
+// it could remove it (named for a process that no longer runs, owned by
+// the sandbox's uid) is removed by the next run that makes one; one of a
+// live process stays, and the run leaves none of its own.
+func TestNetDirOfKilledRunSwept(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	tmp := sandboxtest.WorkDir(t) // reachable by the sandbox's uid, as TMPDIR must be
+	t.Setenv("TMPDIR", tmp)
+	start, _, err := selfStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sandboxtest.Chown(t, p)
+		return p
+	}
+	// This process with another start time: a pid reused since, so no
+	// process of that run.
+	killed := mk(fmt.Sprintf("%s%d.%d-x", netDirPrefix, os.Getpid(), start+1))
+	live := mk(fmt.Sprintf("%s%d.%d-y", netDirPrefix, os.Getpid(), start))
+
+	null, _ := os.Open(os.DevNull)
+	defer null.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}}
+	res, err := Run(ctx, p, []string{"true"}, Options{Stdout: null, Stderr: null})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v (result %+v)", err, res)
+	}
+	if _, err := os.Lstat(killed); err == nil {
+		t.Errorf("the killed run's directory %s is still there", killed)
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || filepath.Join(tmp, ents[0].Name()) != live {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("TMPDIR holds %v, want only the live run's %s", names, filepath.Base(live))
+	}
+}
