@@ -58,6 +58,18 @@ type Host struct {
 // ReadHost reads Host from a /proc/sys tree (normally "/proc/sys"; tests
 // pass a directory of their own making).
 func ReadHost(procSys string) Host {
+	h := ReadSysctls(procSys)
+	h.Seccomp = seccompMode(filepath.Join(filepath.Dir(procSys), "self", "status"))
+	h.ProcCovered = procCovered(filepath.Join(filepath.Dir(procSys), "self", "mountinfo"))
+	return h
+}
+
+// ReadSysctls reads only Host's three sysctls from a /proc/sys tree, all
+// that Preflight looks at; Seccomp is -1 (not read) and ProcCovered "".
+// Use it before bwrap runs and ReadHost once bwrap has failed: Seccomp and
+// ProcCovered serve only Diagnose, and a run that succeeds need not read
+// its own status and mount table for them.
+func ReadSysctls(procSys string) Host {
 	read := func(rel string) int {
 		b, err := os.ReadFile(filepath.Join(procSys, rel))
 		if err != nil {
@@ -73,8 +85,7 @@ func ReadHost(procSys string) Host {
 		MaxUserNamespaces:       read("user/max_user_namespaces"),
 		UnprivilegedUsernsClone: read("kernel/unprivileged_userns_clone"),
 		AppArmorRestrictUserns:  read("kernel/apparmor_restrict_unprivileged_userns"),
-		Seccomp:                 seccompMode(filepath.Join(filepath.Dir(procSys), "self", "status")),
-		ProcCovered:             procCovered(filepath.Join(filepath.Dir(procSys), "self", "mountinfo")),
+		Seccomp:                 -1,
 	}
 }
 

@@ -114,4 +114,9 @@ func TestReadHost(t *testing.T) {
 	if h := ReadHost(filepath.Join(dir, "sys")); h.Seccomp != 2 {
 		t.Errorf("ReadHost with self/status: Seccomp = %d, want 2", h.Seccomp)
 	}
+	// The same tree, the sysctls alone: the diagnosis-only fields stay
+	// unread.
+	if h := ReadSysctls(filepath.Join(dir, "sys")); h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1, Seccomp: -1}) {
+		t.Errorf("ReadSysctls = %+v, want the sysctls, Seccomp -1 and no ProcCovered", h)
+	}
 }

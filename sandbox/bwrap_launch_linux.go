@@ -484,7 +484,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
-	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, r.host))
+	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, bwrap.ReadHost(r.procSys())))
 }
 
 // failed is the set-up error of a sandbox that sandbox-run itself ended

@@ -31,7 +31,6 @@ type bwRun struct {
 	// (opts.Stderr becomes the terminal's, gone by then).
 	stderr *os.File
 
-	host     bwrap.Host
 	path     string // the bwrap binary
 	info     *bwrap.Info
 	arch     filter.Arch
@@ -89,11 +88,6 @@ func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
 
 // tools finds and vets bwrap and assembles the seccomp program.
 func (r *bwRun) tools(ctx context.Context) error {
-	procSys := r.opts.ProcSys
-	if procSys == "" {
-		procSys = "/proc/sys"
-	}
-	r.host = bwrap.ReadHost(procSys)
 	path, err := findBwrap(r.opts.BwrapPath, r.p.Writable())
 	if err != nil {
 		return err
@@ -106,7 +100,9 @@ func (r *bwRun) tools(ctx context.Context) error {
 	if err := r.info.Required(); err != nil {
 		return &SetupError{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
 	}
-	if err := bwrap.Preflight(r.host); err != nil {
+	// The sysctls alone: the rest of bwrap.Host serves only the diagnosis
+	// of a bwrap that failed, and classify reads it then.
+	if err := bwrap.Preflight(bwrap.ReadSysctls(r.procSys())); err != nil {
 		return bwrapErr(err)
 	}
 	if r.arch, err = filter.NativeArch(); err != nil {
@@ -123,6 +119,14 @@ func (r *bwRun) tools(ctx context.Context) error {
 		return &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
 	}
 	return nil
+}
+
+// procSys is where the kernel's settings are read.
+func (r *bwRun) procSys() string {
+	if r.opts.ProcSys == "" {
+		return "/proc/sys"
+	}
+	return r.opts.ProcSys
 }
 
 // ids picks the host uid and gid the sandbox runs as: the caller's, or

@@ -107,11 +107,6 @@ var Vars = []string{
 	"launchd_label", "pkg_flag",
 }
 
-var (
-	idRE  = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	varRE = regexp.MustCompile(`\$\{([a-z0-9_]*)\}?`)
-)
-
 // probes lists every probe name the binary implements (see Probe).
 var probes = []string{
 	"read-file", "hardlink", "read-fds", "write-paths", "rename-trick",
@@ -134,6 +129,10 @@ func Parse(b []byte) ([]Case, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("check: egress-cases.json: %w", err)
 	}
+	// Compiled here, not at package init: every sandbox-run run would pay
+	// for them, and only check parses the matrix.
+	idRE := regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	varRE := regexp.MustCompile(`\$\{([a-z0-9_]*)\}?`)
 	var errs []error
 	seen := map[string]bool{}
 	for i, c := range doc.Cases {
