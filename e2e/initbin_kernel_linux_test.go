@@ -42,29 +42,17 @@ func TestInitBinaryPair(t *testing.T) {
 		os.Chown(dir, 0, 0) // and not writable by it
 	}
 	sbx := filepath.Join(dir, "sandbox-run")
-	copyFile(t, bin, sbx)
-	copyFile(t, bin+"-init", sbx+"-init")
+	sandboxtest.CopyExecutable(t, bin, sbx)
+	sandboxtest.CopyExecutable(t, bin+"-init", sbx+"-init")
 	if got := pid1(sbx); got != sbx+"-init" {
 		t.Fatalf("untested: the copied pair runs %q as init, not its sandbox-run-init", got)
 	}
-	copyFile(t, bin, sbx+"-init") // a Go binary of another build
+	sandboxtest.CopyExecutable(t, bin, sbx+"-init") // a Go binary of another build
 	if got := pid1(sbx); got != sbx {
 		t.Errorf("with another build beside it, PID 1 runs %q, want sandbox-run itself %s", got, sbx)
 	}
 	os.Remove(sbx + "-init")
 	if got := pid1(sbx); got != sbx {
 		t.Errorf("with no sandbox-run-init beside it, PID 1 runs %q, want sandbox-run itself %s", got, sbx)
-	}
-}
-
-// copyFile copies the executable src to dst, mode 0755.
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err == nil {
-		err = os.WriteFile(dst, b, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -188,7 +188,7 @@ func BuildSandboxRun(prefix string) (bin string, cleanup func(), err error) {
 		}
 		if err != nil {
 			cleanup()
-			return "", nil, err
+			return "", nil, fmt.Errorf("%s: %w", BinEnv, err)
 		}
 		return bin, cleanup, nil
 	}
@@ -282,11 +282,20 @@ func PrivateUserDirs(prefix string) (cleanup func(), err error) {
 	return cleanup, nil
 }
 
+// CopyExecutable copies the file src to dst, mode 0755 whatever the
+// umask, and fails t if it cannot.
+func CopyExecutable(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := copyExecutable(src, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // copyExecutable copies the file src to dst, mode 0755.
 func copyExecutable(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return fmt.Errorf("sandboxtest: %s: %w", BinEnv, err)
+		return fmt.Errorf("sandboxtest: %w", err)
 	}
 	if err := os.WriteFile(dst, b, 0o755); err != nil {
 		return err
