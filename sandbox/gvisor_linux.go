@@ -142,7 +142,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTmpdir(p.Writable()); err != nil {
+	if err := checkTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
 		return err
 	}
 	path, err := findTool(toolRunsc, g.opts.RunscPath, p.Writable())
@@ -402,56 +402,6 @@ func runscCacheName(path string) string {
 // signals), and no cgroup was made (--ignore-cgroups), so the directory
 // is all there is.
 func sweepGvisorDirs(tmp string) { sweepRunDirs(tmp, gvDirPrefix, os.Geteuid()) }
-
-// sweepRunDirs removes the directories in tmp named prefix+PID.START-...
-// whose process (that pid with that start time) no longer runs: what a
-// sandbox-run killed before its own cleanup left. Only directories owned
-// by owner, never through a link, at most 64 per call.
-func sweepRunDirs(tmp, prefix string, owner int) {
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	n := 0
-	for _, e := range ents {
-		name, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() || n >= 64 {
-			continue
-		}
-		n++
-		pidStart, _, _ := strings.Cut(name, "-")
-		ps, ss, _ := strings.Cut(pidStart, ".")
-		pid, err1 := strconv.Atoi(ps)
-		start, err2 := strconv.ParseUint(ss, 10, 64)
-		if err1 != nil || err2 != nil || alive(pid, start) {
-			continue
-		}
-		p := filepath.Join(tmp, e.Name())
-		// Gone meanwhile (a parallel run swept it), a link, or another's.
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != owner {
-			continue
-		}
-		os.RemoveAll(p)
-	}
-}
-
-// checkTmpdir refuses a TMPDIR inside a writable directory: the run's
-// runtime directories (bundle, runsc's state, the proxy's and init's
-// sockets) would be in the command's reach.
-func checkTmpdir(writable []string) error {
-	tmp := os.TempDir()
-	for _, t := range []string{tmp, resolved(tmp)} {
-		if insideAny(t, writable) || insideAny(t, resolvedAll(writable)) {
-			return setupErr("TMPDIR "+tmp+" lies in a writable directory", "the sandbox's bundle, runsc's state and the proxy's socket would be in the command's reach",
-				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
-		}
-	}
-	return nil
-}
 
 // resolved is p with its links resolved, or p when that fails.
 func resolved(p string) string {

@@ -41,6 +41,7 @@ type network struct {
 	env      map[string]string
 	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
 	dir      string       // the run's runtime dir, removed by close or release
+	writable []string     // the run's writable dirs, which its TMPDIR must lie outside
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -78,7 +79,8 @@ func (n *network) release() {
 const netDirPrefix = "sandbox-run-net-"
 
 // listen creates the run's runtime directory on first use and a socket
-// named name in it that only the sandbox's uid may reach: the directory
+// named name in it that only the sandbox's uid may reach. A TMPDIR inside
+// a writable dir of the run is refused (checkTmpdir). The directory
 // stays 0700 (MkdirTemp), and as root both are handed to that uid so that
 // bwrap, running as it, can bind the socket. The directory is named for
 // this process, and made after the directories of killed runs are swept:
@@ -86,6 +88,9 @@ const netDirPrefix = "sandbox-run-net-"
 // makes one.
 func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
 	if n.dir == "" {
+		if err := checkTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
+			return nil, "", err
+		}
 		start, _, err := selfStart()
 		if err != nil {
 			return nil, "", setupErr("cannot read this process's start time", err.Error(), "mount /proc")
@@ -158,7 +163,7 @@ func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte
 // socket and no LLM socket the sandbox has no network at all and nothing is
 // forwarded (the fast path).
 func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, log *slog.Logger) (_ *network, err error) {
-	n := &network{mode: "none", env: map[string]string{}}
+	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable()}
 	defer func() {
 		if err != nil {
 			n.close()

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +61,59 @@ func TestNetDirOfKilledRunSwept(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("TMPDIR holds %v, want only the live run's %s", names, filepath.Base(live))
+	}
+}
+
+// TestNetDirRefusesTmpdirInWritable: with TMPDIR inside the workdir, a run
+// that needs a runtime directory (--allow-host) is refused before it
+// makes one or sweeps there (its sockets, and the directories the sweep
+// removes, would be in the command's reach). The control is the same
+// TMPDIR with the workdir elsewhere: the run works and sweeps the killed
+// run's directory planted there.
+func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
+	sandboxtest.Bwrap(t)
+	work := sandboxtest.WorkDir(t)
+	tmp := filepath.Join(work, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Chown(t, tmp)
+	t.Setenv("TMPDIR", tmp)
+	start, _, err := selfStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-x", netDirPrefix, os.Getpid(), start+1))
+	if err := os.Mkdir(killed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Chown(t, killed)
+
+	null, _ := os.Open(os.DevNull)
+	defer null.Close()
+	run := func(workdir string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		p := policy.Policy{Workdir: workdir, Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}}
+		res, err := Run(ctx, p, []string{"true"}, Options{Stdout: null, Stderr: null})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+
+	err = run(work)
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "TMPDIR "+tmp) {
+		t.Errorf("TMPDIR in the workdir: %v, want a setup error naming TMPDIR", err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
+		t.Errorf("TMPDIR in the workdir: the refused run touched it (%d entries, want the planted one)", len(ents))
+	}
+
+	if err := run(sandboxtest.WorkDir(t)); err != nil {
+		t.Fatalf("control, the workdir elsewhere: %v", err)
+	}
+	if _, err := os.Lstat(killed); err == nil {
+		t.Errorf("control: the killed run's directory %s is still there", killed)
 	}
 }
