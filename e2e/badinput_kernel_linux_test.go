@@ -121,6 +121,7 @@ func badInputs() []badInput {
 		{name: "bwrap missing", args: withCmd("run", "--workdir", "{W}", "--bwrap", "{D}/absent-bwrap"), want: []string{"absent-bwrap", "install bubblewrap"}},
 		{name: "egress socket is a file", args: withCmd("run", "--workdir", "{W}", "--egress-socket", "{F}", "--allow-host", "example.com"), want: []string{"{F}"}},
 		{name: "TMPDIR out of reach", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={D}/closed"}, want: []string{"{D}/closed", "TMPDIR"}},
+		{name: "TMPDIR in the workdir", args: withCmd("run", "--workdir", "{W}", "--allow-host", "example.com"), env: []string{"TMPDIR={W}"}, want: []string{"TMPDIR {W} lies in a writable directory", "point TMPDIR at"}},
 		{name: "report dir missing", args: withCmd("run", "--workdir", "{W}", "--report", "{D}/absent/r.json"), want: []string{"--report", "/absent"}},
 		{name: "audit left by refusal", args: withCmd("run", "--workdir", "{W}", "--audit", "{D}/audit.jsonl", "--read", "{D}/absent"), want: []string{"/absent"}},
 		// files sandbox-run opens on the host (report, audit, profile, socket)
