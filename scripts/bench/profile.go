@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,40 @@ const (
 	vRawInit = "raw bwrap, then sandbox-run itself as init (14 MB binary, as after go install), then true"
 	vRawTiny = "raw bwrap, then sandbox-run-init (the init make build ships), then true"
 	vRawNoop = "raw bwrap, then the tiny Go binary (exits at once)"
+	vFloor   = "this design's floor: a Go launcher that only fork-execs the same raw bwrap call with the trampoline's ceiling line (`ulimit -u N` or `-p N`, then exec `true`), waits and exits"
 )
+
+// floorMain is the least a Go launcher of this design does: start, drop
+// to the sandbox's uid when root, fork-exec bwrap (its argv, the seccomp
+// program on fd 3) and wait. No flags, no planning, no readback gate, no
+// report: the difference between it and sandbox-run run is all that
+// sandbox-run does beyond being a Go launcher with a sh trampoline.
+const floorMain = `package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	c := exec.Command(os.Args[1], os.Args[2:]...)
+	c.Env = []string{}
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.ExtraFiles = []*os.File{os.NewFile(3, "seccomp")}
+	if os.Geteuid() == 0 {
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	}
+	if err := c.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.ExitCode())
+		}
+		os.Exit(125)
+	}
+}
+`
 
 // tinyInitMain is the main package of the tiny init: the init of
 // internal/initproc and nothing else. It must live inside the module to
@@ -62,22 +96,32 @@ func (e *env) buildTinyInit() error {
 	if err := copyFile(e.bin+"-init", filepath.Join(e.binDir, "sandbox-run-init"), 0o755); err != nil {
 		return fmt.Errorf("no sandbox-run-init beside %s (make build makes it): %w", e.bin, err)
 	}
-	dir, err := os.MkdirTemp("scripts/bench", "tinyinit")
+	if err := buildMain(tinyInitMain, filepath.Join(e.binDir, "tinyinit")); err != nil {
+		return err
+	}
+	return buildMain(floorMain, filepath.Join(e.binDir, "floor"))
+}
+
+// buildMain builds the main package src into out: static, as make build
+// makes sandbox-run, from a temp dir inside the module (so that it may
+// import internal packages), removed once built.
+func buildMain(src, out string) error {
+	dir, err := os.MkdirTemp("scripts/bench", "tinymain")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	atExit(func() { os.RemoveAll(dir) })
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(tinyInitMain), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.binDir, "tinyinit"), "./"+dir)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build makes sandbox-run
-	out, err := build.CombinedOutput()
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./"+dir)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := build.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("go build: %v: %s", err, lastLines(string(out), 5))
+		return fmt.Errorf("go build: %v: %s", err, lastLines(string(b), 5))
 	}
 	return nil
 }
@@ -148,7 +192,43 @@ func (e *env) profileVariants() ([]variant, error) {
 		return vs, err
 	}
 	noop.name = vRawNoop
-	return append(vs, t, noop), nil
+	floor, err := e.floorVariant()
+	if err != nil {
+		return append(vs, t, noop), err
+	}
+	return append(vs, t, noop, floor), nil
+}
+
+// floorVariant is vFloor: the floor binary running raw bwrap (the same
+// call as vRaw) with the trampoline's process ceiling line, the ceiling
+// sandbox-run's --dry-run shows.
+func (e *env) floorVariant() (variant, error) {
+	dry, err := exec.Command(e.bin, "run", "--workdir", e.work, "--dry-run", "--", "/usr/bin/true").Output()
+	if err != nil {
+		return variant{}, fmt.Errorf("sandbox-run --dry-run: %w", err)
+	}
+	base, err := rawArgs(dry)
+	if err != nil {
+		return variant{}, err
+	}
+	m := regexp.MustCompile(`ulimit -u ([0-9]+)`).FindSubmatch(dry)
+	if m == nil {
+		return variant{}, fmt.Errorf("sandbox-run --dry-run shows no ulimit -u line:\n%s", lastLines(string(dry), 5))
+	}
+	// The trampoline's own line: dash has -p, bash and busybox -u.
+	n := string(m[1])
+	line := "ulimit -u " + n + " 2>/dev/null || ulimit -p " + n + ` 2>/dev/null || exit 125; exec "$@"`
+	argv := append(base[:len(base)-2], "--seccomp", "3", "--", "/bin/sh", "-c", line, "true", "/usr/bin/true")
+	floor := filepath.Join(e.binDir, "floor")
+	return variant{name: vFloor, cmd: func(ctx context.Context) (*exec.Cmd, func()) {
+		c := exec.CommandContext(ctx, floor, argv...)
+		f, err := os.Open(e.seccomp)
+		if err != nil {
+			panic(err) // written by setup; its absence is a bug of this program
+		}
+		c.ExtraFiles = []*os.File{f}
+		return c, func() { f.Close() }
+	}}, nil
 }
 
 // initArg is initproc.Arg, spelled out so that this program does not need
@@ -394,7 +474,7 @@ func (r *report) profileSection(w func(string, ...any)) {
 		"as `tinyinit __sandbox-init --status-fd 4 --stderr-fd 5 -- true` it is sandbox-run's init, and raw bwrap starts it exactly "+
 		"as sandbox-run starts its own.\n\n", len(r.startup[vSR]))
 	w("| variant | median |\n|---|---:|\n")
-	for _, name := range []string{vPlain, vTinyGo, vSRVer, vSRDry, vRaw, vRawNoop, vRawTiny, vRawInit, vSR} {
+	for _, name := range []string{vPlain, vTinyGo, vSRVer, vSRDry, vRaw, vFloor, vRawNoop, vRawTiny, vRawInit, vSR} {
 		if t := r.startup[name]; len(t) > 0 {
 			w("| %s | %s |\n", name, ms(t.median()))
 		} else if err := r.startupFailed[name]; err != nil {
@@ -498,6 +578,12 @@ func (r *report) profileSection(w func(string, ...any)) {
 			"as init (it saves %s); most of it is a Go runtime start inside the sandbox (%s, against %s for the tiny binary outside it), "+
 			"and init's own work is %s.",
 			ms(rawTiny-raw), ms(initAll), ms(rawInit-rawTiny), ms(rawNoop-raw), ms(tiny-plain), ms(rawTiny-rawNoop))
+	}
+	if floor := r.med(vFloor); floor > 0 {
+		w(" The floor of this design, a Go launcher that only starts, fork-execs the same bwrap call with the trampoline's "+
+			"ceiling line and waits, takes %s, **%.2fx raw bwrap**: the 1.5x goal leaves %s beyond it for all that sandbox-run does "+
+			"besides (flags, detection, planning and its checks, the readback gate, the report, teardown), which takes %s here.",
+			ms(floor), float64(floor)/float64(raw), ms(max(0, raw*3/2-floor)), ms(sr-floor))
 	}
 	w(" bwrap's own %s is the floor any launcher pays. "+
 		"Each phase is a difference of two medians on a shared machine, so a phase of a millisecond or two is within the noise; "+
