@@ -356,6 +356,13 @@ func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
 		return 1
 	}
 	vs = pick(vs, vPlain, vRaw, vSR, vSRNet, vSRLL)
+	floorErr := e.buildFloor()
+	if floorErr == nil {
+		var fv variant
+		if fv, floorErr = e.floorVariant(); floorErr == nil {
+			vs = append(vs, fv)
+		}
+	}
 	times, failed := interleave(vs, rounds, deadline)
 	if len(failed) > 0 {
 		return 1
@@ -363,9 +370,20 @@ func startupOnlyMain(e *env, rounds int, deadline time.Time) int {
 	fmt.Printf("%-52s %10s %10s %10s  (n=%d, interleaved)\n", "command", "median", "min", "max", rounds)
 	for _, v := range vs {
 		t := times[v.name]
-		fmt.Printf("%-52s %10s %10s %10s\n", v.name, ms(t.median()), ms(t.min()), ms(t.max()))
+		name := v.name
+		if name == vFloor {
+			name = "this design's floor (Go launcher: bwrap, wait)"
+		}
+		fmt.Printf("%-52s %10s %10s %10s\n", name, ms(t.median()), ms(t.min()), ms(t.max()))
 	}
 	fmt.Printf("ratio sandbox-run / raw bwrap (medians): %s (goal <= 1.5x)\n", ratio(times[vSR].median(), times[vRaw].median()))
+	if f, ok := times[vFloor]; ok {
+		// What any Go launcher with the trampoline pays (see floorMain).
+		fmt.Printf("ratio this design's floor / raw bwrap (medians): %s; sandbox-run / floor: %s\n",
+			ratio(f.median(), times[vRaw].median()), ratio(times[vSR].median(), f.median()))
+	} else {
+		fmt.Printf("this design's floor: not measured (%v)\n", floorErr)
+	}
 	fmt.Printf("network costs (medians): %s more (goal <= 3 ms)\n", ms(times[vSRNet].median()-times[vSR].median()))
 	if ll, ok := times[vSRLL]; ok {
 		// Nothing is mounted and no namespace is made: it should be the

@@ -99,8 +99,11 @@ func (e *env) buildTinyInit() error {
 	if err := buildMain(tinyInitMain, filepath.Join(e.binDir, "tinyinit")); err != nil {
 		return err
 	}
-	return buildMain(floorMain, filepath.Join(e.binDir, "floor"))
+	return e.buildFloor()
 }
+
+// buildFloor builds floorMain into e.binDir.
+func (e *env) buildFloor() error { return buildMain(floorMain, filepath.Join(e.binDir, "floor")) }
 
 // buildMain builds the main package src into out: static, as make build
 // makes sandbox-run, from a temp dir inside the module (so that it may
