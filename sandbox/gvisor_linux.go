@@ -165,7 +165,12 @@ func (g *gvRun) setUp(ctx context.Context) error {
 		hostUID, hostGID = uid, gid
 	}
 	g.uid, g.gid = uid, gid
-	sweepGvisorDirs(os.TempDir())
+	// Swept beside the set-up: the runtime directories of tier-2 runs
+	// whose sandbox-run was killed before its own cleanup. The sandbox died
+	// with runsc, which died with sandbox-run (parent-death signals), and
+	// no cgroup was made (--ignore-cgroups), so the directory is all there
+	// is.
+	g.undo.push(startSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
 	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
 	if err != nil {
 		return err
@@ -395,13 +400,6 @@ func runscCacheName(path string) string {
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
 	return "runsc-" + hex.EncodeToString(h[:12]) + ".json"
 }
-
-// sweepGvisorDirs removes the runtime directories of tier-2 runs whose
-// sandbox-run no longer runs (killed before its own cleanup). The sandbox
-// itself died with runsc, which died with sandbox-run (parent-death
-// signals), and no cgroup was made (--ignore-cgroups), so the directory
-// is all there is.
-func sweepGvisorDirs(tmp string) { sweepRunDirs(tmp, gvDirPrefix, os.Geteuid()) }
 
 // resolved is p with its links resolved, or p when that fails.
 func resolved(p string) string {

@@ -62,6 +62,7 @@ type llRun struct {
 	lim      limits.Plan
 	uid, gid int
 	tmp      string             // the run's TMPDIR, removed by close
+	swept    func()             // waits for the sweep of killed runs' TMPDIRs; nil before it starts
 	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
 	prot     protection
 	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
@@ -120,6 +121,9 @@ func (r *llRun) close(res *Result) {
 	}
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
+	}
+	if r.swept != nil {
+		r.swept()
 	}
 }
 
@@ -274,7 +278,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 	}
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
-	sweepRunDirs(os.TempDir(), llTmpPrefix, r.uid)
+	r.swept = startSweep(os.TempDir(), llTmpPrefix, r.uid)
 	start, _, err := selfStart()
 	if err != nil {
 		return in, setupErr("cannot read this process's start time", err.Error(), "mount /proc")

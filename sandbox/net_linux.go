@@ -41,6 +41,7 @@ type network struct {
 	env      map[string]string
 	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
 	dir      string       // the run's runtime dir, removed by close or release
+	swept    func()       // waits for the sweep of killed runs' dirs; nil before listen
 	writable []string     // the run's writable dirs, which its TMPDIR must lie outside
 	ctx      context.Context
 	stop     context.CancelFunc
@@ -62,6 +63,10 @@ func (n *network) close() {
 		n.wg.Wait()
 	}
 	n.release()
+	if n.swept != nil {
+		n.swept()
+		n.swept = nil
+	}
 }
 
 // release removes the runtime directory once the sandbox holds its sockets
@@ -83,9 +88,9 @@ const netDirPrefix = "sandbox-run-net-"
 // a writable dir of the run is refused (checkTmpdir). The directory
 // stays 0700 (MkdirTemp), and as root both are handed to that uid so that
 // bwrap, running as it, can bind the socket. The directory is named for
-// this process, and made after the directories of killed runs are swept:
-// one that a SIGKILL left before release goes with the next run that
-// makes one.
+// this process; the directories of killed runs are swept beside the
+// run's set-up (startSweep): one that a SIGKILL left before release goes
+// with the next run that makes one.
 func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
 	if n.dir == "" {
 		if err := checkTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
@@ -95,7 +100,7 @@ func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, st
 		if err != nil {
 			return nil, "", setupErr("cannot read this process's start time", err.Error(), "mount /proc")
 		}
-		sweepRunDirs(os.TempDir(), netDirPrefix, uid)
+		n.swept = startSweep(os.TempDir(), netDirPrefix, uid)
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", netDirPrefix, os.Getpid(), start))
 		if err != nil {
 			return nil, "", setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")

@@ -15,37 +15,62 @@ import (
 // sweepRunDirs removes the directories in tmp named prefix+PID.START-...
 // whose process (that pid with that start time) no longer runs: what a
 // sandbox-run killed before its own cleanup left. Only directories owned
-// by owner, never through a link, at most 64 per call.
+// by owner, never through a link, at most 64 per call. It reads names
+// only, unsorted: a TMPDIR of thousands of entries is common, and listing
+// it is most of the cost.
 func sweepRunDirs(tmp, prefix string, owner int) {
-	ents, err := os.ReadDir(tmp)
+	d, err := os.Open(tmp)
 	if err != nil {
 		return
 	}
-	n := 0
-	for _, e := range ents {
-		name, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() || n >= 64 {
-			continue
+	defer d.Close()
+	for n := 0; n < 64; {
+		names, err := d.Readdirnames(256)
+		for _, name := range names {
+			if strings.HasPrefix(name, prefix) && n < 64 {
+				n++
+				sweepRunDir(tmp, name, prefix, owner)
+			}
 		}
-		n++
-		pidStart, _, _ := strings.Cut(name, "-")
-		ps, ss, _ := strings.Cut(pidStart, ".")
-		pid, err1 := strconv.Atoi(ps)
-		start, err2 := strconv.ParseUint(ss, 10, 64)
-		if err1 != nil || err2 != nil || alive(pid, start) {
-			continue
+		if err != nil {
+			return // io.EOF, or unreadable
 		}
-		p := filepath.Join(tmp, e.Name())
-		// Gone meanwhile (a parallel run swept it), a link, or another's.
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != owner {
-			continue
-		}
-		os.RemoveAll(p)
 	}
+}
+
+// sweepRunDir removes tmp/name (see sweepRunDirs) when its run is gone.
+func sweepRunDir(tmp, name, prefix string, owner int) {
+	pidStart, _, _ := strings.Cut(strings.TrimPrefix(name, prefix), "-")
+	ps, ss, _ := strings.Cut(pidStart, ".")
+	pid, err1 := strconv.Atoi(ps)
+	start, err2 := strconv.ParseUint(ss, 10, 64)
+	if err1 != nil || err2 != nil || alive(pid, start) {
+		return
+	}
+	p := filepath.Join(tmp, name)
+	// Gone meanwhile (a parallel run swept it), not a directory, a link,
+	// or another's.
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != owner {
+		return
+	}
+	os.RemoveAll(p)
+}
+
+// startSweep runs sweepRunDirs beside the run's set-up, off the path to
+// the command's start, and returns the wait for it, which the run's
+// cleanup calls: a run never sweeps its own directory (its process is
+// alive), and it leaves nothing running behind it.
+func startSweep(tmp, prefix string, owner int) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sweepRunDirs(tmp, prefix, owner)
+	}()
+	return func() { <-done }
 }
 
 // checkTmpdir refuses a TMPDIR inside a writable directory of the run:

@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestSweepRunDirs: a run directory whose process is gone is removed; one
-// whose process runs, one of another owner, a link and a name of another
-// prefix are kept.
+// whose process runs, one of another owner, a link, a file and a name of
+// another prefix are kept; one call removes at most 64, and startSweep's
+// wait returns once the sweep is done.
 func TestSweepRunDirs(t *testing.T) {
 	tmp := t.TempDir()
 	// A process that has ended: its pid and start time name no process.
@@ -43,6 +45,10 @@ func TestSweepRunDirs(t *testing.T) {
 	if err := os.Symlink(live, link); err != nil {
 		t.Fatal(err)
 	}
+	file := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-f", prefix, deadPID, deadStart))
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Control: another owner's directory is never swept.
 	sweepRunDirs(tmp, prefix, os.Geteuid()+1)
@@ -54,9 +60,34 @@ func TestSweepRunDirs(t *testing.T) {
 	if _, err := os.Lstat(dead); err == nil {
 		t.Errorf("%s: the directory of an ended run was kept", dead)
 	}
-	for _, p := range []string{live, other, link} {
+	for _, p := range []string{live, other, link, file} {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}
+	}
+
+	// The bound: 70 ended runs' directories beside the 3 kept names with
+	// the prefix, which count against it too; one call leaves 6 to 9, the
+	// next none.
+	for i := range 70 {
+		mk(fmt.Sprintf("%s%d.%d-%d", prefix, deadPID, deadStart, i))
+	}
+	left := func() int {
+		n := 0
+		ents, _ := os.ReadDir(tmp)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), fmt.Sprintf("%s%d.", prefix, deadPID)) {
+				n++
+			}
+		}
+		return n
+	}
+	startSweep(tmp, prefix, os.Geteuid())()
+	if n := left(); n < 70-64 || n > 70-64+3 {
+		t.Errorf("after one sweep %d ended runs' directories are left, want 6 to 9 (at most 64 names a call)", n)
+	}
+	startSweep(tmp, prefix, os.Geteuid())()
+	if n := left(); n != 0 {
+		t.Errorf("after a second sweep %d ended runs' directories are left, want 0", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -115,5 +116,53 @@ func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
 	}
 	if _, err := os.Lstat(killed); err == nil {
 		t.Errorf("control: the killed run's directory %s is still there", killed)
+	}
+}
+
+// TestLandlockTmpOfKilledRunSwept: the run's own TMPDIR of a landlock run
+// killed before its cleanup (named for a process that no longer runs) is
+// removed by the next landlock run, beside its set-up; one of a live
+// process stays, and the run leaves none of its own.
+func TestLandlockTmpOfKilledRunSwept(t *testing.T) {
+	sandboxtest.Landlock(t, landlock.MinABI)
+	tmp := sandboxtest.WorkDir(t)
+	t.Setenv("TMPDIR", tmp)
+	start, _, err := selfStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sandboxtest.Chown(t, p)
+		return p
+	}
+	killed := mk(fmt.Sprintf("%s%d.%d-x", llTmpPrefix, os.Getpid(), start+1))
+	live := mk(fmt.Sprintf("%s%d.%d-y", llTmpPrefix, os.Getpid(), start))
+
+	null, _ := os.Open(os.DevNull)
+	defer null.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeLandlock}
+	res, err := Run(ctx, p, []string{"true"}, Options{Stdout: null, Stderr: null})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v (result %+v)", err, res)
+	}
+	if _, err := os.Lstat(killed); err == nil {
+		t.Errorf("the killed run's TMPDIR %s is still there", killed)
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || filepath.Join(tmp, ents[0].Name()) != live {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("TMPDIR holds %v, want only the live run's %s", names, filepath.Base(live))
 	}
 }
