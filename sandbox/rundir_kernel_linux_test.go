@@ -15,12 +15,36 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// TestNetDirOfKilledRunSwept: the runtime directory of a run killed before
-// it could remove it (named for a process that no longer runs, owned by
-// the sandbox's uid) is removed by the next run that makes one; one of a
-// live process stays, and the run leaves none of its own.
-func TestNetDirOfKilledRunSwept(t *testing.T) {
-	sandboxtest.Bwrap(t)
+// TestKilledRunDirSwept: the directory a run keeps in TMPDIR, left by a
+// run killed before it could remove it (named for a process that no
+// longer runs, owned by the sandbox's uid), is removed by the next run of
+// the same kind; one of a live process stays, and the run leaves none of
+// its own. The kinds: the network runtime directory (--allow-host) and a
+// landlock run's own TMPDIR.
+func TestKilledRunDirSwept(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		p      policy.Policy
+		need   func(testing.TB)
+	}{
+		{"network", netDirPrefix, policy.Policy{Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}},
+			func(t testing.TB) { sandboxtest.Bwrap(t) }},
+		{"landlock", llTmpPrefix, policy.Policy{Sandbox: policy.ModeLandlock},
+			func(t testing.TB) { sandboxtest.Landlock(t, landlock.MinABI) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.need(t)
+			sweptByNextRun(t, tc.prefix, tc.p)
+		})
+	}
+}
+
+// sweptByNextRun plants a killed run's directory and a live one's named
+// prefix in a TMPDIR of its own, runs p, and checks that only the live
+// one is left.
+func sweptByNextRun(t *testing.T, prefix string, p policy.Policy) {
+	t.Helper()
 	tmp := sandboxtest.WorkDir(t) // reachable by the sandbox's uid, as TMPDIR must be
 	t.Setenv("TMPDIR", tmp)
 	start, _, err := selfStart()
@@ -37,14 +61,14 @@ func TestNetDirOfKilledRunSwept(t *testing.T) {
 	}
 	// This process with another start time: a pid reused since, so no
 	// process of that run.
-	killed := mk(fmt.Sprintf("%s%d.%d-x", netDirPrefix, os.Getpid(), start+1))
-	live := mk(fmt.Sprintf("%s%d.%d-y", netDirPrefix, os.Getpid(), start))
+	killed := mk(fmt.Sprintf("%s%d.%d-x", prefix, os.Getpid(), start+1))
+	live := mk(fmt.Sprintf("%s%d.%d-y", prefix, os.Getpid(), start))
 
 	null, _ := os.Open(os.DevNull)
 	defer null.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}}
+	p.Workdir = sandboxtest.WorkDir(t)
 	res, err := Run(ctx, p, []string{"true"}, Options{Stdout: null, Stderr: null})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %v (result %+v)", err, res)
@@ -116,53 +140,5 @@ func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
 	}
 	if _, err := os.Lstat(killed); err == nil {
 		t.Errorf("control: the killed run's directory %s is still there", killed)
-	}
-}
-
-// TestLandlockTmpOfKilledRunSwept: the run's own TMPDIR of a landlock run
-// killed before its cleanup (named for a process that no longer runs) is
-// removed by the next landlock run, beside its set-up; one of a live
-// process stays, and the run leaves none of its own.
-func TestLandlockTmpOfKilledRunSwept(t *testing.T) {
-	sandboxtest.Landlock(t, landlock.MinABI)
-	tmp := sandboxtest.WorkDir(t)
-	t.Setenv("TMPDIR", tmp)
-	start, _, err := selfStart()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func(name string) string {
-		p := filepath.Join(tmp, name)
-		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		sandboxtest.Chown(t, p)
-		return p
-	}
-	killed := mk(fmt.Sprintf("%s%d.%d-x", llTmpPrefix, os.Getpid(), start+1))
-	live := mk(fmt.Sprintf("%s%d.%d-y", llTmpPrefix, os.Getpid(), start))
-
-	null, _ := os.Open(os.DevNull)
-	defer null.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeLandlock}
-	res, err := Run(ctx, p, []string{"true"}, Options{Stdout: null, Stderr: null})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("run: %v (result %+v)", err, res)
-	}
-	if _, err := os.Lstat(killed); err == nil {
-		t.Errorf("the killed run's TMPDIR %s is still there", killed)
-	}
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ents) != 1 || filepath.Join(tmp, ents[0].Name()) != live {
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		t.Errorf("TMPDIR holds %v, want only the live run's %s", names, filepath.Base(live))
 	}
 }

@@ -133,11 +133,7 @@ func buildMain(src, out string) error {
 // with binDir bound read-only, running argv; fds 4 and 5 are /dev/null, for
 // an init's --status-fd 4 --stderr-fd 5.
 func (e *env) rawWith(argv ...string) (variant, error) {
-	dry, err := exec.Command(e.bin, "run", "--workdir", e.work, "--dry-run", "--", "/usr/bin/true").Output()
-	if err != nil {
-		return variant{}, fmt.Errorf("sandbox-run --dry-run: %w", err)
-	}
-	base, err := rawArgs(dry)
+	_, base, err := e.dryRaw(nil)
 	if err != nil {
 		return variant{}, err
 	}
@@ -151,10 +147,7 @@ func (e *env) rawWith(argv ...string) (variant, error) {
 		if os.Geteuid() == 0 {
 			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 		}
-		f, err := os.Open(e.seccomp)
-		if err != nil {
-			panic(err)
-		}
+		f := e.openSeccomp()
 		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 		if err != nil {
 			panic(err)
@@ -206,11 +199,7 @@ func (e *env) profileVariants() ([]variant, error) {
 // call as vRaw) with the trampoline's process ceiling line, the ceiling
 // sandbox-run's --dry-run shows.
 func (e *env) floorVariant() (variant, error) {
-	dry, err := exec.Command(e.bin, "run", "--workdir", e.work, "--dry-run", "--", "/usr/bin/true").Output()
-	if err != nil {
-		return variant{}, fmt.Errorf("sandbox-run --dry-run: %w", err)
-	}
-	base, err := rawArgs(dry)
+	dry, base, err := e.dryRaw(nil)
 	if err != nil {
 		return variant{}, err
 	}
@@ -225,10 +214,7 @@ func (e *env) floorVariant() (variant, error) {
 	floor := filepath.Join(e.binDir, "floor")
 	return variant{name: vFloor, cmd: func(ctx context.Context) (*exec.Cmd, func()) {
 		c := exec.CommandContext(ctx, floor, argv...)
-		f, err := os.Open(e.seccomp)
-		if err != nil {
-			panic(err) // written by setup; its absence is a bug of this program
-		}
+		f := e.openSeccomp()
 		c.ExtraFiles = []*os.File{f}
 		return c, func() { f.Close() }
 	}}, nil

@@ -108,13 +108,7 @@ func (e *env) sandboxRun(extra []string, argv ...string) variant {
 // init and its control fds. Run as root, it starts bwrap as the same
 // unprivileged uid sandbox-run uses.
 func (e *env) rawBwrap(extra []string) (variant, error) {
-	args := append([]string{"run", "--workdir", e.work, "--dry-run"}, extra...)
-	args = append(args, "--", "/usr/bin/true")
-	dry, err := exec.Command(e.bin, args...).Output()
-	if err != nil {
-		return variant{}, fmt.Errorf("sandbox-run --dry-run: %w", err)
-	}
-	argv, err := rawArgs(dry)
+	_, argv, err := e.dryRaw(extra)
 	if err != nil {
 		return variant{}, err
 	}
@@ -126,13 +120,32 @@ func (e *env) rawBwrap(extra []string) (variant, error) {
 		if os.Geteuid() == 0 {
 			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 		}
-		f, err := os.Open(e.seccomp)
-		if err != nil {
-			panic(err) // written by setup; its absence is a bug of this program
-		}
+		f := e.openSeccomp()
 		c.ExtraFiles = []*os.File{f}
 		return c, func() { f.Close() }
 	}}, nil
+}
+
+// dryRaw runs `sandbox-run run --dry-run EXTRA -- /usr/bin/true` and
+// returns its output and the raw bwrap argv it gives (rawArgs).
+func (e *env) dryRaw(extra []string) ([]byte, []string, error) {
+	args := append([]string{"run", "--workdir", e.work, "--dry-run"}, extra...)
+	args = append(args, "--", "/usr/bin/true")
+	dry, err := exec.Command(e.bin, args...).Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox-run --dry-run: %w", err)
+	}
+	argv, err := rawArgs(dry)
+	return dry, argv, err
+}
+
+// openSeccomp opens the seccomp program setup wrote, for a variant's fd 3.
+func (e *env) openSeccomp() *os.File {
+	f, err := os.Open(e.seccomp)
+	if err != nil {
+		panic(err) // written by setup; its absence is a bug of this program
+	}
+	return f
 }
 
 // rawArgs turns sandbox-run's dry-run output into a raw bwrap argv ending
