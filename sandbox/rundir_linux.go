@@ -19,7 +19,9 @@ import (
 // only, unsorted: a TMPDIR of thousands of entries is common, and listing
 // it is most of the cost.
 func sweepRunDirs(tmp, prefix string, owner int) {
-	d, err := os.Open(tmp)
+	// O_DIRECTORY: a TMPDIR that is a FIFO fails here instead of
+	// blocking the open, and the run's cleanup with it.
+	d, err := os.OpenFile(tmp, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return
 	}

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSweepRunDirs: a run directory whose process is gone is removed; one
@@ -89,5 +91,39 @@ func TestSweepRunDirs(t *testing.T) {
 	startSweep(tmp, prefix, os.Geteuid())()
 	if n := left(); n != 0 {
 		t.Errorf("after a second sweep %d ended runs' directories are left, want 0", n)
+	}
+}
+
+// TestSweepRunDirsNotADirectory: a TMPDIR that is a FIFO is not swept and
+// does not block the sweep (an open without O_DIRECTORY waits for a
+// writer); the control, a plain open of the same FIFO, does block.
+func TestSweepRunDirsNotADirectory(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	blocks := func(d time.Duration, f func()) bool {
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	if !blocks(300*time.Millisecond, func() {
+		if f, err := os.Open(fifo); err == nil {
+			f.Close()
+		}
+	}) {
+		t.Fatal("control: a plain open of the FIFO did not block (untested)")
+	}
+	// Release the control's open, still waiting for a writer.
+	if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
+	}
+	if blocks(10*time.Second, func() { sweepRunDirs(fifo, "sandbox-run-test-", os.Geteuid()) }) {
+		t.Error("sweepRunDirs blocked on a TMPDIR that is a FIFO")
 	}
 }
