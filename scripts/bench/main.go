@@ -54,6 +54,7 @@ type env struct {
 	binDir  string
 	base    string // the temp dir holding everything below
 	work    string // workdir (owned by the sandbox uid when root)
+	bigWork string // a workdir of bigDirs × bigFiles files beside a .git (owned like work)
 	srtWork string // srt's workdir: the same files, owned by the caller (srt runs as the caller)
 	ro      string // files for --read growth
 	seccomp string // the seccomp program, for raw bwrap
@@ -309,14 +310,20 @@ func setup(bin string) (*env, error) {
 			}
 		}
 	}
+	e.bigWork = filepath.Join(base, "bigwork")
+	if err := makeBigWork(e.bigWork); err != nil {
+		return nil, err
+	}
 	if os.Geteuid() == 0 {
-		if err := filepath.Walk(e.work, func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
+		for _, w := range []string{e.work, e.bigWork} {
+			if err := filepath.Walk(w, func(p string, _ os.FileInfo, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, 65534, 65534)
+			}); err != nil {
+				return nil, err
 			}
-			return os.Lchown(p, 65534, 65534)
-		}); err != nil {
-			return nil, err
 		}
 	}
 	self, err := os.Executable()
@@ -328,6 +335,32 @@ func setup(bin string) (*env, error) {
 		return nil, err
 	}
 	return e, writeSeccomp(e.seccomp)
+}
+
+// The large workdir: a checkout of bigDirs directories of bigFiles files.
+const bigDirs, bigFiles = 100, 100
+
+// makeBigWork makes the large workdir at dir: a .git with its config and
+// hooks, and bigDirs × bigFiles empty files.
+func makeBigWork(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), nil, 0o644); err != nil {
+		return err
+	}
+	for i := range bigDirs {
+		d := filepath.Join(dir, "src", fmt.Sprintf("d%03d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		for j := range bigFiles {
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%03d", j)), nil, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -94,7 +94,12 @@ func lastLines(s string, n int) string {
 
 // sandboxRun is `sandbox-run run --workdir W EXTRA... -- ARGV...`.
 func (e *env) sandboxRun(extra []string, argv ...string) variant {
-	args := append([]string{"run", "--workdir", e.work}, extra...)
+	return e.sandboxRunIn(e.work, extra, argv...)
+}
+
+// sandboxRunIn is sandboxRun with the workdir work.
+func (e *env) sandboxRunIn(work string, extra []string, argv ...string) variant {
+	args := append([]string{"run", "--workdir", work}, extra...)
 	args = append(append(args, "--"), argv...)
 	return variant{cmd: func(ctx context.Context) (*exec.Cmd, func()) {
 		return exec.CommandContext(ctx, e.bin, args...), nil
@@ -265,6 +270,7 @@ const (
 	vSRNet   = "sandbox-run run --allow-host X (proxy + forwarder)"
 	vSRVer   = "sandbox-run version (process start only)"
 	vSROff   = "sandbox-run run --sandbox off (no bwrap)"
+	vSRBig   = "sandbox-run run, in a workdir of 10,000 more files (100 directories of 100, beside a .git)"
 	vSRLL    = "sandbox-run run --sandbox landlock (no namespaces)"
 	vSRT     = "srt (no network)"
 	vSRTNet  = "srt (allowedDomains: [X])"
@@ -313,6 +319,7 @@ func (e *env) startupVariants(quick bool, srt *srtEnv, codex *codexEnv) ([]varia
 		return exec.CommandContext(ctx, e.bin, "version"), nil
 	}})
 	add(vSROff, e.sandboxRun([]string{"--sandbox", "off"}, "/usr/bin/true"))
+	add(vSRBig, e.sandboxRunIn(e.bigWork, nil, "/usr/bin/true"))
 	if runsc, err := exec.LookPath("runsc"); err == nil {
 		// Tier 2 against gVisor's own quickest start of the same command:
 		// the issue's goal is within 1.3x of it.
