@@ -33,12 +33,14 @@ func (d dirents) get(name string) (fs.FileMode, bool) {
 // buffer. The walks of the writable dirs list every directory of the
 // workdir twice per run (before and after the command), so the listing is
 // on every run's path: os.File.ReadDir allocates an entry and a name per
-// file, this allocates one string per directory for all of its names. The
-// zero value is ready to use; a lister is not safe for concurrent use.
+// file, this allocates one string per directory for all of its names, and
+// reuses the listing itself. The zero value is ready to use; a lister is
+// not safe for concurrent use.
 type lister struct {
 	buf   []byte
 	names []byte
 	ents  []rawEnt
+	out   dirents
 }
 
 // rawEnt is an entry's name as a span of lister.names, and its type.
@@ -58,6 +60,12 @@ var errBadDirent = errors.New("malformed getdents64 record")
 // then is left out. bound, when positive, stops the listing with
 // errTooMany once more entries than that were read, before the rest of a
 // huge directory is.
+//
+// The listing returned is l's own and holds until l's next list: that
+// call reuses it, since a new process's every fresh heap page costs a
+// page fault and the walks list tens of thousands of entries. The names
+// in it are strings and stay valid; a caller that lists again before it
+// is done with the entries (a depth-first walk) copies what it needs.
 func (l *lister) list(fd, bound int) (dirents, error) {
 	if l.buf == nil {
 		l.buf = make([]byte, 32<<10)
@@ -82,11 +90,11 @@ func (l *lister) list(fd, bound int) (dirents, error) {
 		}
 	}
 	all := string(l.names)
-	out := make(dirents, len(l.ents))
-	for i, e := range l.ents {
-		out[i] = dirent{name: all[e.off : e.off+e.n], mode: e.mode}
+	l.out = l.out[:0]
+	for _, e := range l.ents {
+		l.out = append(l.out, dirent{name: all[e.off : e.off+e.n], mode: e.mode})
 	}
-	return out, nil
+	return l.out, nil
 }
 
 // errTooMany: a listing passed its bound.

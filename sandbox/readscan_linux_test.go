@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,39 @@ func TestScanSpecial(t *testing.T) {
 	}
 	if res.elapsed <= 0 {
 		t.Errorf("elapsed %v: the cost was not measured", res.elapsed)
+	}
+}
+
+// TestScanSpecialSiblings: every sibling subtree is searched. The lister
+// reuses its listing, so a walk that went on reading a parent's entries
+// after descending would read a child's instead and skip later siblings.
+func TestScanSpecialSiblings(t *testing.T) {
+	root := t.TempDir()
+	var want []string
+	for i := range 10 {
+		d := filepath.Join(root, fmt.Sprintf("d%d", i))
+		if err := os.MkdirAll(filepath.Join(d, "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"f1", "f2", "f3"} {
+			os.WriteFile(filepath.Join(d, f), nil, 0o644)
+		}
+		sandboxtest.SocketInode(t, filepath.Join(d, "s"))
+		sandboxtest.SocketInode(t, filepath.Join(d, "x", "s"))
+		want = append(want, fmt.Sprintf("d%d/s", i), fmt.Sprintf("d%d/x/s", i))
+	}
+	res, err := scanSpecial(root, defaultScanLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range res.found {
+		got = append(got, f.rel)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("found %q, want %q", got, want)
 	}
 }
 

@@ -75,11 +75,16 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 	if err := w.visit(rel, all); err != nil {
 		return err
 	}
+	// The next listing reuses all's entries: keep the subdirectories'
+	// names (strings, which stay valid) before descending.
+	var subs []string
 	for _, e := range all {
-		if !e.mode.IsDir() {
-			continue
+		if e.mode.IsDir() {
+			subs = append(subs, e.name)
 		}
-		if err := w.sub(fd, e.name, filepath.Join(rel, e.name), depth); err != nil {
+	}
+	for _, name := range subs {
+		if err := w.sub(fd, name, filepath.Join(rel, name), depth); err != nil {
 			return err
 		}
 	}
