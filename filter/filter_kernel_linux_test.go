@@ -558,6 +558,13 @@ func TestKernelInt80Killed(t *testing.T) {
 	}
 	s := sandbox{bwrap: bw, binds: []string{"--ro-bind", path, "/int80"}}
 	_, stderr, code := s.run(t, "/int80")
+	// A kernel without the i386 gate faults on int $0x80 (SIGSEGV) before
+	// any system call: nothing there for the filter to kill, and no
+	// control. make test-vm's kernel has the gate.
+	if exitSignal(code) == syscall.SIGSEGV {
+		sandboxtest.KernelUnavailable(t, sandboxtest.RequireI386GateEnv, "the i386 system-call gate",
+			"int $0x80 faults with SIGSEGV here even unconfined (IA32 emulation off, or a hypervisor that does not deliver it)")
+	}
 	// Control: the probe ran, int 0x80 reached getpid and returned a pid
 	// (small, inside the new pid namespace), not -ENOSYS (218) or a signal.
 	if code <= 0 || code > 100 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,8 +78,12 @@ func probeOS(o *probeOut, name string, a []string) int {
 			switch {
 			case ws.Signaled():
 				o.sub(kind, false, "the caller was killed by "+ws.Signal().String())
+			case ws.ExitStatus() == 0:
+				o.sub(kind, true, "the call returned to the caller")
+			case ws.ExitStatus() == abiFaulted:
+				o.sub(kind, false, "the instruction faulted instead of entering the kernel: this kernel has no entry for the call, so none was made")
 			default:
-				o.sub(kind, true, fmt.Sprintf("the call returned to the caller (exit %d)", ws.ExitStatus()))
+				o.sub(kind, false, fmt.Sprintf("the attempt failed before or after its call (exit %d)", ws.ExitStatus()))
 			}
 		}
 		return o.verdict("every foreign-ABI call killed its caller")
@@ -86,8 +91,7 @@ func probeOS(o *probeOut, name string, a []string) int {
 		if len(a) < 1 {
 			return 2
 		}
-		abiCall(a[0])
-		return 0
+		return abiAttempt(a[0])
 	case "seccomp": // FAMILY
 		if len(a) < 1 {
 			return 2
@@ -323,4 +327,29 @@ func markerKey(desc string) error {
 	}
 	_, err := unix.AddKey("user", desc, []byte("marker"), unix.KEY_SPEC_SESSION_KEYRING)
 	return err
+}
+
+// abiFaulted is the exit status of an abi-attempt whose instruction
+// faulted instead of entering the kernel. A kernel without the i386 gate
+// (IA32 emulation off, or a hypervisor that does not deliver int $0x80 as
+// a system call) answers int $0x80 with SIGSEGV: no call was made, in the
+// control or confined, so the attempt did not reach the kernel. Without
+// this, Go's own exit status after an unrecovered fault (2) would read as
+// a call that returned.
+const abiFaulted = 3
+
+// abiAttempt makes the foreign-ABI call kind in this process and returns
+// 0 if the kernel answered, abiFaulted if the instruction faulted. A
+// filter that kills the caller ends the process before either.
+func abiAttempt(kind string) (code int) {
+	// The fault of int $0x80 without a gate is SIGSEGV with si_code
+	// SI_KERNEL, which Go turns into a panic only when asked.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			code = abiFaulted
+		}
+	}()
+	abiCall(kind)
+	return 0
 }

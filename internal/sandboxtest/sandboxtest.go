@@ -146,6 +146,9 @@ const (
 	// A kernel whose Landlock ABI is below the design's minimum
 	// (landlock.MinABI): Debian 12's 6.1 has ABI 2.
 	RequireOldLandlockEnv = "SANDBOX_REQUIRE_OLD_LANDLOCK"
+	// A kernel that answers int $0x80 from a 64-bit process (the i386
+	// system-call gate): some hypervisors' guests fault on it instead.
+	RequireI386GateEnv = "SANDBOX_REQUIRE_I386_GATE"
 )
 
 // KernelUnavailable skips t, or fails it when the variable env is "1",
