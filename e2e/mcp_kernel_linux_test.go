@@ -57,7 +57,7 @@ func goServer(t *testing.T) string {
 	return goServerPath
 }
 
-// lockedBuffer collects a child's stderr.
+// lockedBuffer collects a child's output, readable while the child runs.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

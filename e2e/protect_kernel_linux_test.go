@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -342,19 +341,41 @@ func TestGitMetadataAtDepth(t *testing.T) {
 
 // startHeldRun starts sandbox-run on w with a command that waits for the file
 // release (written from outside), then runs script.
-func startHeldRun(t *testing.T, env []string, w, release, script string) (*exec.Cmd, *bytes.Buffer) {
+func startHeldRun(t *testing.T, env []string, w, release, script string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
-	wait := fmt.Sprintf(`i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; `, release)
+	// UP says the sandbox is up: sandbox-run has planned (seen which
+	// protected paths exist) and started the command.
+	wait := fmt.Sprintf(`echo UP; i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; `, release)
 	// A run whose release.hold exists stays after script, to be killed.
-	hold := fmt.Sprintf(`; if [ -e %s.hold ]; then sleep 30; fi`, release)
+	hold := fmt.Sprintf(`; if [ -e %s.hold ]; then echo HOLDING; sleep 30; fi`, release)
 	c := exec.Command(bin, "run", "--workdir", w, "--read", filepath.Dir(release), "--", "sh", "-c", wait+script+hold)
 	c.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
+	out := new(lockedBuffer)
+	c.Stdout, c.Stderr = out, out
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return c, &out
+	return c, out
+}
+
+// waitUp waits until every run has said UP (startHeldRun): a run
+// released before another has planned would have its .mcp.json seen as
+// existing, and held, by the later one.
+func waitUp(t *testing.T, outs []*lockedBuffer) {
+	t.Helper()
+	for _, o := range outs {
+		waitFor(t, o, "UP")
+	}
+}
+
+// waitFor waits, at most 60 s, until a run's output holds word.
+func waitFor(t *testing.T, out *lockedBuffer, word string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), word); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s from the run after 60 s: %q", word, out.String())
+		}
+	}
 }
 
 // TestParallelRuns: N runs on one workdir that holds a repository; they
@@ -383,12 +404,12 @@ func TestParallelRuns(t *testing.T) {
 				chownAll(t, w)
 				rel := sandboxtest.WorkDir(t) // release files, outside the workdir, read-only inside
 				cmds := make([]*exec.Cmd, n)
-				outs := make([]*bytes.Buffer, n)
+				outs := make([]*lockedBuffer, n)
 				for i := range cmds {
 					release := filepath.Join(rel, fmt.Sprint(i))
 					cmds[i], outs[i] = startHeldRun(t, env, w, release, attack)
 				}
-				time.Sleep(500 * time.Millisecond) // every sandbox up
+				waitUp(t, outs)
 				idx := make([]int, n)
 				for i := range idx {
 					idx[i] = i
@@ -403,7 +424,7 @@ func TestParallelRuns(t *testing.T) {
 						// not survive the runs after it.
 						os.WriteFile(filepath.Join(rel, fmt.Sprint(i)+".hold"), nil, 0o644)
 						os.WriteFile(filepath.Join(rel, fmt.Sprint(i)), nil, 0o644)
-						time.Sleep(300 * time.Millisecond)
+						waitFor(t, outs[i], "HOLDING")
 						cmds[i].Process.Signal(syscall.SIGKILL)
 						cmds[i].Wait()
 						continue
