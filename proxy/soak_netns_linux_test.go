@@ -252,11 +252,15 @@ func TestSoak(t *testing.T) {
 	}
 
 	// A few may be caught between a connection's last packet and its
-	// Close.
+	// Close, or while being dialed; under the race detector every request
+	// takes longer, so more are in flight at once (the soak under make
+	// test-race on a slow machine saw 22). Connections dropped without
+	// Close would number hundreds: about 333 a second, 2 s between samples.
+	bound := maxOrphans * sandboxtest.Slowdown
 	t.Logf("orphaned sockets: at most %d (samples %v)", slices.Max(append(orphans, 0)), orphans)
-	if m := slices.Max(append(orphans, 0)); m > maxOrphans {
+	if m := slices.Max(append(orphans, 0)); m > bound {
 		t.Errorf("%d orphaned sockets at once, want <= %d: finished connections are dropped without Close, "+
-			"and keep their descriptors until the garbage collector finalizes them", m, maxOrphans)
+			"and keep their descriptors until the garbage collector finalizes them", m, bound)
 	}
 
 	// Idle: with the clients gone, the proxy holds only the listener and
