@@ -171,11 +171,17 @@ func lastNumber(out string) int {
 // is bounded: by its own loop counts, and by a 30 s deadline on ctx.
 func runProbe(t *testing.T, p policy.Policy, script string) probeOutcome {
 	t.Helper()
-	return runProbeInit(t, p, script, InitBinary{})
+	return runProbeFor(t, p, script, InitBinary{}, 30*time.Second)
 }
 
 // runProbeInit is runProbe with ib as Options.Init.
 func runProbeInit(t *testing.T, p policy.Policy, script string, ib InitBinary) probeOutcome {
+	t.Helper()
+	return runProbeFor(t, p, script, ib, 30*time.Second)
+}
+
+// runProbeFor is runProbeInit ended after d.
+func runProbeFor(t *testing.T, p policy.Policy, script string, ib InitBinary, d time.Duration) probeOutcome {
 	t.Helper()
 	out, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
@@ -184,7 +190,7 @@ func runProbeInit(t *testing.T, p policy.Policy, script string, ib InitBinary) p
 	defer out.Close()
 	null, _ := os.Open(os.DevNull)
 	defer null.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: null, Init: ib})
 	b, _ := os.ReadFile(out.Name())
@@ -266,18 +272,27 @@ func TestLimitsEnforcedAsReported(t *testing.T) {
 
 // TestDefaultProcessCeiling: with no limit flags a run has a process
 // ceiling, policy.DefaultPids, reported with how it is held; a bounded fork
-// loop (3000 processes or 10 s) stops at it. Control: with the ceiling
+// loop (3000 processes, or a time bound) stops at it. Control: with the ceiling
 // raised to 4000 the same loop reaches 3000.
 func TestDefaultProcessCeiling(t *testing.T) {
 	sandboxtest.ProcessCount(t)
 	sandboxtest.Bwrap(t)
-	// Stops at 3000 processes or 40 s, whichever first (3000 forks take
-	// about 5 s on a quiet 2-core machine; the bound leaves room for a
-	// loaded CI without letting the loop run on); the sleepers outlive the
-	// loop and die with the sandbox's PID namespace.
-	loop := `i=0; end=$(( $(date +%s) + 40 )); while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
+	// Stops at 3000 processes or 80 s, whichever first (3000 forks take
+	// about 5 s on a quiet 2-core Intel machine, and about 70 s on a
+	// loaded paravirtual guest where a page fault costs 12 µs; the bound
+	// leaves room for that without letting the loop run on); the sleepers
+	// outlive the loop and die with the command's group (tier 0).
+	loop := `i=0; end=$(( $(date +%s) + 80 )); while [ $i -lt 3000 ]; do sleep 90 & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
+	// Under bwrap the children need no exec: each is a subshell blocked
+	// reading a FIFO in the sandbox's private /tmp, whose one writer is a
+	// sleep; they end with the sandbox's PID namespace. A fork and an exec
+	// of sleep cost three times as much, and on a slow, loaded machine
+	// the loop of sleeps stopped at 2378 within the run's 30 s, short of the
+	// control. 25 s is ample for these forks.
+	forks := `f=/tmp/ceiling.fifo; mkfifo $f && { sleep 120 >$f & exec 3<$f; } || exit 1; ` +
+		`i=0; end=$(( $(date +%s) + 25 )); while [ $i -lt 3000 ]; do { read x <&3; } & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
 	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}
-	o := runProbe(t, p, loop)
+	o := runProbe(t, p, forks)
 	v, m := reported(o.res, "pids")
 	if v != strconv.Itoa(policy.DefaultPids) || m == "" || m == "none" {
 		t.Fatalf("report says pids %q by %q, want the default %d and how it is held", v, m, policy.DefaultPids)
@@ -286,10 +301,13 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	if n < 0 || n >= 3000 || n > policy.DefaultPids+overheadTasks {
 		t.Fatalf("the fork loop started %d processes under the default ceiling %d (method %s, err %v)", n, policy.DefaultPids, m, o.err)
 	}
+	if n < policy.DefaultPids-overheadTasks {
+		t.Fatalf("untested: the fork loop stopped at %d, by its time bound, before the default ceiling %d (err %v)", n, policy.DefaultPids, o.err)
+	}
 	t.Logf("default ceiling %d (%s): the loop stopped at %d", policy.DefaultPids, m, n)
 
 	p.Pids = 4000
-	o = runProbe(t, p, loop)
+	o = runProbe(t, p, forks)
 	if n := lastNumber(o.out); n != 3000 {
 		t.Fatalf("untested: with the ceiling at 4000 the loop stopped at %d, not 3000 (err %v)", n, o.err)
 	}
@@ -297,7 +315,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	// Tier 0 has the same default, sampled (no user namespace of its
 	// own for RLIMIT_NPROC), and ends the command's group at it.
 	p = policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeOff}
-	o = runProbe(t, p, loop)
+	o = runProbeFor(t, p, loop, InitBinary{}, 90*time.Second)
 	if v, m := reported(o.res, "pids"); v != strconv.Itoa(policy.DefaultPids) || m != "sampled" {
 		t.Fatalf("tier 0 reports pids %q by %q, want %d sampled", v, m, policy.DefaultPids)
 	}
