@@ -229,15 +229,16 @@ func TestTerminalQuarantineLine(t *testing.T) {
 				t.Fatalf("run: %v", err)
 			}
 			at := r.expect(t, 0, "LAST", 5*time.Second)
+			// The run has ended, but the reader may not have read the
+			// line yet: wait for it, and for its newline.
+			q := "sandbox-run: quarantined " + filepath.Join(w, ".mcp.json")
+			end := r.expect(t, at, q, 5*time.Second)
+			nl := r.expect(t, end, "\n", 5*time.Second)
 			r.mu.Lock()
-			rest := r.out.String()[at:]
+			line := r.out.String()[end-len(q) : nl-1]
 			r.mu.Unlock()
-			i := strings.Index(rest, "sandbox-run: quarantined "+filepath.Join(w, ".mcp.json"))
-			if i < 0 {
-				t.Fatalf("no quarantine line after the command's output: %q", rest)
-			}
-			if line, _, _ := strings.Cut(rest[i:], "\n"); !strings.HasSuffix(line, "\r") {
-				t.Errorf("the quarantine line was written in raw mode (no CR before its newline): %q", rest[i:])
+			if !strings.HasSuffix(line, "\r") {
+				t.Errorf("the quarantine line was written in raw mode (no CR before its newline): %q", line)
 			}
 		})
 	}
