@@ -255,7 +255,8 @@ func nodeProxyAndReload(t *testing.T, mode ...string) {
 	cfg := filepath.Join(dir, "proxy.json")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"allow_hosts":[%q]}`, h.HostPort())), 0o644)
 	px := exec.Command(bin, "proxy", "--listen", sock, "--config", cfg)
-	px.Stderr = os.Stderr
+	var pxErr lockedBuffer
+	px.Stderr = io.MultiWriter(os.Stderr, &pxErr)
 	if err := px.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func nodeProxyAndReload(t *testing.T, mode ...string) {
 	// Reload with an empty allow-list: the same request is refused.
 	os.WriteFile(cfg, []byte(`{"allow_hosts":[]}`), 0o644)
 	px.Process.Signal(syscall.SIGHUP)
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, &pxErr, "allow-list reloaded")
 	if r := sandboxed(t, w, get, via...); r.stdout != "403" {
 		t.Errorf("after SIGHUP reload: %q, want 403", r.stdout)
 	}

@@ -85,6 +85,18 @@ func startOnPTY(t *testing.T, env []string, prog string, args ...string) *ptyRun
 // output's length after s.
 func (r *ptyRun) expect(t *testing.T, from int, s string, d time.Duration) int {
 	t.Helper()
+	at, ok := r.await(from, s, d)
+	if !ok {
+		r.mu.Lock()
+		out := r.out.String()
+		r.mu.Unlock()
+		t.Fatalf("no %q within %v; output after %d: %q", s, d, from, out[min(from, len(out)):])
+	}
+	return at
+}
+
+// await is expect that reports a miss instead of failing the test.
+func (r *ptyRun) await(from int, s string, d time.Duration) (int, bool) {
 	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		r.mu.Lock()
 		out := r.out.String()
@@ -93,10 +105,10 @@ func (r *ptyRun) expect(t *testing.T, from int, s string, d time.Duration) int {
 			from = len(out)
 		}
 		if i := strings.Index(out[from:], s); i >= 0 {
-			return from + i + len(s)
+			return from + i + len(s), true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q within %v; output after %d: %q", s, d, from, out[from:])
+			return from, false
 		}
 	}
 }
@@ -124,25 +136,36 @@ func TestTerminal(t *testing.T) {
 	at = r.expect(t, at, "30 100", 5*time.Second)
 	at = r.expect(t, at, "SBXP$ ", 5*time.Second)
 
-	r.send(t, "sleep 100\n")
-	time.Sleep(300 * time.Millisecond)
+	// The job prints FGUP once it runs in the foreground (the quotes
+	// keep the terminal's echo of the line from matching): a ^C or ^Z
+	// sent before then would reach bash at its prompt instead.
+	const fg = "sh -c 'echo FG\"\"UP; exec sleep 100'\n"
+	r.send(t, fg)
+	at = r.expect(t, at, "FGUP", 10*time.Second)
 	r.send(t, "\x03")
 	at = r.expect(t, at, "SBXP$ ", 5*time.Second) // the sleep had 100 s to go
 	r.send(t, "echo rc=$?\n")
 	at = r.expect(t, at, "rc=130", 5*time.Second)
 
-	r.send(t, "sleep 100\n")
-	time.Sleep(300 * time.Millisecond)
+	r.send(t, fg)
+	at = r.expect(t, at, "FGUP", 10*time.Second)
 	r.send(t, "\x1a")
 	at = r.expect(t, at, "Stopped", 5*time.Second)
 	r.send(t, "kill %1\n")
 	at = r.expect(t, at, "SBXP$ ", 5*time.Second)
 
-	// A resize of the outer terminal sends sandbox-run SIGWINCH.
+	// A resize of the outer terminal sends sandbox-run SIGWINCH, which it
+	// handles in its own time: ask again until the new size shows,
+	// bounded.
 	unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120})
-	time.Sleep(300 * time.Millisecond)
-	r.send(t, "stty size\n")
-	r.expect(t, at, "40 120", 5*time.Second)
+	resized := false
+	for deadline := time.Now().Add(10 * time.Second); !resized && time.Now().Before(deadline); {
+		r.send(t, "stty size\n")
+		_, resized = r.await(at, "40 120", time.Second)
+	}
+	if !resized {
+		r.expect(t, at, "40 120", 0)
+	}
 	r.send(t, "exit 7\n")
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()

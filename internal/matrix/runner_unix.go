@@ -113,13 +113,17 @@ func Run(ctx context.Context, cases []Case, opts RunOptions) ([]Result, error) {
 // marker process.
 type fixture struct {
 	base, bin, binDir, outside, flag, token string
-	uid, gid                                int
-	root                                    bool
-	can                                     *canaries
-	vars                                    map[string]string
-	marker                                  *exec.Cmd
-	markerIn                                io.Closer
-	markerDone                              chan struct{}
+	// tmp is the TMPDIR of the runs the matrix kills (launch "sigkill"):
+	// such a run leaves its runtime directory behind until the next run
+	// of its mechanism sweeps it, and here the fixture's cleanup does.
+	tmp        string
+	uid, gid   int
+	root       bool
+	can        *canaries
+	vars       map[string]string
+	marker     *exec.Cmd
+	markerIn   io.Closer
+	markerDone chan struct{}
 	// osCleanup undoes what osCanaries made outside the fixture's tree.
 	osCleanup func()
 }
@@ -163,7 +167,8 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	}
 	fx.outside = filepath.Join(fx.base, "outside")
 	fx.flag = filepath.Join(fx.outside, "flag")
-	for _, d := range []string{fx.outside, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
+	fx.tmp = filepath.Join(fx.base, "tmp")
+	for _, d := range []string{fx.outside, fx.tmp, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, fail(d, err)
 		}
@@ -581,6 +586,9 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 		}
 	} else {
 		cmd.Env = os.Environ()
+		if c.Launch == "sigkill" {
+			cmd.Env = append(cmd.Env, "TMPDIR="+fx.tmp)
+		}
 		control = "caller"
 	}
 	var stderr bytes.Buffer
