@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 )
 
 // ErrUnsupportedArch is wrapped by every error that NativeArch and Assemble
@@ -30,7 +32,7 @@ const (
 // String returns the kernel's name for a: "x86_64" or "aarch64", or
 // "Arch(N)" for a value that is not an architecture.
 func (a Arch) String() string {
-	if info, ok := archInfos[a]; ok {
+	if info, ok := infoOf(a); ok {
 		return info.name
 	}
 	return fmt.Sprintf("Arch(%d)", int(a))
@@ -73,11 +75,33 @@ type archInfo struct {
 	// the kernel's own. Both supported architectures are little-endian, so
 	// the low 32 bits of args[i] are at offset 16+8i.
 	order  binary.AppendByteOrder
-	sysnum map[string]uint32
-	consts map[string]uint32
+	sysnum numbers
+	consts numbers
 }
 
-var archInfos = map[Arch]archInfo{
+// numbers is a generated table of kernel numbers, sorted by name with no
+// name twice (mksysnum refuses one). A sorted slice of constants is data
+// the linker lays out; a map would be built by an initialiser at every
+// start of every binary that links this package, the launcher's included.
+type numbers []number
+
+type number struct {
+	name string
+	v    uint32
+}
+
+// lookup returns the number named name, and whether t has it.
+func (t numbers) lookup(name string) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(t, name, func(n number, name string) int { return strings.Compare(n.name, name) })
+	if !ok {
+		return 0, false
+	}
+	return t[i].v, true
+}
+
+// archInfos is indexed by Arch (an array, not a map: no initialiser at
+// start); infoOf is its checked read.
+var archInfos = [...]archInfo{
 	ArchX86_64: {
 		name: "x86_64", auditArch: _AUDIT_ARCH_X86_64, killX32: true,
 		order: binary.LittleEndian, sysnum: sysnumX86_64, consts: constX86_64,
@@ -86,6 +110,15 @@ var archInfos = map[Arch]archInfo{
 		name: "aarch64", auditArch: _AUDIT_ARCH_AARCH64,
 		order: binary.LittleEndian, sysnum: sysnumAArch64, consts: constAArch64,
 	},
+}
+
+// infoOf returns the tables of a, and false for a value that is not an
+// architecture.
+func infoOf(a Arch) (archInfo, bool) {
+	if a <= 0 || int(a) >= len(archInfos) {
+		return archInfo{}, false
+	}
+	return archInfos[a], true
 }
 
 // seccomp_data layout (include/uapi/linux/seccomp.h): int nr; __u32 arch;

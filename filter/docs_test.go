@@ -23,7 +23,7 @@ func renderRules() string {
 	for _, r := range Rules() {
 		nrs := make([]string, 0, 2)
 		for _, a := range []Arch{ArchX86_64, ArchAArch64} {
-			if n, ok := archInfos[a].sysnum[r.Syscall]; ok && r.appliesTo(a) {
+			if n, ok := archInfos[a].sysnum.lookup(r.Syscall); ok && r.appliesTo(a) {
 				nrs = append(nrs, fmt.Sprint(n))
 			} else {
 				nrs = append(nrs, "—")

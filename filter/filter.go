@@ -81,7 +81,7 @@ const (
 // wrong, is marked BUG(sandbox-run), and wraps ErrInvalidProgram or
 // ErrJumpTooFar.
 func Assemble(arch Arch, opts Options) (*Program, error) {
-	ai, ok := archInfos[arch]
+	ai, ok := infoOf(arch)
 	if !ok {
 		return nil, fmt.Errorf("filter: assemble for %v: %w", arch, ErrUnsupportedArch)
 	}
@@ -149,7 +149,7 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts) {
 			continue
 		}
-		nr, ok := ai.sysnum[r.Syscall]
+		nr, ok := ai.sysnum.lookup(r.Syscall)
 		if !ok {
 			return nil, fmt.Errorf("filter: rule %d: %s has no syscall %q: %w", i, arch, r.Syscall, ErrInvalidProgram)
 		}
@@ -258,7 +258,7 @@ func contains(s []string, v string) bool {
 // errno returns the number of the errno called name on ai, checked to fit
 // SECCOMP_RET_DATA.
 func (ai archInfo) errno(name string) (uint32, error) {
-	v, ok := ai.consts[name]
+	v, ok := ai.consts.lookup(name)
 	if !ok || !strings.HasPrefix(name, "E") || v == 0 || v > _SECCOMP_RET_DATA {
 		return 0, fmt.Errorf("filter: %s: %q is not an errno this package knows: %w", ai.name, name, ErrInvalidProgram)
 	}
@@ -272,7 +272,7 @@ func (ai archInfo) values(names []string) ([]uint32, error) {
 	}
 	out := make([]uint32, len(names))
 	for i, n := range names {
-		if v, ok := ai.consts[n]; ok {
+		if v, ok := ai.consts.lookup(n); ok {
 			out[i] = v
 			continue
 		}

@@ -196,7 +196,7 @@ func helperCalls() int {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for _, p := range kprobes() {
-		nr, ok := ai.sysnum[p.sys]
+		nr, ok := ai.sysnum.lookup(p.sys)
 		if !ok {
 			continue
 		}
@@ -210,7 +210,8 @@ func helperCalls() int {
 		case (p.sys == "socket" || p.sys == "fanotify_init") && errno == 0:
 			unix.Close(int(r))
 		case p.sys == "personality":
-			unix.Syscall(uintptr(ai.sysnum["personality"]), 0, 0, 0)
+			nr, _ := ai.sysnum.lookup("personality")
+			unix.Syscall(uintptr(nr), 0, 0, 0)
 		}
 		fmt.Fprintf(out, "probe %s %s\n", p.name, res)
 	}
@@ -381,7 +382,7 @@ func TestKernelDenied(t *testing.T) {
 		ruleErrno[r.Syscall] = r.Errno
 	}
 	for _, p := range kprobes() {
-		if _, ok := ai.sysnum[p.sys]; !ok {
+		if _, ok := ai.sysnum.lookup(p.sys); !ok {
 			continue // absent on this architecture (x86-only calls on aarch64)
 		}
 		t.Run(p.name, func(t *testing.T) {

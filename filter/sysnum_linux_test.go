@@ -22,7 +22,7 @@ func TestSysnumMatchesXSys(t *testing.T) {
 		t.Errorf("table has %d syscalls, x/sys %d", len(ai.sysnum), len(nativeSysnum))
 	}
 	for name, want := range nativeSysnum {
-		got, ok := ai.sysnum[name]
+		got, ok := ai.sysnum.lookup(name)
 		if !ok || got != want {
 			t.Errorf("%s: table %d (present %v), x/sys %d", name, got, ok, want)
 		}
@@ -31,7 +31,7 @@ func TestSysnumMatchesXSys(t *testing.T) {
 		t.Errorf("table has %d constants, x/sys %d", len(ai.consts), len(nativeConst))
 	}
 	for name, want := range nativeConst {
-		if got, ok := ai.consts[name]; !ok || got != want {
+		if got, ok := ai.consts.lookup(name); !ok || got != want {
 			t.Errorf("%s: table %#x (present %v), x/sys %#x", name, got, ok, want)
 		}
 	}

@@ -79,9 +79,9 @@ func decode(ai archInfo, ret int) (verdict, bool) {
 	case v == _SECCOMP_RET_KILL_PROCESS:
 		return killV, true
 	case v&^_SECCOMP_RET_DATA == _SECCOMP_RET_ERRNO:
-		for name, n := range ai.consts {
-			if strings.HasPrefix(name, "E") && n == v&_SECCOMP_RET_DATA {
-				return errnoV(name), true
+		for _, c := range ai.consts {
+			if strings.HasPrefix(c.name, "E") && c.v == v&_SECCOMP_RET_DATA {
+				return errnoV(c.name), true
 			}
 		}
 	}
@@ -114,7 +114,7 @@ type vmCase struct {
 }
 
 func c(ai archInfo, name string) uint64 {
-	v, ok := ai.consts[name]
+	v, ok := ai.consts.lookup(name)
 	if !ok {
 		panic("no constant " + name)
 	}
@@ -154,14 +154,14 @@ func argCases() []vmCase {
 		}
 		// x32: the x32 bit kills on x86_64; on aarch64 the number matches no
 		// rule and the kernel answers ENOSYS.
-		getpid := ai.sysnum["getpid"]
+		getpid := ai.sysnum.get("getpid")
 		x32 := killV
 		if arch == ArchAArch64 {
 			x32 = allowV
 		}
 		cases = append(cases,
 			vmCase{name: "x32 getpid", arch: arch, nr: x32SyscallBit | getpid, want: x32},
-			vmCase{name: "x32 ptrace", arch: arch, nr: x32SyscallBit | ai.sysnum["ptrace"], want: x32},
+			vmCase{name: "x32 ptrace", arch: arch, nr: x32SyscallBit | ai.sysnum.get("ptrace"), want: x32},
 			vmCase{name: "nr -1 (tracer skip)", arch: arch, nr: 0xffffffff, want: allowV},
 			vmCase{name: "nr 0x80000000", arch: arch, nr: 0x80000000, want: allowV},
 			vmCase{name: "nr 999 unknown", arch: arch, nr: 999, want: allowV},
@@ -294,7 +294,7 @@ func TestVM(t *testing.T) {
 			ai := archInfos[tc.arch]
 			nr := tc.nr
 			if tc.sys != "" {
-				n, ok := ai.sysnum[tc.sys]
+				n, ok := ai.sysnum.lookup(tc.sys)
 				if !ok {
 					t.Fatalf("%s has no %s", tc.arch, tc.sys)
 				}
@@ -342,16 +342,16 @@ func TestVMCoversRules(t *testing.T) {
 // aarch64 has no such calls, and the rest of the table exists on both.
 func TestArchAbsentCalls(t *testing.T) {
 	for _, s := range []string{"iopl", "ioperm", "modify_ldt", "uselib", "_sysctl", "sysfs"} {
-		if _, ok := sysnumAArch64[s]; ok {
+		if _, ok := sysnumAArch64.lookup(s); ok {
 			t.Errorf("aarch64 table has %s", s)
 		}
-		if _, ok := sysnumX86_64[s]; !ok {
+		if _, ok := sysnumX86_64.lookup(s); !ok {
 			t.Errorf("x86_64 table lacks %s", s)
 		}
 	}
 	for _, r := range Rules() {
 		for _, arch := range []Arch{ArchX86_64, ArchAArch64} {
-			_, has := archInfos[arch].sysnum[r.Syscall]
+			_, has := archInfos[arch].sysnum.lookup(r.Syscall)
 			if r.appliesTo(arch) && !has {
 				t.Errorf("rule %s applies to %s, which lacks it", r.Syscall, arch)
 			}
@@ -371,6 +371,8 @@ func TestAssemble(t *testing.T) {
 		{ArchAArch64, Options{AllowPtrace: true}, nil},
 		{0, Options{}, ErrUnsupportedArch},
 		{Arch(99), Options{}, ErrUnsupportedArch},
+		{Arch(3), Options{}, ErrUnsupportedArch}, // just past the last
+		{Arch(-1), Options{}, ErrUnsupportedArch},
 	} {
 		t.Run(fmt.Sprintf("%v/%+v", tc.arch, tc.opts), func(t *testing.T) {
 			p, err := Assemble(tc.arch, tc.opts)
@@ -480,7 +482,7 @@ func TestArchString(t *testing.T) {
 	for _, tc := range []struct {
 		a    Arch
 		want string
-	}{{ArchX86_64, "x86_64"}, {ArchAArch64, "aarch64"}, {0, "Arch(0)"}, {7, "Arch(7)"}} {
+	}{{ArchX86_64, "x86_64"}, {ArchAArch64, "aarch64"}, {0, "Arch(0)"}, {3, "Arch(3)"}, {7, "Arch(7)"}, {-1, "Arch(-1)"}} {
 		if got := tc.a.String(); got != tc.want {
 			t.Errorf("%d: %q, want %q", int(tc.a), got, tc.want)
 		}
@@ -543,7 +545,7 @@ func FuzzVM(f *testing.F) {
 		nrs := make(map[uint32]bool)
 		for _, r := range Rules() {
 			if r.appliesTo(arch) {
-				nrs[ai.sysnum[r.Syscall]] = true
+				nrs[ai.sysnum.get(r.Syscall)] = true
 			}
 		}
 		progs = append(progs, prog{ai, vmFor(f, p), nrs})
@@ -569,4 +571,10 @@ func FuzzVM(f *testing.F) {
 			}
 		}
 	})
+}
+
+// get is lookup as a map index reads: 0 for a name t lacks.
+func (t numbers) get(name string) uint32 {
+	v, _ := t.lookup(name)
+	return v
 }

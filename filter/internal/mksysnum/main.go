@@ -93,16 +93,19 @@ func main() {
 		errs := consts(unixDir, "zerrors_linux_"+a.goarch+".go")
 		names := sortedSys(sys)
 
-		fmt.Fprintf(&src, "// sysnum%s is every SYS_* of x/sys unix/zsysnum_linux_%s.go.\n", a.ident, a.goarch)
-		fmt.Fprintf(&src, "var sysnum%s = map[string]uint32{\n", a.ident)
-		for _, n := range names {
-			fmt.Fprintf(&src, "\t%q: %d,\n", sysName(n), sys[n])
+		// Tables sorted by name, not maps: the linker lays a slice of
+		// constants out as data, where a map literal is built by an
+		// initialiser at every start of every binary that links filter.
+		fmt.Fprintf(&src, "// sysnum%s is every SYS_* of x/sys unix/zsysnum_linux_%s.go, by name.\n", a.ident, a.goarch)
+		fmt.Fprintf(&src, "var sysnum%s = numbers{\n", a.ident)
+		for _, n := range byName(names, sysName) {
+			fmt.Fprintf(&src, "\t{%q, %d},\n", sysName(n), sys[n])
 		}
 		src.WriteString("}\n\n")
 
-		fmt.Fprintf(&src, "// const%s holds the constants rules name, as x/sys defines them for %s.\n", a.ident, a.goarch)
-		fmt.Fprintf(&src, "var const%s = map[string]uint32{\n", a.ident)
-		for _, n := range named {
+		fmt.Fprintf(&src, "// const%s holds the constants rules name, as x/sys defines them for %s, by name.\n", a.ident, a.goarch)
+		fmt.Fprintf(&src, "var const%s = numbers{\n", a.ident)
+		for _, n := range byName(named, func(n string) string { return n }) {
 			v, ok := errs[n]
 			if !ok {
 				v, ok = commonVals[n]
@@ -110,7 +113,7 @@ func main() {
 			if !ok {
 				log.Fatalf("%s not in x/sys for %s", n, a.goarch)
 			}
-			fmt.Fprintf(&src, "\t%q: %#x,\n", n, v)
+			fmt.Fprintf(&src, "\t{%q, %#x},\n", n, v)
 		}
 		src.WriteString("}\n\n")
 
@@ -151,6 +154,19 @@ func write(name string, b []byte) {
 // sysName turns SYS_CLOCK_SETTIME into clock_settime and SYS__SYSCTL into
 // _sysctl, the kernel's spelling.
 func sysName(n string) string { return strings.ToLower(strings.TrimPrefix(n, "SYS_")) }
+
+// byName returns names sorted by key(name), the order numbers.lookup
+// searches; it stops the generator on a key that appears twice.
+func byName(names []string, key func(string) string) []string {
+	out := append([]string(nil), names...)
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	for i := 1; i < len(out); i++ {
+		if key(out[i-1]) == key(out[i]) {
+			log.Fatalf("%s appears twice", key(out[i]))
+		}
+	}
+	return out
+}
 
 func sortedSys(m map[string]uint64) []string {
 	var names []string
