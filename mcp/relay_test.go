@@ -278,6 +278,28 @@ func TestRelayMCPGo(t *testing.T) {
 // TestRelayServerEnds: a server that ends mid-call leaves no call waiting.
 func TestRelayServerEnds(t *testing.T) {
 	p := newPipes()
+	// The server reads through a tap that says when the call has reached
+	// it: its output then ends mid-call, not before the call was sent.
+	called := make(chan struct{})
+	relayed := p.toServer
+	tapR, tapW := io.Pipe()
+	p.toServer = tapR
+	go func() {
+		sc := bufio.NewScanner(relayed)
+		sc.Buffer(nil, 1<<20)
+		seen := false
+		for sc.Scan() {
+			if _, err := tapW.Write(append(sc.Bytes(), '\n')); err != nil {
+				break
+			}
+			if !seen && strings.Contains(sc.Text(), `"tools/call"`) {
+				seen = true
+				close(called)
+			}
+		}
+		tapW.Close()
+		relayed.Close()
+	}()
 	goServer(t, p)
 	audit, errc := startRelay(t, p, Rules{})
 	c := newClient(t, p)
@@ -288,7 +310,11 @@ func TestRelayServerEnds(t *testing.T) {
 		_, err := callTool(ctx, c, "progress", map[string]any{"steps": 1, "delay_ms": 60000})
 		callErr <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-called:
+	case <-ctx.Done():
+		t.Fatal("the call never reached the server")
+	}
 	p.fromSrv.Close() // the server's output ends: it died
 	select {
 	case err := <-callErr:
