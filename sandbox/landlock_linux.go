@@ -432,8 +432,16 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 		json.NewEncoder(specW).Encode(r.spec)
 		specW.Close()
 	}()
-	line, _ := bufio.NewReader(stR).ReadString('\n')
+	rd := bufio.NewReader(stR)
+	line, _ := rd.ReadString('\n')
 	if rest, ok := strings.CutPrefix(line, "ok "); ok {
+		// The status descriptor closes on exec: its end says the shim
+		// has become the command (or died), so the sampler, started
+		// next, never counts the shim's own Go runtime against the
+		// command's limits. Bounded, for an execve that hangs (a dead
+		// network mount): the run's timeout must still reach it.
+		stR.SetReadDeadline(time.Now().Add(time.Second))
+		io.Copy(io.Discard, rd)
 		return c, strings.TrimSpace(rest), nil
 	}
 	c.Process.Kill()

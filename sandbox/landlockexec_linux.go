@@ -10,12 +10,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/landlock"
 )
@@ -41,12 +41,15 @@ type landlockSpec struct {
 	Env     []string        `json:"env"`
 }
 
-// landlockMain is the shim: it reads its spec, applies the rlimits, sets
-// no_new_privs, restricts itself with the Landlock ruleset on this thread
-// (the only one that runs on until exec, which ends the others), installs
-// the seccomp filter, reads back what holds, closes every other
-// descriptor and execs the command with exactly the spec's environment.
-// Its status line ("ok ..." or "error ...") tells the supervisor which.
+// landlockMain is the shim: it reads its spec, sets no_new_privs,
+// restricts itself with the Landlock ruleset on this thread (the only one
+// that runs on until exec, which ends the others), installs the seccomp
+// filter, reads back what holds, closes every other descriptor and execs
+// the command with exactly the spec's environment under the rlimits. Its
+// status line ("ok ..." or "error ...") tells the supervisor which. The
+// rlimits come last, from limits.Exec, with nothing that allocates between
+// them and the execve: the shim's Go runtime is above most RLIMIT_DATA
+// values the command may get.
 func landlockMain() int {
 	status := os.NewFile(llFdStatus, "status")
 	fail := func(what string, err error) int {
@@ -62,10 +65,11 @@ func landlockMain() int {
 	if err != nil || len(spec.Argv) == 0 {
 		return fail("reading the spec", err)
 	}
-	runtime.LockOSThread() // never unlocked: this thread execs
-	if err := limits.Apply(spec.Rlimits); err != nil {
+	x, err := limits.NewExec(spec.Rlimits, spec.Path, spec.Argv, spec.Env)
+	if err != nil {
 		return fail("rlimits", err)
 	}
+	runtime.LockOSThread() // never unlocked: this thread execs
 	signal.Ignore(unix.SIGXFSZ)
 	if err := confine(spec); err != nil {
 		return fail("confining", err)
@@ -75,13 +79,8 @@ func landlockMain() int {
 	}
 	unix.CloseOnExec(llFdStatus)
 	fmt.Fprintf(status, "ok %s\n", readbackLine())
-	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
-	code := 126
-	if errors.Is(err, os.ErrNotExist) {
-		code = 127
-	}
-	fmt.Fprintf(os.Stderr, "sandbox-run: %s: %v\n", spec.Argv[0], err)
-	return code
+	failed, errno := x.Run()
+	return initproc.ExecFailed("sandbox-run: ", spec.Argv[0], failed, errno)
 }
 
 // confine applies no_new_privs, the Landlock ruleset and the seccomp

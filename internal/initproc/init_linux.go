@@ -219,20 +219,24 @@ func startForward(ctx context.Context, f Forward) error {
 }
 
 // ExecMain is the exec shim: args are RLIMITS PATH ARGV0 [ARG...]. It
-// applies the rlimits to itself, lets SIGXFSZ be ignored (so that a write
-// past --fsize fails with EFBIG instead of killing the writer), and
-// becomes the command. It returns only on failure.
+// lets SIGXFSZ be ignored (so that a write past --fsize fails with EFBIG
+// instead of killing the writer), closes every descriptor above 2 on
+// exec, and becomes the command under the rlimits. They are set last, by
+// limits.Exec, with nothing that allocates between them and the execve:
+// the shim's own Go runtime is above most RLIMIT_DATA values the command
+// may get. It returns only on failure.
 func ExecMain(args []string) int {
 	if len(args) < 3 {
 		os.Stderr.WriteString("sandbox-run exec: usage\n")
 		return 125
 	}
 	rl, err := parseRlimits(args[0])
+	var x *limits.Exec
 	if err == nil {
-		err = limits.Apply(rl)
+		x, err = limits.NewExec(rl, args[1], args[2:], os.Environ())
 	}
 	if err != nil {
-		os.Stderr.WriteString("sandbox-run exec: rlimits: " + err.Error() + "\n")
+		os.Stderr.WriteString("sandbox-run exec: " + err.Error() + "\n")
 		return 125
 	}
 	signal.Ignore(unix.SIGXFSZ)
@@ -241,12 +245,35 @@ func ExecMain(args []string) int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		markAllCloexec()
 	}
-	err = syscall.Exec(args[1], args[2:], os.Environ())
-	os.Stderr.WriteString("sandbox-run exec: " + args[1] + ": " + err.Error() + "\n")
-	if errors.Is(err, fs.ErrNotExist) {
-		return 127
+	failed, errno := x.Run()
+	return ExecFailed("sandbox-run exec: ", args[1], failed, errno)
+}
+
+// ExecFailed reports a limits.Exec's Run that returned, on standard
+// error, as prefix, then "rlimit RESOURCE" or name (the command), then the
+// errno, and returns the exit status for it: 125 for a limit the kernel
+// refused (a set-up failure: it only ever lowers them), 127 for a command
+// that does not exist, 126 otherwise. It writes strings that exist and
+// allocates nothing, since the process is under the command's limits.
+func ExecFailed(prefix, name string, failed limits.Resource, errno syscall.Errno) int {
+	w := os.Stderr
+	w.WriteString(prefix)
+	code := 126
+	switch {
+	case failed != "":
+		w.WriteString("rlimit ")
+		w.WriteString(string(failed))
+		code = 125
+	default:
+		w.WriteString(name)
+		if errno == unix.ENOENT {
+			code = 127
+		}
 	}
-	return 126
+	w.WriteString(": ")
+	w.WriteString(errno.Error())
+	w.WriteString("\n")
+	return code
 }
 
 // statusOf opens where init reports: the status descriptor, or a
