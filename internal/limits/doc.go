@@ -1,6 +1,7 @@
 // Package limits holds a sandbox's resource limits: it decides how each
 // limit is enforced on this machine (NewPlan), applies rlimits (Apply, in
-// sandbox-run's init), makes and removes one cgroup v2 per sandbox (Create,
+// sandbox-run's init; NewExec and Run, in the exec shims that become the
+// command), makes and removes one cgroup v2 per sandbox (Create,
 // Close), watches a cgroup (Watch) or, without one, samples the process tree
 // (Sample), and classifies how a sandbox ended (Classify).
 //
@@ -26,7 +27,12 @@
 //     means its own tasks (TestNProcPerUserNamespace).
 //   - RLIMIT_CORE is 0 in every Plan: no core dumps.
 //   - Apply only tightens: it never raises a hard limit, and a value above
-//     it is lowered to it.
+//     it is lowered to it. So does an Exec's Run.
+//   - An Exec's Run sets the limits with nothing that allocates between the
+//     first of them and the execve (TestExecRunAllocatesNothing), so a Go
+//     shim, whose runtime alone maps more than most RLIMIT_DATA values
+//     (TestExecUnderDataBelowTheRuntime), is never held to the command's
+//     limits while it still runs Go code that could need memory or a thread.
 //   - Create refuses (ErrController) a memory or pids limit whose controller
 //     the base does not enable, and creates nothing; it never reuses an
 //     existing cgroup. Close kills every process in the cgroup, at once
