@@ -34,12 +34,12 @@ const redacted = "[redacted]"
 //   - a key that is itself a secret by the rules below: the key becomes
 //     "[redacted]" (with a number when several are), its value is judged
 //     as any other;
-//   - a string starting with a known token prefix (GitHub ghp_ gho_ ghu_
-//     ghs_ ghr_ github_pat_, GitLab glpat-, OpenAI/Anthropic/Stripe sk-
-//     sk_ rk_, Slack xox?- and xapp-, AWS AKIA/ASIA, Google AIza and ya29.,
-//     npm_, pypi-, hf_, SendGrid SG., Shopify shp?_), a "Bearer " or
-//     "Basic " credential, a PEM block (-----BEGIN), a JWT (eyJ with two
-//     dots) or a URL with a password (scheme://user:pass@);
+//   - a string without spaces starting with a known token prefix (GitHub
+//     ghp_ gho_ ghu_ ghs_ ghr_ github_pat_, GitLab glpat-, OpenAI/Anthropic/
+//     Stripe sk- sk_ rk_, Slack xox?- and xapp-, AWS AKIA/ASIA, Google AIza
+//     and ya29., npm_, pypi-, hf_, SendGrid SG., Shopify shp?_), a JWT
+//     (eyJ with two dots) or a URL with a password (scheme://user:pass@);
+//     a PEM block (-----BEGIN); "Bearer " or "Basic " and one credential;
 //   - a string of 24 or more characters without whitespace, made of
 //     letters, digits and + / = _ - . only, holding a letter and a digit,
 //     not starting with '/', whose characters carry at least 4 bits of
