@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -177,3 +178,30 @@ func TestRelayForwardsCanonicalURI(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestAuditURIRedactedAlways: without AuditArgs, a resources/read whose
+// URI holds a user, a password and a query token reaches the server whole
+// (the control: the secrets were in the request), while the audit records
+// the URI with them redacted, and names no secret anywhere.
+func TestAuditURIRedactedAlways(t *testing.T) {
+	s := newRaw(t, Rules{DenyResources: []string{"demo://*@h/denied?*"}})
+	const uri = "demo://ada:hunter2@h/x?key=fakevalue&page=2"
+	s.client(`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"` + uri + `"}}`)
+	if got := s.atServer(); !strings.Contains(got, uri) {
+		t.Fatalf("server got %s, want the URI whole (untested)", got)
+	}
+	s.answer(`{"contents":[]}`)
+	s.atClient()
+	s.client(`{"jsonrpc":"2.0","id":"b","method":"resources/read","params":{"uri":"DEMO://ada:hunter2@h/denied?key=fakevalue"}}`)
+	if r := reply(t, s.atClient()); r.Error == nil {
+		t.Fatalf("denied URI not refused")
+	}
+	recs := s.audit.records(t)
+	if len(recs) != 2 || recs[0].URI != "demo://[redacted]@h/x?key=[redacted]&page=[redacted]" ||
+		recs[1].URI != "demo://[redacted]@h/denied?key=[redacted]" || recs[1].URISent != "DEMO://[redacted]@h/denied?key=[redacted]" {
+		t.Errorf("records %+v", recs)
+	}
+	if all := s.audit.b.String(); strings.Contains(all, "hunter2") || strings.Contains(all, "fakevalue") {
+		t.Errorf("a secret in the audit:\n%s", all)
+	}
+}
