@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,8 +59,8 @@ func TestMCPGateResourceURIs(t *testing.T) {
 	}
 	read := func(m *rawMCP, id int, uri string) rpcMsg {
 		q, _ := json.Marshal(uri)
-		m.send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"resources/read","params":{"uri":` + string(q) + `}}`)
-		return m.reply(itoa(id), nil)
+		m.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"resources/read","params":{"uri":` + string(q) + `}}`)
+		return m.reply(strconv.Itoa(id), nil)
 	}
 	// Control: every spelling reads the document straight from the server.
 	ctl := start("")
@@ -103,7 +104,6 @@ func TestMCPGateResourceURIs(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // TestMCPAuditCallStartSurvivesSIGKILL: a tools/call whose server never
 // answers, the relay killed with SIGKILL once the server has the call (its

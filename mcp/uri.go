@@ -72,8 +72,8 @@ func (u uriParts) String() string {
 // Input the WHATWG parser reads in ways that depend on more than this
 // (backslashes, IPv4 shorthand, IPv6 and international hosts, Windows
 // drive letters, extra slashes after a special scheme, malformed
-// percent-encoding, control characters) is refused with an error wrapping
-// ErrURI.
+// percent-encoding, control characters, a '..' above the root) is refused
+// with an error wrapping ErrURI.
 func CanonicalURI(uri string) (string, error) {
 	u, err := parseWHATWG(uri)
 	if err != nil {
@@ -264,9 +264,12 @@ func (u *uriParts) parsePath(p string, special bool) error {
 		last := i == len(segs)-1
 		switch strings.ToLower(seg) {
 		case "..", ".%2e", "%2e.", "%2e%2e":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
+			if len(out) == 0 {
+				// Node's parser and the standard differ here, and a
+				// server joining paths may climb out of its root.
+				return badURI("a '..' above the root")
 			}
+			out = out[:len(out)-1]
 			if last {
 				out = append(out, "")
 			}

@@ -32,7 +32,8 @@ func TestParseWHATWG(t *testing.T) {
 	strictRefusals := map[string]bool{
 		"http://0x7f.1/": true, "http://ex.com/a\\b": true, "http:ex.com/a": true, "http:///ex.com/a": true,
 		"file:///C:/../x": true, "demo://h/%zz": true, "demo://[::1]/": true, "demo://hé/": true,
-		"http://ex.com./": true, "demo://h/a{b}": true,
+		"http://ex.com./": true, "demo://h/a{b}": true, "demo://h/../a": true, "demo://h/a/../../..": true,
+		"http://u:p:q@h/": true,
 	}
 	seen := 0
 	for _, row := range golden.Rows {
@@ -204,4 +205,25 @@ func TestAuditURIRedactedAlways(t *testing.T) {
 	if all := s.audit.b.String(); strings.Contains(all, "hunter2") || strings.Contains(all, "fakevalue") {
 		t.Errorf("a secret in the audit:\n%s", all)
 	}
+}
+
+// FuzzCanonicalURI: a canonical form is its own canonical form, and the
+// WHATWG stage (what the TypeScript SDK looks up, per TestParseWHATWG)
+// serialises it unchanged, so a server reads exactly what was judged.
+func FuzzCanonicalURI(f *testing.F) {
+	for _, s := range []string{"demo://h/a/../b", "HTTP://Ex.com:80/%7e?q=%41#f", "file:///etc/%2e%2E/x", "urn:x:y", "demo://u:p@h:08/é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := CanonicalURI(s)
+		if err != nil {
+			return
+		}
+		if again, err := CanonicalURI(c); err != nil || again != c {
+			t.Fatalf("CanonicalURI(%q) = %q; of that: %q, %v", s, c, again, err)
+		}
+		if u, err := parseWHATWG(c); err != nil || u.String() != c {
+			t.Fatalf("the WHATWG stage reads canonical %q as %q, %v", c, u.String(), err)
+		}
+	})
 }

@@ -53,6 +53,24 @@ const inputs = [
   "file://localhost/etc/x",
   "file:///etc/./x/../y",
   "file:///etc/%2e%2E/y",
+  "demo://h/a/%2e%2e%2f..",
+  "demo://h/a/../../..",
+  "http://ex.com/a/./b/../../c/",
+  "demo://h/a%2f../b",
+  "demo://h/.../x",
+  "demo://h/%2e%2e%2e",
+  "file:////x",
+  "demo://",
+  "demo:///",
+  "http://EX.com/%7e",
+  "demo://h?a#b?c",
+  "HTTPS://u@EX.COM:443",
+  "demo://h:65535/",
+  "demo://@h/",
+  "http://@h/",
+  "http://u:p:q@h/",
+  "demo://h/a;b=c,d/e!$&'()*+",
+  "http://h/%41%2F?%41#%41",
   // Refused by the relay (stricter than WHATWG): the golden still says
   // what Node does with them.
   "http://0x7f.1/",
@@ -70,6 +88,7 @@ const inputs = [
   "1a:x",
   "no-scheme",
   "http://ex.com:99999/",
+  "demo://h:65536/",
 ];
 const rows = inputs.map((input) => {
   try {
