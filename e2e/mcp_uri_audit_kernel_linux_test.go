@@ -104,7 +104,6 @@ func TestMCPGateResourceURIs(t *testing.T) {
 	}
 }
 
-
 // TestMCPAuditCallStartSurvivesSIGKILL: a tools/call whose server never
 // answers, the relay killed with SIGKILL once the server has the call (its
 // marker file exists): the audit holds the call's mcp_call_start. The
