@@ -168,6 +168,9 @@ func (u *uriParts) parseAuthority(a string, special bool) error {
 		a = a[at+1:]
 	}
 	host, port, hasPort := strings.Cut(a, ":")
+	if u.scheme == "file" && (hasPort || u.userinfo != "" || strings.Contains(a, "@")) {
+		return badURI("a file: URI with a user or a port")
+	}
 	if hasPort {
 		p, err := canonicalPort(port)
 		if err != nil {

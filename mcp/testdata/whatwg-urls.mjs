@@ -89,6 +89,8 @@ const inputs = [
   "no-scheme",
   "http://ex.com:99999/",
   "demo://h:65536/",
+  "file://h:80/x",
+  "file://u@h/x",
 ];
 const rows = inputs.map((input) => {
   try {
