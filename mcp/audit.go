@@ -41,6 +41,7 @@ const (
 // Record is one line of the audit log (JSON). Event is one of
 //
 //	mcp_start           the session began (the rules in force)
+//	mcp_call_start      a tools/call is about to reach the server
 //	mcp_call            a tools/call ended, whichever way
 //	mcp_request         any other client request ended, whichever way
 //	mcp_server_request  a request from the server to the client ended
@@ -48,7 +49,11 @@ const (
 //
 // The names keep clear of the run's own events (run_start, egress,
 // run_end) when both share one file. A request's record is written when
-// it ends; its Time is when it began.
+// it ends; its Time is when it began. A tools/call the relay forwards also
+// has an mcp_call_start, written (one write to the audit's writer, which
+// for --audit is the file itself, unbuffered) before the server is sent
+// the call: a relay killed while the server runs the call leaves that
+// record. Both carry the same CallID.
 type Record struct {
 	Time  time.Time `json:"time"`
 	RunID string    `json:"run_id"`
@@ -56,9 +61,15 @@ type Record struct {
 
 	// mcp_call, mcp_request, mcp_server_request
 	Method string `json:"method,omitempty"`
+	// CallID is the id the server saw for a forwarded request; it pairs
+	// an mcp_call_start with its mcp_call.
+	CallID uint64 `json:"call_id,omitempty"`
 	Tool   string `json:"tool,omitempty"`
 	Prompt string `json:"prompt,omitempty"`
 	URI    string `json:"uri,omitempty"`
+	// URISent is a resource URI as the client sent it, when URI (the
+	// canonical form the relay judged and forwarded) differs.
+	URISent string `json:"uri_sent,omitempty"`
 	// NameSent is the JSON a request sent where a name or URI string
 	// belongs, when it was not one (cut to 512 bytes).
 	NameSent     string          `json:"name_sent,omitempty"`
@@ -144,7 +155,7 @@ func (a *auditor) call(c *call, outcome string, code int, rule string) {
 		return
 	}
 	rec := Record{Time: c.start.UTC(), Event: "mcp_request", Method: capString(c.method), DurationMS: a.duration(c.start),
-		Outcome: outcome, ErrorCode: code, Rule: capString(rule), NameSent: c.nameSent}
+		Outcome: outcome, ErrorCode: code, Rule: capString(rule), NameSent: c.nameSent, CallID: c.relayID}
 	pb := c.paramBytes
 	rec.ParamBytes = &pb
 	switch c.kind {
@@ -153,7 +164,7 @@ func (a *auditor) call(c *call, outcome string, code int, rule string) {
 	case KindPrompt:
 		rec.Prompt = capString(c.name)
 	case KindResource:
-		rec.URI = capString(c.name)
+		rec.URI, rec.URISent = capString(auditURI(c.name)), capString(auditURI(c.uriSent))
 	}
 	if c.method == methodToolsCall {
 		rec.Event = "mcp_call"
@@ -162,6 +173,18 @@ func (a *auditor) call(c *call, outcome string, code int, rule string) {
 		rec.Args, rec.ArgsOmitted, rec.ArgsRedacted = c.args, c.argsNote, c.redacted
 	}
 	a.write(rec)
+}
+
+// callStart records a tools/call about to be forwarded: what is called,
+// with the arguments as mcp_call will record them. It returns once the
+// record was handed to the writer in one Write.
+func (a *auditor) callStart(c *call) {
+	if a == nil || c.method != methodToolsCall {
+		return
+	}
+	pb, ab := c.paramBytes, c.argBytes
+	a.write(Record{Time: c.start.UTC(), Event: "mcp_call_start", Method: c.method, CallID: c.relayID,
+		Tool: capString(c.name), ParamBytes: &pb, ArgBytes: &ab, Args: c.args, ArgsOmitted: c.argsNote, ArgsRedacted: c.redacted})
 }
 
 // serverRequest records how a request from the server ended.

@@ -23,6 +23,14 @@
 //     the rule, and the audit records the refusal. So does a request whose
 //     name or URI is missing or not a string, whatever the rules. This
 //     holds whatever the server advertises.
+//   - Resource URIs are judged as servers read them: in canonical form
+//     (CanonicalURI: what the WHATWG URL parser, which the TypeScript
+//     SDK's lookup uses, makes of the URI, with RFC 3986's equivalences)
+//     and as a server that percent-decodes them reads them; the resource
+//     is visible only when both are. The server is sent the canonical form,
+//     so it reads what was judged. Resource patterns are canonicalised the
+//     same way. When any rule judges resources, a URI without a canonical
+//     form is refused.
 //   - List results, page by page, list only visible entries; every other
 //     member of the result (nextCursor, _meta, ttl) is kept.
 //   - A message that JSON parsers could read two ways (a key repeated, or
@@ -53,7 +61,12 @@
 //     floods its output is slowed down by the pipe to the client, not
 //     buffered. No audit line is longer than AuditLineMax.
 //   - Every request either way is audited with its method, name or URI,
-//     size, outcome and duration.
+//     size, outcome and duration. A tools/call the relay forwards is
+//     recorded twice: mcp_call_start, handed to the audit writer in one
+//     Write before the server is sent the call (with --audit, the file
+//     itself: a relay killed by SIGKILL leaves it), and mcp_call when it
+//     ends. URIs are recorded without their user, password, query and
+//     fragment values, whatever AuditArgs says.
 //   - The server's stderr goes to Options.Sandbox.Stderr as it is.
 //
 // # Non-guarantees
@@ -66,7 +79,12 @@
 //     session is only flagged.
 //   - The audit records what the client asked and how the request ended; it
 //     cannot say what the server did. Argument values are recorded only
-//     with AuditArgs, redacted by a heuristic unless AuditArgsRaw.
+//     with AuditArgs, redacted by a heuristic unless AuditArgsRaw. The
+//     start record is written, not fsynced: a crash of the host can lose
+//     it.
+//   - A resource URI that differs from a visible one only in ways neither
+//     reading covers (a case-insensitive file system's path case, a
+//     server's own aliases) is judged as a different resource.
 //   - Batches are answered message by message, not as one batch response.
 //   - The relay does not answer server-to-client requests itself: the
 //     client does, through the relay, or the relay refuses them.

@@ -99,7 +99,12 @@ func (r *relay) judgeName(c *call, p object, t target) *refusal {
 			data: map[string]string{"method": c.method}}
 	}
 	c.name = name
-	ok, rule := r.rules.CheckKind(t.kind, name)
+	var rule string
+	if t.kind == KindResource {
+		ok, rule = r.judgeResource(c, raw, name)
+	} else {
+		ok, rule = r.rules.CheckKind(t.kind, name)
+	}
 	if ok && t.kind == KindTool {
 		r.mu.Lock()
 		why := r.pinRefusal(name)
@@ -154,7 +159,7 @@ func (r *relay) serverNotification(e envelope) error {
 	}
 	switch e.method {
 	case notificationResourceUpdated:
-		if ok, _ := r.rules.CheckKind(KindResource, p.str("uri")); !ok {
+		if _, ok, _ := r.rules.checkURI(p.str("uri")); !ok {
 			return nil
 		}
 	case notificationCancelled:

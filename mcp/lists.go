@@ -46,7 +46,7 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 			continue
 		}
 		name := obj.str(l.field)
-		if ok, _ := r.rules.CheckKind(l.kind, name); ok && name != "" && r.definitionVisible(l.kind, name, t) {
+		if ok := r.listedVisible(l, name); ok && name != "" && r.definitionVisible(l.kind, name, t) {
 			kept = append(kept, t)
 		}
 	}

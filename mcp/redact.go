@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 )
@@ -30,19 +31,29 @@ const redacted = "[redacted]"
 //     cookie, session, auth, bearer, signature, apikey, accesskey or
 //     privatekey, or ends in key, or is pwd or pin: whatever the value
 //     (a whole object too);
-//   - a string starting with a known token prefix (GitHub ghp_ gho_ ghu_
-//     ghs_ ghr_ github_pat_, GitLab glpat-, OpenAI/Anthropic/Stripe sk-
-//     sk_ rk_, Slack xox?-, AWS AKIA/ASIA, Google AIza and ya29., npm_,
-//     pypi-, hf_, SendGrid SG., Shopify shp?_), a "Bearer " or "Basic "
-//     credential, a PEM block (-----BEGIN), a JWT (eyJ with two dots) or a
-//     URL with a password (scheme://user:pass@);
+//   - a key that is itself a secret by the rules below: the key becomes
+//     "[redacted]" (with a number when several are), its value is judged
+//     as any other;
+//   - a string without spaces starting with a known token prefix (GitHub
+//     ghp_ gho_ ghu_ ghs_ ghr_ github_pat_, GitLab glpat-, OpenAI/Anthropic/
+//     Stripe sk- sk_ rk_, Slack xox?- and xapp-, AWS AKIA/ASIA, Google AIza
+//     and ya29., npm_, pypi-, hf_, SendGrid SG., Shopify shp?_), a JWT
+//     (eyJ with two dots) or a URL with a password (scheme://user:pass@);
+//     a PEM block (-----BEGIN); "Bearer " or "Basic " and one credential;
 //   - a string of 24 or more characters without whitespace, made of
 //     letters, digits and + / = _ - . only, holding a letter and a digit,
 //     not starting with '/', whose characters carry at least 4 bits of
-//     entropy each (hex digests sit just under that; base64 keys over).
+//     entropy each (hex digests sit just under that; base64 keys over);
+//   - inside a longer string, only the secret part (see redactInString):
+//     a token of a known format anywhere in it, the credential after
+//     "Authorization:", "Bearer" or "Basic", the value of an assignment
+//     or option whose name says secret (AWS_SECRET_ACCESS_KEY=…,
+//     --password=…, --token …, password: …), a URL's user and password,
+//     and the value of a URL query parameter whose name says secret or
+//     whose value looks like one.
 //
 // Non-guarantee: a secret that looks like prose, a short one, or one under
-// an innocent key in an encoding of its own is kept. Members are
+// an innocent name in an encoding of its own is kept. Members are
 // re-encoded (keys sorted, numbers as written).
 func redact(args json.RawMessage) (json.RawMessage, int, error) {
 	d := json.NewDecoder(bytes.NewReader(args))
@@ -60,14 +71,7 @@ func redact(args json.RawMessage) (json.RawMessage, int, error) {
 func redactValue(v any, n *int) any {
 	switch t := v.(type) {
 	case map[string]any:
-		for k, e := range t {
-			if secretKey(k) && e != nil {
-				t[k] = redacted
-				*n++
-				continue
-			}
-			t[k] = redactValue(e, n)
-		}
+		return redactObject(t, n)
 	case []any:
 		for i, e := range t {
 			t[i] = redactValue(e, n)
@@ -77,8 +81,33 @@ func redactValue(v any, n *int) any {
 			*n++
 			return redacted
 		}
+		return redactInString(t, n)
 	}
 	return v
+}
+
+func redactObject(t map[string]any, n *int) map[string]any {
+	out := make(map[string]any, len(t))
+	keys := 0
+	for k, e := range t {
+		if secretKey(k) && e != nil {
+			e = redacted
+			*n++
+		} else {
+			e = redactValue(e, n)
+		}
+		if secretValue(k) || redactInString(k, new(int)) != k {
+			// The key is the secret: no part of it is kept.
+			*n++
+			keys++
+			k = redacted
+			if keys > 1 {
+				k = fmt.Sprintf("[redacted %d]", keys)
+			}
+		}
+		out[k] = e
+	}
+	return out
 }
 
 var secretKeyWords = []string{"password", "passwd", "passphrase", "secret", "token", "credential", "cookie",
@@ -100,10 +129,23 @@ func secretKey(k string) bool {
 
 var secretPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_", "rk_",
 	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "pypi-", "hf_", "SG.",
-	"shpat_", "shpss_", "shpca_", "Bearer ", "bearer ", "Basic ", "-----BEGIN"}
+	"shpat_", "shpss_", "shpca_", "xapp-"}
 
+// secretValue says the whole of s is a secret. A string holding spaces is
+// one only when it is a PEM block or an authentication scheme and its
+// credential; redactInString finds secrets inside other strings.
 func secretValue(s string) bool {
 	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "-----BEGIN") {
+		return true
+	}
+	if scheme, cred, ok := strings.Cut(t, " "); ok {
+		switch strings.ToLower(scheme) {
+		case "bearer", "basic":
+			return !strings.ContainsAny(cred, " \t\n") && len(cred) >= 8 && credentialLike(cred)
+		}
+		return false
+	}
 	for _, p := range secretPrefixes {
 		if strings.HasPrefix(t, p) && len(t) > len(p)+7 {
 			return true

@@ -40,6 +40,9 @@ type call struct {
 	kind      string // KindTool, KindPrompt, KindResource or ""
 	name      string // the tool's or prompt's name, or the resource's URI
 	nameSent  string // a name or URI that was missing or not a string, as sent
+	uriSent   string // a resource URI as sent, when name is its canonical form
+	uriRaw    []byte // its JSON in the request, replaced by name when forwarded
+	relayID   uint64 // the id the server sees, once forwarded
 	start     time.Time
 
 	paramBytes int
@@ -369,8 +372,12 @@ func (r *relay) request(e envelope) error {
 	id := r.nextID
 	r.pending[id] = c
 	r.byClient[c.clientKey] = id
+	c.relayID = id
 	r.mu.Unlock()
-	return writeSpliced(&r.serverMu, r.serverIn, e.raw, e.id, strconv.AppendUint(nil, id, 10))
+	// On its way to the file before the server can act on the call.
+	r.audit.callStart(c)
+	line, lineID := forwardedURI(e, c)
+	return writeSpliced(&r.serverMu, r.serverIn, line, lineID, strconv.AppendUint(nil, id, 10))
 }
 
 // cancelled forgets a request the client gave up on: the server need not

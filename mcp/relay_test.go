@@ -36,7 +36,19 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// records are the audit's records but mcp_call_start (see allRecords).
 func (s *syncBuffer) records(t *testing.T) []Record {
+	t.Helper()
+	var out []Record
+	for _, r := range s.allRecords(t) {
+		if r.Event != "mcp_call_start" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *syncBuffer) allRecords(t *testing.T) []Record {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,6 +29,10 @@ import (
 // holding '[', ']', '{', '}' or '\\' is refused, because in other glob
 // dialects those are syntax and the pattern would not mean what it looks
 // like.
+//
+// The relay matches resource patterns against URIs in canonical form
+// (CanonicalURI), with the patterns written the same way
+// (CanonicalPattern); CheckKind itself matches the name as given.
 type Rules struct {
 	Allow []string // tools
 	Deny  []string

@@ -231,6 +231,7 @@ func newServerPipes() (*serverPipes, error) {
 // startRecord is the audit's mcp_start: the server, its label and the
 // rules in force.
 func startRecord(server []string, opts Options) Record {
+	opts.Rules = opts.Rules.canonicalPatterns()
 	return Record{Time: time.Now().UTC(), Event: "mcp_start", Server: capString(server[0]), Name: capString(opts.Name),
 		Client: capString(opts.Client),
 		Allow:  opts.Rules.Allow, Deny: opts.Rules.Deny, AllowPrompts: opts.Rules.AllowPrompts, DenyPrompts: opts.Rules.DenyPrompts,
@@ -392,7 +393,7 @@ func (o Options) Validate() error {
 
 // newRelay builds the relay for opts, defaults filled in.
 func newRelay(opts Options, aud *auditor, log *slog.Logger) *relay {
-	r := &relay{rules: opts.Rules, audit: aud, maxMessage: opts.MaxMessage, maxPending: opts.MaxPending, log: log,
+	r := &relay{rules: opts.Rules.canonicalPatterns(), audit: aud, maxMessage: opts.MaxMessage, maxPending: opts.MaxPending, log: log,
 		denyFromSrv: map[string]bool{}}
 	if r.maxMessage <= 0 {
 		r.maxMessage = DefaultMaxMessage

@@ -183,8 +183,8 @@ func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
 	fs.StringArrayVar(&m.rules.Deny, "deny-tool", nil, "hide and refuse tools matching this glob (repeatable; wins over --allow-tool)")
 	fs.StringArrayVar(&m.rules.AllowPrompts, "allow-prompt", nil, "show and allow only prompts whose name matches this glob (repeatable)")
 	fs.StringArrayVar(&m.rules.DenyPrompts, "deny-prompt", nil, "hide and refuse prompts whose name matches this glob (repeatable)")
-	fs.StringArrayVar(&m.rules.AllowResources, "allow-resource", nil, "show and allow only resources whose URI matches this glob (repeatable)")
-	fs.StringArrayVar(&m.rules.DenyResources, "deny-resource", nil, "hide and refuse resources whose URI matches this glob (repeatable)")
+	fs.StringArrayVar(&m.rules.AllowResources, "allow-resource", nil, "show and allow only resources whose URI, in canonical form, matches this glob (repeatable; see docs/mcp.md)")
+	fs.StringArrayVar(&m.rules.DenyResources, "deny-resource", nil, "hide and refuse resources whose URI, in canonical form, matches this glob (repeatable; see docs/mcp.md)")
 	fs.StringArrayVar(&m.denyServer, "deny-server-request", nil, "refuse this request from the server even when the client declared its capability: "+strings.Join(mcp.ServerRequestMethods(), ", ")+" (repeatable)")
 	fs.StringVar(&m.auditArgs, "audit-args", "", "record each call's argument values in the --audit file, values that look like secrets redacted; --audit-args=raw keeps them as sent")
 	fs.Lookup("audit-args").NoOptDefVal = "redact"

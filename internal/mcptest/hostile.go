@@ -36,6 +36,8 @@ const HostileArg = "hostile"
 //   - endless {} writes one line that never ends.
 //   - both {} answers with a result and an error in one response.
 //   - never {} never answers.
+//   - block {path} creates the file path (the proof the call reached the
+//     server) and then never answers.
 //   - prompts greet and secret_prompt, resources file:///pub/a and
 //     file:///priv/key (a template file:///priv/{name} too), and
 //     completion/complete for any of them.
@@ -213,6 +215,9 @@ func (h *hostile) call(id json.RawMessage, p map[string]any) {
 		h.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": textResult("the result"),
 			"error": map[string]any{"code": -32001, "message": "and an error"}})
 	case "never":
+	case "block":
+		path, _ := args["path"].(string)
+		os.WriteFile(path, nil, 0o644)
 	case "rugpull":
 		h.mu.Lock()
 		h.rugpull = true
