@@ -11,8 +11,9 @@ import (
 // Protected paths under --sandbox landlock. Landlock grants are additive
 // beneath a path: under a writable directory no rule can take write
 // access to a protected path away, and there is no mount to hold it. So
-// every protected path is writable while the run lasts (the live window,
-// a named loss), and the run takes part in the same journal as bwrap
+// every existing protected path is writable while the run lasts (the live
+// window, a named loss; a missing one is the live guard's, as under
+// bwrap), and the run takes part in the same journal as bwrap
 // runs (startJournal): a missing protected path is watched and what the
 // command created there is quarantined; an existing one is snapshotted at
 // the start, and if it differs when the journal settles (the last run on
@@ -24,7 +25,7 @@ func (r *llRun) protectPaths() error {
 	cache, runID := r.opts.BwrapCache, r.report.RunID
 	writable := r.p.Writable()
 	var pr protection
-	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, r.opts.Audit, func() ([]string, protection, func(), error) {
 		acts, finds, err := protectActions(r.p, writable, r.own)
 		if err != nil {
 			return nil, protection{}, nil, err
@@ -80,7 +81,7 @@ func (r *llRun) protectedReport() Protection {
 	held, watched := len(r.prot.held), len(r.prot.watched)
 	return Protection{Name: "protected_paths", Configured: true,
 		Detail: strconv.Itoa(held) + " existing ones kept as copies, " + strconv.Itoa(watched) +
-			" missing ones watched: all writable while the run lasts (Landlock cannot hold them); when the last run on the directory ends, changes are quarantined and the copies put back"}
+			" missing ones watched: the existing ones writable while the run lasts (Landlock cannot hold them), what appears at a missing one moved out as it appears (the live guard); when the last run on the directory ends, changes are quarantined and the copies put back"}
 }
 
 func heldPaths(hs []heldCopy) []string {

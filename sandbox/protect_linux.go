@@ -3,9 +3,11 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -208,6 +210,13 @@ type pendingProtection struct {
 	own         *journal // the run's state when it keeps no journal
 	started     []Quarantined
 	finished    bool // finish ran: the run's end was settled
+	// guard is the live guard (liveguard_linux.go), nil when it could not
+	// start (guardLost says why); guardTmp: its quarantine is a temporary
+	// directory (no cache), removed when it stayed empty.
+	guard     *liveGuard
+	guardQ    *quarantine
+	guardLost string
+	guardTmp  bool
 }
 
 // startProtection sweeps what ended runs left to neutralise, builds the
@@ -215,9 +224,9 @@ type pendingProtection struct {
 // lock, so that no run starts on a path another one is quarantining.
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
-func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+func startProtection(p policy.Policy, cache, runID string, audit io.Writer, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
 	var pl *plan
-	pend, err := startJournal(cache, runID, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, audit, func() ([]string, protection, func(), error) {
 		var err error
 		if pl, err = mk(); err != nil {
 			return nil, protection{}, nil, err
@@ -234,8 +243,9 @@ func startProtection(p policy.Policy, cache, runID string, mk func() (*plan, err
 // startJournal is startProtection for any mechanism: under the journal
 // lock it settles ended runs, sets the run up through mk (its writable
 // directories, its protection and how to undo the set-up) and records the
-// run's journal.
-func startJournal(cache, runID string, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
+// run's journal; then it starts the live guard, whose neutralisations go
+// to audit as they happen.
+func startJournal(cache, runID string, audit io.Writer, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
 	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache)}
 	if pend.jdir == "" {
 		writable, pr, _, err := mk()
@@ -243,6 +253,7 @@ func startJournal(cache, runID string, mk func() ([]string, protection, func(), 
 			return nil, err
 		}
 		pend.own = &journal{RunID: runID, Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
+		pend.startGuard(writable, pr, audit)
 		return pend, nil
 	}
 	unlock, err := lockJournals(pend.jdir)
@@ -263,7 +274,48 @@ func startJournal(cache, runID string, mk func() ([]string, protection, func(), 
 		undo()
 		return nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
 	}
+	pend.startGuard(writable, pr, audit)
 	return pend, nil
+}
+
+// startGuard starts the live guard over the run's writable directories,
+// with a quarantine of its own (the run's, or a temporary directory when
+// there is no cache). A guard that cannot start is recorded as lost, in
+// the report and the audit, and the run goes on: its end still settles.
+func (pend *pendingProtection) startGuard(writable []string, pr protection, audit io.Writer) {
+	q := pend.quarantine()
+	q.run = pend.runID
+	if q.dir == "" {
+		d, err := os.MkdirTemp("", "sandbox-run-quarantine-")
+		if err != nil {
+			pend.guardLost = "no quarantine directory: " + err.Error()
+			auditEvent(audit, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
+			return
+		}
+		q.dir, pend.guardTmp = d, true
+	}
+	g, err := startLiveGuard(writable, pr.watched, pr.gits, q, audit, pend.runID, 0)
+	if err != nil {
+		pend.guardLost = err.Error()
+		auditEvent(audit, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
+		return
+	}
+	pend.guard, pend.guardQ = g, q
+}
+
+// stopGuard stops the live guard and returns its report and what it
+// quarantined.
+func (pend *pendingProtection) stopGuard() (LiveGuardReport, []Quarantined) {
+	if pend.guard == nil {
+		return LiveGuardReport{Lost: []string{pend.guardLost}}, nil
+	}
+	rep := pend.guard.stop()
+	rep.Started = true
+	items := pend.guardQ.items
+	if pend.guardTmp && len(items) == 0 {
+		os.Remove(pend.guardQ.dir)
+	}
+	return rep, items
 }
 
 func (pend *pendingProtection) quarantine() *quarantine {
@@ -281,7 +333,10 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 		return
 	}
 	pend.finished = true
+	// The guard stops first: from here on the settle alone acts.
+	guard, live := pend.stopGuard()
 	q := pend.quarantine()
+	q.items = live
 	switch {
 	case pend.own != nil:
 		d, err := os.MkdirTemp("", "sandbox-run-quarantine-")
@@ -289,8 +344,9 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 			return
 		}
 		q.dir, q.made = d, true
+		n := len(q.items)
 		q.neutralise(pend.own, findGit(pend.own.Writable))
-		if len(q.items) == 0 {
+		if len(q.items) == n {
 			os.Remove(d)
 		}
 	default:
@@ -306,10 +362,14 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 	}
 	if res != nil {
 		res.Report.Quarantined = append(res.Report.Quarantined, q.items...)
+		res.Report.LiveGuard = &guard
 	}
 	if stderr != nil {
 		for _, it := range q.items {
 			fmt.Fprintln(stderr, it.Line())
+		}
+		if !guard.Complete {
+			fmt.Fprintf(stderr, "sandbox-run: warning: the live guard did not watch everything while the run lasted (%s); what the command made there was neutralised only now\n", strings.Join(guard.Lost, "; "))
 		}
 	}
 }

@@ -32,3 +32,35 @@ func (q Quarantined) Line() string {
 	}
 	return fmt.Sprintf("sandbox-run: quarantined %s: %s; moved to %s", q.Path, q.Why, q.To)
 }
+
+// LiveGuardReport is the live guard of a Linux run (bwrap, gvisor,
+// landlock): the host-side watcher that neutralises, while the run lasts,
+// a protected path created where one was missing and a git directory's
+// program-running settings (docs/protected-paths.md, "The live window").
+type LiveGuardReport struct {
+	// Started says whether the guard ran; false (with Lost saying why)
+	// means the live window was open for the whole run.
+	Started bool `json:"started"`
+	// Watches is how many inotify watches it held at the end; Budget is
+	// the run's ceiling on them.
+	Watches int `json:"watches"`
+	Budget  int `json:"budget"`
+	// ReadyMicros is the time from the guard's start until its first pass
+	// had watched every directory it found; 0 when the run ended first.
+	// Until then, what the command made in a directory not yet reached
+	// waited for the pass.
+	ReadyMicros int64 `json:"ready_micros"`
+	// Complete is false when a directory went unwatched (the budget, the
+	// user's inotify limits); Lost says why (the first few causes) and
+	// Unwatched counts them. What was not watched is neutralised only
+	// when the run settles.
+	Complete  bool     `json:"complete"`
+	Lost      []string `json:"lost,omitempty"`
+	Unwatched int      `json:"unwatched,omitempty"`
+	// Overflows counts the kernel's event-queue overflows, after each of
+	// which the guard looked at every directory again.
+	Overflows int `json:"overflows,omitempty"`
+	// Neutralised counts what it moved or stripped while the run lasted
+	// (each also in Quarantined and the audit's live_quarantine events).
+	Neutralised int `json:"neutralised"`
+}

@@ -326,8 +326,9 @@ type Report struct {
 	ReadOnly   []string       `json:"read_only,omitempty"`
 	Protected  []string       `json:"protected,omitempty"`
 	// Watched lists the protected paths that were missing at start:
-	// writable during the run, neutralised (Quarantined) once the last
-	// run on their directory has ended.
+	// what the command creates there is moved to the quarantine as it
+	// appears (LiveGuard), and in any case once the last run on their
+	// directory has ended.
 	Watched []string `json:"watched,omitempty"`
 	// Copied lists the protected paths that existed at start but could
 	// not be held read-only (--sandbox landlock): writable during the
@@ -337,9 +338,14 @@ type Report struct {
 	// ProtectWalk is the start-up walk for git directories (Linux).
 	ProtectWalk *WalkReport `json:"protect_walk,omitempty"`
 	// Quarantined lists what was moved out of the writable directories
-	// by this run, at its start (of ended runs) or its end.
+	// by this run: at its start (of ended runs), while it ran (the live
+	// guard) or at its end.
 	Quarantined []Quarantined `json:"quarantined,omitempty"`
-	TmpSize     int64         `json:"tmp_size,omitempty"`
+	// LiveGuard is the watcher that neutralised, while the run lasted,
+	// what the command made at protected paths (Linux; nil elsewhere and
+	// when the command never ran).
+	LiveGuard *LiveGuardReport `json:"live_guard,omitempty"`
+	TmpSize   int64            `json:"tmp_size,omitempty"`
 	// Tmpfs lists every file system in memory that the sandbox mounts
 	// writable or holds read-only, with its ceiling and how it is held.
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
