@@ -153,7 +153,7 @@ func TestFindGit(t *testing.T) {
 	os.Symlink(filepath.Join(m, ".git"), filepath.Join(w, "l/.git"))
 	os.Symlink(m, filepath.Join(w, "follow-me")) // never walked
 
-	g := findGit([]string{w, filepath.Join(m, ".git")})
+	g := findGit([]string{w, filepath.Join(m, ".git")}, walkBounds{})
 	wantDirs := []string{filepath.Join(m, ".git"), filepath.Join(w, ".git"), filepath.Join(w, ".git/modules/lib/sub"),
 		filepath.Join(w, ".git/worktrees/wt"), filepath.Join(w, "a/b/c/.git"), filepath.Join(w, "bare.git")}
 	slices.Sort(wantDirs)
@@ -179,7 +179,7 @@ func TestFindGitReportsWhatItSkips(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g := findGit([]string{w})
+	g := findGit([]string{w}, walkBounds{})
 	if g.report.Complete || len(g.report.Skipped) != 1 || !strings.Contains(g.report.Skipped[0], "deeper than") {
 		t.Errorf("report: %+v", g.report)
 	}

@@ -63,6 +63,7 @@ func fullReport() Report {
 		Copied:          []string{"/work/w/.git/config"},
 		ProtectWalk:     &WalkReport{Dirs: 3, Entries: 40, GitDirs: 1, Micros: 250, Complete: true, Skipped: []string{"/work/w/node_modules"}},
 		Quarantined:     []Quarantined{{Path: "/work/w/.mcp.json", To: "/cache/quarantine/r/1", Why: "created at a protected path", Run: "0123456789abcdef"}},
+		Sweep:           &WalkReport{Dirs: 2, Entries: 30, GitDirs: 1, Micros: 200, Complete: false, Skipped: []string{"1 directories not walked (/work/w/big ...): the walk stopped after 30 entries (bound 30)"}},
 		TmpSize:         268435456,
 		Tmpfs:           []TmpfsReport{{Path: "/tmp", Size: 268435456, Enforced: "size"}},
 		ReadScan:        &ReadScanReport{Paths: 1, Entries: 10, Seconds: 0.001, Covered: []string{"/opt/tools/s.sock"}},
