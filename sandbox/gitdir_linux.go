@@ -60,9 +60,9 @@ const gitSubmoduleDepth = 8
 // was found is returned with it, and a caller guarding the host treats
 // the rest as unknown.
 //
-// The end-of-run sweep (findGit) applies the same rules (gitAt) at every
-// directory of the writable trees, which covers what gitDirs returns for
-// any directory inside them.
+// The sweep (findGit) applies the same rules (gitAt) at every directory
+// of the writable trees, which covers what gitDirs returns for any
+// directory inside them (TestGitDirsAgreesWithGit checks both).
 func gitDirs(dir string) ([]gitRepo, error) {
 	start, err := realPath(dir)
 	if err != nil {
@@ -127,15 +127,17 @@ func discoverAt(dir string) (r gitRepo, found, stop bool) {
 }
 
 // gitAt returns the repositories git may open at dir itself (a real
-// path, listed as ents): through dir/.git (a directory, a "gitdir:" file,
-// or a link to either, as git follows it) and dir as a git directory
-// (bare, a submodule's or a worktree's git directory, which a "gitdir:"
-// line elsewhere may name). Both count, since a gitdir: line can name dir
-// whatever dir/.git is. ents spares the system calls for a directory that
-// has none of the names git looks for.
+// path, listed as ents), for a walk that lists every directory below: a
+// .git file (or link) resolved as git resolves it, and dir itself when
+// git takes it for a git directory (bare, a submodule's or a worktree's
+// git directory, which a "gitdir:" line elsewhere may name). A .git
+// directory is left to its own listing, where it is dir. Both count,
+// whatever git's discovery would pick first, since a gitdir: line can name
+// dir whatever dir/.git is. ents spares the system calls for a directory
+// that has none of the names git looks for.
 func gitAt(dir string, ents dirents) []gitRepo {
 	var out []gitRepo
-	if _, ok := ents.get(".git"); ok {
+	if m, ok := ents.get(".git"); ok && !m.IsDir() {
 		dotgit := dir + "/.git"
 		var st unix.Stat_t
 		if unix.Stat(dotgit, &st) == nil {

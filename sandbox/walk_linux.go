@@ -45,8 +45,9 @@ func isGitDir(names dirents) bool {
 // the common directory a commondir file names. What it finds inside the
 // writable directories is kept. It walks into git directories too (a
 // repository made inside another, or inside what merely looks like one, is
-// found) and reads entry types from getdents, so its cost is one getdents
-// per directory plus a few reads per candidate.
+// found), but for git's own parts (gitPart), and reads entry types from
+// getdents, so its cost is one getdents per directory plus a few reads
+// per candidate.
 //
 // Every directory a host git may use for a command-written repository is
 // so found: git reads config and hooks from a git directory or its common
@@ -91,17 +92,19 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 		}
 		g.report.Dirs++
 		g.report.Entries += len(names)
+		own := filepath.Base(it.path) == ".git"
 		for _, r := range gitAt(it.path, names) {
 			g.addRepo(r, writable)
+			own = own || r.dir == it.path || r.common == it.path
 		}
 		for _, e := range names {
-			p := filepath.Join(it.path, e.name)
 			if e.name == ".git" {
-				g.dotGit(p, e.mode, writable)
+				g.dotGit(filepath.Join(it.path, e.name), e.mode, writable)
 			}
-			if !e.mode.IsDir() {
-				continue
+			if !e.mode.IsDir() || own && gitPart(e.name) {
+				continue // most entries: nothing to join or do
 			}
+			p := filepath.Join(it.path, e.name)
 			if it.depth+1 < b.depth {
 				queue = append(queue, item{p, it.depth + 1})
 				continue
@@ -114,6 +117,20 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 	g.report.GitDirs = len(g.dirs)
 	g.report.Micros = time.Since(start).Microseconds()
 	return g
+}
+
+// gitPart says whether name, in a git directory, is one of the parts
+// where git keeps its objects, refs, logs, hooks and info, and no git
+// directory: the walk does not list them (a repository with loose objects
+// has up to 257 directories in objects alone). A repository hidden there
+// is reached only by a user who goes into it; every other name in a git
+// directory (modules, worktrees, anything the command added) is walked.
+func gitPart(name string) bool {
+	switch name {
+	case "objects", "refs", "logs", "hooks", "info", "branches", "rr-cache", "lfs":
+		return true
+	}
+	return false
 }
 
 // incomplete records that the walk left something out, and why.
