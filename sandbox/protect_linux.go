@@ -339,7 +339,11 @@ func (pend *pendingProtection) failClosed(res *Result, stderr *os.File) {
 	if s.Complete {
 		return
 	}
-	what := "the sweep for git directories after the run is incomplete (" + strings.Join(s.Skipped, "; ") + ")"
+	shown := s.Skipped
+	if len(shown) > 2 {
+		shown = append(shown[:2:2], fmt.Sprintf("%d more in the report's sweep", len(s.Skipped)-2))
+	}
+	what := "the sweep for git directories after the run is incomplete (" + strings.Join(shown, "; ") + ")"
 	why := "a repository beyond it was not neutralised: a host git run there may run a program the command put in its config or hooks"
 	fix := "check the repositories below the writable directories before running git there (git -c core.fsmonitor=false -c core.hooksPath=/dev/null ...), and keep them under " + strconv.Itoa(pend.bounds.orDefault().entries) + " entries"
 	if stderr != nil {

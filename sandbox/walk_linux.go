@@ -22,6 +22,7 @@ type gitFinds struct {
 	links  []string // .git entries that are symbolic links
 	report WalkReport
 	seen   map[string]bool
+	more   int // reasons past maxSkipped
 }
 
 // isGitDir says, from a directory's entry names alone, whether it looks
@@ -112,6 +113,9 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 			g.incomplete(p + ": deeper than " + fmt.Sprint(b.depth) + " levels")
 		}
 	}
+	if g.more > 0 {
+		g.report.Skipped = append(g.report.Skipped, fmt.Sprintf("and %d more", g.more))
+	}
 	sort.Strings(g.dirs)
 	sort.Strings(g.files)
 	g.report.GitDirs = len(g.dirs)
@@ -133,11 +137,20 @@ func gitPart(name string) bool {
 	return false
 }
 
-// incomplete records that the walk left something out, and why.
+// incomplete records that the walk left something out, and why: the
+// first maxSkipped reasons, then how many more (a tree 65 levels deep
+// would otherwise fill the report with one line per directory).
 func (g *gitFinds) incomplete(why string) {
 	g.report.Complete = false
-	g.report.Skipped = append(g.report.Skipped, why)
+	if len(g.report.Skipped) < maxSkipped {
+		g.report.Skipped = append(g.report.Skipped, why)
+		return
+	}
+	g.more++
 }
+
+// maxSkipped bounds the reasons a walk report lists.
+const maxSkipped = 20
 
 // add records a git or common directory once.
 func (g *gitFinds) add(d string) {
