@@ -222,7 +222,7 @@ func settleJournals(dir, self string, q *quarantine) {
 		sweepPlaceholders(j.Placeholders)
 		key := strings.Join(j.Writable, "\x00")
 		if walks[key] == nil {
-			walks[key] = findGit(j.Writable)
+			walks[key] = q.walk(j.Writable)
 		}
 		q.neutralise(j, walks[key])
 		d.Remove(paths[j])

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -153,7 +154,7 @@ func TestFindGit(t *testing.T) {
 	os.Symlink(filepath.Join(m, ".git"), filepath.Join(w, "l/.git"))
 	os.Symlink(m, filepath.Join(w, "follow-me")) // never walked
 
-	g := findGit([]string{w, filepath.Join(m, ".git")})
+	g := findGit([]string{w, filepath.Join(m, ".git")}, walkBounds{})
 	wantDirs := []string{filepath.Join(m, ".git"), filepath.Join(w, ".git"), filepath.Join(w, ".git/modules/lib/sub"),
 		filepath.Join(w, ".git/worktrees/wt"), filepath.Join(w, "a/b/c/.git"), filepath.Join(w, "bare.git")}
 	slices.Sort(wantDirs)
@@ -179,9 +180,35 @@ func TestFindGitReportsWhatItSkips(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g := findGit([]string{w})
+	g := findGit([]string{w}, walkBounds{})
 	if g.report.Complete || len(g.report.Skipped) != 1 || !strings.Contains(g.report.Skipped[0], "deeper than") {
 		t.Errorf("report: %+v", g.report)
+	}
+}
+
+// TestFindGitEntriesBound: past the entries bound the walk says it is
+// incomplete and names what it did not walk; a repository there is not
+// found. Control: under the default bound the same tree is walked whole
+// and the repository found.
+func TestFindGitEntriesBound(t *testing.T) {
+	w := t.TempDir()
+	for i := range 10 {
+		os.MkdirAll(filepath.Join(w, fmt.Sprintf("d%d/e", i)), 0o755)
+	}
+	repo := filepath.Join(w, "d0/e/r/.git")
+	for _, d := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(repo, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	whole := findGit([]string{w}, walkBounds{})
+	if !whole.report.Complete || !slices.Contains(whole.dirs, repo) {
+		t.Fatalf("control: default bound: %+v, dirs %v", whole.report, whole.dirs)
+	}
+	for _, n := range []int{5, 15} {
+		g := findGit([]string{w}, walkBounds{entries: n})
+		if g.report.Complete || len(g.report.Skipped) == 0 || slices.Contains(g.dirs, repo) {
+			t.Errorf("bound %d: %+v, dirs %v; want incomplete, the repository not found", n, g.report, g.dirs)
+		}
 	}
 }
 

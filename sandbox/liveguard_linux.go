@@ -586,7 +586,7 @@ func commondirTarget(d string) (string, bool) {
 	if t, err := commondirOf(d); err == nil {
 		return t, true
 	}
-	b, err := readSmall(filepath.Join(d, "commondir"))
+	b, err := readBounded(filepath.Join(d, "commondir"), 1<<16, false)
 	if err != nil {
 		return "", false
 	}

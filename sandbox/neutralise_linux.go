@@ -26,6 +26,18 @@ type quarantine struct {
 	// earliest is, per snapshotted path, its earliest copy among the
 	// journals settled together (see restoreHeld).
 	earliest map[string]int64
+	// bounds bound each sweep's walk; sweep adds up what they walked
+	// (nil: no sweep yet).
+	bounds walkBounds
+	sweep  *WalkReport
+}
+
+// walk walks writable for git directories within q's bounds and adds the
+// walk's report to q's sweep.
+func (q *quarantine) walk(writable []string) *gitFinds {
+	g := findGit(writable, q.bounds)
+	q.sweep = mergeWalks(q.sweep, &g.report)
+	return g
 }
 
 // neutralise handles the journal of a run that has ended and shares its

@@ -42,7 +42,7 @@ func BenchmarkProtect(b *testing.B) {
 			names := policy.Policy{Workdir: w}.ProtectedNames()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				g := findGit([]string{w})
+				g := findGit([]string{w}, walkBounds{})
 				if _, err := protectLayout([]string{w}, names, g.dirs, g.files, lstatKind); err != nil {
 					b.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -43,7 +44,7 @@ type protection struct {
 // asks, never following a link) and the resolution of every path it binds
 // onto itself, vetted like any bind destination.
 func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string) error {
-	finds := findGit(writable)
+	finds := findGit(writable, walkBounds{})
 	pf := &f.prot
 	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
 	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}
@@ -170,7 +171,7 @@ func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(stri
 // (own: sandbox-run's state dirs among writable, see splitOwn). It is for
 // a mechanism that keeps copies instead of binding (landlock).
 func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *gitFinds, error) {
-	finds := findGit(writable)
+	finds := findGit(writable, walkBounds{})
 	pf := protectFacts{own: own, gitDirs: finds.dirs, gitFiles: finds.files, gitLinks: finds.links, links: map[string]string{}}
 	for _, l := range finds.links {
 		pf.links[l], _ = os.Readlink(l)
@@ -217,6 +218,10 @@ type pendingProtection struct {
 	guardQ    *quarantine
 	guardLost string
 	guardTmp  bool
+	// bounds bound the sweeps' walks; sweep is what the sweeps at the
+	// run's start (of ended runs) walked, nil when there were none.
+	bounds walkBounds
+	sweep  *WalkReport
 }
 
 // startProtection sweeps what ended runs left to neutralise, builds the
@@ -224,9 +229,9 @@ type pendingProtection struct {
 // lock, so that no run starts on a path another one is quarantining.
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
-func startProtection(p policy.Policy, cache, runID string, audit io.Writer, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+func startProtection(p policy.Policy, cache, runID string, audit io.Writer, b walkBounds, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
 	var pl *plan
-	pend, err := startJournal(cache, runID, audit, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, audit, b, func() ([]string, protection, func(), error) {
 		var err error
 		if pl, err = mk(); err != nil {
 			return nil, protection{}, nil, err
@@ -241,12 +246,12 @@ func startProtection(p policy.Policy, cache, runID string, audit io.Writer, mk f
 }
 
 // startJournal is startProtection for any mechanism: under the journal
-// lock it settles ended runs, sets the run up through mk (its writable
-// directories, its protection and how to undo the set-up) and records the
-// run's journal; then it starts the live guard, whose neutralisations go
-// to audit as they happen.
-func startJournal(cache, runID string, audit io.Writer, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
-	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache)}
+// lock it settles ended runs (their sweeps bounded by b), sets the run up
+// through mk (its writable directories, its protection and how to undo
+// the set-up) and records the run's journal; then it starts the live
+// guard, whose neutralisations go to audit as they happen.
+func startJournal(cache, runID string, audit io.Writer, b walkBounds, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
+	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache), bounds: b}
 	if pend.jdir == "" {
 		writable, pr, _, err := mk()
 		if err != nil {
@@ -265,7 +270,7 @@ func startJournal(cache, runID string, audit io.Writer, mk func() ([]string, pro
 	q := pend.quarantine()
 	settleJournals(pend.jdir, "", q)
 	settleJournals(legacyJournalDir(cache), "", q)
-	pend.started = q.items
+	pend.started, pend.sweep = q.items, q.sweep
 	writable, pr, undo, err := mk()
 	if err != nil {
 		return nil, err
@@ -320,9 +325,9 @@ func (pend *pendingProtection) stopGuard() (LiveGuardReport, []Quarantined) {
 
 func (pend *pendingProtection) quarantine() *quarantine {
 	if pend.cache != "" {
-		return &quarantine{dir: filepath.Join(pend.cache, "quarantine", pend.runID)}
+		return &quarantine{dir: filepath.Join(pend.cache, "quarantine", pend.runID), bounds: pend.bounds}
 	}
-	return &quarantine{}
+	return &quarantine{bounds: pend.bounds}
 }
 
 // finish settles the run's journal (and those of ended runs that waited
@@ -345,7 +350,7 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 		}
 		q.dir, q.made = d, true
 		n := len(q.items)
-		q.neutralise(pend.own, findGit(pend.own.Writable))
+		q.neutralise(pend.own, q.walk(pend.own.Writable))
 		if len(q.items) == n {
 			os.Remove(d)
 		}
@@ -371,5 +376,41 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 		if !guard.Complete {
 			fmt.Fprintf(stderr, "sandbox-run: warning: the live guard did not watch everything while the run lasted (%s); what the command made there was neutralised only now\n", strings.Join(guard.Lost, "; "))
 		}
+	}
+	pend.sweep = mergeWalks(pend.sweep, q.sweep)
+	pend.failClosed(res, stderr)
+}
+
+// failClosed makes an incomplete sweep the run's outcome: a repository
+// past the walk's bounds kept what the command wrote to its config and
+// hooks, which the host's next git there would run. The report's sweep
+// says what was not walked; the run exits ExitSetup (125) with the class
+// ClassSweepIncomplete, whatever the command's own status (named in the
+// reason), and one line on stderr says what, why and what to do.
+func (pend *pendingProtection) failClosed(res *Result, stderr *os.File) {
+	s := pend.sweep
+	if s == nil {
+		return
+	}
+	if res != nil {
+		res.Report.Sweep = s
+	}
+	if s.Complete {
+		return
+	}
+	shown := s.Skipped
+	if len(shown) > 2 {
+		shown = append(shown[:2:2], fmt.Sprintf("%d more in the report's sweep", len(s.Skipped)-2))
+	}
+	what := "the sweep for git directories after the run is incomplete (" + strings.Join(shown, "; ") + ")"
+	why := "a repository beyond it was not neutralised: a host git run there may run a program the command put in its config or hooks"
+	fix := "check the repositories below the writable directories before running git there (git -c core.fsmonitor=false -c core.hooksPath=/dev/null ...), and keep them under " + strconv.Itoa(pend.bounds.orDefault().entries) + " entries"
+	if stderr != nil {
+		fmt.Fprintln(stderr, "sandbox-run: "+what+": "+why+"; fix: "+fix)
+	}
+	if res != nil {
+		reason := what + "; the command's own exit status was " + strconv.Itoa(res.ExitCode)
+		res.ExitCode = ExitSetup
+		res.Report.Exit = &Exit{Code: ExitSetup, Class: ClassSweepIncomplete, Reason: reason}
 	}
 }

@@ -32,7 +32,7 @@ func TestLayoutSplit(t *testing.T) {
 	if !slices.Equal(named, []string{w}) || !slices.Equal(own, []string{home}) {
 		t.Fatalf("splitOwn = %v, %v", named, own)
 	}
-	finds := findGit(writable)
+	finds := findGit(writable, walkBounds{})
 	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds.dirs, finds.files, lstatKind)
 	if err != nil {
 		t.Fatal(err)

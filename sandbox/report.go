@@ -60,6 +60,7 @@ const (
 	ClassNotExecutable   ExitClass = "not_executable"   // 126: found, but not executable inside
 	ClassMechanismKilled ExitClass = "mechanism_killed" // 125: the mechanism was killed from outside
 	ClassCancelled       ExitClass = "cancelled"        // the caller's ctx ended the sandbox (128+9)
+	ClassSweepIncomplete ExitClass = "sweep_incomplete" // 125: the command ended, but the sweep after it could not walk everything
 )
 
 // ExitCode is the table of the exit statuses sandbox-run itself gives (the

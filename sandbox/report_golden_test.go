@@ -63,6 +63,7 @@ func fullReport() Report {
 		Copied:      []string{"/work/w/.git/config"},
 		ProtectWalk: &WalkReport{Dirs: 3, Entries: 40, GitDirs: 1, Micros: 250, Complete: true, Skipped: []string{"/work/w/node_modules"}},
 		Quarantined: []Quarantined{{Path: "/work/w/.mcp.json", To: "/cache/quarantine/r/1", Why: "created at a protected path", Run: "0123456789abcdef"}},
+		Sweep:       &WalkReport{Dirs: 2, Entries: 30, GitDirs: 1, Micros: 200, Complete: false, Skipped: []string{"1 directories not walked (/work/w/big ...): the walk stopped after 30 entries (bound 30)"}},
 		LiveGuard: &LiveGuardReport{Started: true, Watches: 3, Budget: 16384, ReadyMicros: 120, Complete: false,
 			Lost: []string{"the run's budget of 16384 inotify watches is spent"}, Unwatched: 2, Overflows: 1, Neutralised: 1},
 		TmpSize:         268435456,

@@ -278,6 +278,9 @@ type Options struct {
 	// Init is a dedicated init binary that bwrap starts inside the sandbox
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
+	// walk bounds the sweeps' walks for git directories (zero: the
+	// defaults); in-package tests make it small.
+	walk walkBounds
 }
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves
@@ -345,7 +348,13 @@ type Report struct {
 	// what the command made at protected paths (Linux; nil elsewhere and
 	// when the command never ran).
 	LiveGuard *LiveGuardReport `json:"live_guard,omitempty"`
-	TmpSize   int64            `json:"tmp_size,omitempty"`
+	// Sweep is what the walks for git directories that this run made to
+	// neutralise ended runs (its own at its end, others' at its start or
+	// end) covered, added up (Linux); nil when it settled none. When it is
+	// not complete, a repository past its bounds was not neutralised and
+	// the run exits 125 (Exit.Class sweep_incomplete).
+	Sweep   *WalkReport `json:"sweep,omitempty"`
+	TmpSize int64       `json:"tmp_size,omitempty"`
 	// Tmpfs lists every file system in memory that the sandbox mounts
 	// writable or holds read-only, with its ceiling and how it is held.
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,29 +12,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Bounds of the walk that finds git directories in the writable
-// directories. A workdir of 20,000 files walks in well under these; past
-// them the walk stops and says so in the report (a repository beyond them
-// is not held).
-const (
-	walkMaxEntries = 200_000
-	walkMaxTime    = 2 * time.Second
-	walkMaxDepth   = 64
-)
-
-// gitFinds is what a walk found: git directories (a .git directory, a
-// bare repository, a submodule's or worktree's directory inside one, a
-// gitdir:/commondir target inside a writable directory, or a writable
-// directory that is a git directory itself) and .git files.
+// gitFinds is what a walk found: git directories and common directories
+// inside the writable directories (every repository git's own rules find
+// at any directory of the walk, see gitAt, and every directory named .git),
+// and .git files and links.
 type gitFinds struct {
 	dirs   []string
 	files  []string
 	links  []string // .git entries that are symbolic links
 	report WalkReport
+	seen   map[string]bool
+	more   int // reasons past maxSkipped
 }
 
-// isGitDir says, from a directory's entry names, whether git would take it
-// for a git directory: HEAD, objects and refs.
+// isGitDir says, from a directory's entry names alone, whether it looks
+// like a git directory (HEAD, objects and refs, as a plain file and two
+// directories). It misses what git accepts besides (a HEAD that is a
+// link, objects and refs in a commondir); git's full rules are gitAt and
+// isGitDirectory, which the walk uses.
 func isGitDir(names dirents) bool {
 	h, ok1 := names.get("HEAD")
 	o, ok2 := names.get("objects")
@@ -44,11 +38,26 @@ func isGitDir(names dirents) bool {
 }
 
 // findGit walks every writable directory, breadth first, without following
-// links, for git directories and .git files, within the walk bounds. It
-// reads directory entries only (their type comes with them), so its cost is
-// one getdents per directory.
-func findGit(writable []string) *gitFinds {
-	g := &gitFinds{}
+// links (a directory is listed, never a link to one), within b, and at
+// every directory it lists applies git's discovery rules (gitAt): a .git
+// directory or "gitdir:" file resolved as git resolves it (links and ".."
+// in the path included, whatever lies on the way), a directory that git
+// takes for a git directory (a HEAD that is a link to refs/... counts), and
+// the common directory a commondir file names. What it finds inside the
+// writable directories is kept. It walks into git directories too (a
+// repository made inside another, or inside what merely looks like one, is
+// found), but for git's own parts (gitPart), and reads entry types from
+// getdents, so its cost is one getdents per directory plus a few reads
+// per candidate.
+//
+// Every directory a host git may use for a command-written repository is
+// so found: git reads config and hooks from a git directory or its common
+// directory, and each one inside a writable directory is a directory this
+// walk lists and tests; one outside is not the command's to write. gitDirs
+// gives the same answer for one starting directory.
+func findGit(writable []string, b walkBounds) *gitFinds {
+	b = b.orDefault()
+	g := &gitFinds{seen: map[string]bool{}}
 	start := time.Now()
 	type item struct {
 		path  string
@@ -58,57 +67,55 @@ func findGit(writable []string) *gitFinds {
 	for _, w := range writable {
 		queue = append(queue, item{w, 0})
 	}
-	seen := map[string]bool{}
 	var l lister
-	addDir := func(d string) {
-		if !seen[d] {
-			seen[d] = true
-			g.dirs = append(g.dirs, d)
-		}
-	}
 	g.report.Complete = true
 	for i := 0; i < len(queue); i++ {
 		it := queue[i]
-		if g.report.Entries > walkMaxEntries || time.Since(start) > walkMaxTime {
-			g.report.Complete = false
-			g.report.Skipped = append(g.report.Skipped, fmt.Sprintf("%d directories not walked: the walk stopped after %d entries in %s (bounds %d entries, %s)",
-				len(queue)-i, g.report.Entries, time.Since(start).Round(time.Millisecond), walkMaxEntries, walkMaxTime))
+		left := b.entries - g.report.Entries
+		if left <= 0 {
+			rest := make([]string, 0, 3)
+			for _, q := range queue[i:min(i+3, len(queue))] {
+				rest = append(rest, q.path)
+			}
+			g.incomplete(fmt.Sprintf("%d directories not walked (%s ...): the walk stopped after %d entries (bound %d)",
+				len(queue)-i, strings.Join(rest, ", "), g.report.Entries, b.entries))
 			break
 		}
-		names, err := l.readNames(it.path)
+		names, err := l.readNamesMax(it.path, left)
+		if errors.Is(err, errTooMany) {
+			g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", it.path, left, b.entries))
+			g.report.Entries = b.entries
+			continue
+		}
 		if err != nil {
-			g.report.Complete = false
-			g.report.Skipped = append(g.report.Skipped, it.path+": "+errText(err))
+			g.incomplete(it.path + ": " + errText(err))
 			continue
 		}
 		g.report.Dirs++
 		g.report.Entries += len(names)
-		if isGitDir(names) {
-			// A bare repository, or a writable dir that is a .git (--write
-			// /main/.git of a worktree): git's own parts are not walked.
-			addDir(it.path)
-			g.gitDirInside(it.path, names, addDir)
-			continue
+		own := filepath.Base(it.path) == ".git"
+		for _, r := range gitAt(it.path, names) {
+			g.addRepo(r, writable)
+			own = own || r.dir == it.path || r.common == it.path
 		}
 		for _, e := range names {
-			name, mode := e.name, e.mode
-			switch {
-			case name == ".git":
-				g.dotGit(filepath.Join(it.path, name), mode, addDir)
-				continue
-			case !mode.IsDir():
+			if e.name == ".git" {
+				g.dotGit(filepath.Join(it.path, e.name), e.mode, writable)
+			}
+			if !e.mode.IsDir() || own && gitPart(e.name) {
 				continue // most entries: nothing to join or do
 			}
-			p := filepath.Join(it.path, name)
-			if it.depth+1 < walkMaxDepth {
+			p := filepath.Join(it.path, e.name)
+			if it.depth+1 < b.depth {
 				queue = append(queue, item{p, it.depth + 1})
 				continue
 			}
-			g.report.Complete = false
-			g.report.Skipped = append(g.report.Skipped, p+": deeper than "+fmt.Sprint(walkMaxDepth)+" levels")
+			g.incomplete(p + ": deeper than " + fmt.Sprint(b.depth) + " levels")
 		}
 	}
-	g.followFiles(writable, addDir)
+	if g.more > 0 {
+		g.report.Skipped = append(g.report.Skipped, fmt.Sprintf("and %d more", g.more))
+	}
 	sort.Strings(g.dirs)
 	sort.Strings(g.files)
 	g.report.GitDirs = len(g.dirs)
@@ -116,14 +123,61 @@ func findGit(writable []string) *gitFinds {
 	return g
 }
 
-// dotGit records an entry named .git: a git directory (with those git
-// keeps inside it), a link, or a file that names one.
-func (g *gitFinds) dotGit(p string, mode fs.FileMode, addDir func(string)) {
+// gitPart says whether name, in a git directory, is one of the parts
+// where git keeps its objects, refs, logs, hooks and info, and no git
+// directory: the walk does not list them (a repository with loose objects
+// has up to 257 directories in objects alone). A repository hidden there
+// is reached only by a user who goes into it; every other name in a git
+// directory (modules, worktrees, anything the command added) is walked.
+func gitPart(name string) bool {
+	switch name {
+	case "objects", "refs", "logs", "hooks", "info", "branches", "rr-cache", "lfs":
+		return true
+	}
+	return false
+}
+
+// incomplete records that the walk left something out, and why: the
+// first maxSkipped reasons, then how many more (a tree 65 levels deep
+// would otherwise fill the report with one line per directory).
+func (g *gitFinds) incomplete(why string) {
+	g.report.Complete = false
+	if len(g.report.Skipped) < maxSkipped {
+		g.report.Skipped = append(g.report.Skipped, why)
+		return
+	}
+	g.more++
+}
+
+// maxSkipped bounds the reasons a walk report lists.
+const maxSkipped = 20
+
+// add records a git or common directory once.
+func (g *gitFinds) add(d string) {
+	if !g.seen[d] {
+		g.seen[d] = true
+		g.dirs = append(g.dirs, d)
+	}
+}
+
+// addRepo records r's git and common directory, those inside writable.
+func (g *gitFinds) addRepo(r gitRepo, writable []string) {
+	for _, d := range []string{r.dir, r.common} {
+		if insideAny(d, writable) {
+			g.add(d)
+		}
+	}
+}
+
+// dotGit records an entry named .git by its type: a directory is held
+// whether or not git would take it (the command could complete it), a
+// file is held (it names where git looks), a link is refused at start
+// and quarantined after the run.
+func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 	switch {
 	case mode.IsDir():
-		addDir(p)
-		if sub, err := readNames(p); err == nil {
-			g.gitDirInside(p, sub, addDir)
+		if insideAny(p, writable) {
+			g.add(p)
 		}
 	case mode&fs.ModeSymlink != 0:
 		g.links = append(g.links, p)
@@ -132,124 +186,12 @@ func (g *gitFinds) dotGit(p string, mode fs.FileMode, addDir func(string)) {
 	}
 }
 
-// gitDirInside adds the git directories git keeps inside one: submodules
-// (modules/NAME, NAME possibly nested) and worktrees (worktrees/NAME).
-func (g *gitFinds) gitDirInside(dir string, names dirents, add func(string)) {
-	if m, ok := names.get("worktrees"); ok && m.IsDir() {
-		if sub, err := readNames(filepath.Join(dir, "worktrees")); err == nil {
-			for _, e := range sub {
-				if e.mode.IsDir() {
-					add(filepath.Join(dir, "worktrees", e.name))
-				}
-			}
-		}
-	}
-	if m, ok := names.get("modules"); ok && m.IsDir() {
-		g.modules(filepath.Join(dir, "modules"), 0, add)
-	}
-}
+// gitdirOf is the real path of the git directory a .git file names, as
+// git resolves it (readGitfile); the live-window guard calls it.
+func gitdirOf(file string) (string, error) { return readGitfile(file) }
 
-// modules finds submodule git directories below dir (a module's name may
-// hold slashes), bounded in depth.
-func (g *gitFinds) modules(dir string, depth int, add func(string)) {
-	if depth > 8 {
-		g.report.Skipped = append(g.report.Skipped, dir+": submodules nested deeper than 8 levels")
-		g.report.Complete = false
-		return
-	}
-	sub, err := readNames(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range sub {
-		if !e.mode.IsDir() {
-			continue
-		}
-		p := filepath.Join(dir, e.name)
-		names, err := readNames(p)
-		if err != nil {
-			continue
-		}
-		if isGitDir(names) {
-			add(p)
-			g.gitDirInside(p, names, add)
-			continue
-		}
-		g.modules(p, depth+1, add)
-	}
-}
-
-// followFiles reads every .git file's "gitdir:" line and the target's
-// commondir, and adds the targets that lie inside a writable directory: git
-// reads config and hooks there, wherever the .git file sits.
-func (g *gitFinds) followFiles(writable []string, add func(string)) {
-	for _, f := range g.files {
-		target, err := gitdirOf(f)
-		if err != nil {
-			continue
-		}
-		if insideAny(target, writable) {
-			add(target)
-		}
-		if common, err := commondirOf(target); err == nil && insideAny(common, writable) {
-			add(common)
-		}
-	}
-}
-
-// gitdirOf reads a .git file's target, resolved like git does: relative to
-// the file's directory, then to its real path.
-func gitdirOf(file string) (string, error) {
-	b, err := readSmall(file)
-	if err != nil {
-		return "", err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	t, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
-		return "", errors.New("no gitdir: line")
-	}
-	t = strings.TrimSpace(t)
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(filepath.Dir(file), t)
-	}
-	return filepath.EvalSymlinks(t)
-}
-
-// commondirOf reads dir/commondir, resolved against dir.
-func commondirOf(dir string) (string, error) {
-	b, err := readSmall(filepath.Join(dir, "commondir"))
-	if err != nil {
-		return "", err
-	}
-	t := strings.TrimSpace(string(b))
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(dir, t)
-	}
-	return filepath.EvalSymlinks(t)
-}
-
-// readSmall reads at most 4 KiB of a regular file, not following a link.
-func readSmall(p string) ([]byte, error) {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, 4096)
-	n, err := f.Read(b)
-	if err != nil && n == 0 {
-		return nil, err
-	}
-	return b[:n], nil
-}
+// commondirOf is the real path of dir's common directory (commonDir).
+func commondirOf(dir string) (string, error) { return commonDir(dir) }
 
 // readNames lists a directory's entries with their types (from getdents:
 // no stat per entry), without following a link at its last component.
@@ -260,12 +202,21 @@ func readNames(dir string) (dirents, error) {
 
 // readNames is readNames with l's buffer.
 func (l *lister) readNames(dir string) (dirents, error) {
+	return l.readNamesMax(dir, 0)
+}
+
+// readNamesMax is readNames that stops with errTooMany past max entries
+// (0: no bound).
+func (l *lister) readNamesMax(dir string, max int) (dirents, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
-	ents, err := l.list(fd, 0)
+	ents, err := l.list(fd, max)
+	if errors.Is(err, errTooMany) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
 	}

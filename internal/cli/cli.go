@@ -429,6 +429,9 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 	if r.ProtectWalk != nil && !r.ProtectWalk.Complete {
 		fmt.Fprintf(w, "  git walk     incomplete: %d skipped (see the report's protect_walk)\n", len(r.ProtectWalk.Skipped))
 	}
+	if r.Sweep != nil && !r.Sweep.Complete {
+		fmt.Fprintf(w, "  git sweep    incomplete: %d skipped, repositories past it not neutralised (see the report's sweep)\n", len(r.Sweep.Skipped))
+	}
 	fmt.Fprintf(w, "  network      %s\n", r.Network)
 	if e := r.Egress; e != nil {
 		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
