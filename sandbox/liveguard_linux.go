@@ -192,15 +192,27 @@ func (g *liveGuard) loop() {
 			g.rescan = false
 			if g.again {
 				g.again = false
-				g.event(-1, unix.IN_Q_OVERFLOW, "")
+				g.queueAll()
 			}
 		}
 	}
 }
 
-// read handles every event the queue holds.
+// queueAll queues a pass over every writable directory.
+func (g *liveGuard) queueAll() {
+	g.rescan = true
+	for _, w := range g.writable {
+		g.queue = append(g.queue, guardWatch{path: w, kind: kindDirW})
+	}
+}
+
+// readRounds bounds one read of the event queue, so that a command making
+// entries without pause neither starves the first pass nor delays stop.
+const readRounds = 16
+
+// read handles the events the queue holds, at most readRounds buffers.
 func (g *liveGuard) read(buf []byte) {
-	for {
+	for range readRounds {
 		n, err := unix.Read(g.fd, buf)
 		if err != nil || n <= 0 {
 			return
@@ -231,10 +243,7 @@ func (g *liveGuard) event(wd int32, mask uint32, name string) {
 			g.again = true
 			return
 		}
-		g.rescan = true
-		for _, w := range g.writable {
-			g.queue = append(g.queue, guardWatch{path: w, kind: kindDirW})
-		}
+		g.queueAll()
 		return
 	case mask&unix.IN_IGNORED != 0:
 		delete(g.wds, wd)
