@@ -28,14 +28,16 @@ const liveContent = "LIVE-WINDOW-CONTENT"
 
 // liveAttack makes a repository whose core.fsmonitor touches marker and
 // writes each of liveNames, says READY, then waits (bounded) for the file
-// release, written by the test once it has looked.
+// release, written by the test once it has looked; then it commits in its
+// repository (COMMITTED): stripped, not removed, it still works.
 func liveAttack(marker, release string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `git init -q r && git -C r config core.fsmonitor "touch %s; false" || exit 3; `, marker)
 	for _, n := range liveNames {
 		fmt.Fprintf(&b, `mkdir -p "$(dirname %s)"; printf '{"x":"%s"}' > %s; `, n, liveContent, n)
 	}
-	fmt.Fprintf(&b, `echo READY; i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, release)
+	fmt.Fprintf(&b, `echo READY; i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; `, release)
+	b.WriteString(`git -C r -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && echo COMMITTED`)
 	return b.String()
 }
 
@@ -150,6 +152,9 @@ func TestLiveWindow(t *testing.T) {
 			released = true
 			if err := c.Wait(); err != nil {
 				t.Fatalf("run: %v: %s", err, out.String())
+			}
+			if !strings.Contains(out.String(), "COMMITTED") {
+				t.Errorf("the command's git could not commit in its stripped repository: %s", out.String())
 			}
 			liveReport(t, rep, want)
 			if _, err := os.Stat(marker); err == nil {

@@ -71,6 +71,7 @@ const (
 type guardWatch struct {
 	path string
 	kind guardKind
+	ino  uint64 // a config file's inode (kindConfig)
 }
 
 // liveGuard is one run's watcher. Only its goroutine touches its fields
@@ -87,6 +88,8 @@ type liveGuard struct {
 	runID    string
 	wds      map[int32]guardWatch
 	queue    []guardWatch
+	rescan   bool // a pass over everything after an overflow is queued
+	again    bool // another overflow came during it
 	budget   int
 	rep      LiveGuardReport
 	start    time.Time
@@ -138,7 +141,7 @@ func startLiveGuard(writable, watched []string, gits []gitID, q *quarantine, aud
 		g.old[id] = true
 	}
 	for _, w := range writable {
-		g.visit(guardWatch{w, kindDirW})
+		g.visit(guardWatch{path: w, kind: kindDirW})
 	}
 	go g.loop()
 	return g, nil
@@ -185,12 +188,31 @@ func (g *liveGuard) loop() {
 			g.queue = g.queue[1:]
 			g.visit(it)
 		}
+		if len(g.queue) == 0 && g.rescan {
+			g.rescan = false
+			if g.again {
+				g.again = false
+				g.queueAll()
+			}
+		}
 	}
 }
 
-// read handles every event the queue holds.
+// queueAll queues a pass over every writable directory.
+func (g *liveGuard) queueAll() {
+	g.rescan = true
+	for _, w := range g.writable {
+		g.queue = append(g.queue, guardWatch{path: w, kind: kindDirW})
+	}
+}
+
+// readRounds bounds one read of the event queue, so that a command making
+// entries without pause neither starves the first pass nor delays stop.
+const readRounds = 16
+
+// read handles the events the queue holds, at most readRounds buffers.
 func (g *liveGuard) read(buf []byte) {
-	for {
+	for range readRounds {
 		n, err := unix.Read(g.fd, buf)
 		if err != nil || n <= 0 {
 			return
@@ -214,11 +236,14 @@ func (g *liveGuard) event(wd int32, mask uint32, name string) {
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		// Events were lost: look at everything again (a watch added
-		// again is the same watch, and costs nothing more).
+		// again is the same watch, and costs nothing more), once more
+		// after a pass already under way.
 		g.rep.Overflows++
-		for _, w := range g.writable {
-			g.queue = append(g.queue, guardWatch{w, kindDirW})
+		if g.rescan {
+			g.again = true
+			return
 		}
+		g.queueAll()
 		return
 	case mask&unix.IN_IGNORED != 0:
 		delete(g.wds, wd)
@@ -230,6 +255,7 @@ func (g *liveGuard) event(wd int32, mask uint32, name string) {
 	}
 	if w.kind == kindConfig {
 		g.stripConfigAt(w.path)
+		g.dropMoved(wd, w.path)
 		return
 	}
 	if name == "" || strings.Contains(name, "/") {
@@ -269,13 +295,13 @@ func (g *liveGuard) dirEntry(w guardWatch, p, name string, isDir bool) {
 		// Inside a git directory held since the start, only what holds
 		// further git directories is looked into.
 		if isDir && (name == "modules" || name == "worktrees") {
-			g.queue = append(g.queue, guardWatch{p, kindDirW})
+			g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 		}
 	case isDir && !gitInternal(w.path, name):
-		g.queue = append(g.queue, guardWatch{p, kindDirW})
+		g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 	}
 	if w.kind == kindDirW && (name == "HEAD" || name == "objects" || name == "refs" || name == "commondir") {
-		g.queue = append(g.queue, guardWatch{w.path, kindDirW})
+		g.queue = append(g.queue, guardWatch{path: w.path, kind: kindDirW})
 	}
 }
 
@@ -311,7 +337,7 @@ func (g *liveGuard) visit(it guardWatch) {
 		case e.name == ".git":
 			g.dotGit(p)
 		case e.mode.IsDir() && !gitInternal(it.path, e.name):
-			g.queue = append(g.queue, guardWatch{p, kindDirW})
+			g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 		}
 	}
 }
@@ -339,7 +365,7 @@ func (g *liveGuard) gitDir(d string, fd int, names dirents) {
 		}
 		for _, sub := range []string{"modules", "worktrees"} {
 			if m, ok := names.get(sub); ok && m.IsDir() {
-				g.queue = append(g.queue, guardWatch{filepath.Join(d, sub), kindDirW})
+				g.queue = append(g.queue, guardWatch{path: filepath.Join(d, sub), kind: kindDirW})
 			}
 		}
 		return
@@ -372,11 +398,11 @@ func (g *liveGuard) newGitEntry(d, name string, mask uint32) {
 	case "commondir":
 		if t, ok := commondirTarget(d); ok && owner(t, g.writable) != "" {
 			g.commons[t] = true
-			g.queue = append(g.queue, guardWatch{t, kindDirW})
+			g.queue = append(g.queue, guardWatch{path: t, kind: kindDirW})
 		}
 	case "modules", "worktrees":
 		if isNew {
-			g.queue = append(g.queue, guardWatch{p, kindDirW})
+			g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 		}
 	}
 }
@@ -416,6 +442,18 @@ func (g *liveGuard) gitSubdir(p, name string) {
 	}
 }
 
+// dropMoved removes the watch on a config file that is no longer at p
+// (moved to the quarantine, or replaced by the stripped copy, which has
+// its own watch).
+func (g *liveGuard) dropMoved(wd int32, p string) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil && st.Ino == g.wds[wd].ino {
+		return
+	}
+	unix.InotifyRmWatch(g.fd, uint32(wd))
+	delete(g.wds, wd)
+}
+
 // watchConfig watches a new git directory's config file itself, so that a
 // write through another hard link of it is seen.
 func (g *liveGuard) watchConfig(p string) {
@@ -431,7 +469,7 @@ func (g *liveGuard) watchConfig(p string) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		g.watch(fd, p, kindConfig, maskFile)
+		g.watchAs(fd, guardWatch{path: p, kind: kindConfig, ino: st.Ino}, maskFile)
 	}
 }
 
@@ -473,10 +511,10 @@ func (g *liveGuard) dotGit(p string) {
 			g.act(func() { g.q.moveAt(g.owner(p), p, "a .git link created during the run") })
 		}
 	case unix.S_IFDIR:
-		g.queue = append(g.queue, guardWatch{p, kindDirW})
+		g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 	case unix.S_IFREG:
 		if t, err := gitdirOf(p); err == nil && owner(t, g.writable) != "" {
-			g.queue = append(g.queue, guardWatch{t, kindDirW})
+			g.queue = append(g.queue, guardWatch{path: t, kind: kindDirW})
 		}
 	}
 }
@@ -507,6 +545,12 @@ func (g *liveGuard) act(f func()) {
 // watch adds a watch on the directory or file open at fd, within the
 // budget; false when it was not added, the loss recorded.
 func (g *liveGuard) watch(fd int, p string, kind guardKind, mask uint32) bool {
+	return g.watchAs(fd, guardWatch{path: p, kind: kind}, mask)
+}
+
+// watchAs is watch with the whole of what is recorded for the watch.
+func (g *liveGuard) watchAs(fd int, gw guardWatch, mask uint32) bool {
+	p, kind := gw.path, gw.kind
 	if len(g.wds) >= g.budget {
 		g.lose(fmt.Sprintf("the run's budget of %d inotify watches is spent: %s and what appears below it are not watched while the run lasts (neutralised when it ends)", g.budget, p))
 		return false
@@ -520,9 +564,9 @@ func (g *liveGuard) watch(fd int, p string, kind guardKind, mask uint32) bool {
 		return false
 	}
 	if old, ok := g.wds[int32(wd)]; ok && kind == kindDirW && old.kind != kindDirW {
-		kind = old.kind
+		gw.kind = old.kind
 	}
-	g.wds[int32(wd)] = guardWatch{p, kind}
+	g.wds[int32(wd)] = gw
 	return true
 }
 

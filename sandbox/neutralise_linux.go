@@ -93,6 +93,12 @@ func (q *quarantine) stripGitDir(d string, writable []string) {
 	for _, name := range []string{"config", "config.worktree"} {
 		q.stripConfig(w, filepath.Join(d, name))
 	}
+	// git follows a link at hooks or info: the link is what is moved.
+	for _, name := range []string{"hooks", "info"} {
+		if p := filepath.Join(d, name); lstatKind(p) == kindLink {
+			q.moveAt(w, p, "a symbolic link in place of a new git directory's "+name)
+		}
+	}
 	if names, err := readNames(filepath.Join(d, "hooks")); err == nil {
 		var hooks []string
 		for _, e := range names {
@@ -117,6 +123,11 @@ func (q *quarantine) stripConfig(w, p string) {
 	}
 	defer unix.Close(parent)
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ELOOP) {
+		// git reads its config through a link: the link is moved.
+		q.moveAt(w, p, "a symbolic link where a new git directory's config is")
+		return
+	}
 	if err != nil {
 		return
 	}

@@ -104,3 +104,42 @@ func TestQuarantineFollowsNoLink(t *testing.T) {
 		}
 	})
 }
+
+// TestStripGitDirMovesLinks: in a git directory the command made, a
+// config, hooks or info that is a symbolic link (git follows each) is
+// moved to the quarantine, and what it points to is left alone. Control:
+// before the strip, each link reaches the planted file.
+func TestStripGitDirMovesLinks(t *testing.T) {
+	w := t.TempDir()
+	d := filepath.Join(w, "r", ".git")
+	for _, sub := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(d, sub), 0o755)
+	}
+	os.WriteFile(filepath.Join(d, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	evil := filepath.Join(w, "evil")
+	os.MkdirAll(evil, 0o755)
+	os.WriteFile(filepath.Join(evil, "config"), []byte("[core]\n\tfsmonitor = x\n"), 0o644)
+	os.WriteFile(filepath.Join(evil, "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(evil, "attributes"), []byte("* filter=x\n"), 0o644)
+	os.Symlink(filepath.Join(evil, "config"), filepath.Join(d, "config"))
+	os.Symlink(evil, filepath.Join(d, "hooks"))
+	os.Symlink(evil, filepath.Join(d, "info"))
+	for _, p := range []string{"config", "hooks/pre-commit", "info/attributes"} {
+		if _, err := os.Stat(filepath.Join(d, p)); err != nil {
+			t.Fatalf("control: %s not reached through its link (untested): %v", p, err)
+		}
+	}
+	q := &quarantine{dir: t.TempDir()}
+	q.stripGitDir(d, []string{w})
+	for _, p := range []string{"config", "hooks", "info"} {
+		if _, err := os.Lstat(filepath.Join(d, p)); err == nil {
+			t.Errorf("%s, a link, still in the new git directory", p)
+		}
+	}
+	if len(q.items) != 3 {
+		t.Errorf("quarantined %d items, want 3: %+v", len(q.items), q.items)
+	}
+	if _, err := os.Stat(filepath.Join(evil, "config")); err != nil {
+		t.Errorf("the link's target was touched: %v", err)
+	}
+}
