@@ -146,7 +146,7 @@ func (r *bwRun) protection(context.Context) error {
 	r.p = p
 	r.runID = newRunID()
 	features := r.info.Features
-	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.walk, func() (*plan, error) {
+	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.protect, func() (*plan, error) {
 		return newPlan(p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size)
 	})
 	if err != nil {

@@ -152,14 +152,24 @@ func gitAt(dir string, ents dirents) []gitRepo {
 			}
 		}
 	}
+	if gitNames(ents) && isGitDirectory(dir) {
+		out = append(out, repoOf(dir))
+	}
+	return out
+}
+
+// gitNames says a directory's entries have the names git needs of a git
+// directory: HEAD (a file or a link), and objects and refs or a commondir
+// naming where they are. It is the cheap half of git's rule, which gitAt
+// completes with isGitDirectory; the live guard takes it alone, since a
+// directory git init is still filling (an empty HEAD) must be watched as a
+// git directory before git would accept it.
+func gitNames(ents dirents) bool {
 	_, head := ents.get("HEAD")
 	_, refs := ents.get("refs")
 	_, objects := ents.get("objects")
 	_, commondir := ents.get("commondir")
-	if head && (commondir || refs && objects) && isGitDirectory(dir) {
-		out = append(out, repoOf(dir))
-	}
-	return out
+	return head && (commondir || refs && objects)
 }
 
 // repoOf is the repository whose git directory is g (a real path).

@@ -324,7 +324,7 @@ func (g *liveGuard) visit(it guardWatch) {
 		return
 	}
 	names = append(dirents(nil), names...)
-	if isLiveGitDir(names) || g.commons[it.path] && isCommonDir(names) {
+	if gitNames(names) || g.commons[it.path] && isCommonDir(names) {
 		g.gitDir(it.path, fd, names)
 		return
 	}
@@ -513,7 +513,7 @@ func (g *liveGuard) dotGit(p string) {
 	case unix.S_IFDIR:
 		g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 	case unix.S_IFREG:
-		if t, err := gitdirOf(p); err == nil && owner(t, g.writable) != "" {
+		if t, err := readGitfile(p); err == nil && owner(t, g.writable) != "" {
 			g.queue = append(g.queue, guardWatch{path: t, kind: kindDirW})
 		}
 	}
@@ -603,19 +603,6 @@ func (g *liveGuard) openDir(p string) (int, error) {
 
 func (g *liveGuard) owner(p string) string { return owner(p, g.writable) }
 
-// isLiveGitDir says, from a directory's entries, whether git would take it
-// for a git directory: HEAD, and objects and refs or a commondir that
-// names where they are (a worktree's). It is the guard's one detection
-// rule, kept apart so that the walk's rule can replace it.
-func isLiveGitDir(names dirents) bool {
-	if isGitDir(names) {
-		return true
-	}
-	h, ok1 := names.get("HEAD")
-	c, ok2 := names.get("commondir")
-	return ok1 && ok2 && h.IsRegular() && c.IsRegular()
-}
-
 // isCommonDir says whether a directory a commondir names holds what git
 // reads there (objects and refs; its config is then read).
 func isCommonDir(names dirents) bool {
@@ -627,7 +614,7 @@ func isCommonDir(names dirents) bool {
 // commondirTarget is where git directory d's commondir points, resolved
 // as far as it exists (git resolves it against d).
 func commondirTarget(d string) (string, bool) {
-	if t, err := commondirOf(d); err == nil {
+	if t, err := commonDir(d); err == nil {
 		return t, true
 	}
 	b, err := readBounded(filepath.Join(d, "commondir"), 1<<16, false)

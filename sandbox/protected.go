@@ -104,6 +104,14 @@ const (
 	walkMaxDepth   = 64
 )
 
+// protectHooks are what in-package tests change of a run's protection:
+// smaller walk bounds than 200,000 files, and the live guard off, to test
+// the sweep after the run alone.
+type protectHooks struct {
+	bounds  walkBounds
+	noGuard bool
+}
+
 // walkBounds bounds one walk; a zero field is its default above. Tests set
 // small ones (Options.walk) instead of making 200,000 files.
 type walkBounds struct {

@@ -278,9 +278,9 @@ type Options struct {
 	// Init is a dedicated init binary that bwrap starts inside the sandbox
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
-	// walk bounds the sweeps' walks for git directories (zero: the
-	// defaults); in-package tests make it small.
-	walk walkBounds
+	// protect tunes the protection of the writable directories for
+	// in-package tests (zero: as every run has it).
+	protect protectHooks
 }
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves

@@ -20,7 +20,9 @@ import (
 // report's sweep incomplete, one line on stderr. Control: the host's git
 // status in that repository does run its program, so the exit status is
 // what stands between the user and it. The same run under the default
-// bound neutralises it: exit 0, the program does not run.
+// bound neutralises it: exit 0, the program does not run. The live guard
+// is off: it would strip the config while the run lasts, and this tests
+// the sweep after the run alone.
 func TestSweepBoundFailsClosed(t *testing.T) {
 	sandboxtest.Bwrap(t)
 	if _, err := exec.LookPath("git"); err != nil {
@@ -51,7 +53,7 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		p := policy.Policy{Sandbox: policy.ModeBwrap, Workdir: w}
-		res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: null, Stderr: errf, BwrapCache: t.TempDir(), walk: b})
+		res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: null, Stderr: errf, BwrapCache: t.TempDir(), protect: protectHooks{bounds: b, noGuard: true}})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}

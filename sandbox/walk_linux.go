@@ -25,18 +25,6 @@ type gitFinds struct {
 	more   int // reasons past maxSkipped
 }
 
-// isGitDir says, from a directory's entry names alone, whether it looks
-// like a git directory (HEAD, objects and refs, as a plain file and two
-// directories). It misses what git accepts besides (a HEAD that is a
-// link, objects and refs in a commondir); git's full rules are gitAt and
-// isGitDirectory, which the walk uses.
-func isGitDir(names dirents) bool {
-	h, ok1 := names.get("HEAD")
-	o, ok2 := names.get("objects")
-	r, ok3 := names.get("refs")
-	return ok1 && ok2 && ok3 && h.IsRegular() && o.IsDir() && r.IsDir()
-}
-
 // findGit walks every writable directory, breadth first, without following
 // links (a directory is listed, never a link to one), within b, and at
 // every directory it lists applies git's discovery rules (gitAt): a .git
@@ -185,13 +173,6 @@ func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 		g.files = append(g.files, p)
 	}
 }
-
-// gitdirOf is the real path of the git directory a .git file names, as
-// git resolves it (readGitfile); the live-window guard calls it.
-func gitdirOf(file string) (string, error) { return readGitfile(file) }
-
-// commondirOf is the real path of dir's common directory (commonDir).
-func commondirOf(dir string) (string, error) { return commonDir(dir) }
 
 // readNames lists a directory's entries with their types (from getdents:
 // no stat per entry), without following a link at its last component.
