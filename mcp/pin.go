@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -28,6 +29,10 @@ const (
 
 // Sections are the sections of a pin, in the order a diff lists them.
 var sections = []string{SectionInitialize, SectionTools, SectionPrompts, SectionResourceTemplates, SectionResources}
+
+// PinSections are the sections of a pin, in the order a pin file and a
+// diff list them.
+func PinSections() []string { return slices.Clone(sections) }
 
 // initializeMembers are the members of an initialize result a pin holds:
 // what a client shows or hands its model (protocolVersion and capabilities

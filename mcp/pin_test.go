@@ -155,9 +155,6 @@ func TestPinFields(t *testing.T) {
 			name, path := "e", c.path
 			if section == SectionInitialize {
 				name = c.member
-				if path == "" {
-					path = "(the value)"
-				}
 			}
 			if len(d) != 1 || d[0].Kind != ChangeChanged || d[0].Name != name || strings.Join(d[0].Fields, ",") != path {
 				t.Errorf("%s %s: diff %v, want changed %s: %s", section, c.member, d, name, path)

@@ -118,7 +118,8 @@ const maxFieldPaths = 20
 
 // fieldDiff names the members in which two canonical JSON values differ:
 // objects are compared member by member, down to the values that differ
-// (a list is one value); a path is dotted, "" for the value itself.
+// (a list is one value); a path is dotted. Two values that are not both
+// objects give no path.
 func fieldDiff(a, b json.RawMessage) []string {
 	var va, vb any
 	if unmarshalNumber(a, &va) != nil || unmarshalNumber(b, &vb) != nil {
@@ -147,8 +148,9 @@ func walkDiff(path string, a, b any, out *[]string) {
 	if !aObj || !bObj {
 		ca, _ := canonicalValue(a)
 		cb, _ := canonicalValue(b)
-		if !bytes.Equal(ca, cb) {
-			*out = append(*out, orSelf(path))
+		if !bytes.Equal(ca, cb) && path != "" {
+			// A value that is not an object (instructions) needs no path.
+			*out = append(*out, path)
 		}
 		return
 	}
@@ -171,11 +173,4 @@ func join(path, k string) string {
 		return k
 	}
 	return path + "." + k
-}
-
-func orSelf(path string) string {
-	if path == "" {
-		return "(the value)"
-	}
-	return path
 }

@@ -264,7 +264,7 @@ func (r *relay) recorded() *Pins {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := &r.pin
-	if ps.pins == nil || ps.strict || ps.took == nil {
+	if ps.pins == nil || ps.strict || len(ps.took) == 0 {
 		return nil
 	}
 	out := &Pins{Version: PinVersion, Sections: map[string]map[string]json.RawMessage{}}

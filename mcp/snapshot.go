@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/policy"
 )
+
+// ErrSnapshot is a Snapshot that failed once the server ran: it ended
+// early, answered with an error (a *SnapshotError) or not at all.
+var ErrSnapshot = errors.New("mcp: snapshot")
 
 // DefaultSnapshotTimeout bounds a Snapshot whose ctx has no deadline.
 const DefaultSnapshotTimeout = 2 * time.Minute
@@ -75,7 +80,7 @@ func Snapshot(ctx context.Context, p policy.Policy, server []string, opts Option
 		return nil, cerr
 	}
 	if s.res == nil || s.res.Pins == nil {
-		return nil, fmt.Errorf("mcp: snapshot: %v", s.err)
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, s.err)
 	}
 	pins := s.res.Pins
 	for _, l := range snapshotLists {
@@ -109,7 +114,7 @@ func (c *snapClient) run() (map[string]bool, error) {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &init); err != nil {
-		return nil, fmt.Errorf("mcp: snapshot: the initialize result is not an object: %w", err)
+		return nil, fmt.Errorf("%w: the initialize result is not an object: %w", ErrSnapshot, err)
 	}
 	if err := c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil {
 		return nil, err
@@ -143,14 +148,14 @@ func (c *snapClient) pages(method string) error {
 			NextCursor *string `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(res, &page); err != nil {
-			return fmt.Errorf("mcp: snapshot: %s: %w", method, err)
+			return fmt.Errorf("%w: %s: %w", ErrSnapshot, method, err)
 		}
 		if page.NextCursor == nil || *page.NextCursor == "" {
 			return nil
 		}
 		cursor = page.NextCursor
 	}
-	return fmt.Errorf("mcp: snapshot: %s: more than %d pages", method, maxSnapshotPages)
+	return fmt.Errorf("%w: %s: more than %d pages", ErrSnapshot, method, maxSnapshotPages)
 }
 
 func (c *snapClient) send(v any) error {
@@ -169,7 +174,7 @@ func (c *snapClient) call(method string, params any) (json.RawMessage, error) {
 	c.next++
 	id := strconv.Itoa(c.next)
 	if err := c.send(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params}); err != nil {
-		return nil, fmt.Errorf("mcp: snapshot: %s: the session ended: %w", method, err)
+		return nil, fmt.Errorf("%w: %s: the session ended: %w", ErrSnapshot, method, err)
 	}
 	var scratch []byte
 	for {
@@ -180,7 +185,7 @@ func (c *snapClient) call(method string, params any) (json.RawMessage, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("mcp: snapshot: %s: the session ended before the answer", method)
+			return nil, fmt.Errorf("%w: %s: the session ended before the answer", ErrSnapshot, method)
 		}
 	}
 }
@@ -208,7 +213,7 @@ func (c *snapClient) answer(method, id string, line []byte) (json.RawMessage, bo
 	case m.Error != nil:
 		return nil, true, &SnapshotError{Method: method, Code: m.Error.Code, Message: capString(m.Error.Message)}
 	case m.Result == nil:
-		return nil, true, fmt.Errorf("mcp: snapshot: %s: an answer with neither result nor error", method)
+		return nil, true, fmt.Errorf("%w: %s: an answer with neither result nor error", ErrSnapshot, method)
 	}
 	return m.Result, true, nil
 }
@@ -224,3 +229,6 @@ type SnapshotError struct {
 func (e *SnapshotError) Error() string {
 	return fmt.Sprintf("mcp: snapshot: %s: error %d: %s", e.Method, e.Code, e.Message)
 }
+
+// Is matches ErrSnapshot.
+func (e *SnapshotError) Is(target error) bool { return target == ErrSnapshot }
