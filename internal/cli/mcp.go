@@ -335,7 +335,11 @@ func readPinFile(p policy.Policy, flag string, path *string) (*mcp.Pins, error) 
 	}
 	pins, err := mcp.ParsePins(b)
 	if err != nil {
-		return nil, fmt.Errorf("--%s %s: %v; fix: write it again with sandbox-run pin save (after checking the server), or remove it", flag, *path, err)
+		fix := "write it again with sandbox-run pin save --out " + *path + " (after checking the server)"
+		if flag == "pin" {
+			fix = "rewrite it with --pin-update (after checking the server), or remove it"
+		}
+		return nil, fmt.Errorf("--%s %s: %v; fix: %s", flag, *path, err, fix)
 	}
 	return pins, nil
 }
