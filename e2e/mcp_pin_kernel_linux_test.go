@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/mcptest"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
@@ -249,5 +250,50 @@ func TestMCPPinFromHTTP(t *testing.T) {
 			t.Errorf("pinned %v: tools/list %s", pinned, body)
 		}
 		h.stop(t)
+	}
+}
+
+// TestMCPPinEverything: server-everything (the TypeScript SDK's) pinned
+// with pin save is stable (pin diff exits 0 on a second run) and, through
+// --pin-from, shows every tool it pinned (control); a reviewed pin whose
+// echo description differs from what the server sends makes pin diff
+// name it (exit 1) and the relay hide echo and refuse its call.
+func TestMCPPinEverything(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	npm := mcptest.NPMServers(t)
+	w := sandboxtest.WorkDir(t)
+	srv := []string{"--workdir", w, "--read", npm.Dir}
+	cmd := []string{"--", npm.Node, npm.Everything(), "stdio"}
+	pin := filepath.Join(t.TempDir(), "everything.json")
+	if r := run(t, "", append(append([]string{"pin", "save", "--out", pin}, srv...), cmd...)...); r.code != 0 ||
+		!strings.Contains(r.stderr, "resourceTemplates 2") {
+		t.Fatalf("pin save: exit %d, stderr %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(pin)
+	edited := filepath.Join(t.TempDir(), "edited.json")
+	old := `"description": "Echoes back the input string"`
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("echo's description is not %s:\n%s", old, b)
+	}
+	os.WriteFile(edited, []byte(strings.Replace(string(b), old, `"description": "Echoes back the input"`, 1)), 0o600)
+	for _, tc := range []struct {
+		pin   string
+		code  int
+		diff  string
+		shown bool
+	}{{pin, 0, "", true}, {edited, 1, "changed tools/echo: description\n", false}} {
+		r := run(t, "", append(append([]string{"pin", "diff", "--pin-from", tc.pin}, srv...), cmd...)...)
+		if r.code != tc.code || r.stdout != tc.diff {
+			t.Errorf("pin diff %s: exit %d, stdout %q, stderr %s", filepath.Base(tc.pin), r.code, r.stdout, r.stderr)
+		}
+		m := startRaw(t, append(append([]string{"mcp", "--pin-from", tc.pin}, srv...), cmd...)...)
+		init, list, call := pinSession(m)
+		m.in.Close()
+		m.wait(mcpTimeout)
+		if init.Error != nil || !strings.Contains(string(list.Result), `"get-sum"`) ||
+			strings.Contains(string(list.Result), `"echo"`) != tc.shown || (call.Error == nil) != tc.shown {
+			t.Errorf("--pin-from %s: init %s list %s call %s", filepath.Base(tc.pin), init.line, list.line, call.line)
+		}
 	}
 }
