@@ -606,7 +606,7 @@ func TestMCPGatePin(t *testing.T) {
 	rec.initialize(`{}`)
 	listAll(rec)
 	rec.in.Close()
-	if code := rec.wait(mcpTimeout); code != 0 || !strings.Contains(rec.stderr.String(), "recorded 7 tool definitions") {
+	if code := rec.wait(mcpTimeout); code != 0 || !strings.Contains(rec.stderr.String(), "tools 7") {
 		t.Fatalf("recording session: exit %d, stderr %s", code, rec.stderr)
 	}
 

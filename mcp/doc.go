@@ -67,16 +67,28 @@
 //     itself: a relay killed by SIGKILL leaves it), and mcp_call when it
 //     ends. URIs are recorded without their user, password, query and
 //     fragment values, whatever AuditArgs says.
+//   - With Options.Pins, what a client is shown is what was pinned: an
+//     initialize result whose instructions or serverInfo differ is
+//     withheld (the client gets -32603 naming what changed); a tool,
+//     prompt, resource template or resource whose listed entry differs in
+//     any member (_meta, annotations, title, icons, schemas included), or
+//     that the pins do not name, is hidden, and requests naming such a
+//     tool or prompt, or such a listed resource, are refused; each is
+//     audited with the members that changed. Pin files are versioned
+//     (ParsePins reads versions 1 and 2); DiffPins and Snapshot let a
+//     caller review a pin before trusting it.
 //   - The server's stderr goes to Options.Sandbox.Stderr as it is.
 //
 // # Non-guarantees
 //
 //   - Visibility is by name. A visible tool can do whatever its server
 //     implements; the sandbox, not the relay, bounds what the server can
-//     reach. Definitions (descriptions, schemas) pass as sent; with Pins,
-//     a tool whose definition differs from its pin, or that has none, is
-//     hidden and refused; without, a definition that changes within the
-//     session is only flagged.
+//     reach. Definitions pass as sent unless Pins hide them; without Pins,
+//     a definition that changes within the session is only flagged. A pin
+//     recorded by a first session (PinRecord) trusts what that session
+//     saw. Pins hold what is listed, not what is read: the content of a
+//     resource (an MCP App's ui:// page) or a prompt is not pinned, and a
+//     URI no list names is judged by the Rules alone.
 //   - The audit records what the client asked and how the request ended; it
 //     cannot say what the server did. Argument values are recorded only
 //     with AuditArgs, redacted by a heuristic unless AuditArgsRaw. The

@@ -105,9 +105,9 @@ func (r *relay) judgeName(c *call, p object, t target) *refusal {
 	} else {
 		ok, rule = r.rules.CheckKind(t.kind, name)
 	}
-	if ok && t.kind == KindTool {
+	if ok {
 		r.mu.Lock()
-		why := r.pinRefusal(name)
+		why := r.pinRefusal(t.kind, name)
 		r.mu.Unlock()
 		if why != "" {
 			ok, rule = false, "--pin: "+why

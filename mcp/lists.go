@@ -25,6 +25,9 @@ var listings = map[string]listing{
 func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 	l, ok := listings[c.method]
 	raw, isResult := e.obj["result"]
+	if c.method == methodInitialize && isResult {
+		return nil, r.pinInitialize(raw)
+	}
 	if !ok || !isResult {
 		return nil, nil
 	}
@@ -38,6 +41,9 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 			return nil, fmt.Errorf("%s is not a list: %w", l.member, err)
 		}
 	}
+	r.mu.Lock()
+	r.pinListed(c.method)
+	r.mu.Unlock()
 	kept := make([]json.RawMessage, 0, len(entries))
 	for _, t := range entries {
 		obj, err := parseObject(t)
@@ -46,7 +52,7 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 			continue
 		}
 		name := obj.str(l.field)
-		if ok := r.listedVisible(l, name); ok && name != "" && r.definitionVisible(l.kind, name, t) {
+		if ok := r.listedVisible(l, name); ok && name != "" && r.definitionVisible(c.method, name, t) {
 			kept = append(kept, t)
 		}
 	}
@@ -69,24 +75,22 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// definitionVisible notes a listed tool's definition (see noteDefinition)
-// and says whether the pin shows it. Other kinds are not pinned.
-func (r *relay) definitionVisible(kind, name string, entry json.RawMessage) bool {
-	if kind != KindTool {
-		return true
-	}
-	hash, err := DefinitionHash(entry)
+// definitionVisible notes a listed entry's definition (see
+// noteDefinition) and says whether the pin shows it.
+func (r *relay) definitionVisible(method, name string, entry json.RawMessage) bool {
+	section := listSections[method]
+	def, err := Canonical(entry)
 	if err != nil {
 		return false
 	}
 	r.mu.Lock()
-	changed, hiddenWhy := r.noteDefinition(name, hash)
+	changed, hiddenWhy := r.noteDefinition(section, name, def)
 	r.mu.Unlock()
 	if changed != "" {
-		r.flagDefinition(name, changed, hiddenWhy != "")
+		r.flagDefinition(section, name, changed, hiddenWhy != "")
 	}
 	if hiddenWhy != "" {
-		r.flagDefinition(name, hiddenWhy, true)
+		r.flagDefinition(section, name, hiddenWhy, true)
 		return false
 	}
 	return true

@@ -7,70 +7,222 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
-// Pins are the tool definitions a client trusts (--pin FILE): each tool's
-// name and the SHA-256 of its definition (see DefinitionHash).
+// PinVersion is the pin file format Pins.Marshal writes. ParsePins reads
+// it and version 1 (tools only, each by a hash that leaves out _meta).
+const PinVersion = 2
+
+// The sections of a pin: what a client is shown of a server. The
+// initialize section holds the members of the initialize result listed in
+// initializeMembers; the others hold the entries of the list of that name,
+// by name (prompts, tools), uriTemplate or uri.
+const (
+	SectionInitialize        = "initialize"
+	SectionTools             = "tools"
+	SectionPrompts           = "prompts"
+	SectionResourceTemplates = "resourceTemplates"
+	SectionResources         = "resources"
+)
+
+// Sections are the sections of a pin, in the order a diff lists them.
+var sections = []string{SectionInitialize, SectionTools, SectionPrompts, SectionResourceTemplates, SectionResources}
+
+// PinSections are the sections of a pin, in the order a pin file and a
+// diff list them.
+func PinSections() []string { return slices.Clone(sections) }
+
+// initializeMembers are the members of an initialize result a pin holds:
+// what a client shows or hands its model (protocolVersion and capabilities
+// are negotiated per client and not pinned).
+var initializeMembers = []string{"instructions", "serverInfo"}
+
+// Pins are what a client trusts of a server (--pin FILE, --pin-from FILE):
+// for each section, each entry's definition in canonical JSON (see
+// Canonical), every member included: name, title, description, schemas,
+// annotations, icons, _meta and any member a later protocol adds.
 type Pins struct {
-	Tools map[string]string `json:"tools"`
+	// Version is the format the pins were read from (1 or 2); Marshal
+	// always writes PinVersion.
+	Version int
+	// Sections maps a section to its entries. A section that is absent is
+	// not pinned (see Options.PinStrict); an empty one pins that there is
+	// nothing.
+	Sections map[string]map[string]json.RawMessage
+	// legacy holds a version 1 file's tool hashes (see DefinitionHash);
+	// Sections has no tools then.
+	legacy map[string]string
 }
 
-// maxPinnedTools bounds a pin file and what a session remembers of the
-// definitions it saw: a server listing more is not tracked past it.
+// maxPinnedTools bounds each section of a pin file and what a session
+// remembers of the definitions it saw: a server listing more is not
+// tracked past it.
 const maxPinnedTools = 10000
 
-// ParsePins reads a pin file: one JSON object {"tools": {NAME: HASH}}, no
-// other member, every hash 64 lower-case hex digits.
+// pinFile is the version 2 file: its members in this order, each section
+// a map written with sorted keys.
+type pinFile struct {
+	Version           int                         `json:"version"`
+	Initialize        *map[string]json.RawMessage `json:"initialize,omitempty"`
+	Tools             *map[string]json.RawMessage `json:"tools,omitempty"`
+	Prompts           *map[string]json.RawMessage `json:"prompts,omitempty"`
+	ResourceTemplates *map[string]json.RawMessage `json:"resourceTemplates,omitempty"`
+	Resources         *map[string]json.RawMessage `json:"resources,omitempty"`
+}
+
+func (f *pinFile) fields() map[string]**map[string]json.RawMessage {
+	return map[string]**map[string]json.RawMessage{SectionInitialize: &f.Initialize, SectionTools: &f.Tools,
+		SectionPrompts: &f.Prompts, SectionResourceTemplates: &f.ResourceTemplates, SectionResources: &f.Resources}
+}
+
+// ParsePins reads a pin file. Version 2: one JSON object with "version": 2
+// and any of the sections, each an object of definitions; no other member.
+// Version 1 (no "version"): {"tools": {NAME: HASH}}, every hash 64
+// lower-case hex digits.
 func ParsePins(b []byte) (*Pins, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	var p Pins
-	if err := d.Decode(&p); err != nil {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("not a pin file: %w", err)
 	}
+	switch {
+	case probe.Version == nil:
+		return parsePinsV1(b)
+	case *probe.Version != PinVersion:
+		return nil, fmt.Errorf("pin file version %d: this sandbox-run reads versions 1 and %d", *probe.Version, PinVersion)
+	}
+	var f pinFile
+	if err := strictDecode(b, &f); err != nil {
+		return nil, err
+	}
+	p := &Pins{Version: PinVersion, Sections: map[string]map[string]json.RawMessage{}}
+	for sec, field := range f.fields() {
+		if *field == nil {
+			continue
+		}
+		if len(**field) > maxPinnedTools {
+			return nil, fmt.Errorf("%s: more than %d entries", sec, maxPinnedTools)
+		}
+		m := make(map[string]json.RawMessage, len(**field))
+		for name, def := range **field {
+			c, err := Canonical(def)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", sec, capString(name), err)
+			}
+			m[name] = c
+		}
+		p.Sections[sec] = m
+	}
+	return p, nil
+}
+
+// strictDecode decodes one JSON object into v, refusing unknown members
+// and trailing data.
+func strictDecode(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("not a pin file: %w", err)
+	}
 	if d.More() {
-		return nil, errors.New("not a pin file: data after the object")
+		return errors.New("not a pin file: data after the object")
 	}
-	if p.Tools == nil {
-		return nil, errors.New("not a pin file: no \"tools\" member")
+	return nil
+}
+
+// parsePinsV1 reads a version 1 file.
+func parsePinsV1(b []byte) (*Pins, error) {
+	var v1 struct {
+		Tools map[string]string `json:"tools"`
 	}
-	if len(p.Tools) > maxPinnedTools {
+	if err := strictDecode(b, &v1); err != nil {
+		return nil, err
+	}
+	if v1.Tools == nil {
+		return nil, errors.New("not a pin file: no \"version\" and no \"tools\" member")
+	}
+	if len(v1.Tools) > maxPinnedTools {
 		return nil, fmt.Errorf("more than %d tools", maxPinnedTools)
 	}
-	for name, h := range p.Tools {
+	for name, h := range v1.Tools {
 		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size || hex.EncodeToString(b) != h {
 			return nil, fmt.Errorf("tool %q: %q is not a SHA-256 in hex", capString(name), capString(h))
 		}
 	}
-	return &p, nil
+	return &Pins{Version: 1, Sections: map[string]map[string]json.RawMessage{}, legacy: v1.Tools}, nil
 }
 
-// Marshal renders the pins as a pin file, names sorted.
+// Legacy says whether the pins were read from a version 1 file: tools
+// only, each by DefinitionHash, so a change of _meta or of anything but
+// the tools goes unseen.
+func (p *Pins) Legacy() bool { return p.legacy != nil }
+
+// Marshal renders the pins as a version 2 pin file: sections in a fixed
+// order, entries sorted, two-space indents, no HTML escaping. A version 1
+// pin's tools cannot be written as definitions and are left out.
 func (p *Pins) Marshal() []byte {
-	names := make([]string, 0, len(p.Tools))
-	for n := range p.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b bytes.Buffer
-	b.WriteString("{\"tools\": {")
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString(",")
+	f := pinFile{Version: PinVersion}
+	fields := f.fields()
+	for _, sec := range sections {
+		if m, ok := p.Sections[sec]; ok {
+			m := m
+			*fields[sec] = &m
 		}
-		k, _ := json.Marshal(n)
-		fmt.Fprintf(&b, "\n  %s: %q", k, p.Tools[n])
 	}
-	b.WriteString("\n}}\n")
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		// Every entry is canonical JSON: Encode cannot fail on it.
+		panic("BUG(sandbox-run): mcp: a pin that does not encode: " + err.Error())
+	}
 	return b.Bytes()
 }
 
-// DefinitionHash is the SHA-256, in hex, of a tools/list entry as the
-// client sees it: every member but _meta (name, title, description,
-// inputSchema, outputSchema, annotations, ...), re-encoded with sorted keys
-// and numbers as written, so that whitespace and member order do not
-// count and every word a model reads does.
+// Count is how many entries the pins hold, in all sections.
+func (p *Pins) Count() int {
+	n := len(p.legacy)
+	for _, m := range p.Sections {
+		n += len(m)
+	}
+	return n
+}
+
+// Canonical re-encodes one JSON value with object keys sorted, numbers as
+// written, no insignificant whitespace and no HTML escaping: two
+// definitions are the same to a pin when their canonical forms are equal
+// byte for byte, whatever their member order and spacing.
+func Canonical(raw []byte) (json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("data after the value")
+	}
+	return canonicalValue(v)
+}
+
+func canonicalValue(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// DefinitionHash is a version 1 pin's hash of a tools/list entry: the
+// SHA-256, in hex, of every member but _meta, re-encoded with sorted keys
+// and numbers as written. Version 2 pins hold the definitions themselves,
+// _meta included.
 func DefinitionHash(tool json.RawMessage) (string, error) {
 	d := json.NewDecoder(bytes.NewReader(tool))
 	d.UseNumber()
@@ -87,103 +239,12 @@ func DefinitionHash(tool json.RawMessage) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// pinState is what a relay keeps about tool definitions.
-type pinState struct {
-	pins   *Pins             // nil: no pin file
-	record bool              // take every definition seen as the new pin
-	seen   map[string]string // name -> hash first seen this session
-	hidden map[string]string // name -> why the pin hides it
-	warned map[string]bool
-}
-
-// Reasons a definition is flagged, as the audit records them.
-const (
-	pinChanged    = "definition changed within the session"
-	pinDiffers    = "definition differs from the pin file"
-	pinNotPinned  = "not in the pin file"
-	pinTooMany    = "more tools than the relay tracks"
-	eventToolDefn = "mcp_tool_changed"
-)
-
-// noteDefinition records the definition of a listed tool and says whether
-// the pin lets the client see it: changed is set when the definition is not
-// the one first seen this session (or the relay tracks no more tools),
-// hiddenWhy when the pin hides the tool. Call with r.mu held.
-func (r *relay) noteDefinition(name, hash string) (changed, hiddenWhy string) {
-	ps := &r.pin
-	if ps.seen == nil {
-		ps.seen, ps.hidden, ps.warned = map[string]string{}, map[string]string{}, map[string]bool{}
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	if first, ok := ps.seen[name]; ok && first != hash {
-		changed = pinChanged
-		ps.seen[name] = hash
-	} else if !ok && len(ps.seen) < maxPinnedTools {
-		ps.seen[name] = hash
-	} else if !ok {
-		changed = pinTooMany
-	}
-	if ps.pins == nil || ps.record {
-		return changed, ""
-	}
-	switch pinned, ok := ps.pins.Tools[name]; {
-	case !ok:
-		ps.hidden[name] = pinNotPinned
-	case pinned != hash:
-		ps.hidden[name] = pinDiffers
-	default:
-		delete(ps.hidden, name)
-	}
-	return changed, ps.hidden[name]
-}
-
-// pinRefusal says why the pin refuses a call to name, or "". Call with
-// r.mu held.
-func (r *relay) pinRefusal(name string) string {
-	ps := &r.pin
-	if ps.pins == nil || ps.record {
-		return ""
-	}
-	if why := ps.hidden[name]; why != "" {
-		return why
-	}
-	if _, ok := ps.pins.Tools[name]; !ok {
-		return pinNotPinned
-	}
-	return ""
-}
-
-// recorded returns the definitions seen, as pins (for --pin-update and a
-// first session).
-func (r *relay) recorded() *Pins {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := &Pins{Tools: map[string]string{}}
-	for n, h := range r.pin.seen {
-		p.Tools[n] = h
-	}
-	return p
-}
-
-// flagDefinition warns on the relay's log and audits a flagged
-// definition, once per tool and reason.
-func (r *relay) flagDefinition(name, why string, hidden bool) {
-	r.mu.Lock()
-	if r.pin.warned == nil {
-		r.pin.warned = map[string]bool{}
-	}
-	key := name + "\x00" + why
-	done := r.pin.warned[key]
-	r.pin.warned[key] = true
-	r.mu.Unlock()
-	if done {
-		return
-	}
-	outcome := "flagged"
-	if hidden {
-		outcome = "hidden"
-	}
-	r.log.Warn("tool definition "+outcome, "tool", capString(name), "reason", why)
-	if r.audit != nil {
-		r.audit.write(Record{Time: r.audit.now().UTC(), Event: eventToolDefn, Tool: capString(name), Outcome: outcome, Reason: why})
-	}
+	sort.Strings(keys)
+	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,15 +52,22 @@ type Options struct {
 	// each direction; one more is refused with a JSON-RPC error (-32000).
 	// Zero means DefaultMaxPending.
 	MaxPending int
-	// Pins, when set, are the tool definitions the client trusts: a listed
-	// tool whose definition (DefinitionHash) differs, and a tool the pins
-	// do not name, is hidden and its calls refused, with a warning on
-	// Logger and an mcp_tool_changed record. With PinRecord, every
-	// definition is accepted instead and Result.Pins holds those the
-	// session listed, for the caller to save. Without Pins, a definition
-	// that changes within the session is still warned about and audited.
+	// Pins, when set, are what the client trusts of the server (see
+	// Pins): an initialize result whose instructions or serverInfo differ
+	// from the pin is withheld (the client gets -32603 naming what
+	// changed); a listed tool, prompt, resource template or resource whose
+	// definition differs, or that the pin does not name, is hidden, and
+	// requests naming such a tool, prompt or resource are refused; each
+	// with a warning on Logger and an audit record (mcp_tool_changed,
+	// mcp_definition_changed). A section the pins lack is recorded as
+	// first seen, unless PinStrict, and then hides every entry of it.
+	// With PinRecord, every definition is accepted instead. Result.Pins
+	// holds what the caller should save (see Result). Without Pins, a
+	// definition that changes within the session is still warned about
+	// and audited.
 	Pins      *Pins
 	PinRecord bool
+	PinStrict bool
 	// DenyServerRequests names server-to-client requests to refuse even
 	// when the client declared the capability they need: any of
 	// ServerRequestMethods. Without a declared capability they are refused
@@ -99,8 +107,11 @@ type Result struct {
 	ClientClosed, ShutdownKilled bool
 	// RunID is the session's name in the audit.
 	RunID string
-	// Pins are the tool definitions the session listed, with
-	// Options.PinRecord; nil otherwise.
+	// Pins are the pins to save, nil when there is nothing to save: with
+	// Options.PinRecord, what the session was shown; else, with
+	// Options.Pins and not PinStrict, those pins plus the sections the
+	// session recorded because the pins lacked them (a version 1 pin
+	// written as version 2 once its tools all matched).
 	Pins *Pins
 }
 
@@ -181,9 +192,7 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 	default:
 	}
 	res.ClientClosed = rerr == nil
-	if opts.PinRecord {
-		res.Pins = r.recorded()
-	}
+	res.Pins = r.recorded()
 	serr := r.sessionErr()
 	aud.write(endRecord(o.res, o.err, serr))
 	if o.res == nil {
@@ -384,6 +393,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("mcp: --%s %d: negative; fix: leave it out for the default", n.flag, n.v)
 		}
 	}
+	if o.PinStrict && (o.Pins == nil || o.PinRecord) {
+		return errors.New("mcp: Options.PinStrict needs Pins and no PinRecord: a reviewed pin is enforced, not recorded; fix: set Pins, or leave PinStrict out")
+	}
 	if o.AuditLineMax != 0 && o.AuditLineMax < MinAuditLineMax {
 		return fmt.Errorf("mcp: --audit-line-max %d: under %d bytes, a record's names and rule may not fit; fix: leave it out for %d",
 			o.AuditLineMax, MinAuditLineMax, DefaultAuditLineMax)
@@ -401,9 +413,9 @@ func newRelay(opts Options, aud *auditor, log *slog.Logger) *relay {
 	for _, m := range opts.DenyServerRequests {
 		r.denyFromSrv[m] = true
 	}
-	r.pin.pins, r.pin.record = opts.Pins, opts.PinRecord
+	r.pin.pins, r.pin.record, r.pin.strict = opts.Pins, opts.PinRecord, opts.PinStrict
 	if r.pin.record && r.pin.pins == nil {
-		r.pin.pins = &Pins{Tools: map[string]string{}}
+		r.pin.pins = &Pins{Version: PinVersion, Sections: map[string]map[string]json.RawMessage{}}
 	}
 	r.auditArgs.max = opts.AuditArgsMax
 	if r.auditArgs.max <= 0 {

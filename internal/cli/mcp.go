@@ -173,7 +173,7 @@ type mcpFlags struct {
 	auditArgs                  string
 	maxMessage, maxPending     int
 	auditArgsMax, auditLineMax int
-	pin, name                  string
+	pin, pinFrom, name         string
 	pinUpdate                  bool
 }
 
@@ -192,10 +192,11 @@ func addMCPFlags(fs *pflag.FlagSet) *mcpFlags {
 	fs.IntVar(&m.maxPending, "max-pending", mcp.DefaultMaxPending, "requests that may wait for an answer at once, each way; more are refused")
 	fs.IntVar(&m.auditArgsMax, "audit-args-max", mcp.DefaultAuditArgsMax, "argument bytes kept per call with --audit-args; larger arguments are recorded by size only")
 	fs.IntVar(&m.auditLineMax, "audit-line-max", mcp.DefaultAuditLineMax, "longest audit line, in bytes; a longer record loses its argument values")
-	fs.StringVar(&m.pin, "pin", "", "trust the tool definitions recorded in this file: a changed or new tool is hidden and refused; the first session records them")
+	fs.StringVar(&m.pin, "pin", "", "trust what the server showed the first session, recorded in this file (initialize instructions and serverInfo, tools, prompts, resource templates, resources, _meta included): a changed or new one is hidden and refused")
+	fs.StringVar(&m.pinFrom, "pin-from", "", "trust this reviewed pin file (sandbox-run pin save), never written: a changed, new or unpinned definition is hidden and refused, a changed initialize result withheld")
 	fs.StringVar(&m.name, "name", "", "label for the server in the audit's mcp_start record, e.g. filesystem")
 	fs.BoolVar(&m.pinUpdate, "pin-update", false, "record this session's tool definitions in the --pin file instead of enforcing it")
-	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin", "name")
+	strict(fs, "max-message", "max-pending", "audit-args-max", "audit-line-max", "audit-args", "pin", "pin-from", "name")
 	return m
 }
 
@@ -250,65 +251,124 @@ func mcpExitCode(stderr io.Writer, res *mcp.Result, err error) int {
 	return res.Sandbox.ExitCode
 }
 
-// loadPin reads the --pin file (a host file: refused in or through a
-// writable directory, opened without following links) into opts. A file
-// that does not exist yet, or --pin-update, makes this session record the
-// definitions instead.
+// loadPin reads the --pin or --pin-from file (a host file: refused in or
+// through a writable directory, opened without following links) into
+// opts. A --pin file that does not exist yet, or --pin-update, makes this
+// session record the definitions instead; --pin-from is enforced
+// strictly and never written.
 func (m *mcpFlags) loadPin(p policy.Policy, opts *mcp.Options) error {
-	if m.pin == "" {
-		if m.pinUpdate {
-			return errors.New("--pin-update without --pin; fix: name the pin file with --pin FILE")
+	switch {
+	case m.pinFrom != "" && (m.pin != "" || m.pinUpdate):
+		return errors.New("--pin-from with --pin or --pin-update: a reviewed pin is never rewritten by the relay; fix: use --pin-from FILE alone, and rewrite FILE with sandbox-run pin save")
+	case m.pinFrom != "":
+		pins, err := readPinFile(p, "pin-from", &m.pinFrom)
+		if err != nil {
+			return err
 		}
+		if pins.Legacy() {
+			return fmt.Errorf("--pin-from %s: a version 1 pin holds tool hashes only (not _meta, initialize, prompts or resources); fix: write a version 2 pin with sandbox-run pin save --out %s -- SERVER", m.pinFrom, m.pinFrom)
+		}
+		opts.Pins, opts.PinStrict = pins, true
 		return nil
-	}
-	var err error
-	if m.pin, err = hostPath("pin", m.pin); err != nil {
-		return err
-	}
-	if err := checkHostFiles(p, hostFile{"pin", m.pin}); err != nil {
-		return err
-	}
-	if err := checkOutput("pin", m.pin); err != nil {
-		return err
+	case m.pin == "" && m.pinUpdate:
+		return errors.New("--pin-update without --pin; fix: name the pin file with --pin FILE")
+	case m.pin == "":
+		return nil
 	}
 	if m.pinUpdate {
+		if err := checkPinOutput(p, "pin", &m.pin); err != nil {
+			return err
+		}
 		opts.PinRecord = true
 		return nil
 	}
-	fh, err := pathguard.OpenFile(m.pin, os.O_RDONLY, 0)
+	pins, err := readPinFile(p, "pin", &m.pin)
 	if errors.Is(err, os.ErrNotExist) {
 		opts.PinRecord = true
-		return nil
+		return checkOutput("pin", m.pin)
 	}
 	if err != nil {
-		return fmt.Errorf("--pin %s: %v; fix: name a regular file by its real path", m.pin, err)
+		return err
 	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, 16<<20))
-	if err != nil {
-		return fmt.Errorf("--pin %s: %v; fix: name a readable file", m.pin, err)
-	}
-	if opts.Pins, err = mcp.ParsePins(b); err != nil {
-		return fmt.Errorf("--pin %s: %v; fix: rewrite it with --pin-update (after checking the server), or remove it", m.pin, err)
-	}
-	return nil
+	opts.Pins = pins
+	return checkOutput("pin", m.pin)
 }
 
-// savePin writes the definitions a recording session listed to the --pin
-// file, without following a link.
-// An empty record is not written: a session that never listed the tools
-// would otherwise pin none, and every later session would hide them all.
+// checkPinOutput makes *path absolute and refuses it as a file to write
+// (checkHostFiles, checkOutput).
+func checkPinOutput(p policy.Policy, flag string, path *string) error {
+	var err error
+	if *path, err = hostPath(flag, *path); err != nil {
+		return err
+	}
+	if err := checkHostFiles(p, hostFile{flag, *path}); err != nil {
+		return err
+	}
+	return checkOutput(flag, *path)
+}
+
+// readPinFile makes *path absolute, refuses it in or through a writable
+// directory of p, and reads it without following a link. A file that
+// does not exist gives an error wrapping os.ErrNotExist.
+func readPinFile(p policy.Policy, flag string, path *string) (*mcp.Pins, error) {
+	var err error
+	if *path, err = hostPath(flag, *path); err != nil {
+		return nil, err
+	}
+	if err := checkHostFiles(p, hostFile{flag, *path}); err != nil {
+		return nil, err
+	}
+	fh, err := pathguard.OpenFile(*path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("--%s %s: %w; fix: write it with sandbox-run pin save --out %s -- SERVER", flag, *path, err, *path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--%s %s: %v; fix: name a regular file by its real path", flag, *path, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxPinFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--%s %s: %v; fix: name a readable file", flag, *path, err)
+	}
+	if len(b) > maxPinFile {
+		return nil, fmt.Errorf("--%s %s: over %d bytes; fix: pin fewer definitions (--allow-tool, --deny-tool)", flag, *path, maxPinFile)
+	}
+	pins, err := mcp.ParsePins(b)
+	if err != nil {
+		fix := "write it again with sandbox-run pin save --out " + *path + " (after checking the server)"
+		if flag == "pin" {
+			fix = "rewrite it with --pin-update (after checking the server), or remove it"
+		}
+		return nil, fmt.Errorf("--%s %s: %v; fix: %s", flag, *path, err, fix)
+	}
+	return pins, nil
+}
+
+// maxPinFile bounds a pin file sandbox-run reads.
+const maxPinFile = 64 << 20
+
+// savePin writes what a session recorded to the --pin file (a first
+// session, --pin-update, or sections the pin lacked), without following
+// a link. A --pin-from file is never written (its session records
+// nothing).
 func (m *mcpFlags) savePin(res *mcp.Result, stderr io.Writer) error {
 	if m.pin == "" || res == nil || res.Pins == nil {
 		return nil
 	}
-	if len(res.Pins.Tools) == 0 {
-		fmt.Fprintf(stderr, "sandbox-run: --pin %s: the client listed no tools, so nothing was recorded\n", m.pin)
-		return nil
-	}
 	if err := pathguard.WriteFile(m.pin, res.Pins.Marshal(), 0o600); err != nil {
-		return fmt.Errorf("--pin %s: cannot record the tool definitions: %v; fix: keep the file's directory free of symbolic links", m.pin, err)
+		return fmt.Errorf("--pin %s: cannot record the definitions: %v; fix: keep the file's directory free of symbolic links", m.pin, err)
 	}
-	fmt.Fprintf(stderr, "sandbox-run: --pin %s: recorded %d tool definitions\n", m.pin, len(res.Pins.Tools))
+	fmt.Fprintf(stderr, "sandbox-run: --pin %s: recorded %s\n", m.pin, pinCounts(res.Pins))
 	return nil
+}
+
+// pinCounts says how many definitions pins hold, by section.
+func pinCounts(pins *mcp.Pins) string {
+	var parts []string
+	for _, sec := range mcp.PinSections() {
+		if m, ok := pins.Sections[sec]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", sec, len(m)))
+		}
+	}
+	return fmt.Sprintf("%d definitions (%s)", pins.Count(), strings.Join(parts, ", "))
 }

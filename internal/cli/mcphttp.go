@@ -67,7 +67,7 @@ func (h *httpFlags) check(fs *pflag.FlagSet, mf *mcpFlags, report string) error 
 		return nil
 	}
 	if mf.pin != "" || mf.pinUpdate {
-		return errors.New("--pin with --listen: pinning is per stdio session for now; fix: leave --pin out, or serve on stdio")
+		return errors.New("--pin with --listen: a pin recorded by a first session is per stdio session; fix: use --pin-from FILE (a reviewed pin: sandbox-run pin save), or serve on stdio")
 	}
 	if report != "" {
 		return errors.New("--report with --listen: every session has a sandbox of its own; fix: use --audit, where each session's sandbox records its run_start and run_end")

@@ -49,15 +49,32 @@ const (
 //	env {}                           the environment, one NAME=value per line, sorted
 //
 // a resource (ResourceURI) and a prompt (PromptName, argument "name").
-func NewServer() *server.MCPServer {
-	s := server.NewMCPServer(ServerName, "1.0.0",
-		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(false, true),
-		server.WithPromptCapabilities(true),
-		server.WithLogging(),
-	)
-	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("echo the text back"),
-		mcp.WithString("text", mcp.Required())), echo)
+func NewServer() *server.MCPServer { return NewServerOpts(ServerOpts{}) }
+
+// ServerOpts vary what the test server shows a client, as a server that
+// changes between two sessions would. The command (internal/mcptest/server)
+// reads them from MCPTEST_INSTRUCTIONS and MCPTEST_ECHO_UI.
+type ServerOpts struct {
+	// Instructions are the initialize result's instructions ("": none).
+	Instructions string
+	// EchoUI, when set, is the echo tool's _meta.ui.resourceUri: the UI
+	// an MCP App host renders for it.
+	EchoUI string
+}
+
+// NewServerOpts is NewServer, varied by o.
+func NewServerOpts(o ServerOpts) *server.MCPServer {
+	opts := []server.ServerOption{server.WithToolCapabilities(true), server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(true), server.WithLogging()}
+	if o.Instructions != "" {
+		opts = append(opts, server.WithInstructions(o.Instructions))
+	}
+	s := server.NewMCPServer(ServerName, "1.0.0", opts...)
+	echoTool := mcp.NewTool("echo", mcp.WithDescription("echo the text back"), mcp.WithString("text", mcp.Required()))
+	if o.EchoUI != "" {
+		echoTool.Meta = mcp.NewMetaFromMap(map[string]any{"ui": map[string]any{"resourceUri": o.EchoUI}})
+	}
+	s.AddTool(echoTool, echo)
 	s.AddTool(mcp.NewTool("read_file", mcp.WithDescription("read a file"),
 		mcp.WithString("path", mcp.Required())), readFile)
 	s.AddTool(mcp.NewTool("write_file", mcp.WithDescription("write a file"),

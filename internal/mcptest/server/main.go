@@ -20,7 +20,8 @@ func main() {
 		}
 		return
 	}
-	if err := server.ServeStdio(mcptest.NewServer()); err != nil {
+	if err := server.ServeStdio(mcptest.NewServerOpts(mcptest.ServerOpts{
+		Instructions: os.Getenv("MCPTEST_INSTRUCTIONS"), EchoUI: os.Getenv("MCPTEST_ECHO_UI")})); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest server:", err)
 		os.Exit(1)
 	}
