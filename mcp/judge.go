@@ -116,9 +116,13 @@ func (r *relay) judgeName(c *call, p object, t target) *refusal {
 	if ok {
 		return nil
 	}
+	shown := capString(name)
+	if t.kind == KindResource {
+		shown = capString(auditURI(name))
+	}
 	return &refusal{code: codeRefused, rule: rule,
-		msg:  fmt.Sprintf("sandbox-run: %s %q is not available: refused by %s", t.kind, capString(name), rule),
-		data: map[string]string{t.kind: capString(name), "rule": rule}}
+		msg:  fmt.Sprintf("sandbox-run: %s %q is not available: refused by %s", t.kind, shown, rule),
+		data: map[string]string{t.kind: shown, "rule": rule}}
 }
 
 // keepArgs records the arguments' size and, when the audit records

@@ -122,7 +122,7 @@ func auditURI(uri string) string {
 		return ""
 	}
 	n := 0
-	s, frag, hasFrag := strings.Cut(replaceGroup(uri, urlUserinfo, 1, nil, &n), "#")
+	s, frag, hasFrag := strings.Cut(oddPort(replaceGroup(uri, urlUserinfo, 1, nil, &n)), "#")
 	if before, query, ok := strings.Cut(s, "?"); ok {
 		s = before + "?" + redactParams(query)
 	}
@@ -130,6 +130,25 @@ func auditURI(uri string) string {
 		s += "#" + redactParams(frag)
 	}
 	return redactInString(s, &n)
+}
+
+// oddPort redacts what follows ':' in an authority without '@' when it is
+// not a port number: "scheme://user:password/" without its '@'.
+func oddPort(uri string) string {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	start := len(uri) - len(rest)
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	colon := strings.LastIndexByte(rest[:end], ':')
+	if colon < 0 || strings.IndexByte(rest[:end], '@') >= 0 || allIn(rest[colon+1:end], "0123456789") {
+		return uri
+	}
+	return uri[:start+colon+1] + redacted + uri[start+end:]
 }
 
 // redactParams redacts the values of a&b=c style parameters; a parameter

@@ -81,6 +81,8 @@ func TestAuditURI(t *testing.T) {
 		{"demo://h/x?flag", "demo://h/x?flag"},
 		{"file:///srv/" + fakeGitHub + "/x", "file:///srv/[redacted]/x"},
 		{"demo://h/a?b#c?d=e", "demo://h/a?b#c?d=[redacted]"},
+		{"demo://ada:hunter2/x", "demo://ada:[redacted]/x"},
+		{"http://h:8080/x", "http://h:8080/x"},
 	} {
 		if got := auditURI(tc.in); got != tc.want {
 			t.Errorf("auditURI(%q) = %q, want %q", tc.in, got, tc.want)

@@ -195,11 +195,12 @@ func canonicalPort(p string) (string, error) {
 		return "", nil
 	}
 	if !allIn(p, "0123456789") {
-		return "", badURI("the port %q is not a number", capString(p))
+		// Not quoted: without an '@', "user:password" reads as host:port.
+		return "", badURI("the port is not a number")
 	}
 	n, err := strconv.ParseUint(p, 10, 16)
 	if err != nil {
-		return "", badURI("the port %q is over 65535", capString(p))
+		return "", badURI("the port is over 65535")
 	}
 	return strconv.FormatUint(n, 10), nil
 }

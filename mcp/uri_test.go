@@ -227,3 +227,23 @@ func FuzzCanonicalURI(f *testing.F) {
 		}
 	})
 }
+
+// TestURIRefusalKeepsNoSecret: a refusal's message and audit record name
+// neither a URI's password nor, when it has no '@' and reads as
+// host:port, the "port" that is one.
+func TestURIRefusalKeepsNoSecret(t *testing.T) {
+	s := newRaw(t, Rules{AllowResources: []string{"demo://h/pub/*"}})
+	for _, uri := range []string{"demo://ada:hunter2@h/x?key=fakevalue", "demo://ada:hunter2/x"} {
+		s.client(`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"` + uri + `"}}`)
+		line := s.atClient()
+		if r := reply(t, line); r.Error == nil {
+			t.Fatalf("%s not refused: %s", uri, line)
+		}
+		if strings.Contains(line, "hunter2") || strings.Contains(line, "fakevalue") {
+			t.Errorf("a secret in the refusal: %s", line)
+		}
+	}
+	if all := s.audit.b.String(); strings.Contains(all, "hunter2") || strings.Contains(all, "fakevalue") || !strings.Contains(all, "refused") {
+		t.Errorf("audit:\n%s", all)
+	}
+}
