@@ -47,9 +47,16 @@ var (
 func startHTTP(t *testing.T, w string, flags ...string) *httpMCP {
 	t.Helper()
 	srv := goServer(t)
-	args := append([]string{"mcp", "--listen", "127.0.0.1:0", "--workdir", w, "--read", filepath.Dir(srv)}, flags...)
-	args = append(args, "--", srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*mcpTimeout)
+	return startHTTPServer(t, 4*mcpTimeout, w, []string{srv}, append([]string{"--read", filepath.Dir(srv)}, flags...)...)
+}
+
+// startHTTPServer starts server behind --listen on w, to be killed if it
+// still runs after life.
+func startHTTPServer(t *testing.T, life time.Duration, w string, server []string, flags ...string) *httpMCP {
+	t.Helper()
+	args := append([]string{"mcp", "--listen", "127.0.0.1:0", "--workdir", w}, flags...)
+	args = append(append(args, "--"), server...)
+	ctx, cancel := context.WithTimeout(context.Background(), life)
 	t.Cleanup(cancel)
 	h := &httpMCP{t: t, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	h.cmd = exec.CommandContext(ctx, bin, args...)

@@ -119,20 +119,33 @@ func CheckToken(tok string) error {
 //   - Every request but for a CORS preflight carries the bearer token, or
 //     gets 401 before anything else is read; tokens are compared in
 //     constant time. A request with an Origin header not in AllowOrigins
+//     and not the listener's own (http://localhost:PORT, http://IP:PORT)
 //     gets 403 (a browser page cannot reach the server, DNS rebinding or
 //     not), as does, on a loopback listener, a Host header naming
-//     anything but a loopback host.
+//     anything but a loopback host. A refused request's connection is
+//     closed.
+//   - Connections without the token cannot starve those with it: Accept
+//     never waits; a connection that has not yet carried the token must
+//     send its headers within HeaderTimeout, and at 256 such connections
+//     from one address (1024 in all) the oldest is closed for the new
+//     one; once a request on it carried the token, none closes it.
+//   - A request's MCP-Protocol-Version may name any protocol version the
+//     relay knows, as the TypeScript SDK allows; another gets 400 with the
+//     request's id.
 //   - Each client session (begun by an initialize, named by the
 //     Mcp-Session-Id header the response carries) has its own sandboxed
 //     server and its own relay, so the rules, caps and audit of Serve hold
 //     per session, and no session sees another's messages. A session ends
 //     on DELETE, when its server ends, after SessionIdle without use, and
 //     when ctx ends; a request naming an ended or unknown session gets 404.
-//   - Bounded: at most MaxSessions sessions, one message of at most
-//     Relay.MaxMessage bytes per POST (413 beyond), read two at a time
-//     per session (and two initialize requests at a time), at most
-//     Relay.MaxPending requests in flight per session, 256 connections,
-//     timeouts on reading headers and bodies and on writing each event.
+//   - Bounded: at most MaxSessions sessions (at the cap an initialize ends
+//     the least recently used session with no request in flight and no
+//     stream open, recorded as mcp_session_evicted, or gets 503 when every
+//     session is busy), one message of at most Relay.MaxMessage bytes per
+//     POST (413 beyond), read two at a time per session (and two
+//     initialize requests at a time), at most Relay.MaxPending requests in
+//     flight per session, timeouts on reading headers and bodies and on
+//     writing each event.
 //   - When ctx ends, every session's sandbox is ended and ServeHTTP
 //     returns only once every server has exited.
 //
@@ -140,6 +153,11 @@ func CheckToken(tok string) error {
 //
 //   - No TLS: on a non-loopback address the token and every message cross
 //     the network in clear; put a TLS proxy in front.
+//   - Clients on one address share its cap of pending connections: an
+//     attacker there who opens connections faster than a token holder
+//     sends its headers (a few hundred within that client's round trip)
+//     can still close the token holder's before it is trusted.
+//   - Connections that carried the token are not capped here.
 //   - Streams cannot be resumed (no event ids, Last-Event-ID ignored): a
 //     response whose POST stream was cut is lost.
 //   - A server message that is not a response goes to the GET stream, or
