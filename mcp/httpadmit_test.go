@@ -26,24 +26,7 @@ type testHTTP struct {
 	t     *testing.T
 	url   string
 	tok   string
-	audit *lockedWriter
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	audit *syncBuffer
 }
 
 // mcptestServer builds the mcptest server once per test.
@@ -65,7 +48,7 @@ func serveHTTPTest(t *testing.T, opts HTTPOptions) *testHTTP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &testHTTP{t: t, url: "http://" + ln.Addr().String() + HTTPPath, tok: NewToken(), audit: &lockedWriter{}}
+	h := &testHTTP{t: t, url: "http://" + ln.Addr().String() + HTTPPath, tok: NewToken(), audit: &syncBuffer{}}
 	opts.Token = h.tok
 	opts.Relay.Audit = h.audit
 	opts.Relay.Sandbox = sandbox.Options{LookupEnv: os.LookupEnv}
@@ -335,18 +318,18 @@ func TestServeHTTPEvict(t *testing.T) {
 	if code, _ := h.ping(a, nil); code != 200 {
 		t.Errorf("a, used since, after a third session: %d, want 200", code)
 	}
-	var starts []string
-	var evicted []string
-	for _, l := range strings.Split(h.audit.String(), "\n") {
-		if strings.Contains(l, `"event":"mcp_start"`) {
-			starts = append(starts, l)
-		}
-		if strings.Contains(l, `"event":"mcp_session_evicted"`) {
-			evicted = append(evicted, l)
+	var starts, evicted []Record
+	for _, r := range h.audit.records(t) {
+		switch r.Event {
+		case "mcp_start":
+			starts = append(starts, r)
+		case "mcp_session_evicted":
+			evicted = append(evicted, r)
 		}
 	}
-	if len(starts) < 2 || len(evicted) != 1 || runIDOf(evicted[0]) != runIDOf(starts[1]) || !strings.Contains(evicted[0], "--max-sessions 2") {
-		t.Errorf("audit: want one mcp_session_evicted with b's run id (%d starts):\n%s", len(starts), h.audit)
+	if len(starts) < 2 || len(evicted) != 1 || evicted[0].RunID != starts[1].RunID ||
+		!strings.Contains(evicted[0].Reason, "--max-sessions 2") || !strings.HasPrefix(evicted[0].Client, "http 127.0.0.1:") {
+		t.Errorf("audit: want one mcp_session_evicted with b's run id and client; mcp_start: %+v, evicted: %+v", starts, evicted)
 	}
 
 	// Control: a and c busy with a GET stream each.
@@ -366,12 +349,6 @@ func TestServeHTTPEvict(t *testing.T) {
 	if res, body := h.post("", testInit, nil); res.StatusCode != 503 {
 		t.Errorf("control: a new session with every session busy: %d %s, want 503", res.StatusCode, body)
 	}
-}
-
-func runIDOf(line string) string {
-	_, after, _ := strings.Cut(line, `"run_id":"`)
-	id, _, _ := strings.Cut(after, `"`)
-	return id
 }
 
 // TestServeHTTPConformance (issue 34 items 8b, 8c): a request whose
