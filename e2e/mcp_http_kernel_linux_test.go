@@ -47,9 +47,16 @@ var (
 func startHTTP(t *testing.T, w string, flags ...string) *httpMCP {
 	t.Helper()
 	srv := goServer(t)
-	args := append([]string{"mcp", "--listen", "127.0.0.1:0", "--workdir", w, "--read", filepath.Dir(srv)}, flags...)
-	args = append(args, "--", srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*mcpTimeout)
+	return startHTTPServer(t, 4*mcpTimeout, w, []string{srv}, append([]string{"--read", filepath.Dir(srv)}, flags...)...)
+}
+
+// startHTTPServer starts server behind --listen on w, to be killed if it
+// still runs after life.
+func startHTTPServer(t *testing.T, life time.Duration, w string, server []string, flags ...string) *httpMCP {
+	t.Helper()
+	args := append([]string{"mcp", "--listen", "127.0.0.1:0", "--workdir", w}, flags...)
+	args = append(append(args, "--"), server...)
+	ctx, cancel := context.WithTimeout(context.Background(), life)
 	t.Cleanup(cancel)
 	h := &httpMCP{t: t, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	h.cmd = exec.CommandContext(ctx, bin, args...)
@@ -273,8 +280,9 @@ func TestMCPHTTPIdle(t *testing.T) {
 }
 
 // TestMCPHTTPSessions: sessions are named by Mcp-Session-Id, end on
-// DELETE, are bounded in number, and a body over --max-message is
-// refused.
+// DELETE, are bounded in number (at the cap a new session ends the least
+// recently used idle one; with every session busy it gets 503), and a
+// body over --max-message is refused.
 func TestMCPHTTPSessions(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
@@ -288,9 +296,19 @@ func TestMCPHTTPSessions(t *testing.T) {
 	if res, body := h.do("POST", ping, map[string]string{"Mcp-Session-Id": a}); res.StatusCode != 200 || !strings.Contains(body, `"id":7`) {
 		t.Fatalf("ping in session a: %d %s", res.StatusCode, body)
 	}
-	if res, body := h.do("POST", initBody, nil); res.StatusCode != 503 {
-		t.Errorf("a third session with --max-sessions 2: %d %s, want 503", res.StatusCode, body)
+	h.stream(a) // a is busy
+	c := h.initialize()
+	if res, _ := h.do("POST", ping, map[string]string{"Mcp-Session-Id": b}); res.StatusCode != 404 {
+		t.Errorf("b, idle, after a third session with --max-sessions 2: %d, want 404 (ended for the new one)", res.StatusCode)
 	}
+	if res, body := h.do("POST", ping, map[string]string{"Mcp-Session-Id": a}); res.StatusCode != 200 {
+		t.Errorf("control: a, busy, after a third session: %d %s, want 200", res.StatusCode, body)
+	}
+	stopC := h.stream(c)
+	if res, body := h.do("POST", initBody, nil); res.StatusCode != 503 {
+		t.Errorf("a new session with every session busy: %d %s, want 503", res.StatusCode, body)
+	}
+	stopC()
 	big := `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":"` + strings.Repeat("a", 9000) + `"}}`
 	if res, _ := h.do("POST", big, map[string]string{"Mcp-Session-Id": a}); res.StatusCode != 413 {
 		t.Errorf("a body over --max-message: %d, want 413", res.StatusCode)
@@ -307,7 +325,7 @@ func TestMCPHTTPSessions(t *testing.T) {
 	if res, _ := h.do("POST", ping, map[string]string{"Mcp-Session-Id": a}); res.StatusCode != 404 {
 		t.Errorf("a deleted session: %d, want 404", res.StatusCode)
 	}
-	// Its place is free again (control of the 503 above being the cap).
+	// Its place is free again: a new session ends none.
 	deadline := time.Now().Add(mcpTimeout)
 	for {
 		res, _ := h.do("POST", initBody, nil)
@@ -319,9 +337,31 @@ func TestMCPHTTPSessions(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if res, body := h.do("POST", ping, map[string]string{"Mcp-Session-Id": b}); res.StatusCode != 200 || !strings.Contains(body, `"id":7`) {
-		t.Errorf("session b after a's end: %d %s", res.StatusCode, body)
+	if res, body := h.do("POST", ping, map[string]string{"Mcp-Session-Id": c}); res.StatusCode != 200 || !strings.Contains(body, `"id":7`) {
+		t.Errorf("session c after a's end: %d %s", res.StatusCode, body)
 	}
+}
+
+// stream opens the session's GET stream, which keeps it busy until the
+// returned func (or the test's end) closes it.
+func (h *httpMCP) stream(sid string) func() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.url, nil)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		cancel()
+		h.t.Fatalf("GET stream of %s: %v %v", sid, err, res)
+	}
+	stop := func() {
+		cancel()
+		res.Body.Close()
+	}
+	h.t.Cleanup(stop)
+	return stop
 }
 
 // TestMCPHTTPInspector: a real client (the MCP Inspector CLI) lists and

@@ -46,6 +46,8 @@ const (
 //	mcp_request         any other client request ended, whichever way
 //	mcp_server_request  a request from the server to the client ended
 //	mcp_end             the session ended (why)
+//	mcp_session_evicted ServeHTTP ended an idle session at --max-sessions
+//	                    to begin a new one (Client, Reason)
 //
 // The names keep clear of the run's own events (run_start, egress,
 // run_end) when both share one file. A request's record is written when

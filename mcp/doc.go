@@ -14,7 +14,9 @@
 //
 // Serve relays one client on a pair of streams (stdio); ServeHTTP serves
 // MCP's Streamable HTTP transport, each client session with its own Serve
-// and sandbox (see its doc for what it adds and does not hold).
+// and sandbox (see its doc for what it adds and does not hold: among it,
+// admission that clients without the token cannot starve, and sessions
+// abandoned at --max-sessions ended for new ones).
 //
 // # Guarantees
 //

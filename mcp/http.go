@@ -23,8 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -36,6 +34,9 @@ const (
 	// DefaultSessionIdle is how long a session may go without a request in
 	// flight or a stream open before it is ended.
 	DefaultSessionIdle = 10 * time.Minute
+	// DefaultHeaderTimeout is how long a connection may take to send a
+	// request's headers: short, since every client sends them at once.
+	DefaultHeaderTimeout = 3 * time.Second
 	// MinTokenBytes is the shortest bearer token accepted.
 	MinTokenBytes = 16
 	// HTTPPath is the one path the transport serves.
@@ -44,8 +45,6 @@ const (
 
 // Bounds of the HTTP server itself.
 const (
-	httpMaxConns       = 256
-	httpHeaderTimeout  = 10 * time.Second
 	httpBodyTimeout    = 30 * time.Second
 	httpWriteTimeout   = 30 * time.Second // per SSE event
 	httpIdleTimeout    = 60 * time.Second
@@ -83,6 +82,9 @@ type HTTPOptions struct {
 	// SessionIdle ends a session with no request in flight and no stream
 	// open for this long; zero means DefaultSessionIdle.
 	SessionIdle time.Duration
+	// HeaderTimeout bounds reading a request's headers (for a new
+	// connection, from its accept); zero means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -117,20 +119,33 @@ func CheckToken(tok string) error {
 //   - Every request but for a CORS preflight carries the bearer token, or
 //     gets 401 before anything else is read; tokens are compared in
 //     constant time. A request with an Origin header not in AllowOrigins
+//     and not the listener's own (http://localhost:PORT, http://IP:PORT)
 //     gets 403 (a browser page cannot reach the server, DNS rebinding or
 //     not), as does, on a loopback listener, a Host header naming
-//     anything but a loopback host.
+//     anything but a loopback host. A refused request's connection is
+//     closed.
+//   - Connections without the token cannot starve those with it: Accept
+//     never waits; a connection that has not yet carried the token must
+//     send its headers within HeaderTimeout, and at 256 such connections
+//     from one address (1024 in all) the oldest is closed for the new
+//     one; once a request on it carried the token, none closes it.
+//   - A request's MCP-Protocol-Version may name any protocol version the
+//     relay knows, as the TypeScript SDK allows; another gets 400 with the
+//     request's id.
 //   - Each client session (begun by an initialize, named by the
 //     Mcp-Session-Id header the response carries) has its own sandboxed
 //     server and its own relay, so the rules, caps and audit of Serve hold
 //     per session, and no session sees another's messages. A session ends
 //     on DELETE, when its server ends, after SessionIdle without use, and
 //     when ctx ends; a request naming an ended or unknown session gets 404.
-//   - Bounded: at most MaxSessions sessions, one message of at most
-//     Relay.MaxMessage bytes per POST (413 beyond), read two at a time
-//     per session (and two initialize requests at a time), at most
-//     Relay.MaxPending requests in flight per session, 256 connections,
-//     timeouts on reading headers and bodies and on writing each event.
+//   - Bounded: at most MaxSessions sessions (at the cap an initialize ends
+//     the least recently used session with no request in flight and no
+//     stream open, recorded as mcp_session_evicted, or gets 503 when every
+//     session is busy), one message of at most Relay.MaxMessage bytes per
+//     POST (413 beyond), read two at a time per session (and two
+//     initialize requests at a time), at most Relay.MaxPending requests in
+//     flight per session, timeouts on reading headers and bodies and on
+//     writing each event.
 //   - When ctx ends, every session's sandbox is ended and ServeHTTP
 //     returns only once every server has exited.
 //
@@ -138,6 +153,11 @@ func CheckToken(tok string) error {
 //
 //   - No TLS: on a non-loopback address the token and every message cross
 //     the network in clear; put a TLS proxy in front.
+//   - Clients on one address share its cap of pending connections: an
+//     attacker there who opens connections faster than a token holder
+//     sends its headers (a few hundred within that client's round trip)
+//     can still close the token holder's before it is trusted.
+//   - Connections that carried the token are not capped here.
 //   - Streams cannot be resumed (no event ids, Last-Event-ID ignored): a
 //     response whose POST stream was cut is lost.
 //   - A server message that is not a response goes to the GET stream, or
@@ -162,16 +182,18 @@ func ServeHTTP(ctx context.Context, ln net.Listener, p policy.Policy, server []s
 		return fmt.Errorf("%w: %s", ErrNotLoopback, ln.Addr())
 	}
 	h := newHTTPServer(ctx, p, server, opts, loopback)
+	h.own = ownOrigins(ln.Addr())
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: httpHeaderTimeout,
+		ReadHeaderTimeout: h.opts.HeaderTimeout,
 		IdleTimeout:       httpIdleTimeout,
 		MaxHeaderBytes:    httpMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return h.ctx },
+		ConnContext:       withConn,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(netutil.LimitListener(ln, httpMaxConns)) }()
+	go func() { errc <- srv.Serve(newAdmission(ln, pendingPerAddr, pendingTotal)) }()
 	go h.reap()
 	var err error
 	select {
@@ -196,7 +218,8 @@ type httpServer struct {
 	opts     HTTPOptions
 	loopback bool
 	log      *slog.Logger
-	origins  map[string]bool
+	origins  map[string]bool // --allow-origin
+	own      map[string]bool // the listener's own origins
 
 	initSem chan struct{} // permits to read an initialize (see post)
 
@@ -218,6 +241,9 @@ func newHTTPServer(ctx context.Context, p policy.Policy, server []string, opts H
 	}
 	if h.opts.SessionIdle <= 0 {
 		h.opts.SessionIdle = DefaultSessionIdle
+	}
+	if h.opts.HeaderTimeout <= 0 {
+		h.opts.HeaderTimeout = DefaultHeaderTimeout
 	}
 	if h.opts.Relay.MaxMessage <= 0 {
 		h.opts.Relay.MaxMessage = DefaultMaxMessage
@@ -272,7 +298,7 @@ func (h *httpServer) admit(r *http.Request) (int, string) {
 	if h.loopback && !loopbackHost(r.Host) {
 		return http.StatusForbidden, "the Host header does not name a loopback host"
 	}
-	if o := r.Header.Values("Origin"); len(o) > 1 || (len(o) == 1 && !h.origins[o[0]]) {
+	if o := r.Header.Values("Origin"); len(o) > 1 || (len(o) == 1 && !h.origins[o[0]] && !h.own[strings.ToLower(o[0])]) {
 		return http.StatusForbidden, "origin not allowed (--allow-origin)"
 	}
 	if r.Method == http.MethodOptions {
@@ -282,7 +308,26 @@ func (h *httpServer) admit(r *http.Request) (int, string) {
 	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) != 1 {
 		return http.StatusUnauthorized, "missing or wrong bearer token"
 	}
+	trustConn(r.Context())
 	return 0, ""
+}
+
+// ownOrigins are the origins of a page served by the listener itself,
+// which a browser sends on that page's requests: http://localhost:PORT
+// and http://IP:PORT with the listener's address. The listener serves no
+// page, but a client speaking for one (a proxy in front, a test suite)
+// sends them; accepting them lets in no other site.
+func ownOrigins(addr net.Addr) map[string]bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	port := fmt.Sprint(tcp.Port)
+	own := map[string]bool{"http://" + net.JoinHostPort(tcp.IP.String(), port): true}
+	if tcp.IP.IsLoopback() {
+		own["http://"+net.JoinHostPort("localhost", port)] = true
+	}
+	return own
 }
 
 // loopbackHost says the Host header names localhost or a loopback IP.
@@ -311,6 +356,8 @@ func (h *httpServer) refuse(w http.ResponseWriter, r *http.Request, code int, wh
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sandbox-run"`)
 	}
+	// A refused client gets no idle connection to hold (see httpadmit.go).
+	w.Header().Set("Connection", "close")
 	httpError(w, code, nil, "sandbox-run: "+why)
 }
 
@@ -375,11 +422,30 @@ func (h *httpServer) session(w http.ResponseWriter, r *http.Request) *httpSessio
 		httpError(w, http.StatusNotFound, nil, "sandbox-run: no such session (ended, or never begun); begin a new one with initialize")
 		return nil
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && s.protocol() != "" && v != s.protocol() {
-		httpError(w, http.StatusBadRequest, nil, fmt.Sprintf("sandbox-run: MCP-Protocol-Version %q, but the session negotiated %q", v, s.protocol()))
-		return nil
-	}
 	return s
+}
+
+// knownVersions are the protocol versions an MCP-Protocol-Version header
+// may name: those the relay speaks (see doc.go). As in the TypeScript
+// SDK's transport, any known version is accepted, not only the one the
+// session negotiated: the header is the transport's, never forwarded to
+// the server, which reads the version it negotiated from its own state.
+var knownVersions = map[string]bool{
+	"2024-10-07": true, "2024-11-05": true, "2025-03-26": true,
+	"2025-06-18": true, "2025-11-25": true, "2026-07-28": true,
+}
+
+// checkVersion refuses (400) an MCP-Protocol-Version header naming no
+// version the relay knows, answering the request id (nil when there is
+// none to read). Absent, the version is the negotiated one, as the spec
+// says.
+func checkVersion(w http.ResponseWriter, r *http.Request, id json.RawMessage) bool {
+	v := r.Header.Values("Mcp-Protocol-Version")
+	if len(v) == 0 || (len(v) == 1 && knownVersions[v[0]]) {
+		return true
+	}
+	httpError(w, http.StatusBadRequest, id, fmt.Sprintf("sandbox-run: unsupported MCP-Protocol-Version %q; supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28", capString(strings.Join(v, ", "))))
+	return false
 }
 
 // readMessage reads a POST's one JSON-RPC message, compacted onto one
@@ -446,7 +512,7 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 	release := sync.OnceFunc(func() { <-sem })
 	defer release()
 	line, e, ok := h.readMessage(w, r)
-	if !ok {
+	if !ok || !checkVersion(w, r, e.id) {
 		return
 	}
 	isInit := e.kind == kindRequest && e.method == "initialize"
@@ -475,7 +541,7 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.request(w, r, line, e, isInit, release)
+	s.request(w, r, line, e, release)
 }
 
 // get opens the session's stream for server-initiated messages.
@@ -485,7 +551,7 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := h.session(w, r)
-	if s == nil {
+	if s == nil || !checkVersion(w, r, nil) {
 		return
 	}
 	st := newStream("")
@@ -505,13 +571,13 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request) {
 		s.touch(-1)
 	}()
 	corsHeaders(w, r)
-	s.stream(w, r, st, false)
+	s.stream(w, r, st)
 }
 
 // delete ends a session at the client's word.
 func (h *httpServer) delete(w http.ResponseWriter, r *http.Request) {
 	s := h.session(w, r)
-	if s == nil {
+	if s == nil || !checkVersion(w, r, nil) {
 		return
 	}
 	h.end(s)
@@ -534,7 +600,9 @@ func (h *httpServer) end(s *httpSession) {
 var errSessionClosed = errors.New("the session was ended")
 
 // newSession begins a session for an initialize request: its own relay
-// and sandboxed server. On failure it has answered.
+// and sandboxed server. At MaxSessions it first ends the least recently
+// used session that has nothing in flight (see evict). On failure it has
+// answered.
 func (h *httpServer) newSession(w http.ResponseWriter, r *http.Request, e envelope) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -542,20 +610,20 @@ func (h *httpServer) newSession(w http.ResponseWriter, r *http.Request, e envelo
 		httpError(w, http.StatusServiceUnavailable, e.id, "sandbox-run: shutting down")
 		return nil
 	}
-	if len(h.sessions) >= h.opts.MaxSessions {
+	if len(h.sessions) >= h.opts.MaxSessions && !h.evict() {
 		w.Header().Set("Retry-After", "10")
 		httpError(w, http.StatusServiceUnavailable, e.id,
-			fmt.Sprintf("sandbox-run: %d sessions already open (--max-sessions); end one with DELETE or wait", h.opts.MaxSessions))
+			fmt.Sprintf("sandbox-run: %d sessions open (--max-sessions), each with a request or stream in flight; end one with DELETE or wait", h.opts.MaxSessions))
 		return nil
 	}
 	pr, pw := io.Pipe()
-	s := &httpSession{id: NewToken(), in: pw, log: h.log, waiting: map[string]*sseStream{},
+	s := &httpSession{id: NewToken(), runID: newRunID(), client: "http " + r.RemoteAddr, in: pw, log: h.log, waiting: map[string]*sseStream{},
 		done: make(chan struct{}), sem: make(chan struct{}, httpReadsAtOnce), maxPending: h.opts.Relay.MaxPending, maxLine: 2 * h.opts.Relay.MaxMessage,
 		lastUsed: time.Now()}
 	h.sessions[s.id] = s
 	opts := h.opts.Relay
-	opts.RunID = ""
-	opts.Client = "http " + r.RemoteAddr
+	opts.RunID = s.runID
+	opts.Client = s.client
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -569,6 +637,34 @@ func (h *httpServer) newSession(w http.ResponseWriter, r *http.Request, e envelo
 	}()
 	w.Header().Set("Mcp-Session-Id", s.id)
 	return s
+}
+
+// evict ends the least recently used session that has no request in
+// flight and no stream open, to make room for a new one, and records it
+// in the audit (mcp_session_evicted, under the evicted session's run id).
+// Clients that never DELETE their sessions (the conformance suite opens
+// one per scenario) would otherwise lock every new client out for
+// SessionIdle. False when every session is busy. Under mu.
+func (h *httpServer) evict() bool {
+	var lru *httpSession
+	var idle time.Duration
+	for _, s := range h.sessions {
+		if d := s.idleFor(); d > 0 && (lru == nil || d > idle) {
+			lru, idle = s, d
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	delete(h.sessions, lru.id)
+	lru.in.CloseWithError(errSessionClosed)
+	why := fmt.Sprintf("--max-sessions %d reached: the least recently used session, idle %s, was ended for a new one", h.opts.MaxSessions, idle.Round(time.Millisecond))
+	h.log.Warn("ended an MCP session for a new one", "why", why, "run_id", lru.runID)
+	if h.opts.Relay.Audit != nil {
+		a := &auditor{w: h.opts.Relay.Audit, runID: lru.runID, now: time.Now, maxLine: h.opts.Relay.AuditLineMax}
+		a.write(Record{Time: time.Now().UTC(), Event: "mcp_session_evicted", Client: lru.client, Reason: why})
+	}
+	return true
 }
 
 // reap ends sessions left unused for SessionIdle, until ctx ends.

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,8 @@ import (
 // for its id, anything else to the GET stream or else an open POST stream.
 type httpSession struct {
 	id         string
+	runID      string         // the relay's, in the audit
+	client     string         // "http ADDR", as the audit's mcp_start says
 	in         *io.PipeWriter // the relay's client input
 	inMu       sync.Mutex
 	log        *slog.Logger
@@ -31,7 +32,6 @@ type httpSession struct {
 	get      *sseStream
 	busy     int // requests and streams in progress
 	lastUsed time.Time
-	proto    string
 	dropped  int
 
 	partial []byte // a line the relay is writing in pieces (under the relay's client lock)
@@ -64,12 +64,6 @@ func (st *sseStream) deliver(m sseMsg, done <-chan struct{}) bool {
 	case <-done:
 		return false
 	}
-}
-
-func (s *httpSession) protocol() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proto
 }
 
 // touch counts a request or stream in (+1) or out (-1) of progress.
@@ -174,7 +168,7 @@ func (s *httpSession) targets() []*sseStream {
 // request relays a client request and answers its POST with an event
 // stream carrying, at its end, the response. release is called once the
 // relay has the request.
-func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byte, e envelope, isInit bool, release func()) {
+func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byte, e envelope, release func()) {
 	st := newStream(e.idKey)
 	s.mu.Lock()
 	var refuse string
@@ -212,7 +206,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byt
 		sent <- s.toRelay(line)
 		release()
 	}()
-	if final := s.stream(w, r, st, isInit); !final {
+	if final := s.stream(w, r, st); !final {
 		// The session ended, or the client left, before the answer came.
 		writeEvent(w, errorLine(e.id, codeServerGone, "sandbox-run: the session ended before the server answered", nil))
 	}
@@ -222,7 +216,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byt
 // stream writes the stream's messages as server-sent events until the
 // final one (a POST's response; true), the client leaves or the session
 // ends.
-func (s *httpSession) stream(w http.ResponseWriter, r *http.Request, st *sseStream, isInit bool) bool {
+func (s *httpSession) stream(w http.ResponseWriter, r *http.Request, st *sseStream) bool {
 	defer close(st.closed)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -237,9 +231,6 @@ func (s *httpSession) stream(w http.ResponseWriter, r *http.Request, st *sseStre
 				return m.final // a response that did not get through is lost
 			}
 			if m.final {
-				if isInit {
-					s.setProtocol(m.b)
-				}
 				return true
 			}
 		case <-r.Context().Done():
@@ -263,18 +254,4 @@ func writeEvent(w io.Writer, msg []byte) error {
 	}, msg)
 	_, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
 	return err
-}
-
-// setProtocol records the protocol version an initialize result names.
-func (s *httpSession) setProtocol(line []byte) {
-	var m struct {
-		Result struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(line, &m) == nil && m.Result.ProtocolVersion != "" {
-		s.mu.Lock()
-		s.proto = m.Result.ProtocolVersion
-		s.mu.Unlock()
-	}
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the real MCP servers the tests wrap (@modelcontextprotocol/
 # server-filesystem and server-everything), and the MCP Inspector's CLI
-# (inspector-cli, the HTTP client of the --listen tests), into a cache directory that a
+# (inspector-cli, the HTTP client of the --listen tests), and the MCP
+# conformance suite with tsx and cors for its reference server, into a cache directory that a
 # sandbox may read, from the pinned scripts/mcp-servers/package-lock.json.
 #
 #   scripts/install-mcp-servers.sh [DIR]      default DIR: .cache/mcp
@@ -33,7 +34,9 @@ stamp="$dir/.installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -f "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] &&
 	[ -f "$dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] &&
-	[ -f "$dir/node_modules/@modelcontextprotocol/inspector-cli/build/index.js" ]; then
+	[ -f "$dir/node_modules/@modelcontextprotocol/inspector-cli/build/index.js" ] &&
+	[ -f "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" ] &&
+	[ -f "$dir/node_modules/tsx/package.json" ]; then
 	exit 0
 fi
 

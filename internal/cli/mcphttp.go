@@ -43,7 +43,7 @@ func addHTTPFlags(fs *pflag.FlagSet) *httpFlags {
 	fs.BoolVar(&h.remote, "listen-remote", false, "let --listen take a non-loopback address (no TLS: the token and messages cross the network in clear)")
 	fs.StringVar(&h.tokenFile, "token-file", "", "read the bearer token clients must send from this file (one line, at least 16 visible ASCII bytes, not readable by group or others); default: a random one, printed once on stderr")
 	fs.StringArrayVar(&h.origins, "allow-origin", nil, "a browser origin (scheme://host[:port]) allowed to call --listen (repeatable); requests with any other Origin header get 403")
-	fs.IntVar(&h.maxSessions, "max-sessions", mcp.DefaultMaxSessions, "client sessions (each with its own sandboxed server) at once with --listen")
+	fs.IntVar(&h.maxSessions, "max-sessions", mcp.DefaultMaxSessions, "client sessions (each with its own sandboxed server) at once with --listen; at the cap a new session ends the least recently used one with nothing in flight (audited), or gets 503 when all are busy")
 	fs.StringVar(&h.sessionIdleS, "session-idle", mcp.DefaultSessionIdle.String(), "end a --listen session left without a request or stream this long")
 	return h
 }

@@ -271,6 +271,17 @@ func (n NPM) InspectorCLI() string {
 	return filepath.Join(n.Dir, "node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
 }
 
+// Conformance is the MCP conformance suite's CLI
+// (@modelcontextprotocol/conformance, `conformance server --url URL`).
+func (n NPM) Conformance() string {
+	return filepath.Join(n.Dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
+}
+
+// TSX is tsx's ESM loader: `node --import TSX file.ts` runs TypeScript.
+func (n NPM) TSX() string {
+	return filepath.Join(n.Dir, "node_modules/tsx/dist/esm/index.mjs")
+}
+
 func moduleRoot() (string, error) {
 	d, err := os.Getwd()
 	if err != nil {
