@@ -221,11 +221,14 @@ type bwWatch struct {
 	pidCh     chan bwInfo
 	readyCh   chan struct{} // the trampoline waits at its gate
 
-	initPID  int // the sandbox's PID 1 as the host sees it
-	seenUID  int // its host uid, -1 unread
-	fastNS   map[string]string
-	fastRB   *initproc.Readback // readTrampoline's, at the gate
-	gateErr  error              // the gate stayed shut: why
+	initPID int // the sandbox's PID 1 as the host sees it
+	seenUID int // its host uid, -1 unread
+	fastNS  map[string]string
+	fastRB  *initproc.Readback // readTrampoline's, at the gate
+	// oom is the command's oom_score_adj read back from the host once it
+	// was set (at the gate, or when init reported the start); nil unread.
+	oom      *int
+	gateErr  error // the gate stayed shut: why
 	over     <-chan limits.Exceeded
 	killedBy limits.Kind
 	exceeded limits.Exceeded
@@ -311,6 +314,9 @@ func (w *bwWatch) onReady() {
 		return
 	}
 	rb, err := readTrampoline(tpid, w.r.nproc)
+	if err == nil {
+		err = w.readOOM(tpid)
+	}
 	if err != nil {
 		w.gateErr = err
 		unix.Kill(w.initPID, unix.SIGKILL)
@@ -370,6 +376,13 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 		// read.
 		w.onInfo(<-w.pidCh)
 	}
+	if !w.r.fast && w.initPID > 0 {
+		// init raised its own before it started the command, which
+		// inherits it: read the command's, or init's once it is gone.
+		if w.readOOM(commandPID(w.initPID)) != nil {
+			w.readOOM(w.initPID)
+		}
+	}
 	for _, s := range w.pending {
 		w.send(s)
 	}
@@ -420,8 +433,27 @@ func (w *bwWatch) loop() {
 	<-w.relayDone
 }
 
-// readback puts what init read inside into the report.
+// readOOM reads pid's oom_score_adj into w.oom, and says when it is not
+// limits.OOMScoreAdj.
+func (w *bwWatch) readOOM(pid int) error {
+	if pid <= 0 {
+		return errors.New("oom_score_adj: the command's process is gone")
+	}
+	v, err := limits.OOMScore(pid)
+	if err != nil {
+		return err
+	}
+	w.oom = &v
+	if v != limits.OOMScoreAdj {
+		return fmt.Errorf("oom_score_adj reads back as %d, not %d", v, limits.OOMScoreAdj)
+	}
+	return nil
+}
+
+// readback puts what init read inside, and the oom_score_adj read from
+// the host, into the report.
 func (w *bwWatch) readback(rep *Report) {
+	rep.OOMScoreAdj = w.oom
 	if w.status == nil || w.status.Readback == nil {
 		return
 	}

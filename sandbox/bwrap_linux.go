@@ -325,7 +325,10 @@ func (r *bwRun) buildReport() {
 	sort.Strings(rep.EnvNames)
 	rep.Protections = bwrapProtections(f.DisableUserns, f.BindFD, f.UnshareCgroupTry, r.uid, r.prog.Digest())
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	rep.Limits = append(timeoutLimit(p), limitReport(r.lim, p)...)
+	if n := sampledMemoryNote(r.lim, true); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
 }
