@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,8 +177,10 @@ func TestSharedMemoryCountsUnderMemory(t *testing.T) {
 			continue // --memory is refused under gvisor
 		}
 		for _, where := range []string{"memfd", "shm", "tmp"} {
-			if where == "tmp" && m.name != "bwrap" {
-				continue // the host's /tmp: not the sandbox's memory
+			if where == "tmp" && m.name != "bwrap" || where == "shm" && m.name == "landlock" {
+				// The host's /tmp is not the sandbox's memory; Landlock
+				// gives no access to the host's /dev/shm at all.
+				continue
 			}
 			t.Run(m.name+"/"+where, func(t *testing.T) {
 				m.need(t)
@@ -215,6 +218,83 @@ func TestMemoryLimitEveryMechanism(t *testing.T) {
 			rep, r := runMechanism(t, m, "exec python3 -c '"+prog+"'", "--memory", "128M")
 			if r.code != 137 || rep.Exit.Class != "memory_limit" || strings.Contains(r.stdout, "held") {
 				t.Fatalf("exit %d, class %q, out %q, want 137 memory_limit (%q)", r.code, rep.Exit.Class, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// inotifyScript makes inotify instances until the kernel refuses one or
+// it has made max, prints "made N errno E" (E 0 when none was refused),
+// and, with hold, keeps them for up to 30 s, until its stdin closes.
+func inotifyScript(max int, hold bool) string {
+	s := `import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+n, e = 0, 0
+while n < ` + strconv.Itoa(max) + `:
+    if libc.inotify_init() < 0:
+        e = ctypes.get_errno()
+        break
+    n += 1
+print("made", n, "errno", e, flush=True)
+`
+	if hold {
+		s += `import select
+select.select([sys.stdin], [], [], 30)
+`
+	}
+	return s
+}
+
+// TestInotifyCeiling: under bwrap, on the fast path and on init's, a run
+// can make no more inotify instances than the ceiling its report names
+// (EMFILE at it), and while a run holds every instance it may, the user
+// the sandbox runs as can still make one on the host. Control: unconfined
+// the same program makes more than the ceiling. Landlock and tier 0,
+// without a user namespace of their own, name the ceiling as not held.
+func TestInotifyCeiling(t *testing.T) {
+	needBwrap(t)
+	m := mechanisms()[0]
+	rep, r := runMechanism(t, m, "true")
+	v, how, src := rep.limit("inotify_instances")
+	ceiling, err := strconv.Atoi(v)
+	if err != nil || how != "userns" || src != "default" || r.code != 0 {
+		t.Fatalf("report's inotify_instances %q by %q from %q (exit %d, %q), want a number held by userns from default", v, how, src, r.code, r.stderr)
+	}
+	ctl := exec.Command("/usr/bin/python3", "-c", inotifyScript(ceiling+8, false))
+	ctl.SysProcAttr = sandboxtest.AsSandboxUser()
+	if out, err := ctl.Output(); err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("made %d ", ceiling+8)) {
+		t.Fatalf("untested: unconfined the program did not make %d instances: %q, %v", ceiling+8, out, err)
+	}
+	for _, path := range []struct {
+		name  string
+		extra []string
+	}{{"fast", nil}, {"init", []string{"--allow-host", "example.com"}}} {
+		t.Run(path.name, func(t *testing.T) {
+			args := append([]string{"run", "--workdir", sandboxtest.WorkDir(t)}, path.extra...)
+			c := exec.Command(bin, append(args, "--", "python3", "-c", inotifyScript(ceiling+8, true))...)
+			stdin, _ := c.StdinPipe()
+			stdout, _ := c.StdoutPipe()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { stdin.Close(); c.Wait() }()
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			if want := fmt.Sprintf("made %d errno 24", ceiling); strings.TrimSpace(line) != want {
+				t.Fatalf("inside: %q, want %q (EMFILE at the ceiling)", line, want)
+			}
+			host := exec.Command("/usr/bin/python3", "-c", inotifyScript(1, false))
+			host.SysProcAttr = sandboxtest.AsSandboxUser()
+			if out, err := host.Output(); err != nil || !strings.HasPrefix(string(out), "made 1 ") {
+				t.Errorf("while the run holds its ceiling, the sandbox's user cannot make an instance on the host: %q, %v", out, err)
+			}
+		})
+	}
+	for _, m := range mechanisms()[1:3] {
+		t.Run(m.name, func(t *testing.T) {
+			m.need(t)
+			rep, _ := runMechanism(t, m, "true")
+			if v, how, _ := rep.limit("inotify_instances"); v != "none" || how != "none" {
+				t.Errorf("report's inotify_instances %q by %q, want none: %s has no user namespace to hold it", v, how, m.name)
 			}
 		})
 	}

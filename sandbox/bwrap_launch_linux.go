@@ -246,6 +246,9 @@ type bwWatch struct {
 	// watchErr: a sampler the plan relies on could not start; the
 	// sandbox was ended.
 	watchErr error
+	// inotifyErr: the inotify ceiling could not be set or read back; the
+	// sandbox was ended.
+	inotifyErr error
 }
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
@@ -357,6 +360,11 @@ func (w *bwWatch) onInfo(info bwInfo) {
 		// Fail closed: the plan says a limit is sampled, and nothing
 		// would sample it.
 		w.watchErr = err
+		unix.Kill(pid, unix.SIGKILL)
+	} else if err := w.r.setInotify(w.ctx, pid); err != nil {
+		// Fail closed: the report names the ceiling as held. On the
+		// fast path the trampoline still waits at its gate.
+		w.inotifyErr = err
 		unix.Kill(pid, unix.SIGKILL)
 	}
 	w.pidCh = nil
@@ -526,6 +534,10 @@ func (w *bwWatch) failed() error {
 	if w.watchErr != nil {
 		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
+	if w.inotifyErr != nil {
+		return setupErr("cannot set the sandbox's inotify ceiling", w.inotifyErr.Error(),
+			"check that bwrap can join the sandbox's user namespace (bwrap --userns, bubblewrap 0.5 or later), or use --sandbox landlock, which names the ceiling as not held")
 	}
 	err := w.gateErr
 	switch {

@@ -127,7 +127,9 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 	case policy.NoMemoryLimit:
 		out = append(out, Limit{Name: "memory", Value: "none", Enforced: "none", Source: SourcePolicy})
 	}
-	return rl, append(timeoutLimit(p), out...), nil
+	// gVisor's kernel serves inotify itself; runsc takes no host
+	// instance for the command's, and no ceiling of the run's is set.
+	return rl, append(append(timeoutLimit(p), out...), inotifyLimits(limits.Inotify{})...), nil
 }
 
 // ids are the uid and gid the command runs as inside. As root the

@@ -394,7 +394,9 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	rep.Watched, rep.Copied = r.prot.watched, heldPaths(r.prot.held)
 	rep.ProtectWalk = &r.prot.walk
 	rep.Quarantined = r.pend.started
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim, p)...)
+	// No user namespace of its own: the user's inotify allowance is
+	// the host's, and no ceiling of the run's can be set.
+	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
 	if n := sampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}

@@ -76,7 +76,9 @@ func (r *offRun) prepare(context.Context) (*Report, error) {
 		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim, p)...)
+	// No user namespace of its own: the user's inotify allowance is
+	// the host's, and no ceiling of the run's can be set.
+	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
 	if n := sampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}

@@ -309,6 +309,22 @@ func sampledMemoryNote(pl limits.Plan, privateTmpfs bool) string {
 	return n + "; not a shared memory object that is only mapped (its resident pages count), one in flight on a socket, nor System V segments no process maps"
 }
 
+// inotifyLimits is the report's lines for the inotify ceiling: held by
+// the sandbox's user namespace ("userns"), or "none" where the mechanism
+// has no user namespace of its own to hold it (c zero).
+func inotifyLimits(c limits.Inotify) []Limit {
+	if c == (limits.Inotify{}) {
+		return []Limit{
+			{Name: "inotify_instances", Value: "none", Enforced: "none"},
+			{Name: "inotify_watches", Value: "none", Enforced: "none"},
+		}
+	}
+	return []Limit{
+		{Name: "inotify_instances", Value: strconv.FormatInt(c.Instances, 10), Enforced: "userns", Source: SourceDefault},
+		{Name: "inotify_watches", Value: strconv.FormatInt(c.Watches, 10), Enforced: "userns", Source: SourceDefault},
+	}
+}
+
 func limitClass(k limits.Kind) ExitClass {
 	switch k {
 	case limits.MemoryLimit:

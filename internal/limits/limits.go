@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -430,4 +431,37 @@ func (e Events) Kind() Kind {
 		return PidsLimit
 	}
 	return None
+}
+
+// Inotify is a per-sandbox ceiling on inotify instances and watches.
+type Inotify struct {
+	Instances, Watches int64
+}
+
+// InotifyShare is the part of the user's inotify allowance one sandbox
+// gets: a quarter. The kernel counts inotify instances and watches per
+// user over every user namespace below the one that set the limit, so a
+// sandbox without a ceiling of its own could take every instance the user
+// has (fs.inotify.max_user_instances, often 128) and leave the user's
+// editors without file watching until it ends.
+const InotifyShare = 4
+
+// Script is the sh script that, run in a sandbox's user namespace
+// with CAP_SYS_RESOURCE there, sets that namespace's
+// user.max_inotify_instances and user.max_inotify_watches to c and prints
+// both as read back, one per line. A user namespace may lower them for
+// itself and every namespace below it; the kernel holds the lowest
+// ceiling on the way up.
+func (c Inotify) Script() string {
+	return fmt.Sprintf("echo %d > /proc/sys/user/max_inotify_instances && echo %d > /proc/sys/user/max_inotify_watches && "+
+		"cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches", c.Instances, c.Watches)
+}
+
+// CheckReadBack says whether out, what Script printed, is c.
+func (c Inotify) CheckReadBack(out string) error {
+	f := strings.Fields(out)
+	if len(f) != 2 || f[0] != strconv.FormatInt(c.Instances, 10) || f[1] != strconv.FormatInt(c.Watches, 10) {
+		return fmt.Errorf("limits: inotify ceiling reads back as %q, not %d %d", out, c.Instances, c.Watches)
+	}
+	return nil
 }
