@@ -57,8 +57,14 @@
 //     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
 //     cannot start ends the run with a setup error. On Linux every run has
 //     a process ceiling, policy.DefaultPids unless the policy names one,
-//     except tier 2 (gvisor), which refuses a named one and reports the
-//     default as enforced "none".
+//     and a memory ceiling, half the host's memory unless the policy names
+//     one or policy.NoMemoryLimit, except tier 2 (gvisor), which refuses a
+//     named one and reports the defaults as enforced "none". Under bwrap
+//     every run has an inotify ceiling, set in its user namespace and read
+//     back before the command starts; other mechanisms report it "none".
+//   - The command's oom_score_adj is limits.OOMScoreAdj (1000) on every
+//     Linux mechanism (runsc's processes under gvisor); the report holds
+//     the value read back from /proc, never an assumed one.
 //
 // # Non-guarantees
 //
