@@ -325,6 +325,11 @@ func (w *bwWatch) onReady() {
 		unix.Kill(w.initPID, unix.SIGKILL)
 		return
 	}
+	// Once the trampoline runs, its user namespace is complete (bwrap
+	// has written its maps); the command waits behind the gate.
+	if !w.setInotify() {
+		return
+	}
 	w.fastRB = rb
 	w.bp.gate.WriteString("go\n")
 }
@@ -361,11 +366,6 @@ func (w *bwWatch) onInfo(info bwInfo) {
 		// would sample it.
 		w.watchErr = err
 		unix.Kill(pid, unix.SIGKILL)
-	} else if err := w.r.setInotify(w.ctx, pid); err != nil {
-		// Fail closed: the report names the ceiling as held. On the
-		// fast path the trampoline still waits at its gate.
-		w.inotifyErr = err
-		unix.Kill(pid, unix.SIGKILL)
 	}
 	w.pidCh = nil
 }
@@ -390,6 +390,9 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 		if w.readOOM(commandPID(w.initPID)) != nil {
 			w.readOOM(w.initPID)
 		}
+		// init does not wait: setInotify checks what the sandbox
+		// already holds.
+		w.setInotify()
 	}
 	for _, s := range w.pending {
 		w.send(s)
@@ -439,6 +442,17 @@ func (w *bwWatch) loop() {
 		w.status.Readback = w.fastRB
 	}
 	<-w.relayDone
+}
+
+// setInotify sets the inotify ceiling in the sandbox's user namespace,
+// or ends the sandbox and says false: the report names it as held.
+func (w *bwWatch) setInotify() bool {
+	if err := w.r.setInotify(w.ctx, w.initPID); err != nil {
+		w.inotifyErr = err
+		unix.Kill(w.initPID, unix.SIGKILL)
+		return false
+	}
+	return true
 }
 
 // readOOM reads pid's oom_score_adj into w.oom, and says when it is not
