@@ -60,6 +60,11 @@ const DefaultTmpSize = 256 << 20
 // policy names no size; 64 MiB is what container runtimes give by default.
 const DefaultShmSize = 64 << 20
 
+// NoMemoryLimit is the Memory value that turns the default memory ceiling
+// off: --memory none, "memory": "none" in a profile. It is the one
+// negative value Validate accepts for Memory.
+const NoMemoryLimit = -1
+
 // DefaultPids is the process ceiling of a run whose policy names none
 // (Pids zero): tasks (processes and threads) of the whole sandbox, where
 // the mechanism can hold one (Linux: bwrap and tier 0). Podman's default;
@@ -185,7 +190,9 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Memory caps the memory of the whole sandbox in bytes; Pids its tasks;
 	// CPUTime its CPU time; NoFile each process's open files; FSize the
-	// size of a file it writes. Zero means no limit, except for Pids, where
+	// size of a file it writes. Zero means no limit, except for Memory,
+	// where zero means the default ceiling (half the host's memory, see
+	// the sandbox package) and NoMemoryLimit none, and for Pids, where
 	// zero means DefaultPids on Linux.
 	Memory  int64    `json:"memory,omitempty"`
 	Pids    int64    `json:"pids,omitempty"`

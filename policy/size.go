@@ -68,7 +68,7 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // sizeFields are the profile fields that hold a size: a JSON number of
 // bytes, or a string in ParseSize's spelling ("512M"), the same as the
-// flags take.
+// flags take; "memory" also takes "none" (NoMemoryLimit).
 var sizeFields = []string{"memory", "fsize", "tmp_size", "shm_size"}
 
 // profileSizes rewrites the size fields of a profile that are given as
@@ -90,6 +90,9 @@ func profileSizes(b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("field %q: %w", f, err)
 		}
 		n, err := ParseSize(s)
+		if f == "memory" && s == "none" {
+			n, err = NoMemoryLimit, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("field %q: %s", f, strings.TrimPrefix(err.Error(), "policy: "))
 		}

@@ -211,14 +211,17 @@ func (p Policy) validateSizes() error {
 	for _, l := range []struct {
 		field string
 		v     int64
-	}{{"memory", p.Memory}, {"pids", p.Pids}, {"nofile", p.NoFile}, {"fsize", p.FSize}, {"cpu-time", int64(p.CPUTime)}} {
+	}{{"memory", max(p.Memory, 0)}, {"pids", p.Pids}, {"nofile", p.NoFile}, {"fsize", p.FSize}, {"cpu-time", int64(p.CPUTime)}} {
 		if l.v < 0 {
 			return invalid(l.field, "negative", "pass a positive value, or leave it out for no limit")
 		}
 	}
+	if p.Memory < 0 && p.Memory != NoMemoryLimit {
+		return invalid("memory", "negative", "pass a size such as 512M, or none for no memory ceiling")
+	}
 	if p.Memory > 0 && p.Memory < MinMemory {
 		return invalid("memory", fmt.Sprintf("%d bytes is below the minimum of %d (1M): not even an exec succeeds in less", p.Memory, MinMemory),
-			"pass --memory 1M or more, or leave it out for no limit")
+			"pass --memory 1M or more, or --memory none for no memory ceiling")
 	}
 	if p.NoFile > 0 && p.NoFile < MinNoFile {
 		return invalid("nofile", fmt.Sprintf("%d leaves no descriptor beyond stdin, stdout and stderr", p.NoFile),

@@ -221,11 +221,14 @@ type bwWatch struct {
 	pidCh     chan bwInfo
 	readyCh   chan struct{} // the trampoline waits at its gate
 
-	initPID  int // the sandbox's PID 1 as the host sees it
-	seenUID  int // its host uid, -1 unread
-	fastNS   map[string]string
-	fastRB   *initproc.Readback // readTrampoline's, at the gate
-	gateErr  error              // the gate stayed shut: why
+	initPID int // the sandbox's PID 1 as the host sees it
+	seenUID int // its host uid, -1 unread
+	fastNS  map[string]string
+	fastRB  *initproc.Readback // readTrampoline's, at the gate
+	// oom is the command's oom_score_adj read back from the host once it
+	// was set (at the gate, or when init reported the start); nil unread.
+	oom      *int
+	gateErr  error // the gate stayed shut: why
 	over     <-chan limits.Exceeded
 	killedBy limits.Kind
 	exceeded limits.Exceeded
@@ -243,6 +246,9 @@ type bwWatch struct {
 	// watchErr: a sampler the plan relies on could not start; the
 	// sandbox was ended.
 	watchErr error
+	// inotifyErr: the inotify ceiling could not be set or read back; the
+	// sandbox was ended.
+	inotifyErr error
 }
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
@@ -311,9 +317,17 @@ func (w *bwWatch) onReady() {
 		return
 	}
 	rb, err := readTrampoline(tpid, w.r.nproc)
+	if err == nil {
+		err = w.readOOM(tpid)
+	}
 	if err != nil {
 		w.gateErr = err
 		unix.Kill(w.initPID, unix.SIGKILL)
+		return
+	}
+	// Once the trampoline runs, its user namespace is complete (bwrap
+	// has written its maps); the command waits behind the gate.
+	if !w.setInotify() {
 		return
 	}
 	w.fastRB = rb
@@ -370,6 +384,16 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 		// read.
 		w.onInfo(<-w.pidCh)
 	}
+	if !w.r.fast && w.initPID > 0 {
+		// init raised its own before it started the command, which
+		// inherits it: read the command's, or init's once it is gone.
+		if w.readOOM(commandPID(w.initPID)) != nil {
+			w.readOOM(w.initPID)
+		}
+		// init does not wait: setInotify checks what the sandbox
+		// already holds.
+		w.setInotify()
+	}
 	for _, s := range w.pending {
 		w.send(s)
 	}
@@ -420,8 +444,38 @@ func (w *bwWatch) loop() {
 	<-w.relayDone
 }
 
-// readback puts what init read inside into the report.
+// setInotify sets the inotify ceiling in the sandbox's user namespace,
+// or ends the sandbox and says false: the report names it as held.
+func (w *bwWatch) setInotify() bool {
+	if err := w.r.setInotify(w.ctx, w.initPID); err != nil {
+		w.inotifyErr = err
+		unix.Kill(w.initPID, unix.SIGKILL)
+		return false
+	}
+	return true
+}
+
+// readOOM reads pid's oom_score_adj into w.oom, and says when it is not
+// limits.OOMScoreAdj.
+func (w *bwWatch) readOOM(pid int) error {
+	if pid <= 0 {
+		return errors.New("oom_score_adj: the command's process is gone")
+	}
+	v, err := limits.OOMScore(pid)
+	if err != nil {
+		return err
+	}
+	w.oom = &v
+	if v != limits.OOMScoreAdj {
+		return fmt.Errorf("oom_score_adj reads back as %d, not %d", v, limits.OOMScoreAdj)
+	}
+	return nil
+}
+
+// readback puts what init read inside, and the oom_score_adj read from
+// the host, into the report.
 func (w *bwWatch) readback(rep *Report) {
+	rep.OOMScoreAdj = w.oom
 	if w.status == nil || w.status.Readback == nil {
 		return
 	}
@@ -494,6 +548,10 @@ func (w *bwWatch) failed() error {
 	if w.watchErr != nil {
 		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
+	}
+	if w.inotifyErr != nil {
+		return setupErr("cannot set the sandbox's inotify ceiling", w.inotifyErr.Error(),
+			"check that bwrap can join the sandbox's user namespace (bwrap --userns, bubblewrap 0.5 or later), or use --sandbox landlock, which names the ceiling as not held")
 	}
 	err := w.gateErr
 	switch {

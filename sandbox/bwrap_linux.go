@@ -45,6 +45,7 @@ type bwRun struct {
 	env      []string
 	lim      limits.Plan
 	cg       *limits.Cgroup // nil: no cgroup
+	inotify  limits.Inotify // set in the sandbox's user namespace; zero: none
 	fast     bool           // no init: bwrap's PID 1 and the trampoline
 	nproc    uint64         // the trampoline's RLIMIT_NPROC, 0: none
 	argv     []string       // bwrap's command line
@@ -228,6 +229,9 @@ func (r *bwRun) limits(context.Context) error {
 	if cg != nil {
 		r.undo.push(func() { cg.Close() })
 	}
+	// A kernel without inotify (no /proc/sys/fs/inotify) needs no
+	// ceiling: the report then says none.
+	r.inotify, _ = limits.DefaultInotify()
 	return nil
 }
 
@@ -325,7 +329,10 @@ func (r *bwRun) buildReport() {
 	sort.Strings(rep.EnvNames)
 	rep.Protections = bwrapProtections(f.DisableUserns, f.BindFD, f.UnshareCgroupTry, r.uid, r.prog.Digest())
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(r.inotify)...)
+	if n := sampledMemoryNote(r.lim, true); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
 }

@@ -207,6 +207,9 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 			status, statusCh = s, nil
 			if s != nil && s.Started {
 				cmdStart = true
+				// runsc's sandbox and gofer exist now; the command's
+				// memory is the sandbox process's.
+				g.oom = raiseOOM(c.Process.Pid)
 				// runsc's gofer holds the bound sockets now: their
 				// directory goes, so a SIGKILL later leaves none.
 				g.nw.release()
@@ -250,6 +253,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 // classify maps what runsc and init said to the run's outcome.
 func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *relay, killed bool) (*Result, error) {
 	r := g.report
+	r.OOMScoreAdj = g.oom
 	switch {
 	case status != nil && status.Started:
 		r.Readback = readbackOf(status.Readback)

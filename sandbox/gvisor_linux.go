@@ -19,6 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -33,6 +34,7 @@ const (
 // gvRun is one tier-2 run being set up; undo holds its cleanup, last
 // first.
 type gvRun struct {
+	oom      *int // runsc's processes' oom_score_adj, read back; nil unread
 	p        policy.Policy
 	cmd      []string
 	opts     Options
@@ -114,8 +116,20 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 	// has no way to hold it (gVisor's RLIMIT_NPROC does not count the
 	// sandbox's tasks), and the report says so instead of refusing every
 	// run.
-	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none"})
-	return rl, append(timeoutLimit(p), out...), nil
+	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none", Source: SourceDefault})
+	// So is the default memory ceiling: runsc's own processes are not
+	// sampled yet. Their oom_score_adj is raised, as every mechanism's.
+	switch p.Memory {
+	case 0:
+		if m, err := limits.DefaultMemory(); err == nil {
+			out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: "none", Source: SourceDefault})
+		}
+	case policy.NoMemoryLimit:
+		out = append(out, Limit{Name: "memory", Value: "none", Enforced: "none", Source: SourcePolicy})
+	}
+	// gVisor's kernel serves inotify itself; runsc takes no host
+	// instance for the command's, and no ceiling of the run's is set.
+	return rl, append(append(timeoutLimit(p), out...), inotifyLimits(limits.Inotify{})...), nil
 }
 
 // ids are the uid and gid the command runs as inside. As root the

@@ -333,8 +333,11 @@ func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 // the uid on the host, so the process ceiling is sampled, as in tier 0.
 func (r *llRun) limits() error {
 	p := r.p
-	l := limits.Limits{Memory: p.Memory, Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
-	lim, err := limits.NewPlan(l, limits.Env{})
+	l, defMem, err := runLimits(p)
+	if err != nil {
+		return err
+	}
+	lim, err := limits.NewPlan(l, limits.Env{DefaultMemory: defMem})
 	if err != nil {
 		return &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
@@ -391,7 +394,12 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	rep.Watched, rep.Copied = r.prot.watched, heldPaths(r.prot.held)
 	rep.ProtectWalk = &r.prot.walk
 	rep.Quarantined = r.pend.started
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	// No user namespace of its own: the user's inotify allowance is
+	// the host's, and no ceiling of the run's can be set.
+	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
+	if n := sampledMemoryNote(r.lim, false); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
@@ -473,6 +481,8 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The shim raised it before its ruleset; read back from the host.
+	rep.OOMScoreAdj = raiseOOM(c.Process.Pid)
 	nnp, sc, rootDenied, ok := parseReadback(readback)
 	rep.Seccomp.Readback = sc
 	rep.Landlock.ReadbackRootDenied = rootDenied

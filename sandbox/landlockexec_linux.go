@@ -65,6 +65,11 @@ func landlockMain() int {
 	if err != nil || len(spec.Argv) == 0 {
 		return fail("reading the spec", err)
 	}
+	// Before the ruleset, which would refuse the write: the command
+	// inherits it, so the host's OOM killer ends it first.
+	if err := limits.RaiseOOMScore(); err != nil {
+		return fail("oom_score_adj", err)
+	}
 	x, err := limits.NewExec(spec.Rlimits, spec.Path, spec.Argv, spec.Env)
 	if err != nil {
 		return fail("rlimits", err)

@@ -60,18 +60,28 @@ func (r *offRun) prepare(context.Context) (*Report, error) {
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	// No user namespace: RLIMIT_NPROC would count every process of the
 	// caller's uid on the host, so pids are sampled (Env{} says so).
-	l := limits.Limits{Memory: p.Memory, Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	// The default ceilings (memory, pids) are sampled, so only where the
+	// sampler runs; elsewhere the report lists none.
+	l := limits.Limits{Memory: max(p.Memory, 0), Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	defMem := false
 	if samplerAvailable {
-		l.Pids = pidsCeiling(p)
+		if l, defMem, err = runLimits(p); err != nil {
+			return nil, err
+		}
 	}
-	if r.lim, err = limits.NewPlan(l, limits.Env{}); err != nil {
+	if r.lim, err = limits.NewPlan(l, limits.Env{DefaultMemory: defMem}); err != nil {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
 	if r.lim.Sample != (limits.Limits{}) && !samplerAvailable {
 		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
-	rep.Limits = append(timeoutLimit(p), limitReport(r.lim)...)
+	// No user namespace of its own: the user's inotify allowance is
+	// the host's, and no ceiling of the run's can be set.
+	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
+	if n := sampledMemoryNote(r.lim, false); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
 	return &r.report, nil
@@ -118,6 +128,9 @@ func (r *offRun) run(ctx context.Context) (*Result, error) {
 		rep.Exit = &Exit{Code: ExitNotExecutable, Class: ClassNotExecutable}
 		return &Result{ExitCode: ExitNotExecutable, Report: rep}, &ExecError{Code: ExitNotExecutable, Command: r.cmd[0], Reason: err.Error()}
 	}
+	// The shim raises its own too, before it becomes the command; this
+	// reads it back (and raises it, should the shim not have got there).
+	rep.OOMScoreAdj = raiseOOM(c.Process.Pid)
 	over, err := sampleOff(ctx, c.Process.Pid, r.lim.Sample)
 	if err != nil {
 		// Fail closed: the report would claim a limit nobody holds.

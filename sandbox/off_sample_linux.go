@@ -19,3 +19,19 @@ func sampleOff(ctx context.Context, pid int, l limits.Limits) (<-chan limits.Exc
 	}
 	return limits.Sample(ctx, pid, l, limits.DefaultInterval)
 }
+
+// raiseOOM sets limits.OOMScoreAdj on pid and every process below it
+// (tier 0's and Landlock's shim, which also raises its own before it
+// becomes the command; runsc's sandbox processes) and returns the lowest
+// value read back, nil when none could be read: the report never
+// assumes it.
+func raiseOOM(pid int) *int {
+	var low *int
+	for _, p := range limits.Tree(pid) {
+		limits.SetOOMScore(p)
+		if v, err := limits.OOMScore(p); err == nil && (low == nil || v < *low) {
+			low = &v
+		}
+	}
+	return low
+}

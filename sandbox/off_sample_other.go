@@ -20,3 +20,6 @@ func sampleOff(_ context.Context, _ int, l limits.Limits) (<-chan limits.Exceede
 	}
 	return nil, fmt.Errorf("no process sampler on %s: %w", runtime.GOOS, ErrUnsupported)
 }
+
+// raiseOOM is Linux only: elsewhere nothing is raised or read back.
+func raiseOOM(int) *int { return nil }

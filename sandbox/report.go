@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // Protection is one protection of a run: whether it was configured and,
@@ -164,6 +165,25 @@ type Limit struct {
 	Name     string `json:"name"`
 	Value    string `json:"value"`
 	Enforced string `json:"enforced"` // cgroup, rlimit, sampled, timer, none
+	// Source says where the value comes from: "default" for a ceiling
+	// every run has unless told otherwise (memory, pids, the inotify
+	// ceilings), "policy" for one a flag or profile set; "" for core
+	// dumps, which are always off.
+	Source string `json:"source,omitempty"`
+}
+
+// The sources of a Limit's value.
+const (
+	SourceDefault = "default"
+	SourcePolicy  = "policy"
+)
+
+// sourceOf is SourceDefault when the policy leaves v at zero.
+func sourceOf(v int64) string {
+	if v == 0 {
+		return SourceDefault
+	}
+	return SourcePolicy
 }
 
 // bwrapProtections lists what a tier-1 bwrap run configures.
@@ -250,22 +270,60 @@ func classify(code int, class ExitClass) *Exit {
 	return &Exit{Code: code, Class: ClassExited}
 }
 
-// limitReport lists each limit that was asked for and how it is enforced.
-func limitReport(pl limits.Plan) []Limit {
+// limitReport lists each limit of the plan, how it is enforced and, from
+// p, whether it is a default or the policy's. A memory ceiling turned off
+// (policy.NoMemoryLimit) is listed as "none".
+func limitReport(pl limits.Plan, p policy.Policy) []Limit {
 	var out []Limit
-	add := func(name string, v int64, how limits.Method, format func(int64) string) {
+	add := func(name string, v int64, how limits.Method, format func(int64) string, source string) {
 		if v > 0 {
-			out = append(out, Limit{Name: name, Value: format(v), Enforced: string(how)})
+			out = append(out, Limit{Name: name, Value: format(v), Enforced: string(how), Source: source})
 		}
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	add("memory", pl.Limits.Memory, pl.How.Memory, n)
-	add("pids", pl.Limits.Pids, pl.How.Pids, n)
-	add("cpu_time", int64(pl.Limits.CPUTime), pl.How.CPUTime, func(v int64) string { return time.Duration(v).String() })
-	add("nofile", pl.Limits.NoFile, pl.How.NoFile, n)
-	add("fsize", pl.Limits.FSize, pl.How.FSize, n)
+	add("memory", pl.Limits.Memory, pl.How.Memory, n, sourceOf(p.Memory))
+	if p.Memory == policy.NoMemoryLimit {
+		out = append(out, Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: SourcePolicy})
+	}
+	add("pids", pl.Limits.Pids, pl.How.Pids, n, sourceOf(p.Pids))
+	add("cpu_time", int64(pl.Limits.CPUTime), pl.How.CPUTime, func(v int64) string { return time.Duration(v).String() }, SourcePolicy)
+	add("nofile", pl.Limits.NoFile, pl.How.NoFile, n, SourcePolicy)
+	add("fsize", pl.Limits.FSize, pl.How.FSize, n, SourcePolicy)
 	out = append(out, Limit{Name: "core", Value: "0", Enforced: string(pl.How.Core)})
 	return out
+}
+
+// sampledMemoryNote says what a sampled memory ceiling counts of the
+// memory no process maps, "" when memory is not sampled. privateTmpfs
+// says whether the sandbox's /tmp and /dev/shm are its own tmpfs
+// (bwrap), whose use is counted; elsewhere they are the host's.
+func sampledMemoryNote(pl limits.Plan, privateTmpfs bool) string {
+	if pl.How.Memory != limits.BySampler {
+		return ""
+	}
+	n := "sampled memory counts resident memory plus every memfd and /dev/shm object a process holds open"
+	if privateTmpfs {
+		n += " and what the sandbox's /tmp and /dev/shm hold"
+	} else {
+		n += "; not files in /tmp or /dev/shm that no process holds open (they are the host's)"
+	}
+	return n + "; not a shared memory object that is only mapped (its resident pages count), one in flight on a socket, nor System V segments no process maps"
+}
+
+// inotifyLimits is the report's lines for the inotify ceiling: held by
+// the sandbox's user namespace ("userns"), or "none" where the mechanism
+// has no user namespace of its own to hold it (c zero).
+func inotifyLimits(c limits.Inotify) []Limit {
+	if c == (limits.Inotify{}) {
+		return []Limit{
+			{Name: "inotify_instances", Value: "none", Enforced: "none"},
+			{Name: "inotify_watches", Value: "none", Enforced: "none"},
+		}
+	}
+	return []Limit{
+		{Name: "inotify_instances", Value: strconv.FormatInt(c.Instances, 10), Enforced: "userns", Source: SourceDefault},
+		{Name: "inotify_watches", Value: strconv.FormatInt(c.Watches, 10), Enforced: "userns", Source: SourceDefault},
+	}
 }
 
 func limitClass(k limits.Kind) ExitClass {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -81,7 +82,8 @@ func fullReport() Report {
 			UIDMap: "65534 65534 1", Namespaces: map[string]string{"net": "net:[4026532000]"},
 			Kernel: &Kernel{Uname: "Linux 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016 x86_64", ProcVersion: "Linux version 4.4.0", Dmesg: "Starting gVisor..."}},
 		Protections:       []Protection{{Name: "seccomp", Configured: true, Verified: &yes, Detail: "mode 2"}},
-		Limits:            []Limit{{Name: "pids", Value: "2048", Enforced: "rlimit"}},
+		Limits:            []Limit{{Name: "pids", Value: "2048", Enforced: "rlimit", Source: SourceDefault}},
+		OOMScoreAdj:       ptrInt(1000),
 		TimeoutSec:        90,
 		Exit:              &Exit{Code: 137, Class: ClassMemoryLimit, Reason: "memory limit exceeded (100 MiB in use, limit 100 MiB); the whole sandbox was ended", Usage: 104857600, Limit: 104857600},
 		Landlock:          &LandlockReport{ABI: 6, KernelABI: 7, NetworkByPort: true, Scoped: true, ReadbackNoNewPrivs: 1, ReadbackRootDenied: true},
@@ -115,6 +117,18 @@ func TestReportGoldenTierZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.RunID, rep.HostUID, rep.HostGID, rep.Platform, rep.EnvironmentDigest = "RUN", 1000, 1000, "linux/amd64", "DIGEST"
+	// The default memory ceiling is the host's: checked here, shown as
+	// a name in the golden.
+	if m, err := limits.DefaultMemory(); err == nil {
+		for i, l := range rep.Limits {
+			if l.Name == "memory" && l.Source == SourceDefault {
+				if l.Value != strconv.FormatInt(m, 10) {
+					t.Errorf("default memory ceiling reported as %s, want %d", l.Value, m)
+				}
+				rep.Limits[i].Value = "HALF_HOST_MEMORY"
+			}
+		}
+	}
 	goldenJSON(t, "report-tier0.golden.json", rep)
 }
 
@@ -184,3 +198,5 @@ func TestExitClasses(t *testing.T) {
 		}
 	}
 }
+
+func ptrInt(v int) *int { return &v }

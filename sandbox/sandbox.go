@@ -57,8 +57,14 @@
 //     (cgroup, rlimit, sampled, timer); a sampler the plan relies on that
 //     cannot start ends the run with a setup error. On Linux every run has
 //     a process ceiling, policy.DefaultPids unless the policy names one,
-//     except tier 2 (gvisor), which refuses a named one and reports the
-//     default as enforced "none".
+//     and a memory ceiling, half the host's memory unless the policy names
+//     one or policy.NoMemoryLimit, except tier 2 (gvisor), which refuses a
+//     named one and reports the defaults as enforced "none". Under bwrap
+//     every run has an inotify ceiling, set in its user namespace and read
+//     back before the command starts; other mechanisms report it "none".
+//   - The command's oom_score_adj is limits.OOMScoreAdj (1000) on every
+//     Linux mechanism (runsc's processes under gvisor); the report holds
+//     the value read back from /proc, never an assumed one.
 //
 // # Non-guarantees
 //
@@ -384,8 +390,14 @@ type Report struct {
 	// Protections lists each protection, configured and verified.
 	Protections []Protection `json:"protections"`
 	Limits      []Limit      `json:"limits,omitempty"`
-	TimeoutSec  float64      `json:"timeout_seconds,omitempty"`
-	Exit        *Exit        `json:"exit,omitempty"`
+	// OOMScoreAdj is the oom_score_adj of the sandbox's processes as read
+	// back from /proc once sandbox-run set it (limits.OOMScoreAdj, so
+	// that the host's OOM killer ends the sandbox first): the command's
+	// process, or runsc's under gvisor (the lowest of them). Nil when it
+	// could not be read; the report never assumes it.
+	OOMScoreAdj *int    `json:"oom_score_adj,omitempty"`
+	TimeoutSec  float64 `json:"timeout_seconds,omitempty"`
+	Exit        *Exit   `json:"exit,omitempty"`
 	// Landlock is the landlock mechanism's ruleset and read-back; nil for
 	// every other mechanism.
 	Landlock *LandlockReport `json:"landlock,omitempty"`
@@ -678,6 +690,24 @@ func pidsCeiling(p policy.Policy) int64 {
 		return p.Pids
 	}
 	return policy.DefaultPids
+}
+
+// runLimits is the run's limits as the policy sets them, with the two
+// ceilings every Linux run has when the policy names none: the process
+// ceiling (pidsCeiling) and the memory ceiling, limits.DefaultMemory
+// (half the host's memory) unless the policy's Memory is
+// policy.NoMemoryLimit. defaultMemory says the memory ceiling is that
+// default. It fails when the host's memory cannot be read: a run never
+// goes without the ceiling it would report.
+func runLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error) {
+	l = limits.Limits{Memory: max(p.Memory, 0), Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	if p.Memory == 0 {
+		if l.Memory, err = limits.DefaultMemory(); err != nil {
+			return l, false, setupErr("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
+		}
+		defaultMemory = true
+	}
+	return l, defaultMemory, nil
 }
 
 // timeoutLimit is the report's line for the policy's Timeout, which Run's

@@ -229,7 +229,8 @@ func watchLimits(ctx context.Context, lim limits.Plan, cg *limits.Cgroup, initPI
 		chans = append(chans, cg.Watch(ctx, 10*time.Millisecond))
 	}
 	if lim.Sample != (limits.Limits{}) {
-		ch, err := limits.Sample(ctx, initPID, lim.Sample, limits.DefaultInterval)
+		// The sandbox's own /tmp and /dev/shm are memory too.
+		ch, err := limits.Sample(ctx, initPID, lim.Sample, limits.DefaultInterval, "/tmp", "/dev/shm")
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// The sandbox has already ended: nothing left to hold.
@@ -312,7 +313,8 @@ const overheadTasks = 8
 // setupLimits plans how each limit is enforced: a cgroup of the run's own
 // where a delegated cgroup v2 offers the controllers, else rlimits and
 // sampling. A --cgroup-base that cannot be used is refused, not ignored.
-// The process ceiling is policy.DefaultPids when the policy names none.
+// The process ceiling is policy.DefaultPids and the memory ceiling half
+// the host's memory when the policy names none (runLimits).
 //
 // Pids without a cgroup's pids controller is RLIMIT_NPROC, set inside the
 // sandbox's own user namespace: since Linux 5.14 the kernel counts it per
@@ -321,8 +323,11 @@ const overheadTasks = 8
 // kernels it is sampled. The command is never host root, whom the kernel
 // would exempt.
 func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
-	l := limits.Limits{Memory: p.Memory, Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
-	env := limits.Env{OverheadTasks: overheadTasks, UserNS: limits.NProcPerUserNS()}
+	l, defMem, err := runLimits(p)
+	if err != nil {
+		return limits.Plan{}, nil, err
+	}
+	env := limits.Env{OverheadTasks: overheadTasks, UserNS: limits.NProcPerUserNS(), DefaultMemory: defMem}
 	// Every process of the sandbox inherits sandbox-run's own hard
 	// RLIMIT_NPROC, and counts against it inside its user namespace: a
 	// ceiling above it would be reported at a value that is not the one

@@ -28,6 +28,10 @@ import (
 //     zsh and busybox, -p in dash and mksh: whichever the shell takes),
 //     and refuses to go on (status 125, an error line on the status
 //     descriptor) when the shell can do neither;
+//   - it raises its oom_score_adj to 1000 (limits.OOMScoreAdj), which the
+//     command inherits, so that the host's OOM killer ends it first;
+//     sandbox-run reads it back at the gate and keeps the gate shut
+//     unless it is 1000;
 //   - it writes "ready" on the status descriptor and waits at the gate,
 //     fd 7, for sandbox-run's "go". Meanwhile sandbox-run reads the
 //     kernel's view of the script's process from the host
@@ -45,7 +49,8 @@ import (
 //
 // Signals go to the command's process group (it leads its own session);
 // sandbox-run finds it as the child of bwrap's PID 1.
-const trampolineGate = `echo ready >&4
+const trampolineGate = `echo 1000 >/proc/self/oom_score_adj || { echo 'error: cannot raise oom_score_adj' >&4; exit 125; }
+echo ready >&4
 read -r g <&7 && [ "$g" = go ] || exit 125
 `
 

@@ -178,7 +178,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")
 	fs.StringVar(&f.audit, "audit", "", "append network decisions and run events (JSON lines)")
 	fs.StringVar(&f.timeout, "timeout", "", "end the whole sandbox after this long, e.g. 90s, 10m (exit 124)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M (K, M, G, T or KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB refused)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit for the whole sandbox, e.g. 512M (K, M, G, T or KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB refused); default half the host's memory; none for no ceiling")
 	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("task (process and thread) limit for the whole sandbox (default %d on Linux)", policy.DefaultPids))
 	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU time limit for the whole sandbox, e.g. 30s")
 	fs.StringVar(&f.nofile, "nofile", "", "open file limit per process")

@@ -52,6 +52,13 @@ func Main(args []string) int {
 		report(Status{Error: "init is not PID 1 of its own PID namespace", Exit: 125})
 		return 125
 	}
+	// The host's OOM killer ends the sandbox before anything of the
+	// host's: init and the command it starts, which inherits the value.
+	// The launcher reads it back from the host.
+	if err := limits.RaiseOOMScore(); err != nil {
+		report(Status{Error: err.Error(), Exit: 125})
+		return 125
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -219,7 +226,7 @@ func startForward(ctx context.Context, f Forward) error {
 }
 
 // ExecMain is the exec shim: args are RLIMITS PATH ARGV0 [ARG...]. It
-// lets SIGXFSZ be ignored (so that a write past --fsize fails with EFBIG
+// raises its oom_score_adj to limits.OOMScoreAdj, lets SIGXFSZ be ignored (so that a write past --fsize fails with EFBIG
 // instead of killing the writer), closes every descriptor above 2 on
 // exec, and becomes the command under the rlimits. They are set last, by
 // limits.Exec, with nothing that allocates between them and the execve:
@@ -232,6 +239,10 @@ func ExecMain(args []string) int {
 	}
 	rl, err := parseRlimits(args[0])
 	var x *limits.Exec
+	if err == nil {
+		// The command inherits it: the host's OOM killer ends it first.
+		err = limits.RaiseOOMScore()
+	}
 	if err == nil {
 		x, err = limits.NewExec(rl, args[1], args[2:], os.Environ())
 	}

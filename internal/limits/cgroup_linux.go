@@ -298,7 +298,22 @@ func Create(base, name string, l Limits) (*Cgroup, error) {
 }
 
 // swapTotal returns SwapTotal from /proc/meminfo in kB, -1 if unknown.
-func swapTotal() int64 {
+func swapTotal() int64 { return meminfo("SwapTotal:") }
+
+// DefaultMemory is DefaultMemoryOf the host's MemTotal (/proc/meminfo). It
+// returns an error when MemTotal cannot be read: a run then has no default
+// to hold, and the caller refuses rather than run without one.
+func DefaultMemory() (int64, error) {
+	kb := meminfo("MemTotal:")
+	if kb <= 0 {
+		return 0, errors.New("limits: default memory ceiling: no MemTotal in /proc/meminfo")
+	}
+	return DefaultMemoryOf(kb << 10), nil
+}
+
+// meminfo returns the line of /proc/meminfo starting with key, in kB, -1
+// if unknown.
+func meminfo(key string) int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return -1
@@ -306,7 +321,7 @@ func swapTotal() int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "SwapTotal:"); ok {
+		if v, ok := strings.CutPrefix(s.Text(), key); ok {
 			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
 				return -1

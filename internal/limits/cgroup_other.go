@@ -45,3 +45,7 @@ func (c *Cgroup) Watch(ctx context.Context, d time.Duration) <-chan Exceeded {
 	close(ch)
 	return ch
 }
+
+// DefaultMemory is Linux only: elsewhere it returns an error wrapping
+// errors.ErrUnsupported.
+func DefaultMemory() (int64, error) { return 0, unsupported("default memory ceiling") }

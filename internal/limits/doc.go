@@ -60,8 +60,12 @@
 //     walks the page tables under the process's mmap lock: too slow for
 //     every millisecond, and a hostile process could make it slower. RSS is
 //     never below PSS, so the cheap check misses nothing the exact one would
-//     see. File-backed pages (program text, mapped files) are not counted;
-//     neither are tmpfs files no process maps (bounded by the /tmp size).
+//     see. Added to it: shared memory no process needs to map (Usage.Held):
+//     every memfd and /dev/shm object a process holds a descriptor of, and
+//     the used space of the tmpfs paths given to Sample. File-backed pages
+//     (program text, mapped files) are not counted; neither are an object
+//     that is only mapped (only its resident pages count), one in flight
+//     on a socket, nor System V segments no process maps.
 //   - The sampler follows /proc/PID/task/TID/children from the root. Inside
 //     a PID namespace orphans are reparented to its init, the root, so
 //     nothing escapes the walk; without one (tier 0), a double-forked

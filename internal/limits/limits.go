@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,22 @@ type Limits struct {
 // MinMemory is the smallest memory limit accepted: below it not even an
 // exec succeeds, so a smaller value is a mistake, not a policy.
 const MinMemory = 1 << 20
+
+// DefaultMemoryOf is the memory ceiling of a sandbox that asks for none on
+// a host with memTotal bytes (MemTotal): half of it, rounded down to a
+// multiple of 64 MiB, and at least 64 MiB. Half leaves the host, its
+// editors and agents, the other half however the command allocates; the
+// rounding makes the value the report shows readable.
+func DefaultMemoryOf(memTotal int64) int64 {
+	const step = 64 << 20
+	return max(memTotal/2/step*step, step)
+}
+
+// OOMScoreAdj is the oom_score_adj every sandbox's processes get: the
+// highest, so that when the host runs out of memory the kernel's OOM killer
+// ends a sandboxed command before any of the host's own processes. Raising
+// one's own value needs no privilege.
+const OOMScoreAdj = 1000
 
 // ErrInvalid is wrapped by every error of Validate.
 var ErrInvalid = errors.New("invalid limit")
@@ -153,6 +170,12 @@ type Env struct {
 	// command's: sandbox-run's init (a Go program with several threads) and
 	// bwrap's monitor process.
 	OverheadTasks int64
+	// DefaultMemory says Limits.Memory is the default ceiling, not one the
+	// caller asked for. Sampled, it then gets no RLIMIT_DATA backstop: the
+	// backstop would send every run through the exec shim (RLIMIT_DATA is
+	// not among what the launchers' shells set), and at half the host's
+	// memory the sampler's overshoot is small beside the ceiling.
+	DefaultMemory bool
 }
 
 // Plan is how a Limits value is held in one sandbox: what to write into the
@@ -186,7 +209,7 @@ func DataBackstop(memory int64) uint64 {
 //
 //   - Memory: the cgroup (memory.max, memory.swap.max 0, memory.oom.group)
 //     when the memory controller is enabled; else the sampler, plus
-//     RLIMIT_DATA at DataBackstop per process.
+//     RLIMIT_DATA at DataBackstop per process unless env.DefaultMemory.
 //   - Pids: the cgroup (pids.max) when the pids controller is enabled; else
 //     RLIMIT_NPROC when the command has its own user namespace and is not
 //     host root; else the sampler.
@@ -213,8 +236,10 @@ func NewPlan(l Limits, env Env) (Plan, error) {
 			p.How.Memory = ByCgroup
 		} else {
 			p.Sample.Memory = l.Memory
-			b := DataBackstop(l.Memory)
-			p.Rlimits = append(p.Rlimits, Rlimit{Resource: Data, Soft: b, Hard: b})
+			if !env.DefaultMemory {
+				b := DataBackstop(l.Memory)
+				p.Rlimits = append(p.Rlimits, Rlimit{Resource: Data, Soft: b, Hard: b})
+			}
 			p.How.Memory = BySampler
 		}
 	}
@@ -406,4 +431,37 @@ func (e Events) Kind() Kind {
 		return PidsLimit
 	}
 	return None
+}
+
+// Inotify is a per-sandbox ceiling on inotify instances and watches.
+type Inotify struct {
+	Instances, Watches int64
+}
+
+// InotifyShare is the part of the user's inotify allowance one sandbox
+// gets: a quarter. The kernel counts inotify instances and watches per
+// user over every user namespace below the one that set the limit, so a
+// sandbox without a ceiling of its own could take every instance the user
+// has (fs.inotify.max_user_instances, often 128) and leave the user's
+// editors without file watching until it ends.
+const InotifyShare = 4
+
+// Script is the sh script that, run in a sandbox's user namespace
+// with CAP_SYS_RESOURCE there, sets that namespace's
+// user.max_inotify_instances and user.max_inotify_watches to c and prints
+// both as read back, one per line. A user namespace may lower them for
+// itself and every namespace below it; the kernel holds the lowest
+// ceiling on the way up.
+func (c Inotify) Script() string {
+	return fmt.Sprintf("echo %d > /proc/sys/user/max_inotify_instances && echo %d > /proc/sys/user/max_inotify_watches && "+
+		"cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches", c.Instances, c.Watches)
+}
+
+// CheckReadBack says whether out, what Script printed, is c.
+func (c Inotify) CheckReadBack(out string) error {
+	f := strings.Fields(out)
+	if len(f) != 2 || f[0] != strconv.FormatInt(c.Instances, 10) || f[1] != strconv.FormatInt(c.Watches, 10) {
+		return fmt.Errorf("limits: inotify ceiling reads back as %q, not %d %d", out, c.Instances, c.Watches)
+	}
+	return nil
 }

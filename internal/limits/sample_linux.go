@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, 100 on
@@ -20,14 +22,29 @@ const userHZ = 100
 // that changes under it always ends.
 const maxTree = 1 << 16
 
+// maxSampleLoad paces Sample: the wait after a sample is at least this
+// many times what the sample took, so that sampling a large tree takes at
+// most a fifth of a CPU.
+const maxSampleLoad = 4
+
+// maxFDs bounds the descriptors of one process a sample looks at for
+// shared memory it holds (Usage.Held).
+const maxFDs = 1 << 16
+
 // Usage is one sample of a process tree.
 type Usage struct {
 	// Memory is the sum over the tree of resident anonymous and shmem
 	// memory (RssAnon + RssShmem of /proc/PID/status), in bytes. When that
 	// sum is above the memory limit it is recomputed as the proportional
 	// set size (Pss_Anon + Pss_Shmem of smaps_rollup), which counts a page
-	// shared by n processes once in total rather than n times.
+	// shared by n processes once in total rather than n times. Added to
+	// either: Held.
 	Memory int64
+	// Held is the part of Memory in shared memory that no process needs
+	// to map: the pages of every memfd and POSIX shared memory object
+	// (/dev/shm) a process of the tree holds a descriptor of, each
+	// counted once, and what the tmpfs file systems Sample was given hold.
+	Held int64
 	// Tasks is the number of tasks (threads) in the tree, zombies included.
 	Tasks int64
 	// CPU is user plus system time of the live processes and of the
@@ -47,12 +64,20 @@ type Usage struct {
 //
 // interval picks the wait before each next sample from the usage closest
 // to its limit; nil means DefaultInterval (10 ms, 1 ms at half the limit).
+// The wait is never less than maxSampleLoad times what the sample took.
 //
 // The tree is followed through /proc/PID/task/TID/children; an orphan
 // reparented to a process outside the tree (no PID namespace, no
 // subreaper) is lost to it. It returns an error wrapping fs.ErrNotExist if
 // rootPID does not exist.
-func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc) (<-chan Exceeded, error) {
+//
+// Memory counts shared memory no process maps too (Usage.Held): every
+// memfd and /dev/shm object a process of the tree holds open, and the
+// used space of each tmpfs in tmpfs, a path as rootPID sees it (its
+// /proc/PID/root; one that is not a tmpfs there is skipped). Pass the
+// sandbox's private /tmp and /dev/shm; a /dev/shm listed there is not
+// counted again by descriptor.
+func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc, tmpfs ...string) (<-chan Exceeded, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -66,7 +91,7 @@ func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc) (
 	out := make(chan Exceeded, 1)
 	go func() {
 		defer close(out)
-		w := walker{root: rootPID}
+		w := walker{root: rootPID, tmpfs: tmpfs}
 		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
@@ -78,12 +103,15 @@ func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc) (
 			if st, err := startTime(rootPID); err != nil || st != start {
 				return
 			}
+			began := time.Now()
 			u := w.sample(l)
 			if x, ok := over(u, l); ok {
 				out <- x
 				return
 			}
-			t.Reset(interval(nearest(u, l)))
+			// At most a fifth of a CPU: a tree of thousands of
+			// processes is sampled less often, not at any cost.
+			t.Reset(max(interval(nearest(u, l)), maxSampleLoad*time.Since(began)))
 		}
 	}()
 	return out, nil
@@ -146,6 +174,9 @@ type walker struct {
 	root  int
 	procs []int
 	buf   []byte
+	// tmpfs are the paths, inside root's mount namespace, of the tmpfs
+	// file systems whose use counts as the tree's memory.
+	tmpfs []string
 	// scan is set once /proc/PID/task/TID/children is found missing
 	// (CONFIG_PROC_CHILDREN=n): the tree is then built from every
 	// process's parent pid.
@@ -165,6 +196,10 @@ func (w *walker) sample(l Limits) Usage {
 			u.CPU += w.cpu(p)
 		}
 	}
+	if l.Memory > 0 {
+		u.Held = w.held()
+		u.Memory += u.Held
+	}
 	if l.Memory > 0 && u.Memory > l.Memory {
 		// RSS counts a page once per process mapping it; PSS splits it.
 		// RSS >= PSS, so checking PSS only above the limit misses nothing.
@@ -177,9 +212,67 @@ func (w *walker) sample(l Limits) Usage {
 			}
 			pss += v
 		}
-		u.Memory = pss
+		u.Memory = pss + u.Held
 	}
 	return u
+}
+
+// held is the shared memory the tree holds without mapping it: the used
+// space of each tmpfs of w.tmpfs, and the allocated pages of each memfd
+// and /dev/shm object a process holds a descriptor of, once per object.
+// A page that is also mapped counts in RSS too: the sum errs towards the
+// limit, never away from it.
+func (w *walker) held() int64 {
+	var sum int64
+	countShm := true
+	prefix := "/proc/" + strconv.Itoa(w.root) + "/root"
+	for _, t := range w.tmpfs {
+		var st unix.Statfs_t
+		if unix.Statfs(prefix+t, &st) != nil || st.Type != unix.TMPFS_MAGIC {
+			continue
+		}
+		sum += int64(st.Blocks-st.Bfree) * st.Bsize
+		if t == "/dev/shm" {
+			countShm = false
+		}
+	}
+	seen := map[[2]uint64]bool{}
+	for _, p := range w.procs {
+		sum += w.heldByFD(p, countShm, seen)
+	}
+	return sum
+}
+
+// heldByFD sums the allocated size of the memfds (and, with shm, the
+// /dev/shm objects) that p holds descriptors of and seen does not name
+// yet, adding them to seen.
+func (w *walker) heldByFD(p int, shm bool, seen map[[2]uint64]bool) int64 {
+	dir := "/proc/" + strconv.Itoa(p) + "/fd/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0 // gone, or not ours to read
+	}
+	names, _ := f.Readdirnames(maxFDs)
+	f.Close()
+	var sum int64
+	var lbuf [64]byte
+	for _, n := range names {
+		k, err := unix.Readlink(dir+n, lbuf[:])
+		if err != nil {
+			continue
+		}
+		l := lbuf[:k]
+		if !bytes.HasPrefix(l, []byte("/memfd:")) && !(shm && bytes.HasPrefix(l, []byte("/dev/shm/"))) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(dir+n, &st) != nil || seen[[2]uint64{st.Dev, st.Ino}] {
+			continue
+		}
+		seen[[2]uint64{st.Dev, st.Ino}] = true
+		sum += st.Blocks * 512
+	}
+	return sum
 }
 
 // walk fills w.procs with the pids of the tree.

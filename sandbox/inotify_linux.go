@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/limits"
+)
+
+// inotifyTimeout bounds the helper that sets the inotify ceiling.
+const inotifyTimeout = 10 * time.Second
+
+// setInotify sets the run's inotify ceiling (r.inotify; zero: none) in
+// the user namespace of pid, the sandbox's PID 1, as the host sees it.
+// Only a process with CAP_SYS_RESOURCE in that namespace may write its
+// user.max_inotify_* sysctls, and setns into a user namespace needs a
+// single-threaded process, which a Go program is not: so a second bwrap,
+// the caller's (the namespace's owner, or root), joins it (--userns) with
+// that one capability and runs the sysctl script, which reads both values
+// back. It runs once the sandbox's first process has started (bwrap has
+// written the namespace's maps by then; before, the helper's uid may not
+// be mapped and bwrap fails with EOVERFLOW). Then it counts the instances
+// the sandbox already holds: on init's path the command may have started
+// before the ceiling was set, and more than the ceiling held then would
+// be kept; that fails too.
+func (r *bwRun) setInotify(ctx context.Context, pid int) error {
+	if r.inotify == (limits.Inotify{}) {
+		return nil
+	}
+	ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
+	if err != nil {
+		return fmt.Errorf("inotify ceiling: %w", err)
+	}
+	defer ns.Close()
+	ctx, cancel := context.WithTimeout(ctx, inotifyTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, r.path, "--userns", "3", "--bind", "/", "/", "--cap-add", "CAP_SYS_RESOURCE",
+		"--die-with-parent", "--", "/bin/sh", "-c", r.inotify.Script())
+	c.Env = []string{}
+	c.ExtraFiles = []*os.File{ns}
+	if r.root {
+		// As bwrap itself runs: as the namespace's owner, in which
+		// root's uid 0 is not mapped.
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
+	}
+	out, err := c.Output()
+	if err != nil {
+		msg := err.Error()
+		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+			msg += ": " + strings.TrimSpace(string(ee.Stderr))
+		}
+		return fmt.Errorf("inotify ceiling: %s", msg)
+	}
+	if err := r.inotify.CheckReadBack(string(out)); err != nil {
+		return err
+	}
+	if n := limits.InotifyHeld(limits.Tree(pid)); int64(n) > r.inotify.Instances {
+		return fmt.Errorf("inotify ceiling: the sandbox held %d instances before it was set, above the ceiling of %d", n, r.inotify.Instances)
+	}
+	return nil
+}
