@@ -45,6 +45,7 @@ const (
 //	mcp_call            a tools/call ended, whichever way
 //	mcp_request         any other client request ended, whichever way
 //	mcp_server_request  a request from the server to the client ended
+//	mcp_dropped         a message from the server was refused, and none could be told
 //	mcp_end             the session ended (why)
 //	mcp_session_evicted ServeHTTP ended an idle session at --max-sessions
 //	                    to begin a new one (Client, Reason)
@@ -196,6 +197,16 @@ func (a *auditor) serverRequest(sc *srvCall, outcome string, code int, rule stri
 	}
 	a.write(Record{Time: sc.start.UTC(), Event: "mcp_server_request", Method: capString(sc.method),
 		DurationMS: a.duration(sc.start), Outcome: outcome, ErrorCode: code, Rule: capString(rule)})
+}
+
+// dropped records a message from the server refused with no request to
+// answer or fail: its method, when it named one exactly, and why.
+func (a *auditor) dropped(method, rule string) {
+	if a == nil {
+		return
+	}
+	a.write(Record{Time: a.now().UTC(), Event: "mcp_dropped", Method: capString(method), Outcome: outcomeRefused,
+		Rule: capString(rule)})
 }
 
 // capString cuts s to maxAuditString bytes, at a character boundary, and

@@ -8,7 +8,7 @@
 // (tools/call, prompts/get, resources/read, resources/subscribe,
 // resources/unsubscribe, completion/complete), filters the lists of them,
 // gates the server's sampling, elicitation and roots requests, and
-// forwards every other message unchanged but for its id. This holds for
+// forwards every other message, each in the relay's own encoding. This holds for
 // the initialize handshake (protocol versions up to 2025-11-25) and for
 // the stateless server/discover style (2026-07-28) alike.
 //
@@ -35,11 +35,26 @@
 //     form is refused.
 //   - List results, page by page, list only visible entries; every other
 //     member of the result (nextCursor, _meta, ttl) is kept.
-//   - A message that JSON parsers could read two ways (a key repeated, or
-//     keys differing only in case, which encoding/json folds together and
-//     JSON.parse does not) is refused from the client and dropped from the
-//     server. A JSON-RPC batch from the client is split into its members,
+//   - What is judged is what is forwarded: no byte read from one side is
+//     written to the other. Every message is written as the relay's own
+//     encoding of what it parsed: the envelope members it knows (jsonrpc,
+//     id, method, params, result, error; others are dropped), compact,
+//     every string from its decoded value (invalid UTF-8 and lone
+//     surrogates as U+FFFD), numbers as written.
+//   - A message that JSON parsers could read two ways is refused from the
+//     client (-32600, the reason, audited) and never reaches the client
+//     from the server (a request with a readable id is refused, a list
+//     result withheld, anything else dropped; all audited): a key repeated
+//     or differing only in case from another (encoding/json folds them
+//     together, JSON.parse does not), or a member name differing from one
+//     the relay reads at that level only in case or in control, format or
+//     space characters ("ID", "Method", "name\u0000": encoding/json in
+//     mcp-go and the Go SDK before v1.3.1 matches names regardless of
+//     case, and segmentio/encoding in the Go SDK since drops trailing
+//     NULs). A JSON-RPC batch from the client is split into its members,
 //     each judged alone.
+//   - Only methods under notifications/ go without an id: any other
+//     method without one is refused and audited, both ways.
 //   - Ids: a client request's id must be a string or an integer (null is
 //     refused); ids are compared by their exact value, and one already
 //     pending is refused. The server sees the relay's own ids and answers

@@ -449,15 +449,16 @@ func checkVersion(w http.ResponseWriter, r *http.Request, id json.RawMessage) bo
 }
 
 // readMessage reads a POST's one JSON-RPC message, compacted onto one
-// line. On failure it has answered.
-func (h *httpServer) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
+// line. On failure it has answered, but for a JSON message parseEnvelope
+// refuses, which it returns with the refusal (see refuseMessage).
+func (h *httpServer) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, envelope, error, bool) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		httpError(w, http.StatusUnsupportedMediaType, nil, "sandbox-run: Content-Type must be application/json")
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	if !accepts(r, "application/json", "text/event-stream") {
 		httpError(w, http.StatusNotAcceptable, nil, "sandbox-run: Accept must list application/json and text/event-stream")
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(httpBodyTimeout))
 	// The relay reads lines of at most MaxMessage bytes, newline included.
@@ -465,31 +466,43 @@ func (h *httpServer) readMessage(w http.ResponseWriter, r *http.Request) ([]byte
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		httpError(w, http.StatusRequestEntityTooLarge, nil, fmt.Sprintf("sandbox-run: message over %d bytes (--max-message)", h.opts.Relay.MaxMessage))
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, nil, "sandbox-run: reading the body: "+err.Error())
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	var line bytes.Buffer
 	if err := json.Compact(&line, body); err != nil {
 		httpError(w, http.StatusBadRequest, nil, "sandbox-run: invalid JSON: "+err.Error())
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	if bytes.HasPrefix(line.Bytes(), []byte("[")) {
 		httpError(w, http.StatusBadRequest, nil, "sandbox-run: a JSON-RPC batch; MCP over HTTP takes one message per POST")
-		return nil, envelope{}, false
+		return nil, envelope{}, nil, false
 	}
 	e, err := parseEnvelope(line.Bytes())
-	if err != nil {
-		var id json.RawMessage
-		if e.idKey != "" {
-			id = e.id
-		}
-		httpError(w, http.StatusBadRequest, id, "sandbox-run: "+err.Error())
-		return nil, envelope{}, false
+	return line.Bytes(), e, err, true
+}
+
+// refuseMessage answers a message parseEnvelope refused (perr). Within a
+// session the relay refuses it too, and audits it: when its id could be
+// read, the POST waits for that refusal as for any response; otherwise
+// (and outside a session) it gets 400 at once.
+func (h *httpServer) refuseMessage(w http.ResponseWriter, r *http.Request, s *httpSession, line []byte, e envelope, perr error, release func()) {
+	if s != nil && e.idKey != "" {
+		corsHeaders(w, r)
+		s.request(w, r, line, e, release)
+		return
 	}
-	return line.Bytes(), e, true
+	if s != nil {
+		s.toRelay(line) // audited; its answer, under a null id, goes nowhere
+	}
+	var id json.RawMessage
+	if e.idKey != "" {
+		id = e.id
+	}
+	httpError(w, http.StatusBadRequest, id, "sandbox-run: "+perr.Error())
 }
 
 func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
@@ -511,8 +524,12 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 	}
 	release := sync.OnceFunc(func() { <-sem })
 	defer release()
-	line, e, ok := h.readMessage(w, r)
+	line, e, perr, ok := h.readMessage(w, r)
 	if !ok || !checkVersion(w, r, e.id) {
+		return
+	}
+	if perr != nil {
+		h.refuseMessage(w, r, s, line, e, perr, release)
 		return
 	}
 	isInit := e.kind == kindRequest && e.method == "initialize"

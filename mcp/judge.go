@@ -65,6 +65,10 @@ func (r *relay) judge(e envelope) (*call, *refusal) {
 			return c, &refusal{code: codeInvalidParams, rule: "malformed: params.ref is not an object",
 				msg: "sandbox-run: completion/complete: params.ref is not an object"}
 		}
+		if miss := refMembers.check(ref); miss != nil {
+			return c, &refusal{code: codeInvalidRequest, rule: "malformed: params.ref: " + miss.Error(),
+				msg: "sandbox-run: completion/complete: params.ref: " + miss.Error()}
+		}
 		switch ref.str("type") {
 		case "ref/prompt":
 			t, p = target{KindPrompt, "name"}, ref
@@ -180,7 +184,7 @@ func (r *relay) serverNotification(e envelope) error {
 	meta, err := walkObject(p["_meta"])
 	sub, has := meta[metaSubscriptionID]
 	if err != nil || !has {
-		return r.writeClient(e.raw)
+		return r.sendClient(e.out())
 	}
 	key, _ := idKey(sub)
 	id, ok := relayID(key)
@@ -191,7 +195,9 @@ func (r *relay) serverNotification(e envelope) error {
 		r.log.Warn("dropped a server notification for no pending subscription", "method", capString(e.method))
 		return nil
 	}
-	return writeSpliced(&r.clientMu, r.clientOut, e.raw, sub, c.clientID)
+	m := e.out()
+	m.params = splice(m.params, sub, c.clientID)
+	return r.sendClient(m)
 }
 
 // clientCaps are the client capabilities that let a server ask it
@@ -290,5 +296,5 @@ func (r *relay) serverRequest(e envelope) error {
 		r.audit.serverRequest(sc, outcomeRefused, ref.code, ref.rule)
 		return r.writeServer(errorLine(e.id, ref.code, ref.msg, nil))
 	}
-	return r.writeClient(e.raw)
+	return r.sendClient(e.out())
 }

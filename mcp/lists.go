@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -19,10 +20,13 @@ var listings = map[string]listing{
 }
 
 // filterResult drops hidden entries from a list result. It returns the
-// line to deliver (under the client's id), or nil when nothing changed;
-// every other member stays as the server sent it. An entry that is not an
-// object with a non-empty string name is dropped too.
-func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
+// result to deliver, or nil when nothing changed; every other member stays
+// as the server sent it. An entry that is not an object with a non-empty
+// string name is dropped too, and so is one with a member that is a near
+// miss of its name (see memberSet); a result with a near miss of the
+// list's members is an error (the client could read hidden entries
+// there).
+func (r *relay) filterResult(c *call, e envelope) (json.RawMessage, error) {
 	l, ok := listings[c.method]
 	raw, isResult := e.obj["result"]
 	if c.method == methodInitialize && isResult {
@@ -32,6 +36,9 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 		return nil, nil
 	}
 	res, err := parseObject(raw)
+	if err == nil {
+		err = listMembers.check(res)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +51,12 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 	r.mu.Lock()
 	r.pinListed(c.method)
 	r.mu.Unlock()
-	kept := make([]json.RawMessage, 0, len(entries))
+	kept := make([][]byte, 0, len(entries))
 	for _, t := range entries {
 		obj, err := parseObject(t)
+		if err == nil {
+			err = entryMembers.check(obj)
+		}
 		if err != nil {
 			r.log.Warn(c.method+" entry dropped", "error", err.Error())
 			continue
@@ -59,20 +69,8 @@ func (r *relay) filterResult(c *call, e envelope) ([]byte, error) {
 	if len(kept) == len(entries) {
 		return nil, nil
 	}
-	res[l.member], _ = json.Marshal(kept)
-	out := make(object, len(e.obj))
-	for k, v := range e.obj {
-		out[k] = v
-	}
-	out["id"] = c.clientID
-	if out["result"], err = json.Marshal(res); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	list := append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
+	return splice(raw, res[l.member], list), nil
 }
 
 // definitionVisible notes a listed entry's definition (see

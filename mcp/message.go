@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // errAmbiguous marks a JSON object that two parsers could read differently:
@@ -41,7 +42,8 @@ func walkObject(raw []byte) (object, error) {
 	}
 	i++
 	obj := object{}
-	var keys []string
+	var keysBuf [8]string
+	keys := keysBuf[:0]
 	for {
 		i = skipSpace(raw, i)
 		if raw[i] == '}' {
@@ -135,10 +137,15 @@ func (o object) has(k string) bool { _, ok := o[k]; return ok }
 
 // str returns a string member, "" when absent or not a string.
 func (o object) str(k string) string {
-	var s string
-	if v, ok := o[k]; ok {
-		json.Unmarshal(v, &s)
+	v, ok := o[k]
+	if !ok || len(v) < 2 || v[0] != '"' {
+		return ""
 	}
+	if body := v[1 : len(v)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body) // as encoding/json would decode it
+	}
+	var s string
+	json.Unmarshal(v, &s)
 	return s
 }
 
@@ -173,6 +180,7 @@ type envelope struct {
 	method string
 	id     json.RawMessage // as written (a sub-slice of raw); nil when absent
 	idKey  string          // the id's exact value (see idKey)
+	p      object          // the params, read by parseEnvelope
 }
 
 // idKey returns a key that is equal for two ids exactly when they are the
@@ -213,19 +221,39 @@ func idKey(raw json.RawMessage) (string, error) {
 	return "n:" + string(raw), nil
 }
 
+// errNoID marks a message that names a request method but has no id.
+// MCP's notifications are the methods under notifications/; anything
+// else is a request, which a server may run (one that dispatches on the
+// method alone) while no side waits for its answer, judges it as a
+// request or audits it. The relay refuses it, whatever the method, known
+// to it or not.
+var errNoID = errors.New("the message has no id, and only notifications/* methods are notifications")
+
+// isNotification says method is one MCP defines as a notification.
+func isNotification(method string) bool { return strings.HasPrefix(method, "notifications/") }
+
+// parseEnvelope reads one JSON-RPC message strictly: one object that
+// parsers cannot read two ways (see parseObject), member names exact at
+// every level the relay reads (see memberSet), jsonrpc "2.0", params an
+// object, an id only of the kinds idKey accepts, and a method without an
+// id only when it is a notification. On error, e holds what could be
+// read exactly (the id, the method), for the answer.
 func parseEnvelope(raw []byte) (envelope, error) {
 	obj, err := parseObject(raw)
 	if err != nil {
 		return envelope{raw: raw}, err
 	}
 	e := envelope{raw: raw, obj: obj, method: obj.str("method")}
-	hasResult := obj.has("result") || obj.has("error")
 	if obj.has("id") {
 		e.id = obj["id"]
 		if e.idKey, err = idKey(e.id); err != nil {
 			return e, err
 		}
 	}
+	if err := e.strict(); err != nil {
+		return e, err
+	}
+	hasResult := obj.has("result") || obj.has("error")
 	switch {
 	case obj.has("method") && e.method == "":
 		return e, fmt.Errorf("method is not a non-empty string")
@@ -233,8 +261,12 @@ func parseEnvelope(raw []byte) (envelope, error) {
 		return e, fmt.Errorf("message is both a request and a response")
 	case e.method != "" && obj.has("id"):
 		e.kind = kindRequest
+	case e.method != "" && !isNotification(e.method):
+		return e, fmt.Errorf("%w; %s is a request method", errNoID, capString(fmt.Sprintf("%q", e.method)))
 	case e.method != "":
 		e.kind = kindNotification
+	case obj.has("params"):
+		return e, fmt.Errorf("a response with params")
 	case obj.has("id") && hasResult:
 		e.kind = kindResponse
 	default:
@@ -243,15 +275,48 @@ func parseEnvelope(raw []byte) (envelope, error) {
 	return e, nil
 }
 
-// params returns the message's params as an object; an absent params is an
-// empty object.
-func (e envelope) params() (object, error) {
+// strict checks the envelope's member names and jsonrpc, and reads the
+// params into e.p, checking theirs and their _meta's.
+func (e *envelope) strict() error {
+	if err := envelopeMembers.check(e.obj); err != nil {
+		return err
+	}
+	if v := e.obj["jsonrpc"]; string(v) != `"2.0"` && e.obj.str("jsonrpc") != "2.0" {
+		return errors.New(`jsonrpc is not "2.0"`)
+	}
 	raw, ok := e.obj["params"]
 	if !ok || string(raw) == "null" {
-		return object{}, nil
+		e.p = object{}
+		return nil
 	}
 	// The whole message passed json.Valid: no need to check it again.
-	return walkObject(raw)
+	p, err := walkObject(raw)
+	if err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	if err := paramsMembers.check(p); err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	if m, ok := p["_meta"]; ok && len(m) > 0 && m[0] == '{' {
+		meta, err := walkObject(m)
+		if err == nil {
+			err = metaMembers.check(meta)
+		}
+		if err != nil {
+			return fmt.Errorf("params._meta: %w", err)
+		}
+	}
+	e.p = p
+	return nil
+}
+
+// params returns the message's params as an object; an absent or null
+// params is an empty object.
+func (e envelope) params() (object, error) {
+	if e.p != nil {
+		return e.p, nil
+	}
+	return nil, errors.New("params not read")
 }
 
 // splice returns a copy of whole with sub, which must be a sub-slice of

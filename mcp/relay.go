@@ -83,8 +83,10 @@ type relay struct {
 
 	clientMu  sync.Mutex // serialises writes to the client
 	clientOut io.Writer
+	clientBuf []byte     // encodes messages to the client, under clientMu
 	serverMu  sync.Mutex // serialises writes to the server
 	serverIn  io.Writer
+	serverBuf []byte // encodes messages to the server, under serverMu
 
 	mu         sync.Mutex
 	pending    map[uint64]*call
@@ -206,23 +208,24 @@ func (r *relay) writeServer(b []byte) error {
 	return err
 }
 
-// writeSpliced writes whole, with its sub-slice sub replaced by repl and a
-// newline after, to w under mu: in pieces, so a large message is not
-// copied.
-func writeSpliced(mu *sync.Mutex, w io.Writer, whole, sub, repl []byte) error {
-	start := cap(whole) - cap(sub)
-	if start < 0 || start+len(sub) > len(whole) {
-		panic("BUG(sandbox-run): mcp: splice of a slice from another message")
-	}
+// writeMsg writes m to w, under mu, encoded in *buf (reused from one
+// message to the next, at most a chunk: see emitter): every message the
+// relay passes on is its own encoding of what it judged, never the bytes
+// it read.
+func writeMsg(mu *sync.Mutex, w io.Writer, buf *[]byte, m outMsg) error {
 	mu.Lock()
 	defer mu.Unlock()
-	for _, part := range [][]byte{whole[:start], repl, whole[start+len(sub):], []byte("\n")} {
-		if _, err := w.Write(part); err != nil {
-			return err
-		}
-	}
-	return nil
+	em := emitter{w: w, buf: (*buf)[:0]}
+	m.emit(&em)
+	em.flush()
+	*buf = em.buf
+	return em.err
 }
+
+func (r *relay) sendClient(m outMsg) error {
+	return writeMsg(&r.clientMu, r.clientOut, &r.clientBuf, m)
+}
+func (r *relay) sendServer(m outMsg) error { return writeMsg(&r.serverMu, r.serverIn, &r.serverBuf, m) }
 
 // clientToServer forwards the client's messages until its input ends.
 func (r *relay) clientToServer(in io.Reader) {
@@ -305,13 +308,13 @@ func (r *relay) fromClientMessage(raw []byte) error {
 		return r.request(e)
 	case kindNotification:
 		if e.method == notificationCancelled {
-			line, ok := r.cancelled(e)
+			m, ok := r.cancelled(e)
 			if !ok {
 				return nil
 			}
-			return r.writeServer(line)
+			return r.sendServer(m)
 		}
-		return r.writeServer(e.raw)
+		return r.sendServer(e.out())
 	default:
 		return r.clientResponse(e)
 	}
@@ -333,6 +336,13 @@ func (r *relay) refuseMalformed(e envelope, err error) error {
 	c := &call{clientID: bytes.Clone(id), method: e.method, start: time.Now(), paramBytes: len(e.obj["params"])}
 	if c.method == "" && e.obj.has("method") {
 		c.nameSent = capString(string(e.obj["method"]))
+	}
+	if t, ok := targets[e.method]; ok && e.p != nil {
+		// Say what it asked for (a request without an id, say).
+		c.kind, c.name = t.kind, e.p.str(t.member)
+		if e.method == methodToolsCall {
+			r.keepArgs(c, e.p["arguments"])
+		}
 	}
 	r.audit.call(c, outcomeRefused, code, "malformed: "+err.Error())
 	return r.writeClient(errorLine(id, code, "sandbox-run: "+err.Error(), nil))
@@ -376,22 +386,24 @@ func (r *relay) request(e envelope) error {
 	r.mu.Unlock()
 	// On its way to the file before the server can act on the call.
 	r.audit.callStart(c)
-	line, lineID := forwardedURI(e, c)
-	return writeSpliced(&r.serverMu, r.serverIn, line, lineID, strconv.AppendUint(nil, id, 10))
+	m := e.out()
+	m.id = strconv.AppendUint(nil, id, 10)
+	m.params = forwardedParams(m.params, c)
+	return r.sendServer(m)
 }
 
 // cancelled forgets a request the client gave up on: the server need not
 // answer it, and an answer that still comes is dropped. It returns the
 // notification with the request's id as the server knows it, and false
 // when it names no pending request (the server would read it as another).
-func (r *relay) cancelled(e envelope) ([]byte, bool) {
+func (r *relay) cancelled(e envelope) (outMsg, bool) {
 	p, err := e.params()
 	if err != nil {
-		return nil, false
+		return outMsg{}, false
 	}
 	key, err := idKey(p["requestId"])
 	if err != nil {
-		return nil, false
+		return outMsg{}, false
 	}
 	r.mu.Lock()
 	id := r.byClient[key]
@@ -400,10 +412,12 @@ func (r *relay) cancelled(e envelope) ([]byte, bool) {
 	delete(r.byClient, key)
 	r.mu.Unlock()
 	if c == nil {
-		return nil, false
+		return outMsg{}, false
 	}
 	r.audit.call(c, outcomeCancelled, 0, "")
-	return splice(e.raw, p["requestId"], strconv.AppendUint(nil, id, 10)), true
+	m := e.out()
+	m.params = splice(m.params, p["requestId"], strconv.AppendUint(nil, id, 10))
+	return m, true
 }
 
 // clientResponse passes the client's answer to a server request, and
@@ -419,7 +433,7 @@ func (r *relay) clientResponse(e envelope) error {
 	}
 	outcome, code := responseOutcome(e)
 	r.audit.serverRequest(sc, outcome, code, "")
-	return r.writeServer(e.raw)
+	return r.sendServer(e.out())
 }
 
 // serverToClient forwards the server's messages until its output ends.
@@ -457,14 +471,7 @@ func (r *relay) fromServer(line []byte, dropped *int) error {
 	}
 	e, err := parseEnvelope(trimmed)
 	if err != nil {
-		// Not a message a client could act on safely (stray output, or
-		// ambiguous JSON): dropped, and said so on the relay's log.
-		*dropped++
-		if *dropped <= 10 || *dropped%1000 == 0 {
-			r.log.Warn("dropped a line from the server that is not a valid JSON-RPC message",
-				"error", err.Error(), "dropped_total", *dropped)
-		}
-		return nil
+		return r.refuseServer(e, err, dropped)
 	}
 	switch e.kind {
 	case kindRequest:
@@ -473,6 +480,39 @@ func (r *relay) fromServer(line []byte, dropped *int) error {
 		return r.serverNotification(e)
 	}
 	return r.serverResponse(e, dropped)
+}
+
+// refuseServer handles a server line the relay does not pass on. Stray
+// output (not a JSON object) is dropped, and said so on the relay's log.
+// A JSON object refused by the rules of parseEnvelope (ambiguous, a near
+// miss of a member name, a request method without an id...) is audited
+// too: a request whose id could be read gets an error, a response to a
+// pending call fails that call (the client would wait for it forever),
+// anything else is dropped (mcp_dropped). None reaches the client.
+func (r *relay) refuseServer(e envelope, err error, dropped *int) error {
+	if e.obj == nil && !errors.Is(err, errAmbiguous) {
+		*dropped++
+		if *dropped <= 10 || *dropped%1000 == 0 {
+			r.log.Warn("dropped a line from the server that is not a valid JSON-RPC message",
+				"error", err.Error(), "dropped_total", *dropped)
+		}
+		return nil
+	}
+	rule := "malformed: " + err.Error()
+	switch {
+	case e.method != "" && e.idKey != "" && !e.obj.has("result") && !e.obj.has("error"):
+		r.audit.serverRequest(&srvCall{method: e.method, start: time.Now()}, outcomeRefused, codeInvalidRequest, rule)
+		return r.writeServer(errorLine(e.id, codeInvalidRequest, "sandbox-run: "+err.Error(), nil))
+	case e.method == "" && e.idKey != "":
+		if c := r.takePending(e.idKey); c != nil {
+			r.audit.call(c, outcomeWithheld, codeInternalError, rule)
+			return r.writeClient(errorLine(c.clientID, codeInternalError,
+				"sandbox-run: the server's response was withheld: "+err.Error(), nil))
+		}
+	}
+	r.log.Warn("dropped a server message", "method", capString(e.method), "error", err.Error())
+	r.audit.dropped(e.method, rule)
+	return nil
 }
 
 // serverResponse delivers the server's answer under the client's id,
@@ -491,7 +531,7 @@ func (r *relay) serverResponse(e envelope, dropped *int) error {
 		return r.writeClient(errorLine(c.clientID, code,
 			"sandbox-run: the server's response held both a result and an error; the result was withheld: "+msg, nil))
 	}
-	line, err := r.filterResult(c, e)
+	result, err := r.filterResult(c, e)
 	if err != nil {
 		r.log.Warn(c.method+" result withheld", "error", err.Error())
 		r.audit.call(c, outcomeWithheld, codeInternalError, "")
@@ -500,10 +540,12 @@ func (r *relay) serverResponse(e envelope, dropped *int) error {
 	}
 	outcome, code := responseOutcome(e)
 	r.audit.call(c, outcome, code, "")
-	if line == nil {
-		return writeSpliced(&r.clientMu, r.clientOut, e.raw, e.id, c.clientID)
+	m := e.out()
+	m.id = c.clientID
+	if result != nil {
+		m.result = result
 	}
-	return r.writeClient(line)
+	return r.sendClient(m)
 }
 
 // takePending removes and returns the pending request the server knows

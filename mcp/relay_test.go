@@ -412,7 +412,7 @@ func (s *rawSession) atServer() string {
 func (s *rawSession) atClient() string { s.t.Helper(); return readWithin(s.t, s.fromCli, "client") }
 
 func TestRelayRaw(t *testing.T) {
-	t.Run("passes other messages byte for byte but for the id", func(t *testing.T) {
+	t.Run("writes every message in its own canonical form, with its own ids", func(t *testing.T) {
 		s := newRaw(t, Rules{Deny: []string{"x"}})
 		// Requests reach the server under the relay's ids, 1, 2, ...
 		for _, l := range []struct{ sent, want string }{
@@ -421,7 +421,10 @@ func TestRelayRaw(t *testing.T) {
 			{`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`,
 				`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`},
 			{`{"jsonrpc":"2.0", "method":"notifications/cancelled","params":{"requestId":8, "reason":"r"}}`,
-				`{"jsonrpc":"2.0", "method":"notifications/cancelled","params":{"requestId":2, "reason":"r"}}`},
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"r"}}`},
+			// Strings from their decoded values, unknown envelope members dropped.
+			{`{"method":"notifications/x","extra":1,"params":{"a\u0062":"\u00e9\ud800\/\"","n":1.50},"jsonrpc":"2\u002e0"}`,
+				`{"jsonrpc":"2.0","method":"notifications/x","params":{"ab":"é` + "\uFFFD" + `/\"","n":1.50}}`},
 			{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
 		} {
 			s.client(l.sent)
@@ -435,7 +438,7 @@ func TestRelayRaw(t *testing.T) {
 			{`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[]}}`,
 				`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[]}}`},
 			{`{"jsonrpc":"2.0","id":1,"result":{"contents":[]},"extra":true}`,
-				`{"jsonrpc":"2.0","id":"a","result":{"contents":[]},"extra":true}`},
+				`{"jsonrpc":"2.0","id":"a","result":{"contents":[]}}`},
 		} {
 			s.server(l.sent)
 			if got := s.atClient(); got != l.want {

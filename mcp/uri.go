@@ -615,22 +615,16 @@ func (r *relay) listedVisible(l listing, name string) bool {
 	return ok
 }
 
-// forwardedURI returns the request line to forward and its id's place in
-// it: e.raw, or a copy whose URI is the canonical form the relay judged
-// (invariant 14: the server reads what was judged).
-func forwardedURI(e envelope, c *call) (line, id []byte) {
+// forwardedParams returns the params to forward: the request's, or a
+// copy whose URI is the canonical form the relay judged (invariant 14: the
+// server reads what was judged).
+func forwardedParams(params json.RawMessage, c *call) json.RawMessage {
 	if c.uriRaw == nil {
-		return e.raw, e.id
+		return params
 	}
 	repl, err := json.Marshal(c.name)
 	if err != nil {
 		panic("BUG(sandbox-run): mcp: cannot encode a string: " + err.Error())
 	}
-	idAt := cap(e.raw) - cap(e.id)
-	uriAt := cap(e.raw) - cap(c.uriRaw)
-	line = splice(e.raw, c.uriRaw, repl)
-	if idAt > uriAt {
-		idAt += len(repl) - len(c.uriRaw)
-	}
-	return line, line[idAt : idAt+len(e.id)]
+	return splice(params, c.uriRaw, repl)
 }

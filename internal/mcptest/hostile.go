@@ -30,6 +30,8 @@ const HostileArg = "hostile"
 //     every list after the first with HOSTILE_RUGPULL=1 in its environment),
 //     echo's description and schema change.
 //   - write_file {path, content} writes the file: the proof a call ran.
+//   - a tools/call without an id runs all the same, as a server that
+//     dispatches on the method alone does (its answer has a null id).
 //   - sample {} sends the client sampling/createMessage, elicitation/create
 //     and roots/list, and returns what became of each ("answered",
 //     "error -32601: ...").
@@ -110,6 +112,11 @@ func (h *hostile) handle(line []byte) {
 		return
 	}
 	if m.ID == nil {
+		if m.Method == "tools/call" {
+			var p map[string]any
+			json.Unmarshal(m.Params, &p)
+			go h.call(json.RawMessage("null"), p)
+		}
 		return // a notification
 	}
 	// Ids are numbers as JavaScript and mcp-go read them: float64, so
