@@ -139,7 +139,8 @@ func TestCanonicalPattern(t *testing.T) {
 }
 
 // TestRelayForwardsCanonicalURI: the server reads the URI the relay
-// judged (its canonical form), with the id in place whichever comes first;
+// judged (its canonical form), in the relay's own encoding whatever order
+// the client wrote the members in;
 // a URI that differs from a denied one only in spelling is refused and
 // never reaches the server (marker), and the audit records the canonical
 // form and what was sent. Control: a visible URI reaches the server.
@@ -149,7 +150,7 @@ func TestRelayForwardsCanonicalURI(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"DEMO://H/x/../%70ub"}}`,
 			`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://h/pub"}}`},
 		{`{"params":{"uri":"demo://h/./pub/%c3%a9"},"method":"resources/read","jsonrpc":"2.0","id":"b"}`,
-			`{"params":{"uri":"demo://h/pub/%C3%A9"},"method":"resources/read","jsonrpc":"2.0","id":2}`},
+			`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"demo://h/pub/%C3%A9"}}`},
 	} {
 		s.client(l.sent)
 		if got := s.atServer(); got != l.want {
