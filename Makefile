@@ -11,6 +11,10 @@ KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./internal/limits/ ./mcp
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
 KERNEL_PKGS += ./internal/matrix/
 FUZZTIME ?= 20s
+# A package's tests may take longer than go test's default 10 minutes on
+# a loaded 2-core machine (e2e drives hundreds of real sandboxes, the MCP
+# conformance suite and real SDK servers it builds).
+TEST_TIMEOUT ?= 40m
 # staticcheck, pinned (its module version; it prints 2026.2.2), built into
 # .cache/tools by make vet (a new version, a new directory).
 STATICCHECK_VERSION := v0.8.2
@@ -73,7 +77,7 @@ $(STATICCHECK):
 # skip into a failure.
 test: deps mcp-deps build vet
 	@if [ "$$(id -u)" = 0 ]; then scripts/container-rootfs.sh >/dev/null; fi
-	$(GO) test -count=1 -skip '^TestSoak$$' ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestSoak$$' ./...
 	$(MAKE) --no-print-directory soak
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-race
@@ -88,10 +92,10 @@ soak:
 # sandbox-run binary the e2e tests build is not instrumented; the packages
 # they drive in-process are).
 test-race: mcp-deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-kernel: mcp-deps build
-	$(GO) test -count=1 $(KERNEL_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(KERNEL_PKGS)
 
 # The suites that need another kernel than the host's (cgroup v2 limits,
 # Yama and --ptrace, user namespaces disabled), in a VM that boots Debian's

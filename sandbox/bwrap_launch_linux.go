@@ -246,9 +246,9 @@ type bwWatch struct {
 	// watchErr: a sampler the plan relies on could not start; the
 	// sandbox was ended.
 	watchErr error
-	// inotifyErr: the inotify ceiling could not be set or read back; the
-	// sandbox was ended.
-	inotifyErr error
+	// inotifyLost: the inotify ceiling could not be set or read back;
+	// the report names it as not held.
+	inotifyLost error
 }
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
@@ -327,9 +327,7 @@ func (w *bwWatch) onReady() {
 	}
 	// Once the trampoline runs, its user namespace is complete (bwrap
 	// has written its maps); the command waits behind the gate.
-	if !w.setInotify() {
-		return
-	}
+	w.setInotify()
 	w.fastRB = rb
 	w.bp.gate.WriteString("go\n")
 }
@@ -444,15 +442,16 @@ func (w *bwWatch) loop() {
 	<-w.relayDone
 }
 
-// setInotify sets the inotify ceiling in the sandbox's user namespace,
-// or ends the sandbox and says false: the report names it as held.
-func (w *bwWatch) setInotify() bool {
+// setInotify sets the inotify ceiling in the sandbox's user namespace.
+// The ceiling is a default no flag asked for, so one that cannot be held
+// (bwrap cannot join the namespace, as in a container without
+// CAP_SYS_PTRACE; or the command held more before init's path set it)
+// does not end the run: it is kept in w.inotifyLost, and the report names
+// the ceiling as not held, with why.
+func (w *bwWatch) setInotify() {
 	if err := w.r.setInotify(w.ctx, w.initPID); err != nil {
-		w.inotifyErr = err
-		unix.Kill(w.initPID, unix.SIGKILL)
-		return false
+		w.inotifyLost = err
 	}
-	return true
 }
 
 // readOOM reads pid's oom_score_adj into w.oom, and says when it is not
@@ -476,6 +475,9 @@ func (w *bwWatch) readOOM(pid int) error {
 // the host, into the report.
 func (w *bwWatch) readback(rep *Report) {
 	rep.OOMScoreAdj = w.oom
+	if w.inotifyLost != nil {
+		inotifyLost(rep, w.inotifyLost)
+	}
 	if w.status == nil || w.status.Readback == nil {
 		return
 	}
@@ -548,10 +550,6 @@ func (w *bwWatch) failed() error {
 	if w.watchErr != nil {
 		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
-	}
-	if w.inotifyErr != nil {
-		return setupErr("cannot set the sandbox's inotify ceiling", w.inotifyErr.Error(),
-			"check that bwrap can join the sandbox's user namespace (bwrap --userns, bubblewrap 0.5 or later), or use --sandbox landlock, which names the ceiling as not held")
 	}
 	err := w.gateErr
 	switch {

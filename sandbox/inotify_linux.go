@@ -28,13 +28,17 @@ const inotifyTimeout = 10 * time.Second
 // be mapped and bwrap fails with EOVERFLOW). Then it counts the instances
 // the sandbox already holds: on init's path the command may have started
 // before the ceiling was set, and more than the ceiling held then would
-// be kept; that fails too.
+// be kept; that fails too. A sandbox that has already ended (its PID 1
+// gone: a short command) holds nothing, and that is no failure.
 func (r *bwRun) setInotify(ctx context.Context, pid int) error {
 	if r.inotify == (limits.Inotify{}) {
 		return nil
 	}
 	ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
 	if err != nil {
+		if gone(pid) {
+			return nil
+		}
 		return fmt.Errorf("inotify ceiling: %w", err)
 	}
 	defer ns.Close()
@@ -50,6 +54,9 @@ func (r *bwRun) setInotify(ctx context.Context, pid int) error {
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
 	}
 	out, err := c.Output()
+	if err != nil && gone(pid) {
+		return nil
+	}
 	if err != nil {
 		msg := err.Error()
 		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
@@ -64,4 +71,9 @@ func (r *bwRun) setInotify(ctx context.Context, pid int) error {
 		return fmt.Errorf("inotify ceiling: the sandbox held %d instances before it was set, above the ceiling of %d", n, r.inotify.Instances)
 	}
 	return nil
+}
+
+// gone says the process pid has ended (or was never there).
+func gone(pid int) bool {
+	return syscall.Kill(pid, 0) == syscall.ESRCH
 }

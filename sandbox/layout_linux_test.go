@@ -186,6 +186,31 @@ func TestFindGitReportsWhatItSkips(t *testing.T) {
 	}
 }
 
+// TestFindGitGoneIsComplete: a writable directory removed since its run
+// (a test's temporary directory, a deleted checkout) or turned into a
+// file holds nothing git could read, so the sweep over it is complete:
+// an ended run's journal naming it must not make later runs exit 125.
+// Control: an unreadable directory is still incomplete.
+func TestFindGitGoneIsComplete(t *testing.T) {
+	w := t.TempDir()
+	file := filepath.Join(w, "file")
+	writeFile(t, file, "x")
+	g := findGit([]string{filepath.Join(w, "gone"), file}, walkBounds{})
+	if !g.report.Complete {
+		t.Errorf("a missing and a non-directory writable dir: report %+v, want complete", g.report)
+	}
+	if os.Geteuid() == 0 {
+		return // root reads a 0o000 directory: no control
+	}
+	closed := filepath.Join(w, "closed")
+	if err := os.Mkdir(closed, 0); err != nil {
+		t.Fatal(err)
+	}
+	if g := findGit([]string{closed}, walkBounds{}); g.report.Complete {
+		t.Errorf("control: an unreadable directory walked as complete: %+v", g.report)
+	}
+}
+
 // TestFindGitEntriesBound: past the entries bound the walk says it is
 // incomplete and names what it did not walk; a repository there is not
 // found. Control: under the default bound the same tree is walked whole

@@ -75,6 +75,11 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 			g.report.Entries = b.entries
 			continue
 		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			// Gone, or no longer a directory (a writable dir removed
+			// since its run): nothing there for git to read.
+			continue
+		}
 		if err != nil {
 			g.incomplete(it.path + ": " + errText(err))
 			continue
