@@ -201,8 +201,11 @@ func TestSharedMemoryCountsUnderMemory(t *testing.T) {
 // ordinary memory under --memory 128M is ended and classified as the
 // memory limit on every mechanism. Controls: unconfined, and under the
 // same mechanism with --memory none, it allocates that much and exits 0;
-// and 64 MiB under --memory 256M is not ended (memory counted twice, as
-// runsc's memory file once mapped and once held would be, would end it).
+// and 64 MiB under --memory 256M is not ended (a measure that counted
+// the command's memory several times over would end it; the memory file
+// counted twice where mapped is pinned by the limits package's
+// TestSampleGVisorCountsMemoryFileOnce, since under the ptrace platform
+// runsc maps little of it and this run would not tell).
 func TestMemoryLimitEveryMechanism(t *testing.T) {
 	// 8 MiB at a time: one allocation past the per-process RLIMIT_DATA
 	// backstop would fail in the program (MemoryError), not end it.
