@@ -161,7 +161,6 @@ func TestGvisorRefusals(t *testing.T) {
 		opts Options
 		want string
 	}{
-		"memory":            {policy.Policy{Workdir: w, Memory: 64 << 20}, Options{}, "--memory"},
 		"pids":              {policy.Policy{Workdir: w, Pids: 64}, Options{}, "--pids"},
 		"runsc in workdir":  {policy.Policy{Workdir: w}, Options{RunscPath: fake}, "lies in writable directory"},
 		"runsc absent":      {policy.Policy{Workdir: w}, Options{RunscPath: "/nonexistent/runsc"}, "runsc not found"},

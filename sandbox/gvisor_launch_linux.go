@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
 // newReport is what a tier-2 run configures; launch adds what was read
@@ -45,6 +47,9 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 	}
 	r.Notes = append(r.Notes, "binds by path: runsc's gofer opens each source when the sandbox starts (no bind by descriptor)",
 		"the command's stderr reaches the caller through a pipe (runsc's own messages are held until the command starts)")
+	if gvMemory(g.p) > 0 {
+		r.Notes = append(r.Notes, "sampled memory counts runsc's memory file (all the command's memory, its tmpfs and memfds included) once, plus runsc's processes' anonymous memory")
+	}
 	r.Tmpfs = []TmpfsReport{
 		{Path: "/tmp", Size: g.p.TmpSize, Enforced: "tmpfs size= (gVisor kernel)"},
 		{Path: "/dev/shm", Size: g.p.ShmSize, Enforced: "tmpfs size= (gVisor kernel)"},
@@ -199,6 +204,9 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 		waitErr  error
 		cmdStart bool
 		killed   bool
+		over     <-chan limits.Exceeded
+		exceeded *limits.Exceeded
+		watchErr error
 	)
 	ctxDone := ctx.Done()
 	for done := false; !done; {
@@ -210,6 +218,10 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 				// runsc's sandbox and gofer exist now; the command's
 				// memory is the sandbox process's.
 				g.oom = raiseOOM(c.Process.Pid)
+				if over, watchErr = g.watchMemory(ctx, c.Process.Pid); watchErr != nil {
+					// Fail closed: the report would claim a limit nobody holds.
+					g.end(c)
+				}
 				// runsc's gofer holds the bound sockets now: their
 				// directory goes, so a SIGKILL later leaves none.
 				g.nw.release()
@@ -225,10 +237,15 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 			} else {
 				pending = append(pending, sig)
 			}
+		case e, ok := <-over:
+			over = nil
+			if ok {
+				exceeded = &e
+				g.end(c)
+			}
 		case <-ctxDone:
 			ctxDone, killed = nil, true
-			g.kill(syscall.SIGKILL)
-			c.Process.Kill()
+			g.end(c)
 		case waitErr = <-exited:
 			done = true
 		}
@@ -247,7 +264,31 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	} else if errors.As(waitErr, &ee) {
 		code = waitCode(ee.Sys().(syscall.WaitStatus))
 	}
-	return g.classify(ctx, code, status, rl, killed)
+	if watchErr != nil {
+		return nil, setupErr("cannot watch the sandbox's memory ceiling", watchErr.Error(),
+			"check that /proc is mounted and readable, or pass --memory none")
+	}
+	res, err := g.classify(ctx, code, status, rl, killed)
+	if exceeded != nil && res != nil && err == nil {
+		res.Report.Exit = classify(code, limitClass(exceeded.Kind))
+		return res, &limitError{Exceeded: *exceeded}
+	}
+	return res, err
+}
+
+// watchMemory samples runsc's process tree below pid against the run's
+// memory ceiling; a nil channel when there is none, or when runsc has
+// already ended (nothing left to hold).
+func (g *gvRun) watchMemory(ctx context.Context, pid int) (<-chan limits.Exceeded, error) {
+	m := gvMemory(g.p)
+	if m == 0 {
+		return nil, nil
+	}
+	ch, err := limits.SampleGVisor(ctx, pid, limits.Limits{Memory: m}, limits.DefaultInterval)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return ch, err
 }
 
 // classify maps what runsc and init said to the run's outcome.
@@ -280,6 +321,12 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		why = "runsc exited with status " + strconv.Itoa(code) + " before the command started"
 	}
 	return nil, setupErr("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
+}
+
+// end ends the whole sandbox: its init through runsc, and runsc run.
+func (g *gvRun) end(c *exec.Cmd) {
+	g.kill(syscall.SIGKILL)
+	c.Process.Kill()
 }
 
 // kill sends sig to the container's init through runsc.

@@ -96,7 +96,7 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 	for _, l := range []struct {
 		flag string
 		set  bool
-	}{{"--memory", p.Memory > 0}, {"--pids", p.Pids > 0}, {"--cpu-time", p.CPUTime > 0}} {
+	}{{"--pids", p.Pids > 0}, {"--cpu-time", p.CPUTime > 0}} {
 		if l.set {
 			return nil, nil, setupErr(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
 				"drop "+l.flag+", or use --sandbox bwrap")
@@ -117,19 +117,34 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 	// sandbox's tasks), and the report says so instead of refusing every
 	// run.
 	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none", Source: SourceDefault})
-	// So is the default memory ceiling: runsc's own processes are not
-	// sampled yet. Their oom_score_adj is raised, as every mechanism's.
-	switch p.Memory {
-	case 0:
-		if m, err := limits.DefaultMemory(); err == nil {
-			out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: "none", Source: SourceDefault})
-		}
-	case policy.NoMemoryLimit:
-		out = append(out, Limit{Name: "memory", Value: "none", Enforced: "none", Source: SourcePolicy})
+	// Memory, the default ceiling or --memory, is held by sampling
+	// runsc's process tree (limits.SampleGVisor; launch starts it).
+	switch m := gvMemory(p); {
+	case m > 0:
+		out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: sourceOf(p.Memory)})
+	case p.Memory == policy.NoMemoryLimit:
+		out = append(out, Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: SourcePolicy})
 	}
 	// gVisor's kernel serves inotify itself; runsc takes no host
 	// instance for the command's, and no ceiling of the run's is set.
 	return rl, append(append(timeoutLimit(p), out...), inotifyLimits(limits.Inotify{})...), nil
+}
+
+// gvMemory is the memory ceiling launch samples runsc's tree against: the
+// policy's, else the default; 0 for none (policy.NoMemoryLimit, or a host
+// whose memory is unknown).
+func gvMemory(p policy.Policy) int64 {
+	switch {
+	case p.Memory > 0:
+		return p.Memory
+	case p.Memory == policy.NoMemoryLimit:
+		return 0
+	}
+	m, err := limits.DefaultMemory()
+	if err != nil {
+		return 0
+	}
+	return m
 }
 
 // ids are the uid and gid the command runs as inside. As root the

@@ -58,8 +58,9 @@
 //     cannot start ends the run with a setup error. On Linux every run has
 //     a process ceiling, policy.DefaultPids unless the policy names one,
 //     and a memory ceiling, half the host's memory unless the policy names
-//     one or policy.NoMemoryLimit, except tier 2 (gvisor), which refuses a
-//     named one and reports the defaults as enforced "none". Under bwrap
+//     one or policy.NoMemoryLimit (under tier 2, gvisor, sampled on runsc's
+//     process tree); tier 2 reports the process ceiling as enforced "none"
+//     and refuses a named one. Under bwrap
 //     every run has an inotify ceiling, set in its user namespace and read
 //     back before the command starts; other mechanisms report it "none".
 //   - The command's oom_score_adj is limits.OOMScoreAdj (1000) on every

@@ -39,6 +39,7 @@ func init() {
 	helpers["hog"] = helperHog
 	helpers["spread"] = helperSpread
 	helpers["spin"] = helperSpin
+	helpers["memfd-map"] = helperMemfdMap
 }
 
 // helperApplyExec does what init does: Apply the rlimits, then
@@ -171,6 +172,31 @@ func helperHold() int {
 	fmt.Println("ready")
 	time.Sleep(helperLife)
 	runtime.KeepAlive(b)
+	return 0
+}
+
+// helperMemfdMap holds a memfd of $MB megabytes that it also maps and
+// touches, as runsc's sandbox process holds and maps its memory file,
+// says "ready" and sleeps.
+func helperMemfdMap() int {
+	n := envInt(mbEnv, 1) << 20
+	fd, err := unix.MemfdCreate("memory-file", 0)
+	if err == nil {
+		err = unix.Ftruncate(fd, int64(n))
+	}
+	var b []byte
+	if err == nil {
+		b, err = unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	for i := 0; i < n; i += 4096 {
+		b[i] = 1
+	}
+	fmt.Println("ready")
+	time.Sleep(helperLife)
 	return 0
 }
 

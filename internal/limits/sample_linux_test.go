@@ -53,6 +53,33 @@ func TestSampleMemorySpreadOverProcesses(t *testing.T) {
 	}
 }
 
+// TestSampleGVisorCountsMemoryFileOnce: a process that holds and maps a
+// 64 MiB memfd, as runsc's sandbox process does its memory file, counts
+// it once under SampleGVisor's measure (anonymous memory plus what is
+// held). Control: Sample's measure, resident shmem plus what is held,
+// counts it twice.
+func TestSampleGVisorCountsMemoryFileOnce(t *testing.T) {
+	c := start(t, "memfd-map", []string{mbEnv + "=64"}, nil)
+	if l := c.line(t); l != "ready" {
+		t.Fatalf("memfd-map: %q", l)
+	}
+	pid := c.cmd.Process.Pid
+	for _, confirm := range []bool{false, true} { // RSS, then PSS
+		l := Limits{Memory: 1 << 40}
+		if confirm {
+			l.Memory = 1
+		}
+		naive := walker{root: pid}
+		if u := naive.sample(l); u.Memory < 128<<20 {
+			t.Fatalf("untested: Sample's measure (pss %v) counts %d MiB, not the memfd twice", confirm, u.Memory>>20)
+		}
+		gv := walker{root: pid, anonOnly: true}
+		if u := gv.sample(l); u.Memory < 64<<20 || u.Memory >= 96<<20 {
+			t.Errorf("SampleGVisor's measure (pss %v) counts %d MiB (held %d MiB), want the 64 MiB memfd once", confirm, u.Memory>>20, u.Held>>20)
+		}
+	}
+}
+
 func TestSampleUnderLimitIsQuiet(t *testing.T) {
 	// Negative control: four processes of 8 MiB stay under 200 MiB.
 	c := spread(t, 4, 8)
