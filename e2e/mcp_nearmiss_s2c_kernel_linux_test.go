@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sandbox-run/sandbox-run/internal/mcptest"
@@ -102,8 +103,68 @@ func TestMCPServerNearMiss(t *testing.T) {
 
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	var relaySampler sampler
-	m := startMCP(t, append([]string{"mcp", "--deny-server-request", "sampling/createMessage",
-		"--deny-tool", "write_file", "--audit", audit}, tail...), client.WithSamplingHandler(&relaySampler))
+	m := startMCP(t, append(append([]string{"mcp"}, serverNearMissFlags(audit)...), tail...), client.WithSamplingHandler(&relaySampler))
+	relayServerNearMisses(t, m, &relaySampler)
+	m.close()
+	checkServerNearMissAudit(t, audit)
+}
+
+// TestMCPHTTPServerNearMiss: the same near misses over Streamable HTTP
+// (`mcp --listen`), to mcp-go v1.2.1's Streamable HTTP client. There is
+// no straight HTTP control (the hostile server speaks stdio only): this
+// client reads the list result and the "ID" and "ping Method" requests
+// with encoding/json as its stdio transport does (TestMCPServerNearMiss's
+// control), but takes a message for a request only when it has an exact
+// "method" key, so "Method" alone is no request to it. Control here: an
+// exact sampling request reaches the client's handler through this relay.
+func TestMCPHTTPServerNearMiss(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	w := sandboxtest.WorkDir(t)
+	srv := goServer(t)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	// Sampling is not denied here: the control below shows an exact
+	// request reaches the client's handler over this transport.
+	h := startHTTPServer(t, 4*mcpTimeout, w, []string{srv, mcptest.HostileArg},
+		"--read", filepath.Dir(srv), "--deny-tool", "write_file", "--audit", audit)
+	var s sampler
+	tr, err := transport.NewStreamableHTTP(h.url,
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*mcpTimeout)
+	defer cancel()
+	m := &mcpSession{c: client.NewClient(tr, client.WithSamplingHandler(&s)), ctx: ctx, stderr: h.stderr}
+	if err := m.c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "sandbox-run-e2e", Version: "1"}
+	if _, err := m.c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v; sandbox-run stderr:\n%s", err, h.stderr)
+	}
+	relayServerNearMisses(t, m, &s)
+	req2 := mcp.CallToolRequest{}
+	req2.Params.Name = "sample"
+	r, err := m.c.CallTool(ctx, req2)
+	if err != nil || !strings.Contains(resultText(r), "sampling/createMessage: answered") || s.asked.Load() != 1 {
+		t.Errorf("control: an exact sampling/createMessage through the relay: %v %v, asked %d", r, err, s.asked.Load())
+	}
+	m.close()
+	checkServerNearMissAudit(t, audit)
+}
+
+// serverNearMissFlags are the relay's flags: the requests and the tool
+// the near misses would smuggle past are denied.
+func serverNearMissFlags(audit string) []string {
+	return []string{"--deny-server-request", "sampling/createMessage", "--deny-tool", "write_file", "--audit", audit}
+}
+
+// relayServerNearMisses sends the near misses through the relay m and
+// wants none to reach the client.
+func relayServerNearMisses(t *testing.T, m *mcpSession, s *sampler) {
+	t.Helper()
 	for _, v := range serverNearMisses {
 		if got := nearMissTool(t, m, v.variant); got == "answered" {
 			t.Errorf("%s: the client answered the near miss through the relay", v.variant)
@@ -111,7 +172,7 @@ func TestMCPServerNearMiss(t *testing.T) {
 	}
 	// The relay forwards in order: a request forwarded before the tool's
 	// result would have reached the handler by now or never.
-	if n := relaySampler.asked.Load(); n != 0 {
+	if n := s.asked.Load(); n != 0 {
 		t.Errorf("the client was asked to sample %d times through the relay, want 0", n)
 	}
 	for _, v := range listNearMisses {
@@ -127,8 +188,6 @@ func TestMCPServerNearMiss(t *testing.T) {
 	if r, err := m.c.CallTool(m.ctx, req); err != nil || resultText(r) != "hi" {
 		t.Errorf("control: echo through the relay: %v %v", r, err)
 	}
-	m.close()
-	checkServerNearMissAudit(t, audit)
 }
 
 // checkServerNearMissAudit wants a refusal for each of serverNearMisses
