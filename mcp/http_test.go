@@ -220,3 +220,61 @@ func TestServeHTTPSessions(t *testing.T) {
 		t.Fatal("ServeHTTP did not return after ctx ended")
 	}
 }
+
+// TestSessionRouteProgress: a progress notification goes on the POST
+// stream of the request whose _meta.progressToken it names, ahead of the
+// response that ends that stream, even with a GET stream open; on the GET
+// stream a client may read it after the response, when it no longer
+// listens (the conformance suite's tools-call-with-progress failed that
+// way through the relay). Control: a notification with no token, or a
+// token no request asked for, still goes on the GET stream.
+func TestSessionRouteProgress(t *testing.T) {
+	s := &httpSession{log: slog.New(slog.DiscardHandler), waiting: map[string]*sseStream{},
+		done: make(chan struct{}), maxPending: 4, maxLine: 1 << 20}
+	req := func(line string) envelope {
+		e, err := parseEnvelope([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	s.get = newStream("")
+	other := newStream("n:1")
+	other.progress = progressKey(req(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`), "_meta")
+	post := newStream("n:2")
+	post.progress = progressKey(req(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","_meta":{"progressToken":"t\u0031"}}}`), "_meta")
+	s.posts = []*sseStream{other, post}
+	got := make(chan *sseStream, 3)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, st := range []*sseStream{s.get, other, post} {
+		go func() {
+			for {
+				select {
+				case <-st.msgs:
+					got <- st
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	for _, tc := range []struct {
+		line string
+		want *sseStream
+	}{
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1}}`, post},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t9","progress":1}}`, s.get},
+		{`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, s.get},
+	} {
+		s.route([]byte(tc.line))
+		select {
+		case st := <-got:
+			if st != tc.want {
+				t.Errorf("%s went on stream %q (progress %q), want %q", tc.line, st.idKey, st.progress, tc.want.idKey)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s reached no stream", tc.line)
+		}
+	}
+}

@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -39,9 +41,12 @@ type httpSession struct {
 
 // sseStream is one open response stream.
 type sseStream struct {
-	idKey  string // the request a POST stream answers; "" for GET
-	msgs   chan sseMsg
-	closed chan struct{} // its handler has returned
+	idKey string // the request a POST stream answers; "" for GET
+	// progress is the progress token its request asked for
+	// (progressKey), "" for none.
+	progress string
+	msgs     chan sseMsg
+	closed   chan struct{} // its handler has returned
 }
 
 type sseMsg struct {
@@ -133,7 +138,11 @@ func (s *httpSession) route(line []byte) {
 		}
 		return
 	}
-	for _, st := range s.targets() {
+	progress := ""
+	if e.method == "notifications/progress" {
+		progress = progressKey(e, "")
+	}
+	for _, st := range s.targets(progress) {
 		if st.deliver(sseMsg{b: line}, s.done) {
 			return
 		}
@@ -154,11 +163,20 @@ func (s *httpSession) route(line []byte) {
 }
 
 // targets are the streams a server-initiated message may go on, in order
-// of preference: the GET stream, then the POST streams, oldest first.
-func (s *httpSession) targets() []*sseStream {
+// of preference: the POST stream of the request whose progress token a
+// progress notification names (it must arrive before that request's
+// response, which ends the same stream: on the GET stream a client may
+// read it after the response, when it no longer listens for it), the GET
+// stream, then the POST streams, oldest first.
+func (s *httpSession) targets(progress string) []*sseStream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ts []*sseStream
+	for _, p := range s.posts {
+		if progress != "" && p.progress == progress {
+			ts = append(ts, p)
+		}
+	}
 	if s.get != nil {
 		ts = append(ts, s.get)
 	}
@@ -170,6 +188,7 @@ func (s *httpSession) targets() []*sseStream {
 // relay has the request.
 func (s *httpSession) request(w http.ResponseWriter, r *http.Request, line []byte, e envelope, release func()) {
 	st := newStream(e.idKey)
+	st.progress = progressKey(e, "_meta")
 	s.mu.Lock()
 	var refuse string
 	switch {
@@ -254,4 +273,30 @@ func writeEvent(w io.Writer, msg []byte) error {
 	}, msg)
 	_, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
 	return err
+}
+
+// progressKey is the progress token in a message's params (under meta,
+// "_meta", for a request; at the top for notifications/progress), decoded
+// so that two spellings of one token match; "" when there is none.
+func progressKey(e envelope, meta string) string {
+	p, err := parseObject(e.obj["params"])
+	if err != nil {
+		return ""
+	}
+	if meta != "" {
+		if p, err = parseObject(p[meta]); err != nil {
+			return ""
+		}
+	}
+	var v any
+	if json.Unmarshal(p["progressToken"], &v) != nil {
+		return ""
+	}
+	switch v := v.(type) {
+	case string:
+		return "s:" + v
+	case float64:
+		return "n:" + strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return ""
 }
