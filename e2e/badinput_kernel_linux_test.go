@@ -213,7 +213,6 @@ func badInputs() []badInput {
 		{name: "runsc missing", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{D}/absent-runsc"), want: []string{"absent-runsc", "apt-get install -y runsc"}},
 		{name: "runsc in the workdir", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", "{W}"), want: []string{"lies in writable directory", "outside every --workdir"}},
 		{name: "runsc empty", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--runsc", ""), want: []string{"--runsc", "empty"}},
-		{name: "gvisor with memory", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--memory", "64M"), want: []string{"--memory", "--sandbox bwrap"}},
 		{name: "gvisor with pids", args: withCmd("run", "--workdir", "{W}", "--sandbox", "gvisor", "--pids", "64"), want: []string{"--pids", "cgroup"}},
 		// proxy
 		{name: "proxy without listen", args: []string{"proxy"}, want: []string{"--listen"}},
