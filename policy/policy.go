@@ -165,6 +165,9 @@ type Policy struct {
 	PassEnv []string `json:"pass_env,omitempty"`
 	// AllowHosts is the egress allow-list. Empty means no egress.
 	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// Presets name sets of allow-list entries for common registries and
+	// APIs (see Presets); ApplyPresets adds their hosts to AllowHosts.
+	Presets []string `json:"presets,omitempty"`
 	// EgressSocket, when set, is a node-wide egress proxy used instead of
 	// the built-in one.
 	EgressSocket string `json:"egress_socket,omitempty"`

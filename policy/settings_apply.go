@@ -1,0 +1,311 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/allowlist"
+)
+
+// feature is a sandbox-run capability that a settings key needs. A nil
+// apply means this build lacks it, and the key is refused with missing as
+// the reason; giving apply (a function that adds the key's entries to the
+// policy) is all it takes to turn the key to "applied".
+type feature struct {
+	missing string
+	fix     string
+	apply   func(p *Policy, entries []string)
+}
+
+// features are the capabilities settings keys need beyond what Policy
+// holds today.
+var features = map[string]feature{
+	"unix-socket": {missing: "a named Unix socket inside needs --unix-socket, which this build lacks",
+		fix: "remove the entry (the command reaches no host socket)"},
+	"publish": {missing: "a port the host can reach needs --publish, which this build lacks (the command may still listen on its own loopback)",
+		fix: "remove it or set it to false"},
+	"host-port": {missing: "a host's own loopback service needs --host-port, which this build lacks (the egress proxy never reaches loopback)",
+		fix: "remove the entry"},
+	"secret": {missing: "credential rules need --secret, which this build lacks (the command gets no variable and no home file unless named)",
+		fix: "remove the block; pass what the command needs with --pass-env"},
+	"tls": {missing: "TLS termination needs per-host TLS rules, which this build lacks",
+		fix: "remove the block"},
+}
+
+// needs is a key whose non-empty list or true value needs feature name.
+func needs(name string) handler {
+	return func(s *settingsRun, key string, raw json.RawMessage) error {
+		f := features[name]
+		var entries []string
+		var on bool
+		if strictDecode(raw, &on) != nil {
+			var err error
+			if entries, err = stringList(key, raw); err != nil {
+				// An object (credentials, tlsTerminate): on when not empty.
+				var m map[string]json.RawMessage
+				if strictDecode(raw, &m) != nil {
+					return err
+				}
+				on = len(m) > 0
+			}
+			on = on || len(entries) > 0
+		}
+		switch {
+		case !on:
+			s.note(key, StatusHeld, "empty or false: nothing asked")
+		case f.apply == nil:
+			return &SettingsError{Key: key, Reason: f.missing, Fix: f.fix, Missing: name}
+		default:
+			f.apply(&s.p, entries)
+			s.note(key, StatusApplied, "%s", strings.Join(entries, ", "))
+		}
+		return nil
+	}
+}
+
+// unsupported is a key sandbox-run refuses whatever its value, for why.
+func unsupported(why, fix string) handler {
+	return func(s *settingsRun, key string, raw json.RawMessage) error {
+		return &SettingsError{Key: key, Reason: why, Fix: fix}
+	}
+}
+
+// hostList collects allowed (deny false) or denied hosts.
+func hostList(deny bool) handler {
+	return func(s *settingsRun, key string, raw json.RawMessage) error {
+		v, err := stringList(key, raw)
+		if err != nil {
+			return err
+		}
+		for i, h := range v {
+			e := hostEntry{key: fmt.Sprintf("%s[%d]", key, i), host: h}
+			if deny {
+				s.denyHosts = append(s.denyHosts, e)
+			} else {
+				s.allowHosts = append(s.allowHosts, e)
+			}
+		}
+		if len(v) == 0 {
+			s.note(key, StatusHeld, "empty")
+		}
+		return nil
+	}
+}
+
+// pathList collects one of the four path lists; resolve spells the
+// tool's path rules.
+func pathList(dst func(*settingsRun) *[]pathEntry, resolve func(SettingsBase, string) (string, error)) handler {
+	return func(s *settingsRun, key string, raw json.RawMessage) error {
+		v, err := stringList(key, raw)
+		if err != nil {
+			return err
+		}
+		for i, e := range v {
+			k := fmt.Sprintf("%s[%d]", key, i)
+			p, err := resolve(s.base, e)
+			if err != nil {
+				s.refuse(&SettingsError{Key: k, Reason: fmt.Sprintf("%q: %v", e, err), Fix: "write an absolute path, ~/path or a path relative to the workdir"})
+				continue
+			}
+			*dst(s) = append(*dst(s), pathEntry{key: k, spelled: e, path: p})
+		}
+		if len(v) == 0 {
+			s.note(key, StatusHeld, "empty")
+		}
+		return nil
+	}
+}
+
+// resolveSrt spells srt's rules: "~" and "~/" are the home, a relative
+// path is relative to the command's directory. A trailing "/**" is the
+// directory (as srt reads it on Linux); any other glob is refused, since
+// sandbox-run binds directories, not patterns.
+func resolveSrt(b SettingsBase, p string) (string, error) {
+	switch {
+	case p == "~":
+		p = b.Home
+	case strings.HasPrefix(p, "~/"):
+		if b.Home == "" {
+			return "", fmt.Errorf("the home directory is not known")
+		}
+		p = b.Home + p[1:]
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("~user is not expanded")
+	case !filepath.IsAbs(p):
+		p = filepath.Join(b.Workdir, p)
+	}
+	return literal(p)
+}
+
+// literal cleans p, drops a trailing "/**" and refuses other globs and
+// "..".
+func literal(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("the home directory is not known")
+	}
+	p = strings.TrimSuffix(p, "/**")
+	if strings.ContainsAny(p, "*?[") {
+		return "", fmt.Errorf("a glob pattern: sandbox-run mounts and protects whole paths, not patterns; list the paths themselves")
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("a '..' component")
+		}
+	}
+	return filepath.Clean(p), nil
+}
+
+// finish judges the collected hosts and paths.
+func (s *settingsRun) finish() {
+	s.finishHosts()
+	s.finishWrite()
+	s.finishRead()
+}
+
+func (s *settingsRun) finishHosts() {
+	for _, a := range s.allowHosts {
+		if isLoopbackName(a.host) {
+			f := features["host-port"]
+			s.refuse(&SettingsError{Key: a.key, Reason: fmt.Sprintf("%q: %s", a.host, f.missing), Fix: f.fix, Missing: "host-port"})
+			continue
+		}
+		if _, err := allowlist.Parse([]string{a.host}); err != nil {
+			s.refuse(&SettingsError{Key: a.key, Reason: strings.TrimPrefix(err.Error(), "allowlist: "), Fix: allowHostFix})
+			continue
+		}
+		if d, ok := s.deniedBy(a.host); ok {
+			s.note(a.key, StatusHeld, "%q left out: %s denies it", a.host, d.key)
+			continue
+		}
+		s.p.AllowHosts = appendNew(s.p.AllowHosts, a.host)
+		detail := fmt.Sprintf("%q allowed", a.host)
+		if _, port := splitHostPort(a.host); port == "" {
+			detail += " on ports 80 and 443 (srt: any port; write host:* for every port)"
+		}
+		s.note(a.key, StatusApplied, "%s", detail)
+	}
+	for _, d := range s.denyHosts {
+		s.finishDenied(d)
+	}
+}
+
+// finishDenied holds a denied host: sandbox-run refuses every host its
+// allow-list does not name, so a deny entry is held unless an allowed
+// wildcard still covers it (an exception sandbox-run cannot express).
+func (s *settingsRun) finishDenied(d hostEntry) {
+	dh, _ := splitHostPort(d.host)
+	for _, a := range s.allowHosts {
+		ah, _ := splitHostPort(a.host)
+		if dh != "*" && !strings.HasPrefix(dh, "*.") && strings.HasPrefix(ah, "*.") && strings.HasSuffix(strings.ToLower(dh), strings.ToLower(ah[1:])) {
+			s.refuse(&SettingsError{Key: d.key, Reason: fmt.Sprintf("%q lies under the allowed %q (%s): sandbox-run's allow-list has no exceptions", d.host, a.host, a.key),
+				Fix: "list the allowed subdomains one by one instead of " + a.host})
+			return
+		}
+	}
+	s.note(d.key, StatusHeld, "%q is refused: sandbox-run refuses every host its allow-list does not name", d.host)
+}
+
+// deniedBy says which denied entry covers the allowed host h whole (the
+// denied entry wins in srt).
+func (s *settingsRun) deniedBy(h string) (hostEntry, bool) {
+	ah, ap := splitHostPort(h)
+	for _, d := range s.denyHosts {
+		dh, dp := splitHostPort(d.host)
+		if dp != "" && dp != ap {
+			continue
+		}
+		l, dl := strings.ToLower(ah), strings.ToLower(dh)
+		if dl == "*" || l == dl || (strings.HasPrefix(dl, "*.") && strings.HasSuffix(l, dl[1:])) {
+			return d, true
+		}
+	}
+	return hostEntry{}, false
+}
+
+func splitHostPort(h string) (host, port string) {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.Index(h, "]"); i > 0 {
+			return h[1:i], strings.TrimPrefix(h[i+1:], ":")
+		}
+	}
+	if i := strings.LastIndex(h, ":"); i >= 0 && strings.Count(h, ":") == 1 {
+		return h[:i], h[i+1:]
+	}
+	return h, ""
+}
+
+func isLoopbackName(h string) bool {
+	host, _ := splitHostPort(h)
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+func appendNew(list []string, v string) []string {
+	for _, e := range list {
+		if e == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+// deniedAddresses holds addresses an allowed host must not resolve to:
+// sandbox-run never reaches loopback, link-local and metadata addresses,
+// and reaches a private one only when an address entry names it. A public
+// address, or a private one an address entry reopens, is refused: there is
+// no per-address deny list.
+func deniedAddresses() handler {
+	return func(s *settingsRun, key string, raw json.RawMessage) error {
+		v, err := stringList(key, raw)
+		if err != nil {
+			return err
+		}
+		for i, e := range v {
+			k := fmt.Sprintf("%s[%d]", key, i)
+			pfx, err := netip.ParsePrefix(e)
+			if err != nil {
+				a, aerr := netip.ParseAddr(e)
+				if aerr != nil {
+					return &SettingsError{Key: k, Reason: fmt.Sprintf("%q is not an address or CIDR", e), Fix: "write e.g. 10.0.0.0/8"}
+				}
+				pfx = netip.PrefixFrom(a, a.BitLen())
+			}
+			a := pfx.Masked().Addr()
+			refused := a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast()
+			if !refused && !(a.IsPrivate() && !s.namesAddress()) {
+				return &SettingsError{Key: k, Reason: fmt.Sprintf("%q: sandbox-run has no per-address deny list beyond its refused ranges", e),
+					Fix: "remove the entry, or allow hosts by name only (no address entries)"}
+			}
+			s.note(k, StatusHeld, "%q: a refused range (loopback, link-local, private unless an address entry names it)", e)
+		}
+		return nil
+	}
+}
+
+// namesAddress reports whether an allowed entry is an address or CIDR.
+func (s *settingsRun) namesAddress() bool {
+	for _, h := range append(append([]string(nil), s.p.AllowHosts...), hostsOf(s.allowHosts)...) {
+		host, _ := splitHostPort(h)
+		if _, err := netip.ParseAddr(host); err == nil {
+			return true
+		}
+		if _, err := netip.ParsePrefix(host); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func hostsOf(es []hostEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.host)
+	}
+	return out
+}
