@@ -321,3 +321,13 @@ func heldBoolOrNumber(why string) handler {
 		return nil
 	}
 }
+
+// Profile returns the policy as a profile (the --config format): what
+// `sandbox-run import` prints. Parse reads it back as the same Policy.
+func (s Settings) Profile() ([]byte, error) {
+	b, err := json.MarshalIndent(s.Policy, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -107,7 +108,7 @@ func pathList(dst func(*settingsRun) *[]pathEntry, resolve func(SettingsBase, st
 			k := fmt.Sprintf("%s[%d]", key, i)
 			p, err := resolve(s.base, e)
 			if err != nil {
-				s.refuse(&SettingsError{Key: k, Reason: fmt.Sprintf("%q: %v", e, err), Fix: "write an absolute path, ~/path or a path relative to the workdir"})
+				s.refuse(&SettingsError{Key: k, Reason: fmt.Sprintf("%q: %v", e, err), Fix: pathFix(err, "write an absolute path, ~/path or a path relative to the workdir")})
 				continue
 			}
 			*dst(s) = append(*dst(s), pathEntry{key: k, spelled: e, path: p})
@@ -140,6 +141,17 @@ func resolveSrt(b SettingsBase, p string) (string, error) {
 	return literal(p)
 }
 
+// errGlob is a path with a glob pattern sandbox-run cannot hold.
+var errGlob = errors.New("a glob pattern: sandbox-run mounts and protects whole paths, not patterns")
+
+// pathFix is the fix for a path resolve refused.
+func pathFix(err error, spelling string) string {
+	if errors.Is(err, errGlob) {
+		return "list the paths themselves, or remove the entry"
+	}
+	return spelling
+}
+
 // literal cleans p, drops a trailing "/**" and refuses other globs and
 // "..".
 func literal(p string) (string, error) {
@@ -148,7 +160,7 @@ func literal(p string) (string, error) {
 	}
 	p = strings.TrimSuffix(p, "/**")
 	if strings.ContainsAny(p, "*?[") {
-		return "", fmt.Errorf("a glob pattern: sandbox-run mounts and protects whole paths, not patterns; list the paths themselves")
+		return "", errGlob
 	}
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {

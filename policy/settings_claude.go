@@ -126,7 +126,7 @@ func permissionRules(deny bool) handler {
 func (s *settingsRun) rulePath(k, tool, arg string, deny bool) {
 	p, err := resolveClaudeRule(s.base, arg)
 	if err != nil {
-		s.refuse(&SettingsError{Key: k, Reason: fmt.Sprintf("%q: %v", arg, err), Fix: "write //absolute, ~/path, /project-path or ./path"})
+		s.refuse(&SettingsError{Key: k, Reason: fmt.Sprintf("%q: %v", arg, err), Fix: pathFix(err, "write //absolute, ~/path, /project-path or ./path")})
 		return
 	}
 	e := pathEntry{key: k, spelled: arg, path: p}

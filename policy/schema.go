@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// SchemaID is the $id of the profile's JSON Schema.
+const SchemaID = "https://github.com/sandbox-run/sandbox-run/profile.schema.json"
+
+// fieldDocs describes each profile field for editors. Schema refuses to
+// build when a field of Policy has no line here, so that a new field
+// cannot ship without its schema entry.
+var fieldDocs = map[string]string{
+	"workdir":       "writable directory, at the same path inside; the command's current directory (absolute)",
+	"write":         "further writable directories (absolute)",
+	"read":          "further read-only paths (absolute)",
+	"protect":       "further protected paths: relative ones in every writable directory, absolute ones in one",
+	"unprotect":     "built-in protected paths to drop (each a warning in the report)",
+	"env":           "variables for the command; nothing of the caller's environment is passed otherwise",
+	"pass_env":      "variables copied from sandbox-run's environment",
+	"allow_hosts":   "egress allow-list: host, *.domain, host:port, host:*, IP literal or CIDR; empty means no egress",
+	"presets":       "named host sets for common registries and APIs (sandbox-run presets)",
+	"egress_socket": "a node-wide egress proxy's Unix socket, used instead of the built-in proxy",
+	"llm_socket":    "an LLM proxy's Unix socket, forwarded to a loopback port inside (SANDBOX_LLM_URL)",
+	"llm_env":       "further variables that get the LLM channel's URL",
+	"ptrace":        "allow ptrace in the seccomp filter",
+	"sandbox":       "the mechanism",
+	"uid":           "host uid the sandbox runs under when sandbox-run is root (default 65534)",
+	"gid":           "host gid the sandbox runs under when sandbox-run is root (default 65534)",
+	"tmp_size":      "size of the private /tmp: bytes, or a string such as \"256M\"",
+	"shm_size":      "size of the private /dev/shm: bytes, or a string such as \"64M\"",
+	"timeout":       "end the whole sandbox after this long, e.g. \"90s\"",
+	"memory":        "memory ceiling of the whole sandbox: bytes, a string such as \"512M\", or \"none\"",
+	"pids":          "task ceiling of the whole sandbox",
+	"cpu_time":      "CPU time limit of the whole sandbox, e.g. \"30s\"",
+	"nofile":        "open-file limit per process",
+	"fsize":         "largest file a process may write: bytes, or a string such as \"1G\"",
+	"home":          "an existing directory that becomes $HOME, writable (absolute)",
+	"session":       "a named home kept between runs of the same session",
+	"caches":        "shared toolchain caches",
+	"cgroup_base":   "a delegated cgroup v2 directory for the run's cgroup (absolute)",
+}
+
+// Schema returns the JSON Schema (draft 2020-12) of a profile, built from
+// the Policy type itself: one property per field, no other property
+// allowed (Parse refuses unknown fields too). It refuses to build when a
+// field has a type it does not know how to spell or no entry in
+// fieldDocs.
+func Schema() ([]byte, error) {
+	props := map[string]any{}
+	t := reflect.TypeFor[Policy]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			return nil, fmt.Errorf("policy: schema: field %s has no JSON name", f.Name)
+		}
+		doc, ok := fieldDocs[name]
+		if !ok {
+			return nil, fmt.Errorf("policy: schema: field %s (%q) has no description in fieldDocs", f.Name, name)
+		}
+		s, err := fieldSchema(name, f.Type)
+		if err != nil {
+			return nil, err
+		}
+		s["description"] = doc
+		props[name] = s
+	}
+	if len(props) != len(fieldDocs) {
+		return nil, fmt.Errorf("policy: schema: fieldDocs describes %d fields, Policy has %d", len(fieldDocs), len(props))
+	}
+	return json.MarshalIndent(map[string]any{
+		"$schema":              "https://json-schema.org/draft/2020-12/schema",
+		"$id":                  SchemaID,
+		"title":                "sandbox-run profile (--config)",
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties":           props,
+	}, "", "  ")
+}
+
+// fieldSchema spells one field's type, with the enumerations Validate
+// holds for names.
+func fieldSchema(name string, t reflect.Type) (map[string]any, error) {
+	strs := map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+	switch {
+	case name == "sandbox":
+		return map[string]any{"enum": []string{string(ModeAuto), string(ModeBwrap), string(ModeLandlock), string(ModeGvisor), string(ModeSeatbelt), string(ModeOff)}}, nil
+	case name == "presets":
+		strs["items"] = map[string]any{"enum": PresetNames()}
+		return strs, nil
+	case name == "caches":
+		strs["items"] = map[string]any{"enum": CacheNames()}
+		return strs, nil
+	case name == "memory":
+		return map[string]any{"type": []string{"integer", "string"}}, nil
+	case contains(sizeFields, name):
+		return map[string]any{"type": []string{"integer", "string"}}, nil
+	case t == reflect.TypeFor[Duration]():
+		return map[string]any{"type": "string"}, nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}, nil
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}, nil
+	case reflect.Int, reflect.Int64:
+		return map[string]any{"type": "integer", "minimum": 0}, nil
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return strs, nil
+		}
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String {
+			return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}, nil
+		}
+	}
+	return nil, fmt.Errorf("policy: schema: field %q has type %s, which Schema does not spell", name, t)
+}
