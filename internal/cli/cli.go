@@ -70,6 +70,12 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "pin":
 		return pinCmd(ctx, args[1:], stdio, sigs)
+	case "import":
+		return importCmd(args[1:], stdio)
+	case "presets":
+		return presetsCmd(args[1:], stdio)
+	case "schema":
+		return schemaCmd(args[1:], stdio)
 	case "version", "--version":
 		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
@@ -77,7 +83,7 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		usage(stdio.Stdout)
 		return 0
 	}
-	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, proxy, check, setup or version (sandbox-run help)", args[0]))
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, proxy, check, setup, import, presets, schema or version (sandbox-run help)", args[0]))
 }
 
 // version is Version as stamped at build time (make build, make install);
@@ -119,6 +125,9 @@ func usage(w io.Writer) {
   sandbox-run mcp [flags] -- SERVER [ARG...]    MCP relay in front of a sandboxed server
   sandbox-run pin save|diff [flags] -- SERVER   write a pin of what SERVER shows, or diff it with --pin-from FILE
   sandbox-run setup [--dry-run]                 as root on Ubuntu 24.04+: load Ubuntu's bwrap AppArmor profile
+  sandbox-run import srt|claude FILE            print the profile equivalent to srt's or Claude Code's sandbox settings
+  sandbox-run presets                           what each --preset allows
+  sandbox-run schema                            the profile's JSON Schema
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.
 `)
@@ -148,6 +157,8 @@ type runFlags struct {
 	cgroupBase                  string
 	home, session               string
 	caches                      []string
+	settings                    string   // --settings: srt's or Claude Code's settings file
+	presets                     []string // --preset
 	dryRun, summary, verbose    bool
 	tty, noTTY                  bool
 }
@@ -169,6 +180,8 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.home, "home", "", "an existing directory that becomes $HOME, writable (default: the private /tmp, never the workdir)")
 	fs.StringVar(&f.session, "session", "", "a named home kept in sandbox-run's data dir that persists between runs of this session")
 	fs.StringArrayVar(&f.caches, "cache", nil, "share this toolchain cache between your runs: npm, pip, go, cargo, uv (repeatable)")
+	fs.StringArrayVar(&f.presets, "preset", nil, "allow a registry's or API's hosts: "+strings.Join(policy.PresetNames(), ", ")+" (repeatable; sandbox-run presets)")
+	fs.StringVar(&f.settings, "settings", "", "srt's or Claude Code's settings file (JSON), read as those tools read it (docs/settings.md)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
@@ -214,7 +227,7 @@ func commandArgs(fs *pflag.FlagSet) []string {
 
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
-var runNonEmpty = []string{"workdir", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
+var runNonEmpty = []string{"workdir", "settings", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
 	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // absPath checks the path given to --flag and makes it absolute against

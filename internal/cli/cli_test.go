@@ -227,7 +227,8 @@ func TestWatchFirstKeepsEveryByte(t *testing.T) {
 // field from its own value, over the profile's.
 func TestPolicyFlags(t *testing.T) {
 	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true,
-		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true}
+		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true,
+		"settings": true} // --settings adds to the fields after the flags (TestSettingsFlag)
 	rows := map[string]bool{}
 	f := newRunFlags()
 	for _, pf := range policyFlags {
@@ -264,6 +265,7 @@ func TestPolicyFlags(t *testing.T) {
 		{"cache", "go", func(p policy.Policy) any { return strings.Join(p.Caches, ",") }, "go"},
 		{"pass-env", "TOKEN", func(p policy.Policy) any { return strings.Join(p.PassEnv, ",") }, "TOKEN"},
 		{"allow-host", "example.com", func(p policy.Policy) any { return strings.Join(p.AllowHosts, ",") }, "example.com"},
+		{"preset", "npm", func(p policy.Policy) any { return strings.Join(p.Presets, ",") + " " + strings.Join(p.AllowHosts, ",") }, "npm p.example,registry.npmjs.org"},
 		{"egress-socket", "/e.sock", func(p policy.Policy) any { return p.EgressSocket }, "/e.sock"},
 		{"llm-socket", "/l.sock", func(p policy.Policy) any { return p.LLMSocket }, "/l.sock"},
 		{"llm-env", "BASE_URL", func(p policy.Policy) any { return strings.Join(p.LLMEnv, ",") }, "BASE_URL"},

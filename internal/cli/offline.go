@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -16,17 +17,24 @@ import (
 type netTool struct{ hosts, settings string }
 
 var (
-	npmTool = netTool{"registry.npmjs.org", "npm_config_offline=true, npm_config_fetch_retries=0"}
-	pipTool = netTool{"pypi.org --allow-host files.pythonhosted.org", "PIP_RETRIES=0"}
-	uvTool  = netTool{"pypi.org --allow-host files.pythonhosted.org", "UV_OFFLINE=1"}
+	npmTool = netTool{presetHosts("npm"), "npm_config_offline=true, npm_config_fetch_retries=0"}
+	pipTool = netTool{presetHosts("pip"), "PIP_RETRIES=0"}
+	uvTool  = netTool{presetHosts("pip"), "UV_OFFLINE=1"}
 )
+
+// presetHosts spells a preset's hosts (policy's one table of registry
+// hosts) as the --allow-host flags that allow them.
+func presetHosts(name string) string {
+	p, _ := policy.LookupPreset(name)
+	return strings.Join(p.Hosts, " --allow-host ")
+}
 
 // netTools are the common package managers and fetchers by program name.
 var netTools = map[string]netTool{
 	"npm": npmTool, "npx": npmTool, "pnpm": npmTool, "yarn": npmTool,
 	"pip": pipTool, "pip3": pipTool, "uv": uvTool, "uvx": uvTool,
-	"go":    {"proxy.golang.org --allow-host sum.golang.org", "GOPROXY=off"},
-	"cargo": {"index.crates.io --allow-host static.crates.io", "CARGO_NET_OFFLINE=true"},
+	"go":    {presetHosts("go"), "GOPROXY=off"},
+	"cargo": {presetHosts("cargo"), "CARGO_NET_OFFLINE=true"},
 	"git":   {"github.com (the remote's host)", ""}, "curl": {"HOST", ""}, "wget": {"HOST", ""},
 }
 

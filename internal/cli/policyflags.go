@@ -43,6 +43,7 @@ var policyFlags = []policyFlag{
 	{"cache", func(f *runFlags, p *policy.Policy) error { p.Caches = f.caches; return nil }},
 	{"pass-env", func(f *runFlags, p *policy.Policy) error { p.PassEnv = f.passEnv; return nil }},
 	{"allow-host", func(f *runFlags, p *policy.Policy) error { p.AllowHosts = f.allowHost; return nil }},
+	{"preset", func(f *runFlags, p *policy.Policy) error { p.Presets = f.presets; return nil }},
 	{"egress-socket", func(f *runFlags, p *policy.Policy) (err error) {
 		p.EgressSocket, err = absPath("egress-socket", f.egressSocket)
 		return err
@@ -144,7 +145,7 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		}
 		p.Workdir = wd
 	}
-	return p, nil
+	return f.applySettingsAndPresets(p)
 }
 
 // absPaths makes each path of a repeatable --flag absolute. Paths from
