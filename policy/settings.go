@@ -116,8 +116,8 @@ type Settings struct {
 	Format SettingsFormat
 	// Policy is the input policy with the file's keys applied.
 	Policy Policy
-	// Keys says, for every key the file holds, what became of it, in the
-	// file's key order sorted per object.
+	// Keys says, for every key the file holds, what became of it, sorted
+	// by key.
 	Keys []KeyOutcome
 }
 
@@ -155,6 +155,7 @@ func ParseSettings(format SettingsFormat, b []byte, base SettingsBase, p Policy)
 		s.refuse(err)
 	}
 	s.finish()
+	sort.SliceStable(s.out, func(i, j int) bool { return s.out[i].Key < s.out[j].Key })
 	out.Policy, out.Keys = s.p, s.out
 	return out, s.err
 }
