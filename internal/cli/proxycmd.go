@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandbox-run/sandbox-run/policy"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -82,11 +83,14 @@ func (f *proxyFlags) perm() (os.FileMode, error) {
 }
 
 // entries is the allow-list: the --allow-host entries, then the profile's
-// allow_hosts (re-read on every call).
+// allow_hosts and its presets' hosts (re-read on every call).
 func (f *proxyFlags) entries() ([]string, error) {
 	list := append([]string(nil), f.allow...)
 	if f.config != "" {
 		p, err := readProfile("config", f.config)
+		if err == nil {
+			p, err = policy.ApplyPresets(p) // the profile's presets are hosts too
+		}
 		if err != nil {
 			return nil, err
 		}
