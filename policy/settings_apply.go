@@ -208,10 +208,14 @@ func (s *settingsRun) finishHosts() {
 // allow-list does not name, so a deny entry is held unless an allowed
 // wildcard still covers it (an exception sandbox-run cannot express).
 func (s *settingsRun) finishDenied(d hostEntry) {
-	dh, _ := splitHostPort(d.host)
+	dh, dp := splitHostPort(d.host)
+	base := strings.ToLower(strings.TrimPrefix(dh, "*."))
 	for _, a := range s.allowHosts {
-		ah, _ := splitHostPort(a.host)
-		if dh != "*" && !strings.HasPrefix(dh, "*.") && strings.HasPrefix(ah, "*.") && strings.HasSuffix(strings.ToLower(dh), strings.ToLower(ah[1:])) {
+		ah, ap := splitHostPort(a.host)
+		if dp != "" && dp != ap && (ap != "" || (dp != "80" && dp != "443")) {
+			continue // the allowed entry never reaches the denied port
+		}
+		if dh != "*" && strings.HasPrefix(ah, "*.") && strings.HasSuffix(base, strings.ToLower(ah[1:])) {
 			s.refuse(&SettingsError{Key: d.key, Reason: fmt.Sprintf("%q lies under the allowed %q (%s): sandbox-run's allow-list has no exceptions", d.host, a.host, a.key),
 				Fix: "list the allowed subdomains one by one instead of " + a.host})
 			return
