@@ -125,10 +125,18 @@ func TestPresetUnknown(t *testing.T) {
 	}
 }
 
-// TestPresetRealTools runs the real npm and go through the egress proxy
+// aptUpdate runs apt-get update for one small suite, its lists and
+// cache in the private /tmp, as the sandbox's unprivileged uid.
+const aptUpdate = `mkdir -p /tmp/l/partial /tmp/c/archives/partial &&
+echo 'deb http://deb.debian.org/debian bookworm-updates main' > /tmp/s.list &&
+apt-get -o Dir::State::Lists=/tmp/l -o Dir::Cache=/tmp/c -o Dir::Etc::sourcelist=/tmp/s.list -o Dir::Etc::sourceparts=/nonexistent \
+ -o Debug::NoLocking=1 -o APT::Sandbox::User=nobody update`
+
+// TestPresetRealTools runs the real npm, go and apt through the egress proxy
 // with their preset; the control, with egress to another host only, fails.
-// Both registries are reachable from this machine; PyPI is not, so pip's
-// preset is checked only as a host list (policy's TestPresetsTable).
+// Those registries are reachable from this machine; PyPI and crates.io
+// are not, so the other presets are checked only as host lists (policy's
+// TestPresetsTable).
 func TestPresetRealTools(t *testing.T) {
 	needBwrap(t)
 	for _, tt := range []struct {
@@ -137,11 +145,13 @@ func TestPresetRealTools(t *testing.T) {
 		want         string
 	}{
 		{"npm", "npm", []string{"npm", "view", "is-number@7.0.0", "version"}, "7.0.0"},
+		// apt with its state in the private /tmp, one small suite.
+		{"debian", "apt-get", []string{"sh", "-c", aptUpdate}, "Get:1 http://deb.debian.org/debian bookworm-updates InRelease"},
 		{"go", "/usr/local/go/bin/go", []string{"/usr/local/go/bin/go", "mod", "download", "-json", "rsc.io/quote@v1.5.2"}, `"Sum": "h1:w5fcysjrx7yqtD/aO+QwRjYZOKnaM9Uh2b40tElTs3Y="`},
 	} {
 		t.Run(tt.preset, func(t *testing.T) {
 			if _, err := exec.LookPath(tt.tool); err != nil {
-				sandboxtest.Unavailable(t, tt.tool, "install it (npm: apt-get install -y npm; go: /usr/local/go)")
+				sandboxtest.Unavailable(t, tt.tool, "install it (npm: apt-get install -y npm; go: /usr/local/go; apt: Debian)")
 			}
 			w := sandboxtest.WorkDir(t)
 			env := []string{"--env", "GOTOOLCHAIN=local", "--env", "GOMODCACHE=/tmp/m", "--env", "GOCACHE=/tmp/c"}
