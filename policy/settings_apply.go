@@ -18,14 +18,17 @@ import (
 type feature struct {
 	missing string
 	fix     string
-	apply   func(p *Policy, entries []string)
+	// paths says the entries are paths: apply gets them resolved (~,
+	// relative to the workdir) and absolute.
+	paths bool
+	apply func(p *Policy, entries []string)
 }
 
 // features are the capabilities settings keys need beyond what Policy
 // holds today.
 var features = map[string]feature{
 	"unix-socket": {missing: "a named Unix socket inside needs --unix-socket, which this build lacks",
-		fix: "remove the entry (the command reaches no host socket)"},
+		fix: "remove the entry (the command reaches no host socket)", paths: true},
 	"publish": {missing: "a port the host can reach needs --publish, which this build lacks (the command may still listen on its own loopback)",
 		fix: "remove it or set it to false"},
 	"host-port": {missing: "a host's own loopback service needs --host-port, which this build lacks (the egress proxy never reaches loopback)",
@@ -42,8 +45,8 @@ func needs(name string) handler {
 		f := features[name]
 		var entries []string
 		var on bool
+		var err error
 		if strictDecode(raw, &on) != nil {
-			var err error
 			if entries, err = stringList(key, raw); err != nil {
 				// An object (credentials, tlsTerminate): on when not empty.
 				var m map[string]json.RawMessage
@@ -60,6 +63,14 @@ func needs(name string) handler {
 		case f.apply == nil:
 			return &SettingsError{Key: key, Reason: f.missing, Fix: f.fix, Missing: name}
 		default:
+			for i, e := range entries {
+				if !f.paths {
+					break
+				}
+				if entries[i], err = resolveSrt(s.base, e); err != nil {
+					return &SettingsError{Key: fmt.Sprintf("%s[%d]", key, i), Reason: fmt.Sprintf("%q: %v", e, err), Fix: "write an absolute path or ~/path"}
+				}
+			}
 			f.apply(&s.p, entries)
 			s.note(key, StatusApplied, "%s", strings.Join(entries, ", "))
 		}

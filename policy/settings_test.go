@@ -264,3 +264,19 @@ func TestSettingsDocExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestFeatureSwitch: a feature given its apply function turns its keys to
+// "applied", with path entries resolved; the lead's one-entry switch.
+func TestFeatureSwitch(t *testing.T) {
+	old := features["unix-socket"]
+	defer func() { features["unix-socket"] = old }()
+	var got []string
+	f := old
+	f.apply = func(p *Policy, entries []string) { got = entries }
+	features["unix-socket"] = f
+	s, err := parseTestSettings(t, FormatClaude, `{"sandbox":{"network":{"allowUnixSockets":["~/.ssh/agent-socket","/var/run/docker.sock"]}}}`)
+	o, _ := outcome(s, "sandbox.network.allowUnixSockets")
+	if err != nil || o.Status != StatusApplied || !reflect.DeepEqual(got, []string{"/home/me/.ssh/agent-socket", "/var/run/docker.sock"}) {
+		t.Errorf("err %v, outcome %+v, entries %v", err, o, got)
+	}
+}
