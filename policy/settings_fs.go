@@ -6,7 +6,7 @@ import (
 )
 
 // systemReadable are the directories every Linux sandbox mounts
-// read-only whole (the sandbox package binds the same list): a read deny
+// read-only whole (the sandbox package binds this list): a read deny
 // inside one cannot be held.
 var systemReadable = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 

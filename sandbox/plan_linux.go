@@ -18,7 +18,7 @@ import (
 
 // systemPaths are mounted read-only (or recreated as the same symlink) when
 // the host has them. Nothing else of the host's tree is visible.
-var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+var systemPaths = policy.SystemReadable() // one list: policy judges settings' read denies against it
 
 // procReadOnly and procHidden are /proc entries that are not namespaced:
 // they act on the whole host. The list is the one container runtimes use.
