@@ -326,18 +326,6 @@ func inotifyLimits(c limits.Inotify) []Limit {
 	}
 }
 
-// inotifyLost names the inotify ceiling as not held in rep (enforced
-// "none") and says why in a note: a default that could not be had is
-// named as lost, never claimed.
-func inotifyLost(rep *Report, why error) {
-	for i, l := range rep.Limits {
-		if l.Name == "inotify_instances" || l.Name == "inotify_watches" {
-			rep.Limits[i].Enforced = "none"
-		}
-	}
-	rep.Notes = append(rep.Notes, "the inotify ceiling is not held: "+why.Error())
-}
-
 func limitClass(k limits.Kind) ExitClass {
 	switch k {
 	case limits.MemoryLimit:

@@ -143,15 +143,6 @@ func (e *SetupError) Is(target error) bool { return target == ErrSetup }
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
-// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
-func bwrapErr(err error) error {
-	var be *bwrap.SetupError
-	if errors.As(err, &be) {
-		return &SetupError{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
-	}
-	return err
-}
-
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
 type ExecError struct {
@@ -286,8 +277,9 @@ type Options struct {
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
 	// protect tunes the protection of the writable directories for
-	// in-package tests (zero: as every run has it).
-	protect protectHooks
+	// in-package tests (zero: as every run has it). Only Linux's
+	// mechanisms protect paths this way.
+	protect protectHooks //lint:ignore U1000 read by the Linux mechanisms only
 }
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves
@@ -454,19 +446,6 @@ type Kernel struct {
 	Uname       string `json:"uname"`        // sysname release version machine
 	ProcVersion string `json:"proc_version"` // first line of /proc/version
 	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
-}
-
-// readbackOf is init's read-back as the report's; nil for nil.
-func readbackOf(rb *initproc.Readback) *Readback {
-	if rb == nil {
-		return nil
-	}
-	out := &Readback{PID: rb.PID, UID: rb.UID, GID: rb.GID, NoNewPrivs: rb.NoNewPrivs, Seccomp: rb.Seccomp,
-		CapEff: rb.CapEff, CapBnd: rb.CapBnd, UIDMap: rb.UIDMap, Namespaces: rb.Namespaces}
-	if k := rb.Kernel; k != nil {
-		out.Kernel = &Kernel{Uname: k.Uname, ProcVersion: k.ProcVersion, Dmesg: k.Dmesg}
-	}
-	return out
 }
 
 // LandlockReport is what --sandbox landlock set up.
