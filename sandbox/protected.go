@@ -11,8 +11,9 @@ type WalkReport struct {
 	Entries int `json:"entries"`
 	// GitDirs counts the git and common directories found inside the
 	// writable directories.
-	GitDirs int   `json:"git_dirs"`
-	Micros  int64 `json:"micros"`
+	GitDirs int `json:"git_dirs"`
+	// Micros is how long the walk took, in microseconds.
+	Micros int64 `json:"micros"`
 	// Complete is false when the walk left something out (a bound, a
 	// directory it could not list); Skipped says what and why.
 	Complete bool     `json:"complete"`
@@ -24,9 +25,13 @@ type WalkReport struct {
 // left (or, for a new git directory's config, rewritten without the
 // settings that run a program; the original is what was moved).
 type Quarantined struct {
+	// Path is where the thing was, absolute.
 	Path string `json:"path"`
-	To   string `json:"to"`
-	Why  string `json:"why"`
+	// To is where it was moved in sandbox-run's quarantine; "" when it
+	// was removed or rewritten in place (Why says which).
+	To string `json:"to"`
+	// Why says why it was taken out of the user's tree.
+	Why string `json:"why"`
 	// Run is the run during which the path was missing at start.
 	Run string `json:"run"`
 }
