@@ -46,11 +46,11 @@ var Formats = []Format{ClaudeProject, ClaudeUser, Codex, VSCode, Cursor, ClaudeD
 
 // Errors Rewrite returns, for errors.Is.
 var (
-	ErrFormat   = errors.New("unknown config format")
-	ErrParse    = errors.New("config does not parse")
-	ErrNoServer = errors.New("no such server")
+	ErrFormat       = errors.New("unknown config format")
+	ErrParse        = errors.New("config does not parse")
+	ErrNoServer     = errors.New("no such server")
 	ErrNotWrappable = errors.New("server cannot be wrapped")
-	ErrCheck    = errors.New("rewrite check failed")
+	ErrCheck        = errors.New("rewrite check failed")
 )
 
 // Options say how to rewrite.

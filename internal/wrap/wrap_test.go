@@ -32,7 +32,7 @@ var clients = []clientCase{
 		"containerised": "",
 	}},
 	{"claude-user/.claude.json", ClaudeUser, map[string]string{
-		"memory":                    "mcp --allow-host registry.npmjs.org --cache npm -- npx -y @modelcontextprotocol/server-memory",
+		"memory":                     "mcp --allow-host registry.npmjs.org --cache npm -- npx -y @modelcontextprotocol/server-memory",
 		"project /home/me/app/tools": "mcp --workdir /home/me/app --allow-host proxy.golang.org --allow-host sum.golang.org --cache go --pass-env GOFLAGS -- go run ./cmd/mcp",
 	}},
 	{"codex/config.toml", Codex, map[string]string{
