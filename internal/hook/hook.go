@@ -211,7 +211,7 @@ func truncate(s string) string {
 }
 
 // Quote makes s one word for a POSIX shell: single quotes, inside which
-// nothing is special, and each ' written as '\'' (end the quotes, a
+// nothing is special, and each ' written as '\” (end the quotes, a
 // quoted quote, open them again). Words of only safe characters stay
 // bare; '=' is not one of them (a first word holding it would be an
 // assignment).
