@@ -211,10 +211,10 @@ func truncate(s string) string {
 }
 
 // Quote makes s one word for a POSIX shell: single quotes, inside which
-// nothing is special, and each ' written as '\” (end the quotes, a
-// quoted quote, open them again). Words of only safe characters stay
-// bare; '=' is not one of them (a first word holding it would be an
-// assignment).
+// nothing is special, each single quote of s written as quote, backslash,
+// quote, quote (end the quoted part, a quoted quote, start again). Words
+// of only safe characters stay bare; '=' is not one of them (a first
+// word holding it would be an assignment).
 func Quote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@,+") == "" {
 		return s
