@@ -17,6 +17,7 @@
 package hook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +139,13 @@ func Rewrite(agent Agent, in []byte, opts Options) ([]byte, error) {
 		ti[k] = v
 	}
 	ti["command"], _ = json.Marshal(wrapped)
-	return json.Marshal(sp.answer(ti, "sandbox-run: the command runs inside sandbox-run (workdir "+workdir+")"))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // && stays readable in the agent's log
+	if err := enc.Encode(sp.answer(ti, "sandbox-run: the command runs inside sandbox-run (workdir "+workdir+")")); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // workdirOf is the directory the command runs in: the session's cwd, or

@@ -132,3 +132,33 @@ func temp(path string, b []byte, like fs.FileInfo) (string, error) {
 	}
 	return name, nil
 }
+
+// projectFiles are the project configs Locate looks for, in this order.
+var projectFiles = []string{".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json", ".gemini/settings.json"}
+
+// ErrNoConfig says Locate found no config, or more than one.
+var ErrNoConfig = errors.New("no single MCP config found")
+
+// Locate is the config wrap edits: arg, else the one project config in
+// dir; links are followed (a config kept in a dotfiles repository is
+// edited there, and the link stays).
+func Locate(arg, dir string) (string, error) {
+	if arg == "" {
+		var found []string
+		for _, f := range projectFiles {
+			p := filepath.Join(dir, f)
+			if _, err := os.Stat(p); err == nil {
+				found = append(found, p)
+			}
+		}
+		if len(found) != 1 {
+			return "", fmt.Errorf("%w in %s (found %d of %v)", ErrNoConfig, dir, len(found), projectFiles)
+		}
+		arg = found[0]
+	}
+	p, err := filepath.Abs(arg)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(p)
+}

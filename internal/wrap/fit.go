@@ -85,7 +85,7 @@ func fit(s Server, project, sandboxRun string) Outcome {
 	o := Outcome{Server: s}
 	switch {
 	case s.Remote != "":
-		o.Note = "left alone: a " + s.Remote + " server runs outside this machine's processes; nothing to sandbox"
+		o.Note = "left alone: a remote server (" + s.Remote + "), not a process of this machine; nothing to sandbox"
 		return o
 	case s.Command == "":
 		o.Note = "left alone: no command"
