@@ -105,6 +105,9 @@ func fit(s Server, project, sandboxRun string) Outcome {
 	default:
 		args = append(args, "--workdir", wd)
 	}
+	if r := scriptDir(s.Command, s.Args); r != "" && !within(r, workdirOf(s.Cwd, project)) {
+		args = append(args, "--read", r)
+	}
 	if l, ok := launcherOf(s.Command, s.Args); ok {
 		for _, h := range l.hosts {
 			args = append(args, "--allow-host", h)
@@ -134,4 +137,42 @@ func workdirOf(cwd, project string) string {
 		return cwd
 	}
 	return filepath.Join(project, cwd)
+}
+
+// interpreters run a script named by their first argument.
+var interpreters = map[string]bool{"node": true, "python": true, "python3": true, "deno": true, "bun": true, "ruby": true, "perl": true}
+
+// scriptDir is what the sandbox must read for an interpreter to run the
+// script at an absolute path in its args: the directory that holds the
+// script's node_modules (the package and its dependencies), else the
+// script's own directory. Empty for anything else.
+func scriptDir(command string, args []string) string {
+	if !interpreters[filepath.Base(command)] {
+		return ""
+	}
+	for _, a := range args {
+		if a == "run" && filepath.Base(command) == "deno" {
+			continue
+		}
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			return ""
+		}
+		if i := strings.Index(a, "/node_modules/"); i > 0 {
+			return a[:i]
+		}
+		return filepath.Dir(a)
+	}
+	return ""
+}
+
+// within says whether p is dir or lies under it.
+func within(p, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -53,6 +53,7 @@ var clients = []clientCase{
 	}},
 	{"desktop/claude_desktop_config.json", ClaudeDesktop, map[string]string{
 		"filesystem": "mcp --allow-host registry.npmjs.org --cache npm -- npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop /Users/me/Downloads",
+		"notes":      "mcp --read /opt/mcp -- node --no-warnings /opt/mcp/node_modules/notes-mcp/dist/index.js --dir /Users/me/Notes",
 		"weather":    "mcp --allow-host pypi.org --allow-host files.pythonhosted.org --cache pip -- pipx run weather-mcp",
 	}},
 	{"gemini/.gemini/settings.json", Gemini, map[string]string{
