@@ -38,7 +38,7 @@ var clients = []clientCase{
 	{"codex/config.toml", Codex, map[string]string{
 		"filesystem": "mcp --workdir /home/me/src --allow-host registry.npmjs.org --cache npm -- npx -y @modelcontextprotocol/server-filesystem /home/me/src",
 		"git-tools":  "mcp --allow-host pypi.org --allow-host files.pythonhosted.org --cache uv --pass-env GIT_AUTHOR_NAME --pass-env GIT_TOKEN --pass-env SSH_AUTH_SOCK -- uvx mcp-server-git",
-		"plain":      "mcp -- /usr/local/bin/my-server",
+		"plain":      "mcp --pass-env PLAIN_MODE -- /usr/local/bin/my-server",
 		"remote":     "",
 	}},
 	{"vscode/.vscode/mcp.json", VSCode, map[string]string{
@@ -331,5 +331,43 @@ func TestCodexInline(t *testing.T) {
 	}
 	if _, err := Rewrite("config.toml", content, Options{SandboxRun: sbx, Server: "inline"}); !errors.Is(err, ErrNotWrappable) {
 		t.Errorf("--server inline: %v", err)
+	}
+}
+
+// TestCheckCatchesStrayEdits: an output that differs from the input in
+// anything but the wrapped servers' command and args fails the check
+// (the mutation a wrong span would make).
+func TestCheckCatchesStrayEdits(t *testing.T) {
+	td := testdataDir(t)
+	for _, tc := range []struct{ file, from, to string }{
+		{"claude-user/.claude.json", `"numStartups": 42`, `"numStartups": 43`},
+		{"codex/config.toml", `startup_timeout_sec = 20`, `startup_timeout_sec = 21`},
+		{"vscode/.vscode/mcp.json", `"cwd": "${workspaceFolder}/tools"`, `"cwd": "${workspaceFolder}"`},
+	} {
+		path := filepath.Join(td, tc.file)
+		old, _ := os.ReadFile(path)
+		p, err := Rewrite(path, old, Options{SandboxRun: sbx, Home: "/home/me"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var servers []located
+		if p.Format == Codex {
+			servers, err = codexServers(old)
+		} else {
+			servers, err = jsonServers(p.Format, path, old, "/home/me")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.check(servers); err != nil {
+			t.Fatalf("%s: the unmutated plan fails the check: %v", tc.file, err)
+		}
+		if !bytes.Contains(p.New, []byte(tc.from)) {
+			t.Fatalf("%s: %q not in the output", tc.file, tc.from)
+		}
+		p.New = bytes.Replace(p.New, []byte(tc.from), []byte(tc.to), 1)
+		if err := p.check(servers); !errors.Is(err, ErrCheck) {
+			t.Errorf("%s: a stray edit passed the check: %v", tc.file, err)
+		}
 	}
 }
