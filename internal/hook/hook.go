@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -190,14 +191,22 @@ func sessionName(id string) string {
 	return b.String()
 }
 
+// sessionsKept says whether sandbox-run keeps session homes here: only
+// Linux does (elsewhere --session is refused, and every command with it
+// would be); without one, HOME is each run's private /tmp.
+const sessionsKept = runtime.GOOS == "linux"
+
 // Command is the shell command that runs command inside sandbox-run run
-// with workdir and the named session home.
+// with workdir and, on Linux, the named session home.
 func Command(command, workdir, session string, opts Options) (string, error) {
 	shell := opts.Shell
 	if shell == "" {
 		shell = "bash"
 	}
-	words := []string{opts.SandboxRun, "run", "--workdir", workdir, "--session", session}
+	words := []string{opts.SandboxRun, "run", "--workdir", workdir}
+	if sessionsKept {
+		words = append(words, "--session", session)
+	}
 	words = append(words, opts.RunFlags...)
 	words = append(words, "--", shell, "-c", command)
 	q := make([]string, len(words))
