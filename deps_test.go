@@ -72,6 +72,8 @@ func TestBinaryModules(t *testing.T) {
 		"github.com/spf13/pflag",                        // the command line
 		"golang.org/x/sys",
 		"golang.org/x/net", // BPF for the seccomp program, DNS messages for the matrix, netutil for mcp --listen
+		// sandbox-run wrap: decodes Codex's config.toml to check its own line edits.
+		"github.com/BurntSushi/toml",
 	}
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}}{{end}}", "./cmd/sandbox-run").Output()
 	if err != nil {
