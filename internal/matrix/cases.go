@@ -181,6 +181,13 @@ func (c Case) fieldProblems(idRE, varRE *regexp.Regexp) []string {
 			}
 		}
 	}
+	return append(bad, c.modeProblems()...)
+}
+
+// modeProblems checks the fields that name how the case runs and is
+// judged, and what it needs.
+func (c Case) modeProblems() []string {
+	var bad []string
 	if !oneOf(c.Network, "", "proxy", "node-proxy") || !oneOf(c.Control, "", "caller", "userns") ||
 		!oneOf(c.Launch, "", "fds", "pty", "sigkill") || !oneOf(c.Judge, "", "survivor", "dns-log", "host-file", "host-file-late", "pasteboard", "port-canary") {
 		bad = append(bad, "network, control, launch or judge has an unknown value")
