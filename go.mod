@@ -3,6 +3,7 @@ module github.com/sandbox-run/sandbox-run
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
