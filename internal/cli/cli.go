@@ -150,6 +150,7 @@ type runFlags struct {
 	caches                      []string
 	dryRun, summary, verbose    bool
 	tty, noTTY                  bool
+	devEnv                      bool
 }
 
 func newRunFlags() *runFlags {
@@ -194,6 +195,7 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	fs.BoolVar(&f.devEnv, "dev-env", true, "carry your git identity (user.name, user.email, init.defaultBranch) and toolchain directories in; --dev-env=false for neither")
 	strict(fs, runNonEmpty...)
 	return f
 }
