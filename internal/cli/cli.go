@@ -290,6 +290,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
+	printOutsideRepos(stdio.Stderr, pr.p)
 	res, err := sandbox.Run(ctx, pr.p, pr.cmd, opts)
 	if code, done := runOutcome(stdio, pr.audit, res, err); done {
 		return f.own(code)

@@ -116,7 +116,12 @@ type fixture struct {
 	// tmp is the TMPDIR of the runs the matrix kills (launch "sigkill"):
 	// such a run leaves its runtime directory behind until the next run
 	// of its mechanism sweeps it, and here the fixture's cleanup does.
-	tmp        string
+	tmp string
+	// cache is the confined runs' XDG_CACHE_HOME: what they quarantine
+	// (the cases plant protected files), their journals and bwrap's
+	// detection go there and are removed with the fixture, so that check
+	// leaves nothing in the caller's own quarantine.
+	cache      string
 	uid, gid   int
 	root       bool
 	can        *canaries
@@ -168,6 +173,10 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	fx.outside = filepath.Join(fx.base, "outside")
 	fx.flag = filepath.Join(fx.outside, "flag")
 	fx.tmp = filepath.Join(fx.base, "tmp")
+	fx.cache = filepath.Join(fx.base, "cache")
+	if err := os.Mkdir(fx.cache, 0o700); err != nil {
+		return nil, fail("cache dir", err)
+	}
 	for _, d := range []string{fx.outside, fx.tmp, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, fail(d, err)
@@ -585,7 +594,7 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + fx.base}
 		}
 	} else {
-		cmd.Env = os.Environ()
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+fx.cache)
 		if c.Launch == "sigkill" {
 			cmd.Env = append(cmd.Env, "TMPDIR="+fx.tmp)
 		}
