@@ -448,6 +448,7 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
 	}
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
+	printDeveloper(w, r.Developer)
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
 	}

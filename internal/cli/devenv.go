@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/sandbox-run/sandbox-run/devenv"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -26,4 +27,22 @@ func printOutsideRepos(w io.Writer, p policy.Policy) {
 	for _, r := range sandbox.OutsideRepos(p) {
 		fmt.Fprintf(w, "sandbox-run: note: %s is a git worktree of %s, which is outside the writable directories, so git there fails inside (\"not a git repository\"); fix: --write %s\n", r.Worktree, r.Repo, r.Repo)
 	}
+}
+
+// printDeveloper is --summary's line on what of the caller's setup the
+// command got: the git settings by name (never their values) and the
+// toolchain directories.
+func printDeveloper(w io.Writer, d *sandbox.DeveloperReport) {
+	if d == nil {
+		return
+	}
+	id := "none"
+	if len(d.GitIdentity) > 0 {
+		id = strings.Join(d.GitIdentity, ", ")
+	}
+	tc := "none"
+	if len(d.Toolchains) > 0 {
+		tc = strings.Join(d.Toolchains, ":")
+	}
+	fmt.Fprintf(w, "  developer    git identity: %s; toolchains on PATH: %s\n", id, tc)
 }

@@ -174,10 +174,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	fx.flag = filepath.Join(fx.outside, "flag")
 	fx.tmp = filepath.Join(fx.base, "tmp")
 	fx.cache = filepath.Join(fx.base, "cache")
-	if err := os.Mkdir(fx.cache, 0o700); err != nil {
-		return nil, fail("cache dir", err)
-	}
-	for _, d := range []string{fx.outside, fx.tmp, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
+	for _, d := range []string{fx.outside, fx.tmp, fx.cache, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, fail(d, err)
 		}
