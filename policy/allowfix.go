@@ -8,10 +8,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/allowlist"
 )
 
-// allowHostFixFor is the fix of the refused allow-list entry h: the exact
+// AllowHostFix is the fix of the refused allow-list entry h: the exact
 // entry to write instead when one can be read off h, or what to do when
-// no entry can allow it (loopback, metadata), else the general form.
-func allowHostFixFor(h string) string {
+// no entry can allow it (loopback, metadata), else the general form. It
+// does not say whether h is refused: allowlist.Parse does.
+func AllowHostFix(h string) string {
 	h = strings.TrimSpace(h)
 	if isLoopbackEntry(h) {
 		return "drop --allow-host " + h + ": the host's loopback services never reach the sandbox, by design; run the service inside the same sandbox (sandbox-run run -- sh -c 'SERVER & CLIENT'), or serve it on a private address and allow exactly that, e.g. --allow-host 10.0.0.5:8080"

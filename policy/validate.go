@@ -163,7 +163,7 @@ func (p Policy) validateNet() error {
 			return invalid("allow-host", "empty entry", "name a host, *.domain, host:port or an IP")
 		}
 		if _, err := allowlist.Parse([]string{h}); err != nil {
-			return invalid("allow-host", strings.TrimPrefix(err.Error(), "allowlist: "), allowHostFixFor(h))
+			return invalid("allow-host", strings.TrimPrefix(err.Error(), "allowlist: "), AllowHostFix(h))
 		}
 	}
 	for _, s := range []struct{ field, path string }{{"egress-socket", p.EgressSocket}, {"llm-socket", p.LLMSocket}} {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/devenv"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
@@ -45,4 +46,15 @@ func printDeveloper(w io.Writer, d *sandbox.DeveloperReport) {
 		tc = strings.Join(d.Toolchains, ":")
 	}
 	fmt.Fprintf(w, "  developer    git identity: %s; toolchains on PATH: %s\n", id, tc)
+}
+
+// allowListFix is the fix for a refused allow-list: that of its first
+// entry allowlist refuses, or the general form.
+func allowListFix(list []string) string {
+	for _, e := range list {
+		if _, err := allowlist.Parse([]string{e}); err != nil {
+			return policy.AllowHostFix(e)
+		}
+	}
+	return policy.AllowHostFix("")
 }
