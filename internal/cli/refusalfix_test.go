@@ -26,6 +26,7 @@ func TestRefusalFixesSpecific(t *testing.T) {
 		{"run CIDR host bits", []string{"run", "--workdir", wd, "--allow-host", "10.1.2.3/8", "--", "true"}, "fix: --allow-host 10.0.0.0/8\n", ExitRefused},
 		{"run refusal moved", []string{"run", "--workdir", wd, "--exit-code-refusal", "250", "--allow-host", "127.0.0.1", "--", "true"}, "fix: drop --allow-host 127.0.0.1:", 250},
 		{"run bad refusal code", []string{"run", "--workdir", wd, "--exit-code-refusal", "256", "--", "true"}, "fix: e.g. --exit-code-refusal 250\n", ExitRefused},
+		{"mcp refusal code", []string{"mcp", "--workdir", wd, "--exit-code-refusal", "250", "--", "true"}, "fix: leave out --exit-code-refusal\n", ExitRefused},
 		{"proxy localhost", []string{"proxy", "--listen", sock, "--allow-host", "localhost:8080"}, "fix: drop --allow-host localhost:8080:", ExitRefused},
 		{"proxy URL", []string{"proxy", "--listen", sock, "--allow-host", "https://example.com:8443/x"}, "fix: --allow-host example.com:8443\n", ExitRefused},
 	} {
