@@ -1,6 +1,8 @@
 package devenv
 
 import (
+	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -73,7 +75,30 @@ func unfit(t Toolchain, p policy.Policy, home string, reachable func(string) boo
 			return "the sandbox's uid cannot reach it (pass --read " + d + " after opening it to others, or run as that user)"
 		}
 	}
+	for _, d := range t.Show {
+		if !shown(d, nil) && !small(d, maxShownEntries) {
+			return fmt.Sprintf("%s holds more than %d entries, which every run would search for sockets; pass --read %s and --env PATH=%s:... yourself", d, maxShownEntries, d, t.Bin)
+		}
+	}
 	return ""
+}
+
+// maxShownEntries bounds a toolchain directory shown by default: every
+// --read path is searched for sockets and FIFOs on every run (and a run
+// over that search's budget is refused), so a large one (several rustup
+// toolchains with their documentation) is left to an explicit --read.
+const maxShownEntries = 50_000
+
+// small reports whether the tree at d has at most max entries.
+func small(d string, max int) bool {
+	n := 0
+	err := filepath.WalkDir(d, func(string, fs.DirEntry, error) error {
+		if n++; n > max {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return err == nil && n <= max
 }
 
 // within reports whether p is dir or lies under it.

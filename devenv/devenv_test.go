@@ -156,3 +156,16 @@ func TestReachable(t *testing.T) {
 		t.Errorf("/usr/bin reported unreachable")
 	}
 }
+
+func TestSmall(t *testing.T) {
+	d := t.TempDir()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		os.WriteFile(filepath.Join(d, n), nil, 0o644)
+	}
+	if small(d, 3) {
+		t.Errorf("5 entries reported within 3")
+	}
+	if !small(d, 5) {
+		t.Errorf("5 entries reported over 5")
+	}
+}
