@@ -32,6 +32,10 @@ func TestGitConfigHeldNotNetwork(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
 	gitRepoIn(t, w)
+	if os.Geteuid() == 0 {
+		// The repository is the sandbox's uid's, as a workdir is.
+		exec.Command("chown", "-R", "65534:65534", w).Run()
+	}
 	r := run(t, "", "run", "--workdir", w, "--", "git", "config", "user.name", "x")
 	if r.code == 0 || !strings.Contains(r.stderr, "is held read-only") {
 		t.Errorf("git config: exit %d, stderr %q; want the held-config hint", r.code, r.stderr)
