@@ -22,7 +22,7 @@ STATICCHECK := .cache/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 export GOTOOLCHAIN := local
 
-.PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet lint clean
+.PHONY: all deps deps-run build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet lint clean
 .PHONY: mcp-deps install uninstall
 .PHONY: e2e-sandbox test-vm container-rootfs
 .PHONY: bench-quick bench-go
@@ -31,6 +31,11 @@ all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# Only what running needs (bubblewrap, runsc): make demo installs no
+# test-only package.
+deps-run:
+	@scripts/install-deps.sh run
 
 # The real MCP servers the tests wrap, pinned in scripts/mcp-servers, into
 # .cache/mcp (needs node and npm; idempotent).
@@ -61,7 +66,7 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/sandbox-run $(DESTDIR)$(PREFIX)/bin/sandbox-run-init
 
-demo: deps build
+demo: deps-run build
 	@scripts/demo.sh $(BIN)
 
 vet: $(STATICCHECK)

@@ -41,6 +41,7 @@ var fieldDocs = map[string]string{
 	"home":          "an existing directory that becomes $HOME, writable (absolute)",
 	"session":       "a named home kept between runs of the same session",
 	"caches":        "shared toolchain caches",
+	"toolchains":    "directories put on the command's PATH ahead of the system ones, in order (absolute; each shown inside)",
 	"cgroup_base":   "a delegated cgroup v2 directory for the run's cgroup (absolute)",
 }
 

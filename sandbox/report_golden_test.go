@@ -89,6 +89,7 @@ func fullReport() Report {
 		Landlock:          &LandlockReport{ABI: 6, KernelABI: 7, NetworkByPort: true, Scoped: true, ReadbackNoNewPrivs: 1, ReadbackRootDenied: true},
 		Losses:            []Loss{{Name: "processes", Detail: "no PID namespace"}},
 		EnvironmentDigest: "sha256:11",
+		Developer:         &DeveloperReport{GitIdentity: []string{"user.name", "user.email"}, Toolchains: []string{"/usr/local/go/bin"}},
 	}
 }
 

@@ -444,6 +444,9 @@ type Report struct {
 	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+	// Developer is what of the caller's own setup the command got (see
+	// DeveloperReport); nil when it got none.
+	Developer *DeveloperReport `json:"developer,omitempty"`
 }
 
 // Readback is the kernel's view of the sandbox's confinement just before
@@ -634,6 +637,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
 	res, err := outcome(runTimed(ctx, p, cmd, opts))
+	if res != nil {
+		res.Report.Developer = developerReport(p)
+	}
 	var ee *ExecError
 	if errors.As(err, &ee) {
 		shown := shownInside(p)

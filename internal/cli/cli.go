@@ -167,6 +167,8 @@ type runFlags struct {
 	presets                     []string // --preset
 	dryRun, summary, verbose    bool
 	tty, noTTY                  bool
+	devEnv                      bool
+	refusalCode                 int
 }
 
 func newRunFlags() *runFlags {
@@ -213,6 +215,8 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	fs.IntVar(&f.refusalCode, "exit-code-refusal", ExitRefused, "exit with this status (1-255) instead of 125 when sandbox-run itself refuses or fails, so a command's own 125 stays apart")
+	fs.BoolVar(&f.devEnv, "dev-env", true, "carry your git identity (user.name, user.email, init.defaultBranch) and toolchain directories in; --dev-env=false for neither")
 	strict(fs, runNonEmpty...)
 	return f
 }
@@ -284,12 +288,15 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		usage: "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n",
 		noCmd: "no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]",
 		check: func() (err error) {
+			if err := f.checkRefusalCode(); err != nil {
+				return err
+			}
 			terminal, err = f.terminal(stdio)
 			return err
 		},
 	})
 	if done {
-		return code
+		return f.own(code)
 	}
 	if pr.audit != nil {
 		defer pr.audit.Close()
@@ -302,12 +309,13 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
+	printOutsideRepos(stdio.Stderr, pr.p)
 	res, err := sandbox.Run(ctx, pr.p, pr.cmd, opts)
 	if code, done := runOutcome(stdio, pr.audit, res, err); done {
-		return code
+		return f.own(code)
 	}
 	if code := f.writeReportFile(stdio.Stderr, res.Report, res.ExitCode); code != res.ExitCode {
-		return code
+		return f.own(code)
 	}
 	printOffline(stdio.Stderr, pr.cmd, res)
 	if f.summary {
@@ -318,7 +326,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.verbose {
 		printOneLine(stdio.Stderr, res)
 	}
-	return res.ExitCode
+	return f.exitOf(res)
 }
 
 // terminal says which terminal the command gets (nil: none) from --tty,
@@ -426,7 +434,7 @@ func writeReport(path string, r sandbox.Report) error {
 
 func printSummary(w io.Writer, res *sandbox.Result) {
 	r := res.Report
-	fmt.Fprintf(w, "isolation: tier %d (%s on %s), exit %d\n", r.Tier, r.Mechanism, r.Platform, res.ExitCode)
+	fmt.Fprintf(w, "isolation: tier %d (%s on %s), exit %d%s\n", r.Tier, r.Mechanism, r.Platform, res.ExitCode, exitWhose(r.Exit))
 	if r.Bwrap != nil {
 		fmt.Fprintf(w, "  bwrap        %s %s\n", r.Bwrap.Path, r.Bwrap.Version)
 		for _, a := range r.Bwrap.Advisories {
@@ -459,6 +467,7 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
 	}
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
+	printDeveloper(w, r.Developer)
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
 	}

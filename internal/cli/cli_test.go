@@ -228,6 +228,9 @@ func TestWatchFirstKeepsEveryByte(t *testing.T) {
 func TestPolicyFlags(t *testing.T) {
 	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true,
 		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true,
+		// dev-env adds what devenv gathers from the host after the
+		// policy is built; exit-code-refusal is the CLI's own status.
+		"dev-env": true, "exit-code-refusal": true,
 		"settings": true} // --settings adds to the fields after the flags (TestSettingsFlag)
 	rows := map[string]bool{}
 	f := newRunFlags()
