@@ -326,6 +326,7 @@ func (r *bwRun) buildReport() {
 		Notes:      pl.notes,
 		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
+	rep.Transparent = r.nw.transparentReport()
 	if f.UnshareCgroupTry {
 		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
 	}

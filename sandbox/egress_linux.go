@@ -27,14 +27,6 @@ var (
 	hostsInside = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tsandbox\n"
 )
 
-// Transparent is what the report says of transparent egress: whether
-// any TCP connection of the command (no proxy variables needed) goes out
-// through the host side's netstack, and if not, why.
-type Transparent struct {
-	Enabled bool   `json:"transparent"`
-	Reason  string `json:"reason,omitempty"`
-}
-
 // transparent is a run's transparent egress, planned before bwrap starts
 // and attached once bwrap has made the sandbox's network namespace.
 type transparent struct {
@@ -131,4 +123,13 @@ func (t *transparent) String() string { return fmt.Sprintf("transparent egress v
 func (t *transparent) close() {
 	t.gateR.Close()
 	t.gateW.Close()
+}
+
+// transparentReport is the report's Transparent of a bwrap run.
+func (n *network) transparentReport() *Transparent {
+	if n.mode == "none" {
+		return nil
+	}
+	e := n.egress
+	return &e
 }
