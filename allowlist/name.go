@@ -8,21 +8,28 @@ import "net/netip"
 // be connected to; the connection is then judged on its own port.
 func (a List) MatchName(name string) (string, bool) {
 	for _, e := range a.entries {
-		if e.kind != kindHost && e.kind != kindSuffix {
-			continue
-		}
-		if _, ok := a.hostEntry(name, wildcardPort(e)); ok {
+		if (e.kind == kindHost || e.kind == kindSuffix) && (List{entries: []entry{e}}).hostOK(name, e) {
 			return e.raw, true
 		}
 	}
 	return "", false
 }
 
+// hostOK reports whether the one-entry list a, holding e, allows name on
+// a port e allows.
+func (a List) hostOK(name string, e entry) bool {
+	_, ok := a.hostEntry(name, wildcardPort(e))
+	return ok
+}
+
 // NamesAddr reports whether an address or CIDR entry names ip on some
 // port (a resolver's answer in a private range is given only then).
 func (a List) NamesAddr(ip netip.Addr) bool {
 	for _, e := range a.entries {
-		if _, ok := a.addrEntry(ip, wildcardPort(e)); ok {
+		if e.kind != kindAddr && e.kind != kindPrefix {
+			continue
+		}
+		if _, ok := (List{entries: []entry{e}}).addrEntry(ip, wildcardPort(e)); ok {
 			return true
 		}
 	}
