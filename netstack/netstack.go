@@ -182,7 +182,7 @@ func relay(ctx context.Context, down *gonet.TCPConn, up net.Conn) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := io.Copy(up, down); err != nil {
+		if _, err := copyBig(up, down); err != nil {
 			up.Close()
 			down.Close()
 			return
@@ -191,7 +191,7 @@ func relay(ctx context.Context, down *gonet.TCPConn, up net.Conn) {
 			cw.CloseWrite()
 		}
 	}()
-	if _, err := io.Copy(down, up); err == nil {
+	if _, err := copyBig(down, up); err == nil {
 		down.CloseWrite()
 	} else {
 		down.Close()
@@ -200,6 +200,14 @@ func relay(ctx context.Context, down *gonet.TCPConn, up net.Conn) {
 	wg.Wait()
 	down.Close()
 	up.Close()
+}
+
+// copyBig copies with a 256 KiB buffer, hiding ReadFrom and WriteTo:
+// their 32 KiB copies hand the stack small writes, each its own trip
+// through the stack's send path.
+func copyBig(dst io.Writer, src io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
 }
 
 func addrPort(a tcpip.Address, port uint16) (netip.AddrPort, bool) {
