@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -71,8 +72,14 @@ type Stack struct {
 
 const nicID = 1
 
-// New builds the stack over cfg.FD. Serve runs it.
-func New(cfg Config) (*Stack, error) {
+// New builds the stack over cfg.FD. Serve runs it. On error, cfg.FD is
+// closed.
+func New(cfg Config) (st *Stack, err error) {
+	defer func() {
+		if err != nil {
+			unix.Close(cfg.FD)
+		}
+	}()
 	if cfg.Dial == nil || cfg.Lookup == nil || !cfg.DNS.Is4() {
 		return nil, errors.New("netstack: Dial, Lookup and an IPv4 DNS address are required")
 	}
@@ -131,14 +138,21 @@ func (st *Stack) Serve(ctx context.Context) error {
 	fwd := tcp.NewForwarder(st.s, 0, 1024, st.forward)
 	st.s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	if err := st.serveDNS(ctx); err != nil {
-		st.s.Close()
+		st.close()
 		return err
 	}
 	<-ctx.Done()
-	st.s.Close()
-	st.s.Wait()
+	st.close()
 	st.wg.Wait()
 	return nil
+}
+
+// close ends the stack, waits for its goroutines (the link's reader
+// among them), then closes the device.
+func (st *Stack) close() {
+	st.s.Close()
+	st.s.Wait()
+	unix.Close(st.cfg.FD)
 }
 
 // forward handles one TCP SYN: ask Dial, then complete the handshake and
