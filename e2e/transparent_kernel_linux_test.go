@@ -17,7 +17,7 @@ import (
 // variable unset. It prints what the service wrote, or CONNECT-FAILED.
 func rawTCP(host string, port int) string {
 	return fmt.Sprintf(`unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy; `+
-		`bash -c 'exec 3<>/dev/tcp/%s/%d && cat <&3' 2>/dev/null || echo CONNECT-FAILED`, host, port)
+		`timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d && cat <&3' 2>/dev/null || echo CONNECT-FAILED`, host, port)
 }
 
 // withHosts runs sandbox-run in a mount namespace of its own whose
