@@ -6,6 +6,9 @@ import (
 	"context"
 	"os"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -53,20 +56,37 @@ func (l *tunLink) start(ctx context.Context, mtu uint32) {
 	}()
 	go func() {
 		defer l.wg.Done()
+		rc, err := l.f.SyscallConn()
+		if err != nil {
+			return
+		}
 		for {
 			pkt := l.ep.ReadContext(ctx)
 			if pkt == nil {
 				return
 			}
-			v := pkt.ToView()
+			err := writePacket(rc, pkt.AsSlices())
 			pkt.DecRef()
-			_, err := l.f.Write(v.AsSlice())
-			v.Release()
 			if err != nil {
 				return
 			}
 		}
 	}()
+}
+
+// writePacket writes one packet, its header and payload slices, in one
+// writev (no copy into one buffer first), waiting through Go's poller
+// while the device is full.
+func writePacket(rc syscall.RawConn, iov [][]byte) error {
+	var werr error
+	err := rc.Write(func(fd uintptr) bool {
+		_, werr = unix.Writev(int(fd), iov)
+		return werr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return werr
 }
 
 // inject hands one IP packet to the stack, by its version.
