@@ -77,6 +77,7 @@ func fullReport() Report {
 		EnvNames:        []string{"HOME", "PATH"},
 		Notes:           []string{"a note"},
 		Egress:          &EgressCounts{Allowed: 2, Refused: 1, BytesOut: 100, BytesIn: 2000},
+		Transparent:     &Transparent{Enabled: true},
 		FullFilesystems: []string{"/work/w"},
 		Readback: &Readback{PID: 1, UID: 65534, GID: 65534, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000", CapBnd: "0000000000000000",
 			UIDMap: "65534 65534 1", Namespaces: map[string]string{"net": "net:[4026532000]"},

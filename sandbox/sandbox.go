@@ -413,6 +413,10 @@ type Report struct {
 	// the upstreams. Nil without the built-in proxy (no network, or a
 	// node-wide proxy, whose own audit holds the decisions).
 	Egress *EgressCounts `json:"egress,omitempty"`
+	// Transparent says whether a connection made without the proxy
+	// variables goes out (judged like the proxy's), and if not, why; nil
+	// when the run has no network.
+	Transparent *Transparent `json:"egress_transparent,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`
