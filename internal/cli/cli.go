@@ -193,7 +193,7 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
-	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run, and each refusal as it happens")
 	strict(fs, runNonEmpty...)
 	return f
 }
@@ -280,6 +280,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
+	opts.Refusals = newRefusals(f.verbose, stdio.Stderr)
 	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
@@ -291,6 +292,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return code
 	}
 	printOffline(stdio.Stderr, pr.cmd, res)
+	printRefused(stdio.Stderr, res.Report)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {
