@@ -39,6 +39,8 @@ type network struct {
 	mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	binds    [][2]string
 	forwards []initproc.Forward
+	publish  []initproc.Forward // published ports (handin_linux.go)
+	handIn   *HandInReport      // what was handed in; nil for nothing
 	env      map[string]string
 	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
 	dir      string       // the run's runtime dir, removed by close or release

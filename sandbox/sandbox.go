@@ -389,6 +389,9 @@ type Report struct {
 	// Refused lists what the run refused the command, each once with the
 	// flag that would allow it (Options.Refusals); empty without one.
 	Refused []refusals.Refusal `json:"refused,omitempty"`
+	// HandIn is what the run handed in from the host (the ssh-agent,
+	// named sockets, host ports, published ports); nil for nothing.
+	HandIn *HandInReport `json:"hand_in,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`

@@ -150,6 +150,7 @@ type runFlags struct {
 	caches                      []string
 	dryRun, summary, verbose    bool
 	tty, noTTY                  bool
+	handIn                      handInFlags
 }
 
 func newRunFlags() *runFlags {
@@ -172,6 +173,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
+	f.handIn.register(fs)
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
 	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
