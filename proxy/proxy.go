@@ -740,7 +740,9 @@ func (p *Proxy) record(d *decision) {
 		if d.refusal.ip.IsValid() {
 			line.IP = d.refusal.ip.String()
 		}
-		p.refused.Add(d.refusal.collected(line.Host, line.Port))
+		if d.refusal.reason != reasonDNS { // a name that does not resolve is no policy's refusal
+			p.refused.Add(d.refusal.collected(line.Host, line.Port))
+		}
 		p.log.Info("egress refused", "method", d.method, "host", line.Host, "port", line.Port,
 			"ip", line.IP, "reason", line.Reason)
 	} else {
