@@ -171,6 +171,12 @@ func (r *bwRun) network(ctx context.Context) error {
 	}
 	r.nw = nw
 	r.undo.push(nw.close)
+	if err := nw.planTransparent(r.root); err != nil {
+		return err
+	}
+	if nw.tun != nil {
+		r.undo.push(nw.tun.close)
+	}
 	return nil
 }
 
@@ -249,6 +255,10 @@ func (r *bwRun) command(context.Context) error {
 	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
 	r.fast = len(initCfg.Forward)+len(initCfg.Publish) == 0 && !shimOnly && !initCfg.TTY
+	if r.nw != nil && r.nw.tun != nil {
+		// Init's go-ahead, after every bind descriptor (see start).
+		initCfg.GateFD = fdBinds + len(r.pl.files)
+	}
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
 	if !r.fast {
 		initCfg.Rlimits = r.lim.Rlimits
@@ -322,6 +332,7 @@ func (r *bwRun) buildReport() {
 		Notes:      pl.notes,
 		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
+	rep.Transparent = r.nw.transparentReport()
 	if f.UnshareCgroupTry {
 		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
 	}

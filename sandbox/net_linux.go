@@ -46,6 +46,8 @@ type network struct {
 	dir      string       // the run's runtime dir, removed by close or release
 	swept    func()       // waits for the sweep of killed runs' dirs; nil before listen
 	writable []string     // the run's writable dirs, which its TMPDIR must lie outside
+	tun      *transparent // transparent egress to attach (bwrap), nil for none
+	egress   Transparent  // what the report says of transparent egress
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup

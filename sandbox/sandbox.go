@@ -392,6 +392,10 @@ type Report struct {
 	// HandIn is what the run handed in from the host (the ssh-agent,
 	// named sockets, host ports, published ports); nil for nothing.
 	HandIn *HandInReport `json:"hand_in,omitempty"`
+	// Transparent says whether a connection made without the proxy
+	// variables goes out (judged like the proxy's), and if not, why; nil
+	// when the run has no network.
+	Transparent *Transparent `json:"egress_transparent,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`

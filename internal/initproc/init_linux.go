@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -75,6 +76,12 @@ func Main(args []string) int {
 		}
 	}
 
+	if c.GateFD > 2 {
+		if err := waitGate(c.GateFD); err != nil {
+			report(Status{Error: err.Error(), Exit: 125})
+			return 125
+		}
+	}
 	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
 	// in between is lost.
@@ -339,4 +346,17 @@ func readKernel() *Kernel {
 		k.Dmesg, _, _ = strings.Cut(strings.TrimSpace(string(buf[:n])), "\n")
 	}
 	return k
+}
+
+// waitGate blocks until the launcher writes "go" on fd (Config.GateFD),
+// then closes it.
+func waitGate(fd int) error {
+	f := os.NewFile(uintptr(fd), "gate")
+	defer f.Close()
+	b := make([]byte, 3)
+	n, _ := io.ReadFull(f, b)
+	if string(b[:n]) != "go\n" {
+		return errors.New("the launcher did not set up the sandbox's network (init's gate closed)")
+	}
+	return nil
 }

@@ -138,7 +138,13 @@ type Config struct {
 	// terminal: the command leads a new session, so a shell gets job
 	// control and the terminal's signals (Ctrl-C, Ctrl-Z) reach its
 	// foreground job.
-	TTY     bool
+	TTY bool
+	// GateFD, when above 2, is a descriptor init reads before it starts
+	// the command: "go" lets it start; anything else (an end of file:
+	// the launcher gave up) ends init with status 125 and the command
+	// never runs. The launcher uses it to set up the sandbox's network
+	// (transparent egress) from outside first.
+	GateFD  int
 	Command []string
 }
 
@@ -190,6 +196,9 @@ func (c Config) Args() []string {
 	if c.TTY {
 		a = append(a, "--tty")
 	}
+	if c.GateFD > 2 {
+		a = append(a, "--gate-fd", fmt.Sprint(c.GateFD))
+	}
 	a = append(a, "--")
 	return append(a, c.Command...)
 }
@@ -204,7 +213,7 @@ func ParseArgs(args []string) (Config, error) {
 			return c, c.complete()
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket":
+		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -238,6 +247,10 @@ func (c *Config) set(flag, v string) error {
 		c.Rlimits = rs
 	case "--status-socket":
 		c.StatusSocket = v
+	case "--gate-fd":
+		if _, err := fmt.Sscan(v, &c.GateFD); err != nil || c.GateFD < 3 {
+			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
+		}
 	case "--forward", "--publish":
 		port, sock, ok := strings.Cut(v, "=")
 		var f Forward
