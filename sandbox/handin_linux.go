@@ -3,14 +3,17 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/sandbox-run/sandbox-run/agentfilter"
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/refusals"
 )
@@ -20,6 +23,9 @@ const (
 	agentInside      = "/run/sandbox-run/ssh-agent.sock"
 	knownHostsInside = "/run/sandbox-run/ssh/known_hosts"
 	handInDir        = "/run/sandbox-run/"
+
+	// maxKnownHosts bounds the known_hosts file copied in.
+	maxKnownHosts = 4 << 20
 )
 
 // handIn sets up what the policy hands in from the host: the filtered
@@ -89,15 +95,30 @@ func (r *bwRun) handInAgent(rep *HandInReport) error {
 	if p.SSHKnownHosts == "" {
 		return nil
 	}
-	res, err := r.pl.guard.CheckRead(p.SSHKnownHosts)
+	// A copy in the runtime directory, which the sandbox's uid can read
+	// (the user's ~/.ssh is often not), bound read-only.
+	if err := r.pl.guard.CheckHost(p.SSHKnownHosts); err != nil {
+		return guardErr(err)
+	}
+	kh, err := pathguard.OpenFile(p.SSHKnownHosts, os.O_RDONLY, 0)
+	if err != nil {
+		return setupErr("cannot read "+p.SSHKnownHosts, err.Error(), "fix the path, or leave out --ssh-agent")
+	}
+	text, err := io.ReadAll(io.LimitReader(kh, maxKnownHosts+1))
+	kh.Close()
+	if err != nil || len(text) > maxKnownHosts {
+		return setupErr("cannot read "+p.SSHKnownHosts, fmt.Sprintf("unreadable or larger than %d bytes", maxKnownHosts), "trim it")
+	}
+	cp := filepath.Join(n.dir, "known_hosts")
+	if err := os.WriteFile(cp, text, 0o644); err != nil {
+		return setupErr("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
+	}
+	res, err := r.pl.guard.CheckRead(cp)
 	if err != nil {
 		return guardErr(err)
 	}
-	if !res.Exists {
-		return nil
-	}
 	if err := r.pl.bind(bwrap.ROBind, res, knownHostsInside); err != nil {
-		return setupErr("cannot open "+p.SSHKnownHosts, err.Error(), "fix its permissions")
+		return setupErr("cannot open "+cp, err.Error(), "check $TMPDIR")
 	}
 	// ssh finds ~ in the password file, not $HOME, so the file is named
 	// to it: git's ssh through GIT_SSH_COMMAND.
