@@ -57,15 +57,27 @@ func (st *Stack) serveDNS(ctx context.Context) error {
 	return nil
 }
 
+// maxQueries bounds the UDP queries answered at once: a query beyond it
+// is dropped (the client retries), so a flood costs no more than this
+// many lookups on the host.
+const maxQueries = 64
+
 func (st *Stack) serveUDP(ctx context.Context, uc *gonet.UDPConn) {
 	buf := make([]byte, 1500)
+	sem := make(chan struct{}, maxQueries)
 	for {
 		n, from, err := uc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			continue
+		}
 		q := append([]byte(nil), buf[:n]...)
 		go func() {
+			defer func() { <-sem }()
 			if resp := st.answer(ctx, q, 512); resp != nil {
 				uc.WriteTo(resp, from)
 			}

@@ -25,11 +25,9 @@ import (
 	"net/netip"
 	"sync"
 
-	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -65,6 +63,7 @@ type Stack struct {
 	cfg   Config
 	s     *stack.Stack
 	names names
+	link  *tunLink
 	log   *slog.Logger
 	ctx   context.Context
 	wg    sync.WaitGroup
@@ -75,9 +74,10 @@ const nicID = 1
 // New builds the stack over cfg.FD. Serve runs it. On error, cfg.FD is
 // closed.
 func New(cfg Config) (st *Stack, err error) {
+	link := newTunLink(cfg.FD, cfg.MTU)
 	defer func() {
 		if err != nil {
-			unix.Close(cfg.FD)
+			link.f.Close()
 		}
 	}()
 	if cfg.Dial == nil || cfg.Lookup == nil || !cfg.DNS.Is4() {
@@ -91,12 +91,7 @@ func New(cfg Config) (st *Stack, err error) {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 	})
-	ep, err := fdbased.New(&fdbased.Options{FDs: []int{cfg.FD}, MTU: cfg.MTU, RXChecksumOffload: true})
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("netstack: link endpoint: %v", err)
-	}
-	if terr := s.CreateNIC(nicID, ep); terr != nil {
+	if terr := s.CreateNIC(nicID, link.ep); terr != nil {
 		s.Close()
 		return nil, fmt.Errorf("netstack: NIC: %v", terr)
 	}
@@ -115,7 +110,7 @@ func New(cfg Config) (st *Stack, err error) {
 		s.Close()
 		return nil, fmt.Errorf("netstack: DNS address: %v", terr)
 	}
-	return &Stack{cfg: cfg, s: s, log: log}, nil
+	return &Stack{cfg: cfg, s: s, log: log, link: link}, nil
 }
 
 // tune sets the TCP options a bulk transfer through the stack needs:
@@ -135,6 +130,7 @@ func tune(s *stack.Stack) {
 // every connection, and returns nil.
 func (st *Stack) Serve(ctx context.Context) error {
 	st.ctx = ctx
+	st.link.start(ctx, st.cfg.MTU)
 	fwd := tcp.NewForwarder(st.s, 0, 1024, st.forward)
 	st.s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	if err := st.serveDNS(ctx); err != nil {
@@ -147,12 +143,12 @@ func (st *Stack) Serve(ctx context.Context) error {
 	return nil
 }
 
-// close ends the stack, waits for its goroutines (the link's reader
-// among them), then closes the device.
+// close ends the stack and its goroutines, then closes the device and
+// waits for the link's.
 func (st *Stack) close() {
 	st.s.Close()
 	st.s.Wait()
-	unix.Close(st.cfg.FD)
+	st.link.close()
 }
 
 // forward handles one TCP SYN: ask Dial, then complete the handshake and

@@ -83,6 +83,7 @@ func fullReport() Report {
 		HandIn: &HandInReport{SSHAgent: "/tmp/ssh-x/agent.1", SSHAgentInside: agentInside, KnownHosts: "/home/u/.ssh/known_hosts",
 			KnownHostsInside: knownHostsInside, Sockets: []SocketHandIn{{Path: "/run/docker.sock", Unsafe: true, Why: "serves Docker's API (by its name docker.sock)"}},
 			HostPorts: []string{"127.0.0.1:5432"}, Published: []PublishedReport{{Inside: 8080, Host: "127.0.0.1:18080"}}},
+		Transparent:     &Transparent{Enabled: true},
 		FullFilesystems: []string{"/work/w"},
 		Readback: &Readback{PID: 1, UID: 65534, GID: 65534, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000", CapBnd: "0000000000000000",
 			UIDMap: "65534 65534 1", Namespaces: map[string]string{"net": "net:[4026532000]"},
