@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
+	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // Refused is the error Transparent.Dial and Proxy.Lookup return when the
@@ -110,6 +111,7 @@ func (p *Proxy) Lookup(ctx context.Context, name string, v6 bool) ([]netip.Addr,
 		r := notAllowed(t)
 		r.rule = t.Name() + " is not on the allow list; the sandbox's resolver answers only names an entry covers"
 		r.fix = "add --allow-host " + t.Name() + " (with :PORT for a port other than 80 and 443)"
+		r.flag = "--allow-host " + t.Name()
 		p.recordDNS(t.Name(), nil, r)
 		return nil, refusedErr(r)
 	}
@@ -176,7 +178,13 @@ func (p *Proxy) recordDNS(name string, ips []netip.Addr, r *refusal) {
 		line.IPs = append(line.IPs, ip.String())
 	}
 	p.log.Info("name lookup refused", "host", name, "ip", line.IP, "reason", r.reason, "fix", r.fix)
+	line.Fix = r.flag
 	p.writeAudit(line)
+	if r.reason != reasonDNS { // a name that does not resolve is no policy's refusal
+		c := r.collected(name, 0)
+		c.Kind = refusals.KindLookup
+		p.refused.Add(c)
+	}
 }
 
 // recordDNSAllowed writes an answered lookup to the audit.

@@ -213,7 +213,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		setProxyEnv(env, "http://127.0.0.1:"+port)
 		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
 	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID})
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID, Refusals: r.opts.Refusals})
 		if err != nil {
 			return nil, nil, "", &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}

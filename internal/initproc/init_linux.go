@@ -69,6 +69,12 @@ func Main(args []string) int {
 			return 125
 		}
 	}
+	for _, f := range c.Publish {
+		if err := forwarder.Publish(ctx, f.Socket, f.Port); err != nil {
+			report(Status{Error: err.Error(), Exit: 125})
+			return 125
+		}
+	}
 
 	if c.GateFD > 2 {
 		if err := waitGate(c.GateFD); err != nil {
@@ -221,6 +227,14 @@ func readback(kernel bool) *Readback {
 // sandbox has IPv6, and relays to f.Socket. The listeners exist before the
 // command starts, so its first connection finds them.
 func startForward(ctx context.Context, f Forward) error {
+	if f.Addr != "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(f.Addr, strconv.Itoa(f.Port)))
+		if err != nil {
+			return fmt.Errorf("forward %s: %w", net.JoinHostPort(f.Addr, strconv.Itoa(f.Port)), err)
+		}
+		go forwarder.Serve(ctx, ln, f.Socket)
+		return nil
+	}
 	ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port)))
 	if err != nil {
 		return fmt.Errorf("forward 127.0.0.1:%d: %w", f.Port, err)

@@ -99,6 +99,9 @@ type TestHost struct {
 	// namespace: an address of this host's own interfaces, in the same
 	// range as Addr.
 	Local netip.Addr
+	// Netns is the name of the host's network namespace (ip netns exec
+	// NETNS ...), for tests that run another server there.
+	Netns string
 }
 
 // HostPort is the test host's address as host:port.
@@ -189,7 +192,7 @@ func NewTestHost(t testing.TB, idx int) TestHost {
 		}
 	}
 
-	h := TestHost{Addr: inside, Port: 8080, Local: outside}
+	h := TestHost{Addr: inside, Port: 8080, Local: outside, Netns: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	// *testing.T has a deadline; a benchmark (*testing.B) has none.
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
