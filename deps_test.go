@@ -71,7 +71,11 @@ func TestBinaryModules(t *testing.T) {
 		"kernel.org/pub/linux/libs/security/libcap/psx", // go-landlock's all-threads syscalls
 		"github.com/spf13/pflag",                        // the command line
 		"golang.org/x/sys",
-		"golang.org/x/net", // BPF for the seccomp program, DNS messages for the matrix, netutil for mcp --listen
+		"golang.org/x/net",        // BPF for the seccomp program, DNS messages for the matrix, netutil for mcp --listen
+		"gvisor.dev/gvisor",       // the userspace TCP/IP stack behind transparent egress (netstack)
+		"golang.org/x/time",       // gVisor's netstack: rate limits
+		"golang.org/x/exp",        // gVisor's netstack: generic helpers
+		"github.com/google/btree", // gVisor's netstack
 		// sandbox-run wrap: decodes Codex's config.toml to check its own line edits.
 		"github.com/BurntSushi/toml",
 	}

@@ -142,7 +142,7 @@ func environment(ctx context.Context, binary string) (items []Item, mechanism st
 		Summary: fmt.Sprintf("Protected paths: on (%d paths and the config and hooks of every git directory held read-only where they exist; created ones quarantined after the run)", len(policy.DefaultProtected())),
 		Details: policy.DefaultProtected()})
 
-	items = append(items, landlockItem())
+	items = append(items, landlockItem(), egressItem())
 	if !bwrapOK {
 		return items, "none", false
 	}

@@ -188,7 +188,8 @@ func losses(abi int, network bool) []Loss {
 	if network {
 		out = append(out,
 			Loss{"network", "no network namespace: a server on the proxy's port at any address is reachable"},
-			Loss{"network", "the egress proxy listens on a host loopback port: other local processes can use it while the run lasts"})
+			Loss{"network", "the egress proxy listens on a host loopback port: other local processes can use it while the run lasts"},
+			Loss{"network", "no transparent egress: without a network namespace there is no TUN device to route through, so a tool that ignores the HTTP proxy variables (ssh, git over SSH, a database client) cannot connect, and names are resolved by the host's resolver, not the sandbox's"})
 	}
 	out = append(out,
 		Loss{"network", "no TCP port can be bound: the command cannot run a server, not even on loopback"},

@@ -223,6 +223,9 @@ type Policy struct {
 	// CgroupBase is a delegated cgroup v2 directory to create the run's
 	// cgroup in; empty means find one, or fall back to rlimits and sampling.
 	CgroupBase string `json:"cgroup_base,omitempty"`
+	// The hand-ins (handin.go): the user's ssh-agent through a filter,
+	// known_hosts, named Unix sockets, host ports and published ports.
+	HandIn
 }
 
 // Duration is a time.Duration that reads and writes as a Go duration string

@@ -14,35 +14,41 @@ const SchemaID = "https://github.com/sandbox-run/sandbox-run/profile.schema.json
 // build when a field of Policy has no line here, so that a new field
 // cannot ship without its schema entry.
 var fieldDocs = map[string]string{
-	"workdir":       "writable directory, at the same path inside; the command's current directory (absolute)",
-	"write":         "further writable directories (absolute)",
-	"read":          "further read-only paths (absolute)",
-	"protect":       "further protected paths: relative ones in every writable directory, absolute ones in one",
-	"unprotect":     "built-in protected paths to drop (each a warning in the report)",
-	"env":           "variables for the command; nothing of the caller's environment is passed otherwise",
-	"pass_env":      "variables copied from sandbox-run's environment",
-	"allow_hosts":   "egress allow-list: host, *.domain, host:port, host:*, IP literal or CIDR; empty means no egress",
-	"presets":       "named host sets for common registries and APIs (sandbox-run presets)",
-	"egress_socket": "a node-wide egress proxy's Unix socket, used instead of the built-in proxy",
-	"llm_socket":    "an LLM proxy's Unix socket, forwarded to a loopback port inside (SANDBOX_LLM_URL)",
-	"llm_env":       "further variables that get the LLM channel's URL",
-	"ptrace":        "allow ptrace in the seccomp filter",
-	"sandbox":       "the mechanism",
-	"uid":           "host uid the sandbox runs under when sandbox-run is root (default 65534)",
-	"gid":           "host gid the sandbox runs under when sandbox-run is root (default 65534)",
-	"tmp_size":      "size of the private /tmp: bytes, or a string such as \"256M\"",
-	"shm_size":      "size of the private /dev/shm: bytes, or a string such as \"64M\"",
-	"timeout":       "end the whole sandbox after this long, e.g. \"90s\"",
-	"memory":        "memory ceiling of the whole sandbox: bytes, a string such as \"512M\", or \"none\"",
-	"pids":          "task ceiling of the whole sandbox",
-	"cpu_time":      "CPU time limit of the whole sandbox, e.g. \"30s\"",
-	"nofile":        "open-file limit per process",
-	"fsize":         "largest file a process may write: bytes, or a string such as \"1G\"",
-	"home":          "an existing directory that becomes $HOME, writable (absolute)",
-	"session":       "a named home kept between runs of the same session",
-	"caches":        "shared toolchain caches",
-	"toolchains":    "directories put on the command's PATH ahead of the system ones, in order (absolute; each shown inside)",
-	"cgroup_base":   "a delegated cgroup v2 directory for the run's cgroup (absolute)",
+	"workdir":             "writable directory, at the same path inside; the command's current directory (absolute)",
+	"write":               "further writable directories (absolute)",
+	"read":                "further read-only paths (absolute)",
+	"protect":             "further protected paths: relative ones in every writable directory, absolute ones in one",
+	"unprotect":           "built-in protected paths to drop (each a warning in the report)",
+	"env":                 "variables for the command; nothing of the caller's environment is passed otherwise",
+	"pass_env":            "variables copied from sandbox-run's environment",
+	"allow_hosts":         "egress allow-list: host, *.domain, host:port, host:*, IP literal or CIDR; empty means no egress",
+	"presets":             "named host sets for common registries and APIs (sandbox-run presets)",
+	"egress_socket":       "a node-wide egress proxy's Unix socket, used instead of the built-in proxy",
+	"llm_socket":          "an LLM proxy's Unix socket, forwarded to a loopback port inside (SANDBOX_LLM_URL)",
+	"llm_env":             "further variables that get the LLM channel's URL",
+	"ptrace":              "allow ptrace in the seccomp filter",
+	"sandbox":             "the mechanism",
+	"uid":                 "host uid the sandbox runs under when sandbox-run is root (default 65534)",
+	"gid":                 "host gid the sandbox runs under when sandbox-run is root (default 65534)",
+	"tmp_size":            "size of the private /tmp: bytes, or a string such as \"256M\"",
+	"shm_size":            "size of the private /dev/shm: bytes, or a string such as \"64M\"",
+	"timeout":             "end the whole sandbox after this long, e.g. \"90s\"",
+	"memory":              "memory ceiling of the whole sandbox: bytes, a string such as \"512M\", or \"none\"",
+	"pids":                "task ceiling of the whole sandbox",
+	"cpu_time":            "CPU time limit of the whole sandbox, e.g. \"30s\"",
+	"nofile":              "open-file limit per process",
+	"fsize":               "largest file a process may write: bytes, or a string such as \"1G\"",
+	"home":                "an existing directory that becomes $HOME, writable (absolute)",
+	"session":             "a named home kept between runs of the same session",
+	"caches":              "shared toolchain caches",
+	"ssh_agent":           "your ssh-agent's socket, through sandbox-run's filter (--ssh-agent)",
+	"ssh_known_hosts":     "a known_hosts file shown read-only with the ssh agent",
+	"unix_sockets":        "host Unix sockets shown at their paths, audited (--unix-socket)",
+	"unix_sockets_unsafe": "host Unix sockets handed in unfiltered (--unix-socket-unsafe)",
+	"host_ports":          "host loopback services reachable inside ([ADDR:]PORT, --host-port)",
+	"publish":             "servers inside reachable on the host's loopback (PORT[:HOST], --publish)",
+	"toolchains":          "directories put on the command's PATH ahead of the system ones, in order (absolute; each shown inside)",
+	"cgroup_base":         "a delegated cgroup v2 directory for the run's cgroup (absolute)",
 }
 
 // Schema returns the JSON Schema (draft 2020-12) of a profile, built from
@@ -52,9 +58,7 @@ var fieldDocs = map[string]string{
 // fieldDocs.
 func Schema() ([]byte, error) {
 	props := map[string]any{}
-	t := reflect.TypeFor[Policy]()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range jsonFields(reflect.TypeFor[Policy]()) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" || name == "-" {
 			return nil, fmt.Errorf("policy: schema: field %s has no JSON name", f.Name)
@@ -81,6 +85,21 @@ func Schema() ([]byte, error) {
 		"additionalProperties": false,
 		"properties":           props,
 	}, "", "  ")
+}
+
+// jsonFields lists the fields of struct t as encoding/json sees them:
+// an embedded struct without a JSON name contributes its own fields.
+func jsonFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // fieldSchema spells one field's type, with the enumerations Validate

@@ -54,9 +54,8 @@ func TestSchemaFields(t *testing.T) {
 		t.Errorf("$schema %q", s.Schema)
 	}
 	var fields, props []string
-	typ := reflect.TypeFor[Policy]()
-	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+	for _, f := range jsonFields(reflect.TypeFor[Policy]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		fields = append(fields, name)
 	}
 	for k := range s.Properties {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
+	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // RefusalHeader is the response header that carries the reason code of a
@@ -111,6 +112,10 @@ type Config struct {
 	// after a response, for the first bytes of its next request; then it
 	// is closed. Zero means DefaultIdleTimeout; negative is an error.
 	IdleTimeout time.Duration
+
+	// Refusals, when set, is told of every refusal, with the exact flag
+	// that would allow it (see package refusals).
+	Refusals *refusals.Collector
 }
 
 type resolver interface {
@@ -128,6 +133,7 @@ type Proxy struct {
 	// runIDPreamble: see Config.RunIDFromPreamble.
 	runIDPreamble bool
 	audit         *auditLog
+	refused       *refusals.Collector
 	log           *slog.Logger
 	resolver      resolver
 
@@ -155,7 +161,7 @@ func New(cfg Config) (*Proxy, error) {
 			cfg.ReadHeaderTimeout, cfg.IdleTimeout)
 	}
 	p := &Proxy{
-		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID, runIDPreamble: cfg.RunIDFromPreamble,
+		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID, runIDPreamble: cfg.RunIDFromPreamble, refused: cfg.Refusals,
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		ownAddrs:          interfaceAddrs,
@@ -275,6 +281,7 @@ type refusal struct {
 	ip     netip.Addr // the address that was refused, if any
 	rule   string     // which rule refused, for people
 	fix    string     // how to allow it, for people
+	flag   string     // the exact flag that allows it ("--allow-host h:p"); "" when none can
 }
 
 // decide checks a request for t. It resolves a host name once; the request
@@ -371,7 +378,8 @@ func (p *Proxy) judgeRange(t target, ip netip.Addr, v allowlist.Verdict) *refusa
 		fix = fmt.Sprintf("add --allow-host %s next to the entry for %s (or the range --allow-host %s)",
 			allowlist.Suggest(ip.String(), t.Port()), t.Name(), v.Range())
 	}
-	return &refusal{reason: reasonPrivate, status: http.StatusForbidden, ip: ip, rule: rule, fix: fix}
+	return &refusal{reason: reasonPrivate, status: http.StatusForbidden, ip: ip, rule: rule, fix: fix,
+		flag: "--allow-host " + allowlist.Suggest(ip.String(), t.Port())}
 }
 
 func notAllowed(t target) *refusal {
@@ -379,6 +387,7 @@ func notAllowed(t target) *refusal {
 		reason: reasonNotAllowed, status: http.StatusForbidden,
 		rule: fmt.Sprintf("%s is not on the allow list (host entries cover ports 80 and 443 unless they name a port)", t),
 		fix:  "add --allow-host " + allowlist.Suggest(t.Host(), t.Port()),
+		flag: "--allow-host " + allowlist.Suggest(t.Host(), t.Port()),
 	}
 }
 
@@ -655,6 +664,7 @@ type auditLine struct {
 	Decision string   `json:"decision"`
 	Reason   string   `json:"reason"`
 	Entry    string   `json:"entry,omitempty"`
+	Fix      string   `json:"fix,omitempty"` // on a refusal: the exact flag that would allow it
 	// On "egress_end" lines, for a connection the proxy opened:
 	BytesOut   *int64 `json:"bytes_out,omitempty"` // to the upstream
 	BytesIn    *int64 `json:"bytes_in,omitempty"`  // from the upstream
@@ -726,9 +736,12 @@ func (p *Proxy) record(d *decision) {
 	}
 	if d.refusal != nil {
 		p.counts.refused.Add(1)
-		line.Decision, line.Reason = "refuse", d.refusal.reason
+		line.Decision, line.Reason, line.Fix = "refuse", d.refusal.reason, d.refusal.flag
 		if d.refusal.ip.IsValid() {
 			line.IP = d.refusal.ip.String()
+		}
+		if d.refusal.reason != reasonDNS { // a name that does not resolve is no policy's refusal
+			p.refused.Add(d.refusal.collected(line.Host, line.Port))
 		}
 		p.log.Info("egress refused", "method", d.method, "host", line.Host, "port", line.Port,
 			"ip", line.IP, "reason", line.Reason)

@@ -58,7 +58,7 @@ func (s *session) forwardError(w http.ResponseWriter, r *http.Request, err error
 func (s *session) serveConnect(w http.ResponseWriter, r *http.Request) {
 	d := s.check(r.Context(), http.MethodConnect, r.URL.Host, 0, "")
 	if d.refusal != nil {
-		writeResponse(w, refusalResponse(r, d))
+		writeConnectRefusal(w, r, d)
 		return
 	}
 	up, err := s.dial(r.Context(), d, d.t.String())

@@ -98,6 +98,9 @@ func (r *bwRun) start() (*bwProc, error) {
 	o := r.opts
 	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
 	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.files...)
+	if r.nw != nil && r.nw.tun != nil {
+		files = append(files, r.nw.tun.gateR) // init's gate (command sets GateFD)
+	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	if bp.pid, err = r.fork(files, bp.exited); err != nil {
 		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
@@ -110,6 +113,9 @@ func (r *bwRun) start() (*bwProc, error) {
 		self.Close()
 	}
 	r.pl.close()
+	if r.nw != nil && r.nw.tun != nil {
+		r.nw.tun.gateR.Close()
+	}
 	go func() {
 		argsW.Write(stream)
 		argsW.Close()
@@ -246,6 +252,7 @@ type bwWatch struct {
 	// watchErr: a sampler the plan relies on could not start; the
 	// sandbox was ended.
 	watchErr error
+	tunErr   error // transparent egress could not be attached (a *SetupError)
 	// inotifyLost: the inotify ceiling could not be set or read back;
 	// the report names it as not held.
 	inotifyLost error
@@ -358,6 +365,11 @@ func (w *bwWatch) onInfo(info bwInfo) {
 		w.fastNS = namespacesOf(pid, info.ns)
 	}
 	w.seenUID = hostUIDOf(pid)
+	if w.r.nw != nil && w.r.nw.tun != nil && w.tunErr == nil {
+		if w.tunErr = w.r.nw.attachTransparent(pid, w.r.log); w.tunErr != nil {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}
 	var err error
 	if w.over, err = watchLimits(w.ctx, w.r.lim, w.r.cg, pid); err != nil {
 		// Fail closed: the plan says a limit is sampled, and nothing
@@ -547,6 +559,9 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 // before the command started: a sampler that could not start, or a
 // trampoline whose gate stayed shut; nil for neither.
 func (w *bwWatch) failed() error {
+	if w.tunErr != nil {
+		return w.tunErr
+	}
 	if w.watchErr != nil {
 		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")

@@ -76,7 +76,7 @@ func (r *bwRun) finishProtection(res *Result) {
 
 func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
 	steps := []func(context.Context) error{
-		r.tools, r.ids, r.protection, r.network, r.terminal, r.environment, r.limits, r.command, r.bwrapArgs,
+		r.tools, r.ids, r.protection, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.command, r.bwrapArgs,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -165,13 +165,24 @@ func (r *bwRun) protection(context.Context) error {
 // network starts the proxies and forwarders the policy asks for and binds
 // their sockets into the plan.
 func (r *bwRun) network(ctx context.Context) error {
-	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.log)
+	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log)
 	if err != nil {
 		return err
 	}
 	r.nw = nw
 	r.undo.push(nw.close)
-	for _, b := range nw.binds {
+	if err := nw.planTransparent(r.root); err != nil {
+		return err
+	}
+	if nw.tun != nil {
+		r.undo.push(nw.tun.close)
+	}
+	return nil
+}
+
+// bindNetwork binds the network's sockets into the plan.
+func (r *bwRun) bindNetwork(context.Context) error {
+	for _, b := range r.nw.binds {
 		if err := r.pl.bindSocket(b[0], b[1]); err != nil {
 			return err
 		}
@@ -240,10 +251,14 @@ func (r *bwRun) limits(context.Context) error {
 // itself: core dumps off and the process ceiling), otherwise the fast
 // path, bwrap's own PID 1 and a sh trampoline.
 func (r *bwRun) command(context.Context) error {
-	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Command: r.cmd, TTY: r.tty != nil}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Publish: r.nw.publish, Command: r.cmd, TTY: r.tty != nil}
 	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
-	r.fast = len(initCfg.Forward) == 0 && !shimOnly && !initCfg.TTY
+	r.fast = len(initCfg.Forward)+len(initCfg.Publish) == 0 && !shimOnly && !initCfg.TTY
+	if r.nw != nil && r.nw.tun != nil {
+		// Init's go-ahead, after every bind descriptor (see start).
+		initCfg.GateFD = fdBinds + len(r.pl.files)
+	}
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
 	if !r.fast {
 		initCfg.Rlimits = r.lim.Rlimits
@@ -315,9 +330,11 @@ func (r *bwRun) buildReport() {
 		RunID:      r.runID,
 		Network:    r.nw.mode,
 		AllowHosts: p.AllowHosts,
+		HandIn:     r.nw.handIn,
 		Notes:      pl.notes,
 		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
+	rep.Transparent = r.nw.transparentReport()
 	if f.UnshareCgroupTry {
 		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
 	}

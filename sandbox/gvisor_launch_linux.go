@@ -37,6 +37,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		Limits:     lims,
 		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
 	}
+	r.Transparent = transparentLost(g.nw.mode, noTransparentGvisor)
 	if g.cfg.Rootless {
 		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
 	}

@@ -213,7 +213,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		setProxyEnv(env, "http://127.0.0.1:"+port)
 		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
 	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID})
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID, Refusals: r.opts.Refusals})
 		if err != nil {
 			return nil, nil, "", &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
@@ -366,7 +366,7 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	p, rs := r.p, r.rs
 	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: platform(), HostUID: r.uid, HostGID: r.gid,
 		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
-		Network: mode, AllowHosts: p.AllowHosts,
+		Network: mode, AllowHosts: p.AllowHosts, Transparent: transparentLost(mode, noTransparentLandlock),
 		Seccomp:  &SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
 		Landlock: &LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
 	for _, kv := range env {

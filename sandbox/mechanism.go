@@ -86,6 +86,9 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		if res.Report.Egress != nil {
 			end["egress"] = res.Report.Egress
 		}
+		if res.Report.Refused = opts.Refusals.List(); len(res.Report.Refused) > 0 {
+			end["refused"] = res.Report.Refused
+		}
 	}
 	if err != nil {
 		end["error"] = err.Error()

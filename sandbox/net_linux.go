@@ -19,6 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // Where the forwarded sockets appear inside, and the loopback ports init
@@ -38,11 +39,15 @@ type network struct {
 	mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	binds    [][2]string
 	forwards []initproc.Forward
+	publish  []initproc.Forward // published ports (handin_linux.go)
+	handIn   *HandInReport      // what was handed in; nil for nothing
 	env      map[string]string
 	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
 	dir      string       // the run's runtime dir, removed by close or release
 	swept    func()       // waits for the sweep of killed runs' dirs; nil before listen
 	writable []string     // the run's writable dirs, which its TMPDIR must lie outside
+	tun      *transparent // transparent egress to attach (bwrap), nil for none
+	egress   Transparent  // what the report says of transparent egress
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -167,7 +172,7 @@ func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte
 // setupNetwork decides the run's network. With no allow-list, no egress
 // socket and no LLM socket the sandbox has no network at all and nothing is
 // forwarded (the fast path).
-func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, log *slog.Logger) (_ *network, err error) {
+func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger) (_ *network, err error) {
 	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable()}
 	defer func() {
 		if err != nil {
@@ -188,7 +193,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		}
 		n.mode = "proxy (socket " + p.EgressSocket + ")"
 	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID})
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, Refusals: refused})
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}

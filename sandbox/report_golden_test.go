@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/sandbox-run/sandbox-run/refusals"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -67,16 +68,22 @@ func fullReport() Report {
 		Sweep:       &WalkReport{Dirs: 2, Entries: 30, GitDirs: 1, Micros: 200, Complete: false, Skipped: []string{"1 directories not walked (/work/w/big ...): the walk stopped after 30 entries (bound 30)"}},
 		LiveGuard: &LiveGuardReport{Started: true, Watches: 3, Budget: 16384, ReadyMicros: 120, Complete: false,
 			Lost: []string{"the run's budget of 16384 inotify watches is spent"}, Unwatched: 2, Overflows: 1, Neutralised: 1},
-		TmpSize:         268435456,
-		Tmpfs:           []TmpfsReport{{Path: "/tmp", Size: 268435456, Enforced: "size"}},
-		ReadScan:        &ReadScanReport{Paths: 1, Entries: 10, Seconds: 0.001, Covered: []string{"/opt/tools/s.sock"}},
-		WriteScan:       &ReadScanReport{Paths: 1, Entries: 40, Seconds: 0.002},
-		BindsByFD:       true,
-		Network:         "proxy (built-in)",
-		AllowHosts:      []string{"example.com"},
-		EnvNames:        []string{"HOME", "PATH"},
-		Notes:           []string{"a note"},
-		Egress:          &EgressCounts{Allowed: 2, Refused: 1, BytesOut: 100, BytesIn: 2000},
+		TmpSize:    268435456,
+		Tmpfs:      []TmpfsReport{{Path: "/tmp", Size: 268435456, Enforced: "size"}},
+		ReadScan:   &ReadScanReport{Paths: 1, Entries: 10, Seconds: 0.001, Covered: []string{"/opt/tools/s.sock"}},
+		WriteScan:  &ReadScanReport{Paths: 1, Entries: 40, Seconds: 0.002},
+		BindsByFD:  true,
+		Network:    "proxy (built-in)",
+		AllowHosts: []string{"example.com"},
+		EnvNames:   []string{"HOME", "PATH"},
+		Notes:      []string{"a note"},
+		Egress:     &EgressCounts{Allowed: 2, Refused: 1, BytesOut: 100, BytesIn: 2000},
+		Refused: []refusals.Refusal{{Kind: refusals.KindConnect, Host: "example.com", Port: 22, Reason: "not-allowed",
+			Why: "example.com:22 is not on the allow list", Fix: "--allow-host example.com:22", Count: 2}},
+		HandIn: &HandInReport{SSHAgent: "/tmp/ssh-x/agent.1", SSHAgentInside: "/run/sandbox-run/ssh-agent.sock", KnownHosts: "/home/u/.ssh/known_hosts",
+			KnownHostsInside: "/run/sandbox-run/ssh/known_hosts", Sockets: []SocketHandIn{{Path: "/run/docker.sock", Unsafe: true, Why: "serves Docker's API (by its name docker.sock)"}},
+			HostPorts: []string{"127.0.0.1:5432"}, Published: []PublishedReport{{Inside: 8080, Host: "127.0.0.1:18080"}}},
+		Transparent:     &Transparent{Enabled: true},
 		FullFilesystems: []string{"/work/w"},
 		Readback: &Readback{PID: 1, UID: 65534, GID: 65534, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000", CapBnd: "0000000000000000",
 			UIDMap: "65534 65534 1", Namespaces: map[string]string{"net": "net:[4026532000]"},

@@ -109,6 +109,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // ErrUnsupported means the requested mechanism does not exist on this
@@ -271,6 +272,10 @@ type Options struct {
 	Audit io.Writer
 	// Logger receives debug events; nil discards them.
 	Logger *slog.Logger
+	// Refusals, when set, is told of everything the run refused the
+	// command (connections, sockets, ports, agent requests), each with
+	// the flag that would allow it; the report lists them (Refused).
+	Refusals *refusals.Collector
 	// ProcSys is where kernel settings are read; empty means /proc/sys.
 	ProcSys string
 	// Init is a dedicated init binary that bwrap starts inside the sandbox
@@ -413,6 +418,16 @@ type Report struct {
 	// the upstreams. Nil without the built-in proxy (no network, or a
 	// node-wide proxy, whose own audit holds the decisions).
 	Egress *EgressCounts `json:"egress,omitempty"`
+	// Refused lists what the run refused the command, each once with the
+	// flag that would allow it (Options.Refusals); empty without one.
+	Refused []refusals.Refusal `json:"refused,omitempty"`
+	// HandIn is what the run handed in from the host (the ssh-agent,
+	// named sockets, host ports, published ports); nil for nothing.
+	HandIn *HandInReport `json:"hand_in,omitempty"`
+	// Transparent says whether a connection made without the proxy
+	// variables goes out (judged like the proxy's), and if not, why; nil
+	// when the run has no network.
+	Transparent *Transparent `json:"egress_transparent,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`

@@ -213,6 +213,7 @@ func (r *sbRun) buildReport() {
 			"/tmp is not writable; TMPDIR is a private directory (" + tmp + "), removed after the run; its size is not capped",
 		},
 	}
+	rep.Transparent = transparentLost(r.nw.mode, noTransparentSeatbelt)
 	for _, pr := range p.ProtectedPaths() {
 		rep.Protected = append(rep.Protected, seatbelt.Canonical(pr))
 	}

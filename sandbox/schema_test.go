@@ -66,20 +66,32 @@ func TestReportSchema(t *testing.T) {
 // pointer may be null; a named struct type is a $defs entry.
 type schemaGen struct {
 	t    *testing.T
+	top  string                       // the module's directory
+	read map[string]bool              // the packages whose docs are read
 	docs map[string]map[string]string // package.Type -> field -> doc
 	defs map[string]any
 }
 
 func newSchemaGen(t *testing.T) *schemaGen {
-	g := &schemaGen{t: t, docs: map[string]map[string]string{}, defs: map[string]any{}}
-	// Every file of the packages whose types the report holds, whatever
-	// its build tags: a doc comment is a doc comment on every platform.
 	_, self, _, _ := runtime.Caller(0)
-	top := filepath.Dir(filepath.Dir(self))
-	for _, dir := range []string{"sandbox", "bwrap"} {
-		g.readDocs(filepath.Join(top, dir))
+	return &schemaGen{t: t, top: filepath.Dir(filepath.Dir(self)), read: map[string]bool{},
+		docs: map[string]map[string]string{}, defs: map[string]any{}}
+}
+
+// docOf returns the doc comment of t's field, reading t's package's files
+// (every one, whatever its build tags: a doc comment is a doc comment on
+// every platform) on first use.
+func (g *schemaGen) docOf(t reflect.Type, field string) string {
+	const mod = "github.com/sandbox-run/sandbox-run/"
+	pkg := strings.TrimPrefix(t.PkgPath(), mod)
+	if !g.read[pkg] {
+		g.read[pkg] = true
+		if pkg == t.PkgPath() {
+			g.t.Fatalf("%s: the report holds a type from outside the module", t)
+		}
+		g.readDocs(filepath.Join(g.top, filepath.FromSlash(pkg)))
 	}
-	return g
+	return g.docs[path.Base(pkg)+"."+t.Name()][field]
 }
 
 func (g *schemaGen) readDocs(dir string) {
@@ -170,7 +182,7 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			name = f.Name
 		}
 		s := g.schema(f.Type)
-		doc := g.docs[path.Base(t.PkgPath())+"."+t.Name()][f.Name]
+		doc := g.docOf(t, f.Name)
 		if doc == "" {
 			g.t.Errorf("%s.%s has no doc comment: say what it holds and when it is empty", t.Name(), f.Name)
 		}

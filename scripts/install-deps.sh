@@ -24,6 +24,7 @@ if [ "$mode" = test ] && command -v apt-get >/dev/null 2>&1; then
 	command -v runc >/dev/null 2>&1 || testonly="$testonly runc"
 	command -v debootstrap >/dev/null 2>&1 || testonly="$testonly debootstrap"
 	command -v newuidmap >/dev/null 2>&1 || testonly="$testonly uidmap" # rootless podman
+	[ -x /usr/sbin/sshd ] || testonly="$testonly openssh-server" # e2e TestSSHGitThroughAgent
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0

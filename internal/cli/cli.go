@@ -169,6 +169,7 @@ type runFlags struct {
 	tty, noTTY                  bool
 	devEnv                      bool
 	refusalCode                 int
+	handIn                      handInFlags
 }
 
 func newRunFlags() *runFlags {
@@ -193,6 +194,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "node-wide egress proxy on this Unix socket")
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
+	f.handIn.register(fs)
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
 	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
@@ -214,7 +216,7 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
-	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run, and each refusal as it happens")
 	fs.IntVar(&f.refusalCode, "exit-code-refusal", ExitRefused, "exit with this status (1-255) instead of 125 when sandbox-run itself refuses or fails, so a command's own 125 stays apart")
 	fs.BoolVar(&f.devEnv, "dev-env", true, "carry your git identity (user.name, user.email, init.defaultBranch) and toolchain directories in; --dev-env=false for neither")
 	strict(fs, runNonEmpty...)
@@ -306,6 +308,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.dryRun {
 		opts.DryRun = stdio.Stdout
 	}
+	opts.Refusals = newRefusals(f.verbose, stdio.Stderr)
 	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
@@ -318,6 +321,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		return f.own(code)
 	}
 	printOffline(stdio.Stderr, pr.cmd, res)
+	printRefused(stdio.Stderr, res.Report)
 	if f.summary {
 		printSummary(stdio.Stderr, res)
 	} else {

@@ -253,6 +253,7 @@ func TestPolicyFlags(t *testing.T) {
 		uid = "" // --user is refused unless root: checked in TestRunRefusals' table
 	}
 	dir := t.TempDir()
+	t.Setenv("SSH_AUTH_SOCK", "/agent.sock") // what --ssh-agent hands in
 	for _, c := range []struct {
 		flag, val string
 		got       func(p policy.Policy) any
@@ -284,6 +285,11 @@ func TestPolicyFlags(t *testing.T) {
 		{"tmp-size", "5M", func(p policy.Policy) any { return p.TmpSize }, int64(5 << 20)},
 		{"shm-size", "6M", func(p policy.Policy) any { return p.ShmSize }, int64(6 << 20)},
 		{"user", uid, func(p policy.Policy) any { return fmt.Sprintf("%d:%d", p.UID, p.GID) }, uid},
+		{"ssh-agent", "true", func(p policy.Policy) any { return p.SSHAgent }, "/agent.sock"},
+		{"unix-socket", "/u.sock", func(p policy.Policy) any { return strings.Join(p.UnixSockets, ",") }, "/u.sock"},
+		{"unix-socket-unsafe", "/d.sock", func(p policy.Policy) any { return strings.Join(p.UnixSocketsUnsafe, ",") }, "/d.sock"},
+		{"host-port", "5432", func(p policy.Policy) any { return strings.Join(p.HostPorts, ",") }, "5432"},
+		{"publish", "80:8080", func(p policy.Policy) any { return strings.Join(p.Publish, ",") }, "80:8080"},
 	} {
 		if !rows[c.flag] {
 			t.Errorf("--%s: not in policyFlags", c.flag)

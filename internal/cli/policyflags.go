@@ -53,6 +53,17 @@ var policyFlags = []policyFlag{
 		return err
 	}},
 	{"llm-env", func(f *runFlags, p *policy.Policy) error { p.LLMEnv = f.llmEnv; return nil }},
+	{"ssh-agent", func(f *runFlags, p *policy.Policy) error { return f.handIn.sshAgent(p, os.LookupEnv) }},
+	{"unix-socket", func(f *runFlags, p *policy.Policy) (err error) {
+		p.UnixSockets, err = absPaths("unix-socket", f.handIn.sockets)
+		return err
+	}},
+	{"unix-socket-unsafe", func(f *runFlags, p *policy.Policy) (err error) {
+		p.UnixSocketsUnsafe, err = absPaths("unix-socket-unsafe", f.handIn.unsafe)
+		return err
+	}},
+	{"host-port", func(f *runFlags, p *policy.Policy) error { p.HostPorts = f.handIn.hostPorts; return nil }},
+	{"publish", func(f *runFlags, p *policy.Policy) error { p.Publish = f.handIn.publish; return nil }},
 	{"ptrace", func(f *runFlags, p *policy.Policy) error { p.Ptrace = f.ptrace; return nil }},
 	{"sandbox", func(f *runFlags, p *policy.Policy) error { p.Sandbox = policy.Mode(f.mode); return nil }},
 	{"timeout", func(f *runFlags, p *policy.Policy) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -68,7 +69,19 @@ func Main(args []string) int {
 			return 125
 		}
 	}
+	for _, f := range c.Publish {
+		if err := forwarder.Publish(ctx, f.Socket, f.Port); err != nil {
+			report(Status{Error: err.Error(), Exit: 125})
+			return 125
+		}
+	}
 
+	if c.GateFD > 2 {
+		if err := waitGate(c.GateFD); err != nil {
+			report(Status{Error: err.Error(), Exit: 125})
+			return 125
+		}
+	}
 	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
 	// in between is lost.
@@ -214,6 +227,14 @@ func readback(kernel bool) *Readback {
 // sandbox has IPv6, and relays to f.Socket. The listeners exist before the
 // command starts, so its first connection finds them.
 func startForward(ctx context.Context, f Forward) error {
+	if f.Addr != "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(f.Addr, strconv.Itoa(f.Port)))
+		if err != nil {
+			return fmt.Errorf("forward %s: %w", net.JoinHostPort(f.Addr, strconv.Itoa(f.Port)), err)
+		}
+		go forwarder.Serve(ctx, ln, f.Socket)
+		return nil
+	}
 	ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port)))
 	if err != nil {
 		return fmt.Errorf("forward 127.0.0.1:%d: %w", f.Port, err)
@@ -325,4 +346,17 @@ func readKernel() *Kernel {
 		k.Dmesg, _, _ = strings.Cut(strings.TrimSpace(string(buf[:n])), "\n")
 	}
 	return k
+}
+
+// waitGate blocks until the launcher writes "go" on fd (Config.GateFD),
+// then closes it.
+func waitGate(fd int) error {
+	f := os.NewFile(uintptr(fd), "gate")
+	defer f.Close()
+	b := make([]byte, 3)
+	n, _ := io.ReadFull(f, b)
+	if string(b[:n]) != "go\n" {
+		return errors.New("the launcher did not set up the sandbox's network (init's gate closed)")
+	}
+	return nil
 }

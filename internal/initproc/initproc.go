@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -127,6 +128,9 @@ type Config struct {
 	StatusSocket string
 	StderrFD     int
 	Forward      []Forward
+	// Publish asks init to serve published ports (forwarder.Publish):
+	// Port is the server's port inside, Socket the host side's socket.
+	Publish []Forward
 	// Rlimits is the command's rlimits, applied by the exec shim between
 	// init and the command; nil means only core dumps off (init's own).
 	Rlimits []limits.Rlimit
@@ -134,7 +138,13 @@ type Config struct {
 	// terminal: the command leads a new session, so a shell gets job
 	// control and the terminal's signals (Ctrl-C, Ctrl-Z) reach its
 	// foreground job.
-	TTY     bool
+	TTY bool
+	// GateFD, when above 2, is a descriptor init reads before it starts
+	// the command: "go" lets it start; anything else (an end of file:
+	// the launcher gave up) ends init with status 125 and the command
+	// never runs. The launcher uses it to set up the sandbox's network
+	// (transparent egress) from outside first.
+	GateFD  int
 	Command []string
 }
 
@@ -143,6 +153,19 @@ type Config struct {
 type Forward struct {
 	Port   int
 	Socket string
+	// Addr, when set, is the one loopback address init listens on
+	// (a --host-port ADDR:PORT); empty means 127.0.0.1 and ::1.
+	Addr string
+}
+
+// spec is f as init's command line writes it: [ADDR:]PORT=SOCKET, with
+// an IPv6 ADDR in brackets.
+func (f Forward) spec() string {
+	port := strconv.Itoa(f.Port)
+	if f.Addr != "" {
+		port = net.JoinHostPort(f.Addr, port)
+	}
+	return port + "=" + f.Socket
 }
 
 // ErrUsage marks a malformed init or exec shim command line.
@@ -162,13 +185,19 @@ func (c Config) Args() []string {
 		a = []string{"--status-socket", c.StatusSocket, "--stderr-fd", fmt.Sprint(c.StderrFD)}
 	}
 	for _, f := range c.Forward {
-		a = append(a, "--forward", fmt.Sprintf("%d=%s", f.Port, f.Socket))
+		a = append(a, "--forward", f.spec())
+	}
+	for _, f := range c.Publish {
+		a = append(a, "--publish", f.spec())
 	}
 	if len(c.Rlimits) > 0 {
 		a = append(a, "--rlimits", encodeRlimits(c.Rlimits))
 	}
 	if c.TTY {
 		a = append(a, "--tty")
+	}
+	if c.GateFD > 2 {
+		a = append(a, "--gate-fd", fmt.Sprint(c.GateFD))
 	}
 	a = append(a, "--")
 	return append(a, c.Command...)
@@ -184,7 +213,7 @@ func ParseArgs(args []string) (Config, error) {
 			return c, c.complete()
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--rlimits", "--status-socket":
+		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -218,14 +247,26 @@ func (c *Config) set(flag, v string) error {
 		c.Rlimits = rs
 	case "--status-socket":
 		c.StatusSocket = v
-	case "--forward":
+	case "--gate-fd":
+		if _, err := fmt.Sscan(v, &c.GateFD); err != nil || c.GateFD < 3 {
+			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
+		}
+	case "--forward", "--publish":
 		port, sock, ok := strings.Cut(v, "=")
 		var f Forward
-		if _, err := fmt.Sscan(port, &f.Port); err != nil || !ok || sock == "" || f.Port <= 0 || f.Port > 65535 {
-			return fmt.Errorf("%w: --forward %q, want PORT=SOCKET", ErrUsage, v)
+		if h, p, err := net.SplitHostPort(port); err == nil && h != "" {
+			f.Addr, port = h, p
 		}
-		f.Socket = sock
-		c.Forward = append(c.Forward, f)
+		n, err := strconv.Atoi(port)
+		if err != nil || !ok || sock == "" || n <= 0 || n > 65535 {
+			return fmt.Errorf("%w: %s %q, want [ADDR:]PORT=SOCKET", ErrUsage, flag, v)
+		}
+		f.Port, f.Socket = n, sock
+		if flag == "--publish" {
+			c.Publish = append(c.Publish, f)
+		} else {
+			c.Forward = append(c.Forward, f)
+		}
 	}
 	return nil
 }

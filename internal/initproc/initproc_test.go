@@ -13,6 +13,7 @@ import (
 func TestArgsRoundTrip(t *testing.T) {
 	for _, c := range []Config{
 		{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}},
+		{StatusFD: 4, StderrFD: 5, GateFD: 12, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"true"}},
 		{StatusFD: 4, StderrFD: 5, TTY: true, Command: []string{"bash", "--tty"}},
 		{StatusFD: 4, StderrFD: 5, Rlimits: []limits.Rlimit{{Resource: limits.Core}, {Resource: limits.CPU, Soft: 2, Hard: 3}}, Command: []string{"true"}},
 	} {
@@ -35,6 +36,7 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"--status-fd", "x", "--stderr-fd", "5", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--forward", "99999=/s", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--bogus", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--gate-fd", "2", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--rlimits", "cpu=3:2", "--", "true"},
 	} {
 		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {

@@ -210,7 +210,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 func (c *canaries) start(base string, v map[string]string) error {
 	var err error
 	if c.tcp, err = net.Listen("tcp", ":0"); err != nil {
-		return fmt.Errorf("TCP canary: %w", err)
+		return fmt.Errorf("the TCP canary: %w", err)
 	}
 	c.serveStream(c.tcp)
 	port := strconv.Itoa(c.tcp.Addr().(*net.TCPAddr).Port)
@@ -220,20 +220,20 @@ func (c *canaries) start(base string, v map[string]string) error {
 		v["tcp_host"] = net.JoinHostPort(hostIP, port)
 	}
 	if c.udp, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
-		return fmt.Errorf("UDP canary: %w", err)
+		return fmt.Errorf("the UDP canary: %w", err)
 	}
 	c.serveUDP()
 	v["udp4"] = c.udp.LocalAddr().String()
 	dconn, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("DNS canary: %w", err)
+		return fmt.Errorf("the DNS canary: %w", err)
 	}
 	c.dns = &dnsCanary{conn: dconn}
 	c.dns.serve(&c.wg)
 	v["dns"] = dconn.LocalAddr().String()
 	sock := filepath.Join(base, "sock", "canary.sock")
 	if c.unix, err = net.Listen("unix", sock); err != nil {
-		return fmt.Errorf("Unix socket canary: %w", err)
+		return fmt.Errorf("the Unix socket canary: %w", err)
 	}
 	os.Chmod(sock, 0o777)
 	c.serveStream(c.unix)
@@ -241,7 +241,7 @@ func (c *canaries) start(base string, v map[string]string) error {
 	if hasAbstractSockets {
 		abstract := "@sbx-check-" + newToken()
 		if c.abstract, err = net.Listen("unix", abstract); err != nil {
-			return fmt.Errorf("abstract socket canary: %w", err)
+			return fmt.Errorf("the abstract socket canary: %w", err)
 		}
 		c.serveStream(c.abstract)
 		v["abstract"] = abstract

@@ -32,7 +32,7 @@ func ServeTestHost() {
 // runTestHost is the HTTP server of the test host inside its network
 // namespace: /ok, /redirect?to=URL (302), /count (connections accepted so
 // far), /bytes?n=N (N bytes, with a Content-Length, for throughput
-// benchmarks). It prints "ready" once listening and exits when stdin closes.
+// benchmarks), and the odd-port services (OddPort). It prints "ready" once listening and exits when stdin closes.
 func runTestHost(addr string) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -47,6 +47,12 @@ func runTestHost(addr string) int {
 	})
 	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, conns.Load()) })
 	mux.HandleFunc("/bytes", ServeBytes)
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if err := serveOddPort(host, mux); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	srv := &http.Server{Handler: mux, ConnState: func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -93,6 +99,9 @@ type TestHost struct {
 	// namespace: an address of this host's own interfaces, in the same
 	// range as Addr.
 	Local netip.Addr
+	// Netns is the name of the host's network namespace (ip netns exec
+	// NETNS ...), for tests that run another server there.
+	Netns string
 }
 
 // HostPort is the test host's address as host:port.
@@ -183,7 +192,7 @@ func NewTestHost(t testing.TB, idx int) TestHost {
 		}
 	}
 
-	h := TestHost{Addr: inside, Port: 8080, Local: outside}
+	h := TestHost{Addr: inside, Port: 8080, Local: outside, Netns: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	// *testing.T has a deadline; a benchmark (*testing.B) has none.
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {

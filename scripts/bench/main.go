@@ -91,6 +91,8 @@ func main() {
 			os.Exit(proxyMain(os.Args[2:]))
 		case "fetch":
 			os.Exit(fetchMain(os.Args[2:]))
+		case "dial":
+			os.Exit(dialMain(os.Args[2:]))
 		case "load":
 			os.Exit(loadMain(os.Args[2:]))
 		case "proxy-unix":
@@ -242,11 +244,12 @@ func run() int {
 					rep.netErr = err
 				}
 			}
-			nvs := e.netVariants(h, p, srt)
+			nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h))
 			fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
 				len(nvs), *netRounds, *size>>20, *latTotal)
 			r := measureNet(nvs, h, *size, *netRounds, 4, max(1, *latTotal/4), deadline)
 			rep.net = &r
+			rep.connect, rep.connectFailed = e.measureConnect(h, 4, max(1, *latTotal/4), deadline)
 			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, deadline)
 		}
 	}

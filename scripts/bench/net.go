@@ -96,6 +96,7 @@ func fetchMain(args []string) int {
 	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
 	url := fs.String("url", "", "URL")
 	n := fs.Int("n", 1, "sequential requests")
+	noproxy := fs.Bool("noproxy", false, "ignore the proxy variables: connect to the host itself")
 	if err := fs.Parse(args); err != nil || *url == "" || *n < 1 || *n > 100000 {
 		fmt.Fprintln(os.Stderr, "usage: fetch -url URL [-n N]")
 		return 2
@@ -103,6 +104,9 @@ func fetchMain(args []string) int {
 	c := &http.Client{
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 1},
 		Timeout:   5 * time.Minute,
+	}
+	if *noproxy {
+		c.Transport.(*http.Transport).Proxy = nil
 	}
 	var res fetchResult
 	buf := make([]byte, 256<<10)

@@ -33,6 +33,10 @@ type report struct {
 
 	net    *netResults
 	netErr error
+	// connect and connectFailed: connection set-up, direct and through
+	// transparent egress (measureConnect).
+	connect       map[string]sample
+	connectFailed map[string]error
 
 	micro string
 
@@ -155,6 +159,7 @@ func (r *report) goals() [][3]string {
 				verdict(add < time.Millisecond, "by "+us(add-time.Millisecond))})
 		}
 	}
+	rows = append(rows, r.transparentGoals()...)
 	rows = append(rows, r.scaleGoals()...)
 	if row, ok := r.memGoal(); ok {
 		rows = append(rows, row)
@@ -340,7 +345,7 @@ func (r *report) netSection(w func(string, ...any)) {
 		"%d downloads per path, interleaved.\n\n", n.size>>20, n.size, r.maxLen(n.throughput))
 	st := median(n.throughput[nProxy])
 	w("| path | median MiB/s | min | max | vs straight through the proxy |\n|---|---:|---:|---:|---:|\n")
-	for _, name := range []string{nDirect, nProxy, nSandbox, nSRT} {
+	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nSRT} {
 		t := n.throughput[name]
 		if len(t) == 0 {
 			if err := n.failed[name]; err != nil {
@@ -367,7 +372,7 @@ func (r *report) netSection(w func(string, ...any)) {
 		"keep-alive as the client does by default). Per-request latency measured by the client.\n\n", len(n.latency[nSandbox]))
 	w("| path | p50 | p99 | max | p50 added over direct |\n|---|---:|---:|---:|---:|\n")
 	d := n.latency[nDirect]
-	for _, name := range []string{nDirect, nProxy, nSandbox, nSRT} {
+	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nSRT} {
 		t := n.latency[name]
 		if len(t) == 0 {
 			if err := n.failed[name]; err != nil {
@@ -383,6 +388,7 @@ func (r *report) netSection(w func(string, ...any)) {
 			ratio(t.quantile(0.5), s.quantile(0.5)), ratio(t.quantile(0.99), s.quantile(0.99)))
 	}
 	r.failures(w, n.failed)
+	r.connectSection(w)
 }
 
 func (r *report) microSection(w func(string, ...any)) {

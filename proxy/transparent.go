@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/allowlist"
+	"github.com/sandbox-run/sandbox-run/refusals"
+)
+
+// Refused is the error Transparent.Dial and Proxy.Lookup return when the
+// policy refuses a connection or a name: the same reason codes, rule and
+// fix as an HTTP refusal, since it was judged by the same functions.
+type Refused struct {
+	Reason string // a refusal code (see the package documentation)
+	Rule   string // which rule refused, for people
+	Fix    string // how to allow it, for people
+}
+
+func (e *Refused) Error() string { return e.Rule + "; to allow it: " + e.Fix }
+
+func refusedErr(r *refusal) *Refused { return &Refused{Reason: r.reason, Rule: r.rule, Fix: r.fix} }
+
+// Transparent opens the connections of a transparent netstack: each TCP
+// connection the sandbox made to an address, judged by the exact address
+// it reaches with the rules of the HTTP proxy, recorded in the same audit
+// and counts, and closed when ctx ends.
+type Transparent struct{ s *session }
+
+// Transparent returns the dialer of a netstack that serves until ctx
+// ends; every connection it opened is closed then.
+func (p *Proxy) Transparent(ctx context.Context) *Transparent {
+	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
+	context.AfterFunc(ctx, s.closeAll)
+	return &Transparent{s: s}
+}
+
+// Dial judges a connection to dst, which the sandbox's resolver gave out
+// for name ("" when it did not: the connection is then judged as the
+// address literal), records the decision, and connects to exactly dst. A
+// refusal is a *Refused. A name is judged as the HTTP proxy judges a host
+// name, against dst alone (not a fresh lookup: the sandbox connects to the
+// address it was given); an address the name's entry does not cover is
+// then judged as a literal, so an IP entry still admits it.
+func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
+	p := t.s.p
+	d := p.decideAddr(name, dst)
+	d.method = "TCP"
+	p.record(d)
+	if d.refusal != nil {
+		return nil, refusedErr(d.refusal)
+	}
+	c, err := t.s.dial(ctx, d, d.t.String())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decideAddr is decide for a connection whose address is already known.
+func (p *Proxy) decideAddr(name string, dst netip.AddrPort) *decision {
+	ip := dst.Addr().Unmap().WithZone("")
+	lit, err := parseTarget(netip.AddrPortFrom(ip, dst.Port()).String(), 0)
+	if err != nil {
+		return &decision{raw: dst.String(), refusal: badTarget(reasonBadHost, dst.String(), err)}
+	}
+	if name != "" {
+		if t, err := parseTarget(net.JoinHostPort(name, strconv.Itoa(int(dst.Port()))), 0); err == nil {
+			if e, ok := p.allow.Load().MatchHost(t.Name(), t.Port()); ok {
+				d := &decision{raw: t.String(), t: t, entry: e, ips: []netip.Addr{ip}}
+				d.refusal = p.judge(t, ip)
+				return d
+			}
+		}
+	}
+	d := p.decide(context.Background(), "", lit.String(), lit)
+	if d.refusal != nil && d.refusal.reason == reasonNotAllowed && name != "" {
+		// Name the entry people would write: the name they connected by.
+		if t, err := parseTarget(net.JoinHostPort(name, strconv.Itoa(int(dst.Port()))), 0); err == nil {
+			d.t, d.raw, d.ips, d.refusal = t, t.String(), []netip.Addr{ip}, notAllowed(t)
+			d.refusal.ip = ip
+		}
+	}
+	return d
+}
+
+// Lookup is the sandbox resolver's question: may name be resolved, and
+// to which addresses. It answers only a name that an allow-list host entry
+// covers (on some port), resolves it with the proxy's resolver, and keeps
+// only the answers a connection could be allowed to: never an address in
+// a range the proxy never connects to or one of the host's own, and a
+// private one only when an address entry names it. A name with no answer
+// left is refused (rebinding to an internal address is refused like the
+// literal). Each refusal is recorded in the audit ("event":"dns").
+func (p *Proxy) Lookup(ctx context.Context, name string, v6 bool) ([]netip.Addr, error) {
+	t, err := parseTarget(net.JoinHostPort(name, "53"), 0)
+	if err != nil || t.IsAddr() {
+		r := badTarget(reasonBadHost, name, errors.New("not a host name"))
+		p.recordDNS(name, nil, r)
+		return nil, refusedErr(r)
+	}
+	entry, ok := p.allow.Load().MatchName(t.Name())
+	if !ok {
+		r := notAllowed(t)
+		r.rule = t.Name() + " is not on the allow list; the sandbox's resolver answers only names an entry covers"
+		r.fix = "add --allow-host " + t.Name() + " (with :PORT for a port other than 80 and 443)"
+		r.flag = "--allow-host " + t.Name()
+		p.recordDNS(t.Name(), nil, r)
+		return nil, refusedErr(r)
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	network := "ip4"
+	if v6 {
+		network = "ip6"
+	}
+	answers, err := p.resolver.LookupNetIP(rctx, network, t.Name())
+	if err != nil && !isNotFound(err) {
+		r := &refusal{reason: reasonDNS, status: http.StatusBadGateway,
+			rule: fmt.Sprintf("%s did not resolve on the host: %v", t.Name(), err),
+			fix:  "check the name; it is resolved by the host's resolver"}
+		p.recordDNS(t.Name(), nil, r)
+		return nil, refusedErr(r)
+	}
+	var ips []netip.Addr
+	for _, ip := range answers {
+		ip = ip.Unmap().WithZone("")
+		if r := p.judgeAnswer(t, ip); r != nil {
+			p.recordDNS(t.Name(), []netip.Addr{ip}, r)
+			return nil, refusedErr(r)
+		}
+		if !slices.Contains(ips, ip) {
+			ips = append(ips, ip)
+		}
+	}
+	p.recordDNSAllowed(t.Name(), ips, entry)
+	return ips, nil
+}
+
+func isNotFound(err error) bool {
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
+}
+
+// judgeAnswer refuses an answer no connection could be allowed to: the
+// never ranges, the host's own addresses (without an exact entry), and
+// private ranges no address entry names.
+func (p *Proxy) judgeAnswer(t target, ip netip.Addr) *refusal {
+	v := allowlist.Classify(ip)
+	if v.Never() {
+		return p.judgeRange(t, ip, v)
+	}
+	if r := p.judgeOwn(t, ip); r != nil {
+		return r
+	}
+	if v.Public() || p.allow.Load().NamesAddr(ip) {
+		return nil
+	}
+	return p.judgeRange(t, ip, v)
+}
+
+// recordDNS writes a refused lookup to the audit and the counts.
+func (p *Proxy) recordDNS(name string, ips []netip.Addr, r *refusal) {
+	p.counts.refused.Add(1)
+	line := auditLine{Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "dns",
+		Method: "DNS", Host: name, Decision: "refuse", Reason: r.reason}
+	if r.ip.IsValid() {
+		line.IP = r.ip.String()
+	}
+	for _, ip := range ips {
+		line.IPs = append(line.IPs, ip.String())
+	}
+	p.log.Info("name lookup refused", "host", name, "ip", line.IP, "reason", r.reason, "fix", r.fix)
+	line.Fix = r.flag
+	p.writeAudit(line)
+	if r.reason != reasonDNS { // a name that does not resolve is no policy's refusal
+		c := r.collected(name, 0)
+		c.Kind = refusals.KindLookup
+		p.refused.Add(c)
+	}
+}
+
+// recordDNSAllowed writes an answered lookup to the audit.
+func (p *Proxy) recordDNSAllowed(name string, ips []netip.Addr, entry string) {
+	line := auditLine{Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.runID, Event: "dns",
+		Method: "DNS", Host: name, Decision: "allow", Reason: "allow-list", Entry: entry}
+	for _, ip := range ips {
+		line.IPs = append(line.IPs, ip.String())
+	}
+	if len(ips) > 0 {
+		line.IP = line.IPs[0]
+	}
+	p.writeAudit(line)
+}
