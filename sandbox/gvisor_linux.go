@@ -51,7 +51,7 @@ type gvRun struct {
 	spec     gvisor.Bundle
 	undo     cleanups
 	uid, gid int
-	res      *Result // what run returned, for the quarantine's lines
+	res      *Result         // what run returned, for the quarantine's lines
 	img      *ociimage.Image // the root file system's image; nil: the host's
 }
 

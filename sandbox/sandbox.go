@@ -330,10 +330,10 @@ type Report struct {
 	Platform  string       `json:"platform"`
 	Bwrap     *BwrapReport `json:"bwrap,omitempty"`
 	// Gvisor names the runsc of a tier-2 run; nil otherwise.
-	Gvisor     *GvisorReport  `json:"gvisor,omitempty"`
+	Gvisor *GvisorReport `json:"gvisor,omitempty"`
 	// Image names the container image that was the root file system
 	// (run --image); nil when the host's was.
-	Image *ImageReport `json:"image,omitempty"`
+	Image      *ImageReport   `json:"image,omitempty"`
 	Namespaces []string       `json:"namespaces,omitempty"`
 	HostUID    int            `json:"host_uid"`
 	HostGID    int            `json:"host_gid"`

@@ -13,7 +13,7 @@ import (
 
 // busyboxApplets are the commands the test image has, each a link to
 // the static busybox.
-var busyboxApplets = []string{"sh", "cat", "echo", "wget", "dmesg", "uname", "id", "true", "false", "ls", "test", "env", "head", "grep", "sleep"}
+var busyboxApplets = []string{"sh", "cat", "echo", "wget", "dmesg", "uname", "id", "true", "false", "ls", "test", "env", "head", "grep", "sleep", "nc", "cut"}
 
 var imageSeq atomic.Int64
 
