@@ -4,8 +4,9 @@
 # (tier 2, --sandbox gvisor); and, on Debian and Ubuntu, what the container
 # tests need (e2e/podman_kernel_linux_test.go): podman, runc (crun, podman's
 # default runtime, refuses a hybrid cgroup hierarchy), uidmap (rootless
-# podman) and debootstrap (the container's root filesystem,
-# scripts/container-rootfs.sh). Idempotent;
+# podman), debootstrap (the container's root filesystem,
+# scripts/container-rootfs.sh) and busybox-static (the images the --image
+# tests build with podman import). Idempotent;
 # prints what it does.
 set -eu
 missing=""
@@ -17,6 +18,8 @@ if command -v apt-get >/dev/null 2>&1; then
 	command -v runc >/dev/null 2>&1 || testonly="$testonly runc"
 	command -v debootstrap >/dev/null 2>&1 || testonly="$testonly debootstrap"
 	command -v newuidmap >/dev/null 2>&1 || testonly="$testonly uidmap" # rootless podman
+	# The image tests' and make bench-image's image (podman import of it).
+	dpkg -s busybox-static >/dev/null 2>&1 || testonly="$testonly busybox-static"
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0
