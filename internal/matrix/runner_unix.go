@@ -40,6 +40,10 @@ type RunOptions struct {
 	// tier 2 on Linux) or "none" (each attempt runs with --sandbox off, to
 	// check tier 0's expectations).
 	Mechanism string
+	// Image, with Mechanism "gvisor", runs each confined attempt with
+	// --image Image (that container image's tree as the root, from
+	// podman's storage) instead of the host's.
+	Image string
 	// Filter selects the cases to run; nil runs all.
 	Filter func(Case) bool
 	// Parallel bounds the cases run at once; 0 means 6.
@@ -398,6 +402,9 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 				argv = append(argv, "--sandbox", "off")
 			case "gvisor":
 				argv = append(argv, "--sandbox", "gvisor")
+				if opts.Image != "" {
+					argv = append(argv, "--image", opts.Image)
+				}
 			case "landlock":
 				argv = append(argv, "--sandbox", "landlock")
 			}
