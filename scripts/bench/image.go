@@ -57,6 +57,19 @@ func (e *env) imageVariants() ([]variant, func(), error) {
 	return []variant{sr, pv, do}, cleanup, nil
 }
 
+// imageStartups is run --image and podman run --runtime runsc for make
+// bench's start-up table (runsc do is there already); none, with the
+// reason on stderr, when they cannot run here.
+func (e *env) imageStartups() []variant {
+	ivs, cleanup, err := e.imageVariants()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: images not measured:", err)
+		return nil
+	}
+	atExit(cleanup)
+	return ivs[:2]
+}
+
 // benchImage imports /bin/busybox (static) with true as its link.
 func (e *env) benchImage(podman string) (string, func(), error) {
 	root := filepath.Join(e.base, "image-root")
