@@ -39,7 +39,19 @@ func (e *env) imageVariants() ([]variant, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	sr := e.sandboxRun([]string{"--image", ref}, "true")
+	// The image's tree is unpacked into a cache of the bench's own
+	// (removed with e.base), not the user's.
+	cache := filepath.Join(e.base, "image-cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	srv := e.sandboxRun([]string{"--image", ref}, "true")
+	sr := variant{cmd: func(ctx context.Context) (*exec.Cmd, func()) {
+		c, done := srv.cmd(ctx)
+		c.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
+		return c, done
+	}}
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	c, _ := sr.cmd(ctx)
