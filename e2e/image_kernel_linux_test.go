@@ -95,9 +95,10 @@ func TestImageRun(t *testing.T) {
 // same direct request from the host reaches it. (busybox nc: busybox wget
 // crashes under Debian 12's gVisor, image or not.)
 func TestImageEgress(t *testing.T) {
+	sandboxtest.Root(t) // the test host lives in a network namespace only root can wire up
 	sandboxtest.Runsc(t)
-	img := sandboxtest.BusyboxImage(t, nil)
 	h := sandboxtest.NewTestHost(t, 0)
+	img := sandboxtest.BusyboxImage(t, nil)
 	w := sandboxtest.WorkDir(t)
 	// The request's stdin stays open a while: nc ends the connection when
 	// its input ends.
