@@ -22,7 +22,7 @@ STATICCHECK := .cache/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 export GOTOOLCHAIN := local
 
-.PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet clean
+.PHONY: all deps build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet lint clean
 .PHONY: mcp-deps install uninstall
 .PHONY: e2e-sandbox test-vm container-rootfs
 .PHONY: bench-quick bench-go bench-image
@@ -70,12 +70,19 @@ vet: $(STATICCHECK)
 	GOOS=windows $(GO) build ./...
 	$(STATICCHECK) ./...
 
+# The readability bar and staticcheck for both platforms the code ships
+# for: no function over 80 lines or complexity 20 but those listed in
+# scripts/lint/over.txt (a list that may only get shorter).
+lint: $(STATICCHECK)
+	GOOS=darwin $(STATICCHECK) ./...
+	$(GO) run ./scripts/lint
+
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Everything CI runs. SANDBOX_REQUIRE=1 turns every "cannot run bwrap here"
 # skip into a failure.
-test: deps mcp-deps build vet
+test: deps mcp-deps build vet lint
 	@if [ "$$(id -u)" = 0 ]; then scripts/container-rootfs.sh >/dev/null; fi
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestSoak$$' ./...
 	$(MAKE) --no-print-directory soak
@@ -140,7 +147,7 @@ bench-go: deps build
 # (the image section of make bench alone; prints, writes nothing).
 bench-image: deps build
 	$(GO) build -o .cache/bench/sbx-bench ./scripts/bench
-	.cache/bench/sbx-bench -bin $(BIN) -image-only -n 15
+	.cache/bench/sbx-bench images -bin $(BIN) -n 15
 
 bench-startup: deps build
 	@scripts/bench-startup.sh $(BIN)

@@ -48,7 +48,7 @@ func goldenJSON(t *testing.T, name string, v any) {
 func fullReport() Report {
 	yes := true
 	return Report{
-		RunID: "0123456789abcdef", Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64",
+		Schema: ReportSchema, RunID: "0123456789abcdef", Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64",
 		Bwrap: &BwrapReport{Path: "/usr/bin/bwrap", Version: "0.8.0",
 			Features:   bwrap.Features{Args: true, ClearEnv: true, DisableUserns: true, BindFD: true, InfoFD: true, AsPid1: true, Size: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
 			Advisories: []Advisory{{ID: "example", Detail: "what is weak", Fix: "what to install"}}},
@@ -118,6 +118,7 @@ func TestReportGoldenTierZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.RunID, rep.HostUID, rep.HostGID, rep.Platform, rep.EnvironmentDigest = "RUN", 1000, 1000, "linux/amd64", "DIGEST"
+	rep.Schema = ReportSchema // as runMechanism sets it for every mechanism
 	// The default memory ceiling is the host's: checked here, shown as
 	// a name in the golden.
 	if m, err := limits.DefaultMemory(); err == nil {

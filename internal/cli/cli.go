@@ -70,6 +70,10 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "pin":
 		return pinCmd(ctx, args[1:], stdio, sigs)
+	case "wrap":
+		return wrapCmd(ctx, args[1:], stdio)
+	case "hook":
+		return hookCmd(ctx, args[1:], stdio)
 	case "version", "--version":
 		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
@@ -77,7 +81,7 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		usage(stdio.Stdout)
 		return 0
 	}
-	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, proxy, check, setup or version (sandbox-run help)", args[0]))
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, wrap, hook, proxy, check, setup or version (sandbox-run help)", args[0]))
 }
 
 // version is Version as stamped at build time (make build, make install);
@@ -118,6 +122,8 @@ func usage(w io.Writer) {
   sandbox-run proxy --listen PATH [flags]       a node-wide egress proxy on a Unix socket
   sandbox-run mcp [flags] -- SERVER [ARG...]    MCP relay in front of a sandboxed server
   sandbox-run pin save|diff [flags] -- SERVER   write a pin of what SERVER shows, or diff it with --pin-from FILE
+  sandbox-run wrap [--dry-run|--undo] [CONFIG]  run an MCP client's stdio servers through sandbox-run mcp
+  sandbox-run hook claude-code|gemini           an agent's pre-tool hook: its shell commands run inside
   sandbox-run setup [--dry-run]                 as root on Ubuntu 24.04+: load Ubuntu's bwrap AppArmor profile
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.

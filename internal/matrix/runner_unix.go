@@ -343,6 +343,22 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// mechanismArgs are the run flags of the column opts tests.
+func mechanismArgs(opts RunOptions) []string {
+	switch opts.Mechanism {
+	case "none":
+		return []string{"--sandbox", "off"}
+	case "gvisor":
+		if opts.Image != "" {
+			return []string{"--sandbox", "gvisor", "--image", opts.Image}
+		}
+		return []string{"--sandbox", "gvisor"}
+	case "landlock":
+		return []string{"--sandbox", "landlock"}
+	}
+	return nil
+}
+
 // runCase runs one case: n/a checks, the positive control, the confined
 // attempt, the comparison.
 func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result {
@@ -396,18 +412,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 				argv = append([]string{fx.bin, "run", "--sandbox", "off", "--workdir", w, "--", fx.bin}, args...)
 			}
 		} else {
-			argv = []string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}
-			switch opts.Mechanism {
-			case "none":
-				argv = append(argv, "--sandbox", "off")
-			case "gvisor":
-				argv = append(argv, "--sandbox", "gvisor")
-				if opts.Image != "" {
-					argv = append(argv, "--image", opts.Image)
-				}
-			case "landlock":
-				argv = append(argv, "--sandbox", "landlock")
-			}
+			argv = append([]string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}, mechanismArgs(opts)...)
 			switch c.Network {
 			case "proxy":
 				for _, a := range c.Allow {

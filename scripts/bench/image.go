@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -117,8 +118,25 @@ func (e *env) benchImage(podman string) (string, func(), error) {
 	return ref, func() { exec.Command(podman, "rmi", "--force", ref).Run() }, nil
 }
 
-// imageMain is -image-only: the three image start-ups interleaved,
-// printed with their ratios; nothing written.
+// imagesMain is `sbx-bench images [-bin B] [-n N]`: the three image
+// start-ups interleaved, printed with their ratios; nothing written.
+func imagesMain(args []string) int {
+	fs := flag.NewFlagSet("images", flag.ContinueOnError)
+	bin := fs.String("bin", "bin/sandbox-run", "sandbox-run binary")
+	rounds := fs.Int("n", 15, "rounds (each variant once per round)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	defer runCleanups()
+	e, err := setup(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: setup:", err)
+		return 1
+	}
+	return imageMain(e, *rounds, time.Now().Add(20*time.Minute))
+}
+
+// imageMain runs and prints the image start-ups.
 func imageMain(e *env, rounds int, deadline time.Time) int {
 	vs, cleanup, err := e.imageVariants()
 	if err != nil {
@@ -154,4 +172,16 @@ func imageRatios(times map[string]sample) []string {
 		out = append(out, fmt.Sprintf("ratio run --image / runsc do true (medians): %s", ratio(sr, do)))
 	}
 	return out
+}
+
+// imageGoal is the goal row of run --image against podman with runsc; none
+// when either was not measured.
+func (r *report) imageGoal() [][3]string {
+	img, pd := r.med(vSRImage), r.med(vPodmanRunsc)
+	if img == 0 || pd == 0 {
+		return nil
+	}
+	x := float64(img) / float64(pd)
+	return [][3]string{{"start-up: run --image ≤ podman run --runtime runsc", fmt.Sprintf("%.2fx (%s of runsc do)", x, ratio(img, r.med(vRunscDo))),
+		verdict(x <= 1, fmt.Sprintf("%.2fx over", x-1))}}
 }

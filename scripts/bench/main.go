@@ -99,6 +99,8 @@ func main() {
 			os.Exit(mcpServerMain())
 		case "mcp-client":
 			os.Exit(mcpClientMain(os.Args[2:]))
+		case "images":
+			os.Exit(imagesMain(os.Args[2:]))
 		}
 	}
 	code := run()
@@ -117,7 +119,6 @@ func run() int {
 	extraRounds := flag.Int("extra-rounds", 75, "more rounds, alone, of the variants the goals compare by a difference of medians (raw bwrap, run, run --allow-host, the growth series below 1000 binds)")
 	quick := flag.Bool("quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
 	startupOnly := flag.Bool("startup-only", false, "measure plain exec, raw bwrap and sandbox-run only; print, write nothing")
-	imageOnly := flag.Bool("image-only", false, "measure run --image, podman run --runtime runsc and runsc do only; print, write nothing")
 	size := flag.Int64("size", 256<<20, "download size in bytes")
 	netRounds := flag.Int("net-rounds", 5, "downloads per network variant")
 	latTotal := flag.Int("requests", 1000, "small GETs per network variant (in 4 interleaved batches)")
@@ -162,9 +163,6 @@ func run() int {
 
 	if *startupOnly {
 		return startupOnlyMain(e, *rounds, deadline)
-	}
-	if *imageOnly {
-		return imageMain(e, *rounds, deadline)
 	}
 
 	rep := &report{quick: *quick, rounds: *rounds, info: machineInfo(e.bin), goalExtra: map[string]sample{}}
