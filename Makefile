@@ -25,7 +25,7 @@ export GOTOOLCHAIN := local
 .PHONY: all deps deps-run build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet lint clean
 .PHONY: mcp-deps install uninstall
 .PHONY: e2e-sandbox test-vm container-rootfs
-.PHONY: bench-quick bench-go
+.PHONY: bench-quick bench-go bench-image
 
 all: build
 
@@ -147,6 +147,12 @@ bench-quick: deps build
 # The Go micro-benchmarks alone (`make bench` includes the hot-path ones).
 bench-go: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# run --image against podman run --runtime runsc and runsc do, interleaved
+# (the image section of make bench alone; prints, writes nothing).
+bench-image: deps build
+	$(GO) build -o .cache/bench/sbx-bench ./scripts/bench
+	.cache/bench/sbx-bench images -bin $(BIN) -n 15
 
 bench-startup: deps build
 	@scripts/bench-startup.sh $(BIN)

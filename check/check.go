@@ -98,7 +98,7 @@ func Check(ctx context.Context, opts Options) Report {
 		}
 	}
 	if t2.ID != "" {
-		items = append(items, t2)
+		items = append(items, t2, imagesItem(ctx, t2))
 	}
 	rep.Items = items
 	rep.Tier, rep.Verdict = tier(items, ready, mechanism)

@@ -142,6 +142,15 @@ func Render(in Input) (Bundle, error) {
 	}}
 	points := map[string]Point{}
 	for _, m := range in.Mounts {
+		// A link below the first level is made only in a directory the
+		// bundle makes itself (an earlier point), never under a bind.
+		if m.Kind == bwrap.Symlink && strings.Count(m.Dst, "/") > 1 {
+			if pt, ok := points[filepath.Dir(m.Dst)]; !ok || !pt.Dir || pt.Link != "" || boundAt(b.Spec.Mounts, filepath.Dir(m.Dst)) {
+				return Bundle{}, fmt.Errorf("%w: link %s is not in a directory of the bundle", ErrLayout, m.Dst)
+			}
+			points[m.Dst] = Point{Path: m.Dst, Link: m.Src}
+			continue
+		}
 		om, pt, keep, err := mountOf(m, in.Empty, in.Files)
 		if err != nil {
 			return Bundle{}, err
@@ -203,6 +212,16 @@ func mountOf(m bwrap.Mount, empty string, files map[string]bool) (Mount, Point, 
 		return Mount{}, Point{Path: m.Dst, Dir: true}, false, nil
 	}
 	return Mount{}, Point{}, false, fmt.Errorf("%w: mount kind %v", ErrLayout, m.Kind)
+}
+
+// boundAt reports whether a mount so far lies at dst.
+func boundAt(ms []Mount, dst string) bool {
+	for _, m := range ms {
+		if m.Destination == dst {
+			return true
+		}
+	}
+	return false
 }
 
 func underProc(p string) bool { return strings.HasPrefix(p, "/proc/") }

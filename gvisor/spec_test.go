@@ -222,3 +222,30 @@ func TestDefaultPlatform(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderDeepLinks: a link below the first level is made only in a
+// directory the bundle makes itself, never under a bind (where it would
+// be hidden) or a missing parent.
+func TestRenderDeepLinks(t *testing.T) {
+	dir := bwrap.Mount{Kind: bwrap.Dir, Dst: "/run", FD: -1}
+	link := bwrap.Mount{Kind: bwrap.Symlink, Src: "../x", Dst: "/run/link", FD: -1}
+	b, err := Render(Input{Mounts: []bwrap.Mount{dir, link}, Rootfs: "rootfs", Empty: "/e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range b.Points {
+		found = found || p == Point{Path: "/run/link", Link: "../x"}
+	}
+	if !found {
+		t.Errorf("points %v lack /run/link", b.Points)
+	}
+	for name, ms := range map[string][]bwrap.Mount{
+		"under a bind":   {{Kind: bwrap.ROBind, Src: "/img/run", Dst: "/run", FD: -1}, link},
+		"missing parent": {link},
+	} {
+		if _, err := Render(Input{Mounts: ms, Rootfs: "rootfs", Empty: "/e"}); !errors.Is(err, ErrLayout) {
+			t.Errorf("%s: %v, want ErrLayout", name, err)
+		}
+	}
+}

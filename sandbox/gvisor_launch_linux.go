@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -40,6 +41,10 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 	r.Transparent = transparentLost(g.nw.mode, noTransparentGvisor)
 	if g.cfg.Rootless {
 		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
+	}
+	if g.img != nil {
+		r.Image = &ImageReport{Reference: g.img.Reference, Digest: g.img.Digest, ID: g.img.ID}
+		r.Notes = append(r.Notes, "root file system: image "+g.img.Reference+" ("+g.img.Digest+"), unpacked read-only in "+filepath.Dir(g.img.Rootfs)+"; the host's system paths are not bound")
 	}
 	for _, n := range pl.notes {
 		if !strings.HasPrefix(n, "binds by path") {

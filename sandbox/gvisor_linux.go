@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/ociimage"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -50,7 +51,8 @@ type gvRun struct {
 	spec     gvisor.Bundle
 	undo     cleanups
 	uid, gid int
-	res      *Result // what run returned, for the quarantine's lines
+	res      *Result         // what run returned, for the quarantine's lines
+	img      *ociimage.Image // the root file system's image; nil: the host's
 }
 
 func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
@@ -183,6 +185,9 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if g.img, err = g.resolveImage(ctx); err != nil {
+		return err
+	}
 	uid, gid, rootless, err := gvIDs(p)
 	if err != nil {
 		return err
@@ -256,6 +261,12 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	}
 	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Command: g.cmd}
 	mounts := append(append(append([]bwrap.Mount(nil), pl.mounts...), extra...), pl.late...)
+	if g.img != nil {
+		if mounts, err = imageMounts(g.img.Rootfs, mounts); err != nil {
+			return err
+		}
+		env = imageEnv(env, g.img.Env, p)
+	}
 	g.spec, err = gvisor.Render(gvisor.Input{
 		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
 		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),

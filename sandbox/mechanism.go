@@ -35,6 +35,9 @@ type mechanism interface {
 // newMechanism returns the mechanism the policy's mode names on this
 // platform.
 func newMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+	if opts.Image.Ref != "" {
+		return imageMechanism(p, cmd, opts)
+	}
 	switch p.Sandbox {
 	case policy.ModeOff:
 		return &offRun{p: p, cmd: cmd, opts: opts}, nil

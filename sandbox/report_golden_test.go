@@ -54,6 +54,7 @@ func fullReport() Report {
 			Features:   bwrap.Features{Args: true, ClearEnv: true, DisableUserns: true, BindFD: true, InfoFD: true, AsPid1: true, Size: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
 			Advisories: []Advisory{{ID: "example", Detail: "what is weak", Fix: "what to install"}}},
 		Gvisor:      &GvisorReport{Path: "/usr/bin/runsc", Version: "release-20220425.0", Platform: "systrap", Rootless: true, HostUDS: true},
+		Image:       &ImageReport{Reference: "localhost/tool:1", Digest: "sha256:523beec1fb481c6c054bf1e2bb54c008cf6766aa9fa46e69f4121d17dea6e899", ID: "sha256:b731c1fc56b1cdc03793c1a5c71351212316716e60a93c4193f5338662770d90"},
 		Namespaces:  []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:     65534,
 		HostGID:     65534,

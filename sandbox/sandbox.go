@@ -281,6 +281,9 @@ type Options struct {
 	// Init is a dedicated init binary that bwrap starts inside the sandbox
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
+	// Image, when its Ref is set, runs the command in that container
+	// image's file system under gVisor (see ImageSource).
+	Image ImageSource
 	// protect tunes the protection of the writable directories for
 	// in-package tests (zero: as every run has it). Only Linux's
 	// mechanisms protect paths this way.
@@ -341,6 +344,9 @@ type Report struct {
 	Bwrap *BwrapReport `json:"bwrap,omitempty"`
 	// Gvisor names the runsc of a tier-2 run; nil otherwise.
 	Gvisor *GvisorReport `json:"gvisor,omitempty"`
+	// Image names the container image that was the root file system
+	// (run --image); nil when the host's was.
+	Image *ImageReport `json:"image,omitempty"`
 	// Namespaces lists the namespaces the sandbox has of its own (user,
 	// mount, pid, net, ipc, uts, cgroup); empty when it has none.
 	Namespaces []string `json:"namespaces,omitempty"`

@@ -4,10 +4,11 @@
 # (tier 2, --sandbox gvisor); and, on Debian and Ubuntu, what the container
 # tests need (e2e/podman_kernel_linux_test.go): podman, runc (crun, podman's
 # default runtime, refuses a hybrid cgroup hierarchy), uidmap (rootless
-# podman) and debootstrap (the container's root filesystem,
-# scripts/container-rootfs.sh). Idempotent;
-# prints what it does. "install-deps.sh run" installs only what running
-# needs (make demo); no argument, or "test", everything (make test, CI).
+# podman), debootstrap (the container's root filesystem,
+# scripts/container-rootfs.sh) and busybox-static (the images the --image
+# tests build with podman import). Idempotent; prints what it does.
+# "install-deps.sh run" installs only what running needs (make demo); no
+# argument, or "test", everything (make test, CI).
 set -eu
 mode=${1:-test}
 case $mode in run | test) ;; *)
@@ -25,6 +26,8 @@ if [ "$mode" = test ] && command -v apt-get >/dev/null 2>&1; then
 	command -v debootstrap >/dev/null 2>&1 || testonly="$testonly debootstrap"
 	command -v newuidmap >/dev/null 2>&1 || testonly="$testonly uidmap" # rootless podman
 	[ -x /usr/sbin/sshd ] || testonly="$testonly openssh-server" # e2e TestSSHGitThroughAgent
+	# The image tests' and make bench-image's image (podman import of it).
+	dpkg -s busybox-static >/dev/null 2>&1 || testonly="$testonly busybox-static"
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0

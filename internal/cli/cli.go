@@ -170,6 +170,7 @@ type runFlags struct {
 	devEnv                      bool
 	refusalCode                 int
 	handIn                      handInFlags
+	image                       imageFlags
 }
 
 func newRunFlags() *runFlags {
@@ -212,6 +213,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.user, "user", "", "UID[:GID] the sandbox runs as when sandbox-run is root (default 65534)")
 	fs.StringVar(&f.bwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.StringVar(&f.runscPath, "runsc", "", "gVisor's runsc for --sandbox gvisor (default: runsc on PATH)")
+	f.image.register(fs)
 	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of its own (default when stdin and stdout are terminals)")
 	fs.BoolVar(&f.noTTY, "no-tty", false, "never give the command a terminal; it gets stdin, stdout and stderr as they are")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
@@ -240,7 +242,7 @@ func commandArgs(fs *pflag.FlagSet) []string {
 // runNonEmpty are the run flags whose value may not be empty: an empty path
 // would silently mean the current directory.
 var runNonEmpty = []string{"workdir", "settings", "home", "session", "egress-socket", "llm-socket", "config", "report", "audit",
-	"cgroup-base", "bwrap", "runsc", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
+	"cgroup-base", "bwrap", "runsc", "image", "podman", "user", "tmp-size", "shm-size", "memory", "pids", "nofile", "fsize", "sandbox", "timeout", "cpu-time"}
 
 // absPath checks the path given to --flag and makes it absolute against
 // the current directory.

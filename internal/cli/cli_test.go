@@ -226,7 +226,7 @@ func TestWatchFirstKeepsEveryByte(t *testing.T) {
 // new flag cannot be forgotten in the policy; and each row sets its own
 // field from its own value, over the profile's.
 func TestPolicyFlags(t *testing.T) {
-	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true,
+	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true, "image": true, "pull": true, "podman": true, "image-runtime": true,
 		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true,
 		// dev-env adds what devenv gathers from the host after the
 		// policy is built; exit-code-refusal is the CLI's own status.

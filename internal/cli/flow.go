@@ -89,6 +89,9 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		LookupEnv:  os.LookupEnv,
 		Init:       initBinary(),
 	}
+	if pr.opts.Image, err = f.image.source(); err != nil {
+		return nil, failClient(stdio, err), true
+	}
 	if err := f.checkHost(pr, sc); err != nil {
 		return nil, failClient(stdio, err), true
 	}

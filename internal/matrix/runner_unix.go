@@ -40,6 +40,10 @@ type RunOptions struct {
 	// tier 2 on Linux) or "none" (each attempt runs with --sandbox off, to
 	// check tier 0's expectations).
 	Mechanism string
+	// Image, with Mechanism "gvisor", runs each confined attempt with
+	// --image Image (that container image's tree as the root, from
+	// podman's storage) instead of the host's.
+	Image string
 	// Filter selects the cases to run; nil runs all.
 	Filter func(Case) bool
 	// Parallel bounds the cases run at once; 0 means 6.
@@ -355,6 +359,22 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// mechanismArgs are the run flags of the column opts tests.
+func mechanismArgs(opts RunOptions) []string {
+	switch opts.Mechanism {
+	case "none":
+		return []string{"--sandbox", "off"}
+	case "gvisor":
+		if opts.Image != "" {
+			return []string{"--sandbox", "gvisor", "--image", opts.Image}
+		}
+		return []string{"--sandbox", "gvisor"}
+	case "landlock":
+		return []string{"--sandbox", "landlock"}
+	}
+	return nil
+}
+
 // runCase runs one case: n/a checks, the positive control, the confined
 // attempt, the comparison.
 func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result {
@@ -408,15 +428,7 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 				argv = append([]string{fx.bin, "run", "--sandbox", "off", "--workdir", w, "--", fx.bin}, args...)
 			}
 		} else {
-			argv = []string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}
-			switch opts.Mechanism {
-			case "none":
-				argv = append(argv, "--sandbox", "off")
-			case "gvisor":
-				argv = append(argv, "--sandbox", "gvisor")
-			case "landlock":
-				argv = append(argv, "--sandbox", "landlock")
-			}
+			argv = append([]string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}, mechanismArgs(opts)...)
 			switch c.Network {
 			case "proxy":
 				for _, a := range c.Allow {

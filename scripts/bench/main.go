@@ -101,6 +101,8 @@ func main() {
 			os.Exit(mcpServerMain())
 		case "mcp-client":
 			os.Exit(mcpClientMain(os.Args[2:]))
+		case "images":
+			os.Exit(imagesMain(os.Args[2:]))
 		}
 	}
 	code := run()

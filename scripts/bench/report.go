@@ -132,6 +132,7 @@ func (r *report) goals() [][3]string {
 		rows = append(rows, [3]string{"start-up: --sandbox gvisor ≤ 1.3x runsc do", fmt.Sprintf("%.2fx", x),
 			verdict(x <= 1.3, fmt.Sprintf("%.2fx over", x-1.3))})
 	}
+	rows = append(rows, r.imageGoal()...)
 	if net, sr := r.goalMed(vSRNet), r.goalMed(vSR); net > 0 && sr > 0 {
 		d := net - sr
 		rows = append(rows, [3]string{"start-up: network (proxy + forwarder) ≤ 3 ms more", fmt.Sprintf("%s (medians of %d runs)", ms(d), r.goalRuns(vSRNet)),

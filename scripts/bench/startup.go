@@ -325,6 +325,7 @@ func (e *env) startupVariants(quick bool, srt *srtEnv, codex *codexEnv) ([]varia
 		// the goal is within 1.3x of it.
 		add(vRunscDo, e.runscDo(runsc))
 		add(vSRGv, e.sandboxRun([]string{"--sandbox", "gvisor"}, "/usr/bin/true"))
+		vs = append(vs, e.imageStartups()...)
 	}
 	if abi, err := llsys.LandlockGetABIVersion(); err == nil && abi >= landlock.MinABI {
 		add(vSRLL, e.sandboxRun([]string{"--sandbox", "landlock"}, "/usr/bin/true"))

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package sandbox
+
+import "github.com/sandbox-run/sandbox-run/policy"
+
+func imageMechanism(policy.Policy, []string, Options) (mechanism, error) {
+	return nil, setupErr("--image", "container images run under gVisor, which exists only on Linux", "drop --image, or run on Linux")
+}
