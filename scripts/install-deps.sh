@@ -5,7 +5,8 @@
 # tests need (e2e/podman_kernel_linux_test.go): podman, runc (crun, podman's
 # default runtime, refuses a hybrid cgroup hierarchy), uidmap (rootless
 # podman) and debootstrap (the container's root filesystem,
-# scripts/container-rootfs.sh). Idempotent;
+# scripts/container-rootfs.sh), and python3-requests (the TLS tests).
+# Idempotent;
 # prints what it does.
 set -eu
 missing=""
@@ -17,6 +18,8 @@ if command -v apt-get >/dev/null 2>&1; then
 	command -v runc >/dev/null 2>&1 || testonly="$testonly runc"
 	command -v debootstrap >/dev/null 2>&1 || testonly="$testonly debootstrap"
 	command -v newuidmap >/dev/null 2>&1 || testonly="$testonly uidmap" # rootless podman
+	# requests inside a sandbox trusts the run's CA (e2e/tls_kernel_linux_test.go)
+	if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import requests' 2>/dev/null; then testonly="$testonly python3-requests"; fi
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0
