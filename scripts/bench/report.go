@@ -33,6 +33,7 @@ type report struct {
 
 	net    *netResults
 	netErr error
+	tls    *tlsResults // TLS termination vs a tunnel (tls.go); nil when not measured
 
 	micro string
 
@@ -87,6 +88,7 @@ func (r *report) markdown() string {
 	r.profileSection(w)
 	r.growthSection(w)
 	r.netSection(w)
+	r.tlsSection(w)
 	r.scaleSection(w)
 	r.memorySection(w)
 	r.mcpSection(w)
