@@ -25,6 +25,7 @@ type l7Verdict struct {
 	status    int
 	body      string
 	canonical bool
+	h2        bool // the client speaks HTTP/2
 }
 
 type l7Key struct{}
@@ -35,7 +36,7 @@ type l7Key struct{}
 // audit line and, on refusal, the response; ok reports whether the
 // request may go on, with v.path the canonical path to forward.
 func (p *Proxy) judgeL7(w http.ResponseWriter, r *http.Request, d *decision) (v *l7Verdict, ok bool) {
-	v = &l7Verdict{d: d, method: r.Method}
+	v = &l7Verdict{d: d, method: r.Method, h2: r.ProtoMajor == 2}
 	rawPath, _, _ := strings.Cut(r.RequestURI, "?")
 	v.path = rawPath
 	defer func() {

@@ -143,7 +143,8 @@ type terminator struct {
 	s     *session
 	ln    *connQueue
 	srv   *http.Server
-	tr    *http.Transport
+	h1    *http.Transport // upstream connections for HTTP/1.1 clients
+	h2    *http.Transport // and for HTTP/2 clients (ALPN h2 asked of the upstream)
 	fwd   *httputil.ReverseProxy
 	conns sync.Map // *tls.Conn -> *decision (the CONNECT's)
 }
@@ -154,20 +155,23 @@ type termKey struct{}
 func (s *session) newTerminator() *terminator {
 	p := s.p
 	tm := &terminator{s: s, ln: newConnQueue()}
-	tm.tr = &http.Transport{
-		Proxy:                 nil,
-		DialContext:           s.dialTransport,
-		TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+	upstream := func(h2 bool) *http.Transport {
+		return &http.Transport{
+			Proxy:                 nil,
+			DialContext:           s.dialTransport,
+			TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:     h2,
+			MaxIdleConns:          512,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
 	}
+	tm.h1, tm.h2 = upstream(false), upstream(true)
 	tm.fwd = &httputil.ReverseProxy{
 		Rewrite:       tm.rewrite,
-		Transport:     tm.tr,
+		Transport:     tm,
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  tm.upstreamError,
@@ -197,7 +201,20 @@ func (s *session) newTerminator() *terminator {
 
 func (tm *terminator) stop() {
 	_ = tm.srv.Close()
-	tm.tr.CloseIdleConnections()
+	tm.h1.CloseIdleConnections()
+	tm.h2.CloseIdleConnections()
+}
+
+// RoundTrip forwards over the transport of the client's protocol: an
+// HTTP/2 client's requests go to the upstream over HTTP/2 when it offers
+// it, an HTTP/1.1 client's over HTTP/1.1 (for bulk downloads HTTP/1.1 is
+// the faster of the two through the proxy, and each side keeps what it
+// chose).
+func (tm *terminator) RoundTrip(r *http.Request) (*http.Response, error) {
+	if v, _ := r.Context().Value(l7Key{}).(*l7Verdict); v != nil && v.h2 {
+		return tm.h2.RoundTrip(r)
+	}
+	return tm.h1.RoundTrip(r)
 }
 
 // terminate answers an allowed CONNECT to a terminated host: it takes the
