@@ -170,9 +170,13 @@ func (s *session) newTerminator() *terminator {
 	}
 	tm.h1, tm.h2 = upstream(false), upstream(true)
 	tm.fwd = &httputil.ReverseProxy{
-		Rewrite:       tm.rewrite,
-		Transport:     tm,
-		FlushInterval: -1,
+		Rewrite:   tm.rewrite,
+		Transport: tm,
+		// Streams (no Content-Length, text/event-stream) are flushed at
+		// once by ReverseProxy itself; a response of known length is
+		// flushed every 10 ms rather than after every read, which would
+		// make one TLS record and one write per upstream record.
+		FlushInterval: 10 * time.Millisecond,
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  tm.upstreamError,
 	}
