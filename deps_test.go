@@ -1,6 +1,10 @@
 package sandboxrun_test
 
 import (
+	"flag"
+	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -68,6 +72,8 @@ func TestBinaryModules(t *testing.T) {
 		"github.com/spf13/pflag",                        // the command line
 		"golang.org/x/sys",
 		"golang.org/x/net", // BPF for the seccomp program, DNS messages for the matrix, netutil for mcp --listen
+		// sandbox-run wrap: decodes Codex's config.toml to check its own line edits.
+		"github.com/BurntSushi/toml",
 	}
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}}{{end}}", "./cmd/sandbox-run").Output()
 	if err != nil {
@@ -78,4 +84,108 @@ func TestBinaryModules(t *testing.T) {
 			t.Errorf("sandbox-run links module %s, which is not on the list", m)
 		}
 	}
+}
+
+var updateImports = flag.Bool("update-imports", false, "rewrite testdata/imports.golden from the tree")
+
+// TestImportGraph keeps testdata/imports.golden the module's import graph:
+// for each package (Linux and macOS builds together, tests left out), the
+// project packages and outside packages it imports. A package that gains
+// or loses an import fails here until the golden is rewritten
+// (go test . -run TestImportGraph -update-imports), so that every new
+// edge is one a reviewer sees in the diff, in the spirit of tailscale's
+// depaware.
+func TestImportGraph(t *testing.T) {
+	got := importGraph(t)
+	var b strings.Builder
+	for _, pkg := range slices.Sorted(maps.Keys(got)) {
+		fmt.Fprintf(&b, "%s:", pkg)
+		for _, imp := range got[pkg] {
+			fmt.Fprintf(&b, " %s", imp)
+		}
+		b.WriteString("\n")
+	}
+	const golden = "testdata/imports.golden"
+	if *updateImports {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("the import graph differs from %s; if the change is meant, rerun with -update-imports and review the diff:\n%s", golden, b.String())
+	}
+}
+
+// TestImportRules holds the graph's rules (DESIGN.md, "Packages"): a leaf
+// imports no package of the project, and a mechanism imports no other
+// mechanism. Known breaks are listed with the issue that removes them.
+func TestImportRules(t *testing.T) {
+	g := importGraph(t)
+	leaves := []string{"allowlist", "pathguard", "forwarder", "filter", "apparmor", "landlock", "internal/limits"}
+	mechanisms := []string{"bwrap", "gvisor", "landlock", "seatbelt"}
+	known := map[string]string{
+		"gvisor -> bwrap": "gVisor's spec reads bwrap's mount list until one plan serves every mechanism (issue 35)",
+	}
+	for _, pkg := range leaves {
+		for _, imp := range g[pkg] {
+			if (imp == "." || !strings.Contains(imp, ".")) && imp != pkg {
+				t.Errorf("%s is a leaf but imports %s of the project", pkg, imp)
+			}
+		}
+	}
+	for _, m := range mechanisms {
+		for _, imp := range g[m] {
+			if slices.Contains(mechanisms, imp) && known[m+" -> "+imp] == "" {
+				t.Errorf("mechanism %s imports mechanism %s", m, imp)
+			}
+		}
+	}
+}
+
+// importGraph returns, per package of the module (relative to it), its
+// non-test imports that are project packages (relative) or outside the
+// standard library (full path), for linux and darwin together.
+func importGraph(t *testing.T) map[string][]string {
+	t.Helper()
+	const mod = "github.com/sandbox-run/sandbox-run"
+	g := map[string][]string{}
+	for _, goos := range []string{"linux", "darwin"} {
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list (GOOS=%s): %v", goos, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], mod), "/")
+			if pkg == "" {
+				pkg = "."
+			}
+			for _, imp := range f[1:] {
+				switch {
+				case imp == mod:
+					imp = "."
+				case strings.HasPrefix(imp, mod+"/"):
+					imp = strings.TrimPrefix(imp, mod+"/")
+				case !strings.Contains(strings.Split(imp, "/")[0], "."):
+					continue // the standard library
+				}
+				if !slices.Contains(g[pkg], imp) {
+					g[pkg] = append(g[pkg], imp)
+				}
+			}
+			if _, ok := g[pkg]; !ok {
+				g[pkg] = nil
+			}
+		}
+	}
+	for _, imps := range g {
+		slices.Sort(imps)
+	}
+	return g
 }

@@ -78,57 +78,11 @@ type Spec struct {
 // unshared, all capabilities dropped, the command in a new session and
 // killed with its parent. A Spec cannot ask for less.
 func Args(s Spec) ([]string, error) {
-	a := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
-	}
-	if s.UnshareCgroupTry {
-		a = append(a, "--unshare-cgroup-try")
-	}
-	if s.DisableUserns {
-		a = append(a, "--disable-userns")
-	}
-	a = append(a, "--cap-drop", "ALL", "--new-session", "--die-with-parent")
-	if s.AsPid1 {
-		a = append(a, "--as-pid-1")
-	}
-	if s.UID >= 0 {
-		a = append(a, "--uid", strconv.Itoa(s.UID))
-	}
-	if s.GID >= 0 {
-		a = append(a, "--gid", strconv.Itoa(s.GID))
-	}
-	if s.Hostname != "" {
-		a = append(a, "--hostname", s.Hostname)
-	}
+	a := namespaceArgs(s)
 	for i, m := range s.Mounts {
-		switch m.Kind {
-		case ROBind, Bind:
-			opt := "--ro-bind"
-			if m.Kind == Bind {
-				opt = "--bind"
-			}
-			if m.FD >= 0 {
-				a = append(a, opt+"-fd", strconv.Itoa(m.FD), m.Dst)
-			} else {
-				a = append(a, opt, m.Src, m.Dst)
-			}
-		case Symlink:
-			a = append(a, "--symlink", m.Src, m.Dst)
-		case Proc:
-			a = append(a, "--proc", m.Dst)
-		case Dev:
-			a = append(a, "--dev", m.Dst)
-		case Tmpfs:
-			if m.Size > 0 && s.SizeOption {
-				a = append(a, "--size", strconv.FormatInt(m.Size, 10))
-			}
-			a = append(a, "--tmpfs", m.Dst)
-		case RemountRO:
-			a = append(a, "--remount-ro", m.Dst)
-		case Dir:
-			a = append(a, "--dir", m.Dst)
-		default:
-			return nil, fmt.Errorf("bwrap: mount %d: unknown kind %v", i, m.Kind)
+		var err error
+		if a, err = appendMount(a, m, s.SizeOption); err != nil {
+			return nil, fmt.Errorf("bwrap: mount %d: %w", i, err)
 		}
 	}
 	if s.ClearEnv {
@@ -154,6 +108,66 @@ func Args(s Spec) ([]string, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// namespaceArgs are the options that fix the sandbox's namespaces, ids
+// and lifetime: the part of Args no Spec can weaken.
+func namespaceArgs(s Spec) []string {
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+	}
+	if s.UnshareCgroupTry {
+		a = append(a, "--unshare-cgroup-try")
+	}
+	if s.DisableUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a, "--cap-drop", "ALL", "--new-session", "--die-with-parent")
+	if s.AsPid1 {
+		a = append(a, "--as-pid-1")
+	}
+	if s.UID >= 0 {
+		a = append(a, "--uid", strconv.Itoa(s.UID))
+	}
+	if s.GID >= 0 {
+		a = append(a, "--gid", strconv.Itoa(s.GID))
+	}
+	if s.Hostname != "" {
+		a = append(a, "--hostname", s.Hostname)
+	}
+	return a
+}
+
+// appendMount appends m's options to a; sizeOption says whether bwrap
+// knows --size (without it a tmpfs has no ceiling from bwrap).
+func appendMount(a []string, m Mount, sizeOption bool) ([]string, error) {
+	switch m.Kind {
+	case ROBind, Bind:
+		opt := "--ro-bind"
+		if m.Kind == Bind {
+			opt = "--bind"
+		}
+		if m.FD >= 0 {
+			return append(a, opt+"-fd", strconv.Itoa(m.FD), m.Dst), nil
+		}
+		return append(a, opt, m.Src, m.Dst), nil
+	case Symlink:
+		return append(a, "--symlink", m.Src, m.Dst), nil
+	case Proc:
+		return append(a, "--proc", m.Dst), nil
+	case Dev:
+		return append(a, "--dev", m.Dst), nil
+	case Tmpfs:
+		if m.Size > 0 && sizeOption {
+			a = append(a, "--size", strconv.FormatInt(m.Size, 10))
+		}
+		return append(a, "--tmpfs", m.Dst), nil
+	case RemountRO:
+		return append(a, "--remount-ro", m.Dst), nil
+	case Dir:
+		return append(a, "--dir", m.Dst), nil
+	}
+	return nil, fmt.Errorf("unknown kind %v", m.Kind)
 }
 
 // Encode joins an option stream the way bwrap --args reads it: each

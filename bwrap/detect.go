@@ -37,7 +37,7 @@ type Features struct {
 	AsPid1           bool // --as-pid-1
 	Size             bool // --size (tmpfs size)
 	Perms            bool // --perms
-	UnshareCgroupTry bool
+	UnshareCgroupTry bool // --unshare-cgroup-try
 	Seccomp          bool // --seccomp FD
 }
 

@@ -151,23 +151,53 @@ func Preflight(h Host) error {
 // started) into a SetupError naming the cause and the fix.
 func Diagnose(stderr string, exitCode int, h Host) error {
 	msg := bwrapLine(stderr)
-	appArmor := h.AppArmorRestrictUserns == 1
-	switch {
-	case strings.Contains(msg, "setting up uid map") && strings.Contains(msg, "Permission denied"),
-		strings.Contains(msg, "Failed RTM_NEWADDR"),
-		strings.Contains(msg, "loopback: Failed") && appArmor:
-		if appArmor {
-			return &SetupError{
-				What: "bwrap could not set up its user namespace",
-				Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
-				Fix:  AppArmorFix + LandlockFix,
-			}
+	// In this order: the first that recognises msg names the cause.
+	for _, diagnose := range []func(string, Host) *SetupError{usernsRefused, containerRefused, namespacesRefused, mountFailed} {
+		if e := diagnose(msg, h); e != nil {
+			return e
 		}
+	}
+	if msg == "" {
+		return &SetupError{
+			What: "bwrap failed before the command started",
+			Why:  fmt.Sprintf("it exited with status %d and printed nothing", exitCode),
+			Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
+		}
+	}
+	return &SetupError{
+		What: "bwrap failed before the command started",
+		Why:  fmt.Sprintf("bwrap said %q", msg),
+		Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
+	}
+}
+
+// usernsRefused recognises a user namespace that bwrap made but could not
+// set up: Ubuntu's AppArmor restriction, or another security module.
+func usernsRefused(msg string, h Host) *SetupError {
+	appArmor := h.AppArmorRestrictUserns == 1
+	if !(strings.Contains(msg, "setting up uid map") && strings.Contains(msg, "Permission denied") ||
+		strings.Contains(msg, "Failed RTM_NEWADDR") ||
+		strings.Contains(msg, "loopback: Failed") && appArmor) {
+		return nil
+	}
+	if appArmor {
 		return &SetupError{
 			What: "bwrap could not set up its user namespace",
-			Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
-			Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)" + LandlockFix,
+			Why:  fmt.Sprintf("Ubuntu's AppArmor restriction on unprivileged user namespaces is on (kernel.apparmor_restrict_unprivileged_userns=1) and bwrap has no profile allowing them (bwrap said %q)", msg),
+			Fix:  AppArmorFix + LandlockFix,
 		}
+	}
+	return &SetupError{
+		What: "bwrap could not set up its user namespace",
+		Why:  fmt.Sprintf("the kernel or a security module refused it (bwrap said %q)", msg),
+		Fix:  "allow unprivileged user namespaces for bwrap (check user.max_user_namespaces, kernel.unprivileged_userns_clone and any AppArmor/SELinux policy)" + LandlockFix,
+	}
+}
+
+// containerRefused recognises bwrap refused by the container sandbox-run
+// itself runs in: its seccomp profile or its masked /proc paths.
+func containerRefused(msg string, h Host) *SetupError {
+	switch {
 	case strings.Contains(msg, "Can't set hostname") && strings.Contains(msg, "Operation not permitted") && h.Seccomp == 2:
 		// bwrap created its namespaces, then sethostname in its own UTS
 		// namespace was refused: podman's and docker's default seccomp
@@ -185,8 +215,7 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 				"refuses a new proc mount in a user namespace while part of /proc is hidden (bwrap said %q)", h.ProcCovered, msg),
 			Fix: containerFix(h),
 		}
-	case (strings.Contains(msg, "Creating new namespace failed") || strings.Contains(msg, "No permissions to creat")) &&
-		h.Seccomp == 2 && h.MaxUserNamespaces != 0 && h.UnprivilegedUsernsClone != 0:
+	case namespaceFailed(msg) && h.Seccomp == 2 && h.MaxUserNamespaces != 0 && h.UnprivilegedUsernsClone != 0:
 		// The kernel allows user namespaces, yet creating one failed, and
 		// a seccomp filter holds sandbox-run itself: the filter refused it.
 		return &SetupError{
@@ -195,37 +224,43 @@ func Diagnose(stderr string, exitCode int, h Host) error {
 				"started with its runtime's default seccomp profile, which refuses namespace creation without CAP_SYS_ADMIN (bwrap said %q)", msg),
 			Fix: containerFix(h),
 		}
-	case strings.Contains(msg, "Creating new namespace failed"), strings.Contains(msg, "No permissions to creat"):
-		why := fmt.Sprintf("bwrap said %q", msg)
-		if h.MaxUserNamespaces == 0 {
-			why = "user.max_user_namespaces is 0; " + why
-		}
-		if h.UnprivilegedUsernsClone == 0 {
-			why = "kernel.unprivileged_userns_clone is 0; " + why
-		}
-		return &SetupError{
-			What: "bwrap could not create namespaces",
-			Why:  why,
-			Fix:  "enable unprivileged user namespaces (sysctl -w user.max_user_namespaces=15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1)" + LandlockFix,
-		}
-	case strings.Contains(msg, "Can't find source path"), strings.Contains(msg, "Can't mkdir"), strings.Contains(msg, "Can't create file at"):
-		return &SetupError{
-			What: "bwrap could not make a mount",
-			Why:  fmt.Sprintf("bwrap said %q", msg),
-			Fix:  "make sure every --workdir, --write and --read path exists and is reachable by the sandbox's user",
-		}
-	case msg == "":
-		return &SetupError{
-			What: "bwrap failed before the command started",
-			Why:  fmt.Sprintf("it exited with status %d and printed nothing", exitCode),
-			Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
-		}
-	default:
-		return &SetupError{
-			What: "bwrap failed before the command started",
-			Why:  fmt.Sprintf("bwrap said %q", msg),
-			Fix:  "run the same command with --dry-run and try the printed bwrap call by hand",
-		}
+	}
+	return nil
+}
+
+func namespaceFailed(msg string) bool {
+	return strings.Contains(msg, "Creating new namespace failed") || strings.Contains(msg, "No permissions to creat")
+}
+
+// namespacesRefused recognises the kernel refusing namespaces outright.
+func namespacesRefused(msg string, h Host) *SetupError {
+	if !namespaceFailed(msg) {
+		return nil
+	}
+	why := fmt.Sprintf("bwrap said %q", msg)
+	if h.MaxUserNamespaces == 0 {
+		why = "user.max_user_namespaces is 0; " + why
+	}
+	if h.UnprivilegedUsernsClone == 0 {
+		why = "kernel.unprivileged_userns_clone is 0; " + why
+	}
+	return &SetupError{
+		What: "bwrap could not create namespaces",
+		Why:  why,
+		Fix:  "enable unprivileged user namespaces (sysctl -w user.max_user_namespaces=15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1)" + LandlockFix,
+	}
+}
+
+// mountFailed recognises a mount whose source or target bwrap could not
+// reach.
+func mountFailed(msg string, _ Host) *SetupError {
+	if !strings.Contains(msg, "Can't find source path") && !strings.Contains(msg, "Can't mkdir") && !strings.Contains(msg, "Can't create file at") {
+		return nil
+	}
+	return &SetupError{
+		What: "bwrap could not make a mount",
+		Why:  fmt.Sprintf("bwrap said %q", msg),
+		Fix:  "make sure every --workdir, --write and --read path exists and is reachable by the sandbox's user",
 	}
 }
 

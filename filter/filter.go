@@ -118,9 +118,32 @@ func bug(err error) error { return fmt.Errorf("BUG(sandbox-run): %w", err) }
 // assemble fail with ErrJumpTooFar, never a wrong program.
 func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 	var b builder
-	kill := bpf.RetConstant{Val: _SECCOMP_RET_KILL_PROCESS}
-	allow := bpf.RetConstant{Val: _SECCOMP_RET_ALLOW}
+	b.header(ai)
+	blocks, errnos, err := b.dispatch(ai, arch, rs, opts)
+	if err != nil {
+		return nil, err
+	}
+	b.emit(bpf.RetConstant{Val: _SECCOMP_RET_ALLOW})
+	for _, e := range errnos {
+		v, err := ai.errno(e)
+		if err != nil {
+			return nil, err
+		}
+		b.mark("ret_" + e)
+		b.emit(bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | v})
+	}
+	for _, bl := range blocks {
+		if err := b.emitBlock(ai, bl); err != nil {
+			return nil, err
+		}
+	}
+	return &b, nil
+}
 
+// header emits the arch gate and loads the syscall number: a foreign
+// architecture's call, or (on x86-64) an x32 one, kills the process.
+func (b *builder) header(ai archInfo) {
+	kill := bpf.RetConstant{Val: _SECCOMP_RET_KILL_PROCESS}
 	b.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
 	b.jumpIf(bpf.JumpEqual, ai.auditArch, lblArchOK, "")
 	b.emit(kill)
@@ -135,14 +158,23 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 		b.emit(kill)
 		b.mark(lblNrOK)
 	}
+}
 
-	type block struct {
-		label string
-		rule  Rule
-		next  string // the chained rule's block for the same syscall, if any
-	}
-	var blocks []block
-	var errnos []string // shared returns, in order of first use
+// argBlock is the code of one argument rule, laid out after the
+// dispatch chain under its label.
+type argBlock struct {
+	label string
+	rule  Rule
+	next  string // the chained rule's block for the same syscall, if any
+}
+
+// dispatch emits the chain that compares the syscall number with each
+// rule that applies: a rule that always denies jumps to its errno's
+// shared return, an argument rule to its block. It returns the blocks
+// and the shared returns, in order of first use, for build to lay out.
+func (b *builder) dispatch(ai archInfo, arch Arch, rs []Rule, opts Options) ([]argBlock, []string, error) {
+	var blocks []argBlock
+	var errnos []string
 	seen := make(map[string]bool)
 	last := "" // the syscall of the previous argument rule kept
 	for i, r := range rs {
@@ -151,17 +183,17 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 		}
 		nr, ok := ai.sysnum.lookup(r.Syscall)
 		if !ok {
-			return nil, fmt.Errorf("filter: rule %d: %s has no syscall %q: %w", i, arch, r.Syscall, ErrInvalidProgram)
+			return nil, nil, fmt.Errorf("filter: rule %d: %s has no syscall %q: %w", i, arch, r.Syscall, ErrInvalidProgram)
 		}
 		if seen[r.Syscall] {
 			// A further argument rule for the same syscall chains onto
 			// the one right before it: the call is denied when any
 			// rule of the chain matches.
 			if r.Cond == Always || last != r.Syscall {
-				return nil, fmt.Errorf("filter: rule %d: second rule for %q: %w", i, r.Syscall, ErrInvalidProgram)
+				return nil, nil, fmt.Errorf("filter: rule %d: second rule for %q: %w", i, r.Syscall, ErrInvalidProgram)
 			}
 			blocks[len(blocks)-1].next = fmt.Sprintf("rule_%s_%d", r.Syscall, i)
-			blocks = append(blocks, block{label: blocks[len(blocks)-1].next, rule: r})
+			blocks = append(blocks, argBlock{label: blocks[len(blocks)-1].next, rule: r})
 			continue
 		}
 		seen[r.Syscall] = true
@@ -174,76 +206,70 @@ func build(ai archInfo, arch Arch, rs []Rule, opts Options) (*builder, error) {
 			continue
 		}
 		label := "rule_" + r.Syscall
-		blocks = append(blocks, block{label: label, rule: r})
+		blocks = append(blocks, argBlock{label: label, rule: r})
 		last = r.Syscall
 		b.jumpIf(bpf.JumpEqual, nr, label, "")
 	}
-	b.emit(allow)
+	return blocks, errnos, nil
+}
 
-	for _, e := range errnos {
-		v, err := ai.errno(e)
-		if err != nil {
-			return nil, err
-		}
-		b.mark("ret_" + e)
-		b.emit(bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | v})
+// emitBlock emits bl: load the rule's argument, deny with its errno when
+// the condition holds, and otherwise allow or go on to the next rule of
+// its chain.
+func (b *builder) emitBlock(ai archInfo, bl argBlock) error {
+	r := bl.rule
+	errno, err := ai.errno(r.Errno)
+	if err != nil {
+		return err
 	}
-
-	for _, bl := range blocks {
-		r := bl.rule
-		errno, err := ai.errno(r.Errno)
-		if err != nil {
-			return nil, err
-		}
-		if r.Arg < 0 || r.Arg > 5 {
-			return nil, fmt.Errorf("filter: rule %q: argument %d out of 0-5: %w", r.Syscall, r.Arg, ErrInvalidProgram)
-		}
-		vals, err := ai.values(r.Values)
-		if err != nil {
-			return nil, fmt.Errorf("filter: rule %q: %w", r.Syscall, err)
-		}
-		deny := bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | errno}
-		yes, no := bl.label+"_match", bl.label+"_nomatch"
-		b.mark(bl.label)
-		b.emit(bpf.LoadAbsolute{Off: ai.argLow(r.Arg), Size: 4})
-		// pass is where a call that this rule does not deny goes: allowed,
-		// or on to the next rule of its chain.
-		pass := func() {
-			if bl.next != "" {
-				b.jumpAlways(bl.next)
-				return
-			}
-			b.emit(allow)
-		}
-		switch r.Cond {
-		case AnyBitSet:
-			var mask uint32
-			for _, v := range vals {
-				mask |= v
-			}
-			b.jumpIf(bpf.JumpBitsSet, mask, yes, "")
-			pass()
-			b.mark(yes)
-			b.emit(deny)
-		case OneOf:
-			for _, v := range vals {
-				b.jumpIf(bpf.JumpEqual, v, yes, "")
-			}
-			pass()
-			b.mark(yes)
-			b.emit(deny)
-		case NoneOf:
-			for _, v := range vals {
-				b.jumpIf(bpf.JumpEqual, v, no, "")
-			}
-			b.emit(deny)
-			b.mark(no)
-			pass()
-		default:
-			return nil, fmt.Errorf("filter: rule %q: condition %v: %w", r.Syscall, r.Cond, ErrInvalidProgram)
-		}
+	if r.Arg < 0 || r.Arg > 5 {
+		return fmt.Errorf("filter: rule %q: argument %d out of 0-5: %w", r.Syscall, r.Arg, ErrInvalidProgram)
 	}
-	return &b, nil
+	vals, err := ai.values(r.Values)
+	if err != nil {
+		return fmt.Errorf("filter: rule %q: %w", r.Syscall, err)
+	}
+	deny := bpf.RetConstant{Val: _SECCOMP_RET_ERRNO | errno}
+	yes, no := bl.label+"_match", bl.label+"_nomatch"
+	b.mark(bl.label)
+	b.emit(bpf.LoadAbsolute{Off: ai.argLow(r.Arg), Size: 4})
+	// pass is where a call that this rule does not deny goes: allowed,
+	// or on to the next rule of its chain.
+	pass := func() {
+		if bl.next != "" {
+			b.jumpAlways(bl.next)
+			return
+		}
+		b.emit(bpf.RetConstant{Val: _SECCOMP_RET_ALLOW})
+	}
+	switch r.Cond {
+	case AnyBitSet:
+		var mask uint32
+		for _, v := range vals {
+			mask |= v
+		}
+		b.jumpIf(bpf.JumpBitsSet, mask, yes, "")
+		pass()
+		b.mark(yes)
+		b.emit(deny)
+	case OneOf:
+		for _, v := range vals {
+			b.jumpIf(bpf.JumpEqual, v, yes, "")
+		}
+		pass()
+		b.mark(yes)
+		b.emit(deny)
+	case NoneOf:
+		for _, v := range vals {
+			b.jumpIf(bpf.JumpEqual, v, no, "")
+		}
+		b.emit(deny)
+		b.mark(no)
+		pass()
+	default:
+		return fmt.Errorf("filter: rule %q: condition %v: %w", r.Syscall, r.Cond, ErrInvalidProgram)
+	}
+	return nil
 }
 
 func contains(s []string, v string) bool {

@@ -26,6 +26,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// registerHelper adds a helper mode; only this Linux file has helpers.
+func registerHelper(name string, f func() int) {
+	if _, dup := helpers[name]; dup {
+		panic("duplicate helper " + name)
+	}
+	helpers[name] = f
+}
+
 func init() {
 	registerHelper("calls", helperCalls)
 	if runtime.GOARCH == "amd64" {

@@ -25,13 +25,6 @@ var helpers = map[string]func() int{}
 // usedHelpers records which helpers the parent started in this run.
 var usedHelpers sync.Map
 
-func registerHelper(name string, f func() int) {
-	if _, dup := helpers[name]; dup {
-		panic("duplicate helper " + name)
-	}
-	helpers[name] = f
-}
-
 func TestMain(m *testing.M) {
 	if name := os.Getenv(helperEnv); name != "" {
 		f, ok := helpers[name]

@@ -184,42 +184,12 @@ type spelling struct {
 // dir number except (-1: none). KindRead and KindHost consider every
 // visited path, KindDest and KindWritable only the symbolic links.
 func (g *Guard) escape(bind string, r Resolution, kind string, except int) *EscapeError {
-	var sp []spelling
-	for i, d := range g.dirs {
-		if i != except {
-			sp = append(sp, spelling{d.given, i}, spelling{d.res.Path, i})
-		}
-	}
-	// A directory on the walk that is a writable dir under another name
-	// (a bind mount of it) is one more spelling of that dir.
-	for _, s := range r.steps {
-		if s.kind != stepEntry || !s.fi.IsDir() {
-			continue
-		}
-		for i, d := range g.dirs {
-			if i != except && os.SameFile(s.fi, d.res.final) {
-				sp = append(sp, spelling{s.path, i})
-			}
-		}
-	}
-	// in reports the spelling p is inside of. A link is the command's
-	// choice only when it lies strictly inside a writable dir: a link equal
-	// to one (the given spelling of W is itself a link) sits in W's parent,
-	// which the command cannot write.
-	in := func(p string, strict bool) (spelling, bool) {
-		for _, w := range sp {
-			if inside(p, w.path) && !(strict && p == w.path) {
-				return w, true
-			}
-		}
-		return spelling{}, false
-	}
-
+	sp := g.spellings(r, except)
 	hit, lastLink := -1, -1
 	var hitW spelling
 	for i, s := range r.steps {
 		if s.kind == stepLink {
-			if w, ok := in(s.path, true); ok {
+			if w, ok := within(sp, s.path, true); ok {
 				// A link inside the writable set: the command's choice.
 				return g.escapeError(bind, kind, s, w)
 			}
@@ -230,7 +200,7 @@ func (g *Guard) escape(bind string, r Resolution, kind string, except int) *Esca
 		if s.kind == stepLink {
 			lastLink = i
 		}
-		if w, ok := in(s.path, false); ok {
+		if w, ok := within(sp, s.path, false); ok {
 			hit, hitW = i, w
 		}
 	}
@@ -242,6 +212,42 @@ func (g *Guard) escape(bind string, r Resolution, kind string, except int) *Esca
 		link = r.steps[lastLink]
 	}
 	return g.escapeError(bind, kind, link, hitW)
+}
+
+// spellings are every way of writing the writable dirs but number except
+// (-1: none): as given, as resolved, and as any directory on the walk r
+// that is one of them under another name (a bind mount of it).
+func (g *Guard) spellings(r Resolution, except int) []spelling {
+	var sp []spelling
+	for i, d := range g.dirs {
+		if i != except {
+			sp = append(sp, spelling{d.given, i}, spelling{d.res.Path, i})
+		}
+	}
+	for _, s := range r.steps {
+		if s.kind != stepEntry || !s.fi.IsDir() {
+			continue
+		}
+		for i, d := range g.dirs {
+			if i != except && os.SameFile(s.fi, d.res.final) {
+				sp = append(sp, spelling{s.path, i})
+			}
+		}
+	}
+	return sp
+}
+
+// within reports the spelling p is inside of. A link is the command's
+// choice only when it lies strictly inside a writable dir (strict): a
+// link equal to one (the given spelling of W is itself a link) sits in
+// W's parent, which the command cannot write.
+func within(sp []spelling, p string, strict bool) (spelling, bool) {
+	for _, w := range sp {
+		if inside(p, w.path) && !(strict && p == w.path) {
+			return w, true
+		}
+	}
+	return spelling{}, false
 }
 
 func (g *Guard) escapeError(bind, kind string, link step, w spelling) *EscapeError {

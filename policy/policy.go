@@ -219,6 +219,10 @@ type Policy struct {
 	// run of the same user (and, as root, of the same sandbox uid), never
 	// between users.
 	Caches []string `json:"caches,omitempty"`
+	// Toolchains are directories put on the command's PATH ahead of the
+	// system directories, in order (see ToolchainPath); each must also be
+	// shown inside (a system path or under a Read path): PATH only names.
+	Toolchains []string `json:"toolchains,omitempty"`
 	// CgroupBase is a delegated cgroup v2 directory to create the run's
 	// cgroup in; empty means find one, or fall back to rlimits and sampling.
 	CgroupBase string `json:"cgroup_base,omitempty"`
@@ -841,7 +845,7 @@ func (p Policy) DefaultEnv() map[string]string {
 		home = "/tmp"
 	}
 	return map[string]string{
-		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PATH":   p.toolchainPath("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
 		"HOME":   home,
 		"TMPDIR": "/tmp",
 		"LANG":   "C.UTF-8",

@@ -39,7 +39,7 @@ const MinNoFile = 4
 // path outside those is left to the sandbox to refuse or accept.
 func (p Policy) Validate() error {
 	for _, check := range []func() error{p.validatePaths, p.validateHome, p.validateProtect, p.validateEnv,
-		p.validateNet, p.validateHTTP, p.validateMode, p.validateSizes, p.validateForMode} {
+		p.validateNet, p.validateHTTP, p.validateMode, p.validateSizes, p.validateForMode, p.validateToolchains} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (p Policy) validateNet() error {
 			return invalid("allow-host", "empty entry", "name a host, *.domain, host:port or an IP")
 		}
 		if _, err := allowlist.Parse([]string{h}); err != nil {
-			return invalid("allow-host", strings.TrimPrefix(err.Error(), "allowlist: "), allowHostFix)
+			return invalid("allow-host", strings.TrimPrefix(err.Error(), "allowlist: "), AllowHostFix(h))
 		}
 	}
 	for _, s := range []struct{ field, path string }{{"egress-socket", p.EgressSocket}, {"llm-socket", p.LLMSocket}} {

@@ -255,6 +255,8 @@ func (r *bwRun) command(context.Context) error {
 	resolved, err := resolveCommand(r.cmd[0], r.p.Workdir, r.env, visible, r.uid, r.gid)
 	if err != nil {
 		r.notRunnable, resolved = err.(*ExecError), r.cmd[0]
+	} else {
+		resolved = viaGitHint(r.cmd[0], resolved, r.env)
 	}
 	r.argv = append(head, trampolineArgs(resolved, r.cmd, nproc)...)
 	return nil

@@ -127,6 +127,23 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gi
 	return out
 }
 
+// viaGitHint is what the trampoline starts for a command named name that
+// resolved to resolved: the hint wrapper when the command is git found on
+// PATH (not named by path) and the wrapper is bound (first on env's PATH),
+// so that "sandbox-run run -- git config ..." explains a held config as
+// "sh -c 'git config ...'" does.
+func viaGitHint(name, resolved string, env []string) string {
+	if name != "git" || resolved != "/usr/bin/git" {
+		return resolved
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok && strings.HasPrefix(v, gitHintDir+":") {
+			return gitHintDir + "/git"
+		}
+	}
+	return resolved
+}
+
 // gitHintSource returns the host file holding gitHintScript. Its name
 // carries a digest of the script, and it is published with link(2), which
 // never replaces: a file a run has opened to bind is never unlinked under

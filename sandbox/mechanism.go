@@ -65,6 +65,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
+	rep.Schema = ReportSchema
 	if opts.DryRun != nil {
 		m.describe(opts.DryRun)
 		return &Result{Report: *rep}, nil
@@ -80,6 +81,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	res, err = m.run(ctx)
 	end := map[string]any{}
 	if res != nil {
+		res.Report.Schema = ReportSchema
 		end["exit"] = res.ExitCode
 		if res.Report.Egress != nil {
 			end["egress"] = res.Report.Egress

@@ -304,7 +304,7 @@ func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool
 		if !ok {
 			return setupErr(fmt.Sprintf("%s is not writable for uid %d", p, uid),
 				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, never as host root", uid),
-				fmt.Sprintf("chown -R %d:%d %s, or pass --user UID[:GID] of the directory's owner", uid, gid, p))
+				notWritableFix(p, uid, gid))
 		}
 	}
 	return nil

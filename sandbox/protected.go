@@ -11,32 +11,13 @@ type WalkReport struct {
 	Entries int `json:"entries"`
 	// GitDirs counts the git and common directories found inside the
 	// writable directories.
-	GitDirs int   `json:"git_dirs"`
-	Micros  int64 `json:"micros"`
+	GitDirs int `json:"git_dirs"`
+	// Micros is how long the walk took, in microseconds.
+	Micros int64 `json:"micros"`
 	// Complete is false when the walk left something out (a bound, a
 	// directory it could not list); Skipped says what and why.
 	Complete bool     `json:"complete"`
 	Skipped  []string `json:"skipped,omitempty"`
-}
-
-// mergeWalks adds b to a (either may be nil): the report of several walks
-// is complete when each is.
-func mergeWalks(a, b *WalkReport) *WalkReport {
-	if b == nil {
-		return a
-	}
-	if a == nil {
-		c := *b
-		c.Skipped = append([]string(nil), b.Skipped...)
-		return &c
-	}
-	a.Dirs += b.Dirs
-	a.Entries += b.Entries
-	a.GitDirs += b.GitDirs
-	a.Micros += b.Micros
-	a.Complete = a.Complete && b.Complete
-	a.Skipped = append(a.Skipped, b.Skipped...)
-	return a
 }
 
 // Quarantined is one thing a command created where a protected path was
@@ -44,9 +25,13 @@ func mergeWalks(a, b *WalkReport) *WalkReport {
 // left (or, for a new git directory's config, rewritten without the
 // settings that run a program; the original is what was moved).
 type Quarantined struct {
+	// Path is where the thing was, absolute.
 	Path string `json:"path"`
-	To   string `json:"to"`
-	Why  string `json:"why"`
+	// To is where it was moved in sandbox-run's quarantine; "" when it
+	// was removed or rewritten in place (Why says which).
+	To string `json:"to"`
+	// Why says why it was taken out of the user's tree.
+	Why string `json:"why"`
 	// Run is the run during which the path was missing at start.
 	Run string `json:"run"`
 }
@@ -89,41 +74,4 @@ type LiveGuardReport struct {
 	// Neutralised counts what it moved or stripped while the run lasted
 	// (each also in Quarantined and the audit's live_quarantine events).
 	Neutralised int `json:"neutralised"`
-}
-
-// Bounds of the walk that finds git directories in the writable
-// directories (walkBounds' defaults): entries listed and levels below a
-// writable directory. Past one the walk stops and says so (WalkReport:
-// Complete false, Skipped naming what was not walked): at a run's start a
-// repository beyond is not held (a note says so); in the sweep after a run
-// it is not neutralised, and the run exits 125 (see
-// pendingProtection.finish). Both are counts, not a clock, so that the
-// same tree gives the same answer on a loaded machine.
-const (
-	walkMaxEntries = 200_000
-	walkMaxDepth   = 64
-)
-
-// protectHooks are what in-package tests change of a run's protection:
-// smaller walk bounds than 200,000 files, and the live guard off, to test
-// the sweep after the run alone.
-type protectHooks struct {
-	bounds  walkBounds
-	noGuard bool
-}
-
-// walkBounds bounds one walk; a zero field is its default above. Tests set
-// small ones (Options.walk) instead of making 200,000 files.
-type walkBounds struct {
-	entries, depth int
-}
-
-func (b walkBounds) orDefault() walkBounds {
-	if b.entries <= 0 {
-		b.entries = walkMaxEntries
-	}
-	if b.depth <= 0 {
-		b.depth = walkMaxDepth
-	}
-	return b
 }

@@ -22,17 +22,24 @@ import (
 // back for it; the report never turns "configured" into "verified" by
 // assumption.
 type Protection struct {
-	Name       string `json:"name"`
-	Configured bool   `json:"configured"`
-	Verified   *bool  `json:"verified"`
-	Detail     string `json:"detail,omitempty"`
+	// Name is the protection: user_namespace, no_new_privs, seccomp,
+	// capabilities_dropped, ...
+	Name string `json:"name"`
+	// Configured is set when sandbox-run asked for it.
+	Configured bool `json:"configured"`
+	// Verified is what the read-back from inside says: true confirmed,
+	// false contradicted, null not read.
+	Verified *bool `json:"verified"`
+	// Detail says what was read back, or why nothing was.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Exit classifies how a run ended. A report without one is of a run whose
 // command never started, or of a dry run.
 type Exit struct {
 	// Code is the exit status sandbox-run exits with (see ExitCode).
-	Code  int       `json:"code"`
+	Code int `json:"code"`
+	// Class says how the run ended (see the ExitClass constants).
 	Class ExitClass `json:"class"`
 	// Reason says in one line why sandbox-run ended the command (a limit,
 	// the timeout, ctx, the mechanism killed); "" when it ended on its own
@@ -141,6 +148,7 @@ func sorted(s []string) []string {
 
 // TmpfsReport is one file system in memory that the sandbox mounts.
 type TmpfsReport struct {
+	// Path is where it is mounted inside.
 	Path string `json:"path"`
 	// Size is the ceiling in bytes; 0 means none (see Enforced).
 	Size int64 `json:"size"`
@@ -153,6 +161,8 @@ type TmpfsReport struct {
 // writable directories (write_scan) for Unix sockets and FIFOs, which no
 // mount flag stops the command from using.
 type ReadScanReport struct {
+	// Paths is how many paths were searched, Entries how many entries
+	// were looked at, Seconds how long that took.
 	Paths   int     `json:"paths"`
 	Entries int     `json:"entries"`
 	Seconds float64 `json:"seconds"`
@@ -163,7 +173,11 @@ type ReadScanReport struct {
 
 // Limit is one resource limit and how it was enforced.
 type Limit struct {
-	Name     string `json:"name"`
+	// Name is the limit: memory, pids, nofile, fsize, cpu_time, core,
+	// tmp_size, inotify_instances, inotify_watches, ...
+	Name string `json:"name"`
+	// Value is the limit as a number in its unit (bytes, count,
+	// seconds) or "none".
 	Value    string `json:"value"`
 	Enforced string `json:"enforced"` // cgroup, rlimit, sampled, timer, none
 	// Source says where the value comes from: "default" for a ceiling
@@ -325,18 +339,6 @@ func inotifyLimits(c limits.Inotify) []Limit {
 		{Name: "inotify_instances", Value: strconv.FormatInt(c.Instances, 10), Enforced: "userns", Source: SourceDefault},
 		{Name: "inotify_watches", Value: strconv.FormatInt(c.Watches, 10), Enforced: "userns", Source: SourceDefault},
 	}
-}
-
-// inotifyLost names the inotify ceiling as not held in rep (enforced
-// "none") and says why in a note: a default that could not be had is
-// named as lost, never claimed.
-func inotifyLost(rep *Report, why error) {
-	for i, l := range rep.Limits {
-		if l.Name == "inotify_instances" || l.Name == "inotify_watches" {
-			rep.Limits[i].Enforced = "none"
-		}
-	}
-	rep.Notes = append(rep.Notes, "the inotify ceiling is not held: "+why.Error())
 }
 
 func limitClass(k limits.Kind) ExitClass {

@@ -48,7 +48,7 @@ func goldenJSON(t *testing.T, name string, v any) {
 func fullReport() Report {
 	yes := true
 	return Report{
-		RunID: "0123456789abcdef", Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64",
+		Schema: ReportSchema, RunID: "0123456789abcdef", Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64",
 		Bwrap: &BwrapReport{Path: "/usr/bin/bwrap", Version: "0.8.0",
 			Features:   bwrap.Features{Args: true, ClearEnv: true, DisableUserns: true, BindFD: true, InfoFD: true, AsPid1: true, Size: true, Perms: true, UnshareCgroupTry: true, Seccomp: true},
 			Advisories: []Advisory{{ID: "example", Detail: "what is weak", Fix: "what to install"}}},
@@ -90,6 +90,7 @@ func fullReport() Report {
 		Landlock:          &LandlockReport{ABI: 6, KernelABI: 7, NetworkByPort: true, Scoped: true, ReadbackNoNewPrivs: 1, ReadbackRootDenied: true},
 		Losses:            []Loss{{Name: "processes", Detail: "no PID namespace"}},
 		EnvironmentDigest: "sha256:11",
+		Developer:         &DeveloperReport{GitIdentity: []string{"user.name", "user.email"}, Toolchains: []string{"/usr/local/go/bin"}},
 	}
 }
 
@@ -118,6 +119,7 @@ func TestReportGoldenTierZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.RunID, rep.HostUID, rep.HostGID, rep.Platform, rep.EnvironmentDigest = "RUN", 1000, 1000, "linux/amd64", "DIGEST"
+	rep.Schema = ReportSchema // as runMechanism sets it for every mechanism
 	// The default memory ceiling is the host's: checked here, shown as
 	// a name in the golden.
 	if m, err := limits.DefaultMemory(); err == nil {

@@ -143,15 +143,6 @@ func (e *SetupError) Is(target error) bool { return target == ErrSetup }
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
-// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
-func bwrapErr(err error) error {
-	var be *bwrap.SetupError
-	if errors.As(err, &be) {
-		return &SetupError{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
-	}
-	return err
-}
-
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
 type ExecError struct {
@@ -286,8 +277,9 @@ type Options struct {
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
 	// protect tunes the protection of the writable directories for
-	// in-package tests (zero: as every run has it).
-	protect protectHooks
+	// in-package tests (zero: as every run has it). Only Linux's
+	// mechanisms protect paths this way.
+	protect protectHooks //lint:ignore U1000 read by the Linux mechanisms only
 }
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves
@@ -318,23 +310,51 @@ type Result struct {
 	Report   Report
 }
 
+// ReportSchema names the version of the report's format. Fields are added
+// within a version (a harness ignores what it does not know); a field
+// removed, renamed or changed in meaning is a new version.
+const ReportSchema = "sandbox-run/report/v1"
+
 // Report is what was in force. It never claims more than was set up; the
 // Readback part is what the kernel told init from inside.
 type Report struct {
-	RunID     string       `json:"run_id"`
-	Tier      int          `json:"tier"`
-	Mechanism string       `json:"mechanism"`
-	Platform  string       `json:"platform"`
-	Bwrap     *BwrapReport `json:"bwrap,omitempty"`
+	// Schema names the report's format, ReportSchema: a harness that
+	// parses reports checks it (docs/report.schema.json is its schema).
+	Schema string `json:"schema"`
+	// RunID names the run in the audit log and in the names of what it
+	// leaves on the host (quarantine entries, journals).
+	RunID string `json:"run_id"`
+	// Tier is the isolation tier: 0 (--sandbox off, a plain process), 1
+	// (bwrap, landlock, seatbelt), 2 (gvisor: a kernel of its own).
+	Tier int `json:"tier"`
+	// Mechanism names what enforced the policy: bwrap, landlock,
+	// gvisor, seatbelt or none.
+	Mechanism string `json:"mechanism"`
+	// Platform is sandbox-run's GOOS/GOARCH.
+	Platform string `json:"platform"`
+	// Bwrap names the bubblewrap used; nil for other mechanisms.
+	Bwrap *BwrapReport `json:"bwrap,omitempty"`
 	// Gvisor names the runsc of a tier-2 run; nil otherwise.
-	Gvisor     *GvisorReport  `json:"gvisor,omitempty"`
-	Namespaces []string       `json:"namespaces,omitempty"`
-	HostUID    int            `json:"host_uid"`
-	HostGID    int            `json:"host_gid"`
-	Seccomp    *SeccompReport `json:"seccomp,omitempty"`
-	Writable   []string       `json:"writable"`
-	ReadOnly   []string       `json:"read_only,omitempty"`
-	Protected  []string       `json:"protected,omitempty"`
+	Gvisor *GvisorReport `json:"gvisor,omitempty"`
+	// Namespaces lists the namespaces the sandbox has of its own (user,
+	// mount, pid, net, ipc, uts, cgroup); empty when it has none.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// HostUID and HostGID are the host's ids the command runs as: under a
+	// sandbox started as root an unprivileged uid (65534 unless --user
+	// says otherwise), at tier 0 the caller's.
+	HostUID int `json:"host_uid"`
+	HostGID int `json:"host_gid"`
+	// Seccomp is the filter installed; nil when there is none (tier 0,
+	// seatbelt, gvisor, whose own kernel serves the calls).
+	Seccomp *SeccompReport `json:"seccomp,omitempty"`
+	// Writable lists the directories the command may write: the workdir
+	// and each --write, absolute.
+	Writable []string `json:"writable"`
+	// ReadOnly lists the --read paths.
+	ReadOnly []string `json:"read_only,omitempty"`
+	// Protected lists the protected paths that existed at start, held
+	// read-only although inside a writable directory.
+	Protected []string `json:"protected,omitempty"`
 	// Watched lists the protected paths that were missing at start:
 	// what the command creates there is moved to the quarantine as it
 	// appears (LiveGuard), and in any case once the last run on their
@@ -360,8 +380,10 @@ type Report struct {
 	// end) covered, added up (Linux); nil when it settled none. When it is
 	// not complete, a repository past its bounds was not neutralised and
 	// the run exits 125 (Exit.Class sweep_incomplete).
-	Sweep   *WalkReport `json:"sweep,omitempty"`
-	TmpSize int64       `json:"tmp_size,omitempty"`
+	Sweep *WalkReport `json:"sweep,omitempty"`
+	// TmpSize is the ceiling in bytes of the private /tmp; 0 when none
+	// is set (see Tmpfs for how each file system in memory is held).
+	TmpSize int64 `json:"tmp_size,omitempty"`
 	// Tmpfs lists every file system in memory that the sandbox mounts
 	// writable or holds read-only, with its ceiling and how it is held.
 	Tmpfs []TmpfsReport `json:"tmpfs,omitempty"`
@@ -370,13 +392,25 @@ type Report struct {
 	ReadScan *ReadScanReport `json:"read_scan,omitempty"`
 	// WriteScan is the same search of the workdir and --write dirs
 	// (bwrap only).
-	WriteScan  *ReadScanReport `json:"write_scan,omitempty"`
-	BindsByFD  bool            `json:"binds_by_fd"`
-	Network    string          `json:"network"`
-	AllowHosts []string        `json:"allow_hosts,omitempty"`
-	TLS        *TLSReport      `json:"tls,omitempty"` // hosts the proxy terminates (--allow-http); nil for none
-	EnvNames   []string        `json:"env"`
-	Notes      []string        `json:"notes,omitempty"`
+	WriteScan *ReadScanReport `json:"write_scan,omitempty"`
+	// BindsByFD is set when every bind's source was handed to bwrap as a
+	// descriptor opened and vetted by sandbox-run (no path bwrap resolves
+	// again after the check).
+	BindsByFD bool `json:"binds_by_fd"`
+	// Network is the way out: "none", "proxy (built-in)", "proxy
+	// (socket PATH)" for a node-wide proxy, or "host" at tier 0.
+	Network string `json:"network"`
+	// AllowHosts is the egress allow-list as given.
+	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// TLS says which hosts the proxy terminates (--allow-http) and how
+	// the sandbox trusts the run's CA; nil when none is terminated.
+	TLS *TLSReport `json:"tls,omitempty"`
+	// EnvNames lists the names (never the values) of the variables the
+	// command was given.
+	EnvNames []string `json:"env"`
+	// Notes are one-line remarks on what the run could not do as asked
+	// or did differently, each with its reason.
+	Notes []string `json:"notes,omitempty"`
 	// Egress counts what the built-in egress proxy decided and carried in
 	// this run: requests and tunnels allowed and refused, bytes to and from
 	// the upstreams. Nil without the built-in proxy (no network, or a
@@ -391,15 +425,19 @@ type Report struct {
 	Readback *Readback `json:"readback,omitempty"`
 	// Protections lists each protection, configured and verified.
 	Protections []Protection `json:"protections"`
-	Limits      []Limit      `json:"limits,omitempty"`
+	// Limits lists each resource limit and how it was held.
+	Limits []Limit `json:"limits,omitempty"`
 	// OOMScoreAdj is the oom_score_adj of the sandbox's processes as read
 	// back from /proc once sandbox-run set it (limits.OOMScoreAdj, so
 	// that the host's OOM killer ends the sandbox first): the command's
 	// process, or runsc's under gvisor (the lowest of them). Nil when it
 	// could not be read; the report never assumes it.
-	OOMScoreAdj *int    `json:"oom_score_adj,omitempty"`
-	TimeoutSec  float64 `json:"timeout_seconds,omitempty"`
-	Exit        *Exit   `json:"exit,omitempty"`
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
+	// TimeoutSec is --timeout in seconds; 0 when none.
+	TimeoutSec float64 `json:"timeout_seconds,omitempty"`
+	// Exit says how the run ended; nil for a dry run or a command that
+	// never started.
+	Exit *Exit `json:"exit,omitempty"`
 	// Landlock is the landlock mechanism's ruleset and read-back; nil for
 	// every other mechanism.
 	Landlock *LandlockReport `json:"landlock,omitempty"`
@@ -409,6 +447,9 @@ type Report struct {
 	Losses []Loss `json:"losses,omitempty"`
 	// EnvironmentDigest lets a harness pin the environment it accepts.
 	EnvironmentDigest string `json:"environment_digest"`
+	// Developer is what of the caller's own setup the command got (see
+	// DeveloperReport); nil when it got none.
+	Developer *DeveloperReport `json:"developer,omitempty"`
 }
 
 // Readback is the kernel's view of the sandbox's confinement just before
@@ -457,19 +498,6 @@ type Kernel struct {
 	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
 }
 
-// readbackOf is init's read-back as the report's; nil for nil.
-func readbackOf(rb *initproc.Readback) *Readback {
-	if rb == nil {
-		return nil
-	}
-	out := &Readback{PID: rb.PID, UID: rb.UID, GID: rb.GID, NoNewPrivs: rb.NoNewPrivs, Seccomp: rb.Seccomp,
-		CapEff: rb.CapEff, CapBnd: rb.CapBnd, UIDMap: rb.UIDMap, Namespaces: rb.Namespaces}
-	if k := rb.Kernel; k != nil {
-		out.Kernel = &Kernel{Uname: k.Uname, ProcVersion: k.ProcVersion, Dmesg: k.Dmesg}
-	}
-	return out
-}
-
 // LandlockReport is what --sandbox landlock set up.
 type LandlockReport struct {
 	// ABI is the Landlock ABI the ruleset was built for; KernelABI the
@@ -500,23 +528,34 @@ type Loss struct {
 
 // EgressCounts is the built-in proxy's tally for one run.
 type EgressCounts struct {
-	Allowed  int64 `json:"allowed"`
-	Refused  int64 `json:"refused"`
+	// Allowed and Refused count the requests and tunnels the proxy
+	// allowed and refused.
+	Allowed int64 `json:"allowed"`
+	Refused int64 `json:"refused"`
+	// BytesOut and BytesIn count the bytes sent to and received from
+	// the upstreams.
 	BytesOut int64 `json:"bytes_out"`
 	BytesIn  int64 `json:"bytes_in"`
 }
 
 // BwrapReport names the bubblewrap that was used.
 type BwrapReport struct {
-	Path       string         `json:"path"`
-	Version    string         `json:"version"`
-	Features   bwrap.Features `json:"features"`
-	Advisories []Advisory     `json:"advisories,omitempty"`
+	// Path is the bwrap binary run, absolute.
+	Path string `json:"path"`
+	// Version is its version, as bwrap --version prints it.
+	Version string `json:"version"`
+	// Features are the options this bwrap was found to have.
+	Features bwrap.Features `json:"features"`
+	// Advisories are the known weaknesses of this bwrap, each with its
+	// fix; empty when none is known.
+	Advisories []Advisory `json:"advisories,omitempty"`
 }
 
 // GvisorReport names the runsc that ran a tier-2 sandbox.
 type GvisorReport struct {
-	Path    string `json:"path"`
+	// Path is the runsc binary run, absolute.
+	Path string `json:"path"`
+	// Version is its version, as runsc --version prints it.
 	Version string `json:"version"`
 	// Platform is how the Sentry intercepts the command's system calls
 	// (ptrace, systrap, kvm): runsc's own default, read from `runsc
@@ -532,16 +571,23 @@ type GvisorReport struct {
 
 // Advisory is a known weakness of the bwrap in use.
 type Advisory struct {
-	ID     string `json:"id"`
+	// ID names the weakness (a CVE or sandbox-run's own name for it).
+	ID string `json:"id"`
+	// Detail says what it lets a command do.
 	Detail string `json:"detail"`
-	Fix    string `json:"fix"`
+	// Fix says what to install or change.
+	Fix string `json:"fix"`
 }
 
 // SeccompReport says which filter was installed and what the kernel says.
 type SeccompReport struct {
+	// Digest is the sha256 of the filter program's bytes, which
+	// filter's golden files and docs/seccomp.md name.
 	Digest string `json:"digest"`
-	Arch   string `json:"arch"`
-	Ptrace bool   `json:"ptrace_allowed"`
+	// Arch is the architecture the program was built for.
+	Arch string `json:"arch"`
+	// Ptrace is set when --ptrace let ptrace through the filter.
+	Ptrace bool `json:"ptrace_allowed"`
 	// Readback is the Seccomp field of /proc/self/status inside (2 =
 	// filter mode), -1 when the command never started.
 	Readback int `json:"readback_mode"`
@@ -594,6 +640,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
 	res, err := outcome(runTimed(ctx, p, cmd, opts))
+	if res != nil {
+		res.Report.Developer = developerReport(p)
+	}
 	var ee *ExecError
 	if errors.As(err, &ee) {
 		shown := shownInside(p)

@@ -12,10 +12,11 @@ type TLSReport struct {
 	// UpstreamRoots is "system" or the --upstream-ca file that verifies
 	// the terminated hosts.
 	UpstreamRoots string `json:"upstream_roots"`
-	// CABundle is the path inside of the bundle (system roots plus the
-	// run's CA) that CAEnv point at.
-	CABundle string   `json:"ca_bundle"`
-	CAEnv    []string `json:"ca_env"`
+	// CABundle is the path inside of the bundle: the system roots plus
+	// the run's CA certificate (never its key).
+	CABundle string `json:"ca_bundle"`
+	// CAEnv are the variables set to CABundle.
+	CAEnv []string `json:"ca_env"`
 	// Covered are the system bundle paths the run's bundle is bound over
 	// inside, read-only (those the host has).
 	Covered []string `json:"covered,omitempty"`

@@ -7,13 +7,20 @@
 # podman) and debootstrap (the container's root filesystem,
 # scripts/container-rootfs.sh), and python3-requests (the TLS tests).
 # Idempotent;
-# prints what it does.
+# prints what it does. "install-deps.sh run" installs only what running
+# needs (make demo); no argument, or "test", everything (make test, CI).
 set -eu
+mode=${1:-test}
+case $mode in run | test) ;; *)
+	echo "install-deps: unknown mode $mode; fix: pass run or test" >&2
+	exit 2
+	;;
+esac
 missing=""
 command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
 command -v runsc >/dev/null 2>&1 || missing="$missing runsc"
 testonly=""
-if command -v apt-get >/dev/null 2>&1; then
+if [ "$mode" = test ] && command -v apt-get >/dev/null 2>&1; then
 	command -v podman >/dev/null 2>&1 || testonly="$testonly podman"
 	command -v runc >/dev/null 2>&1 || testonly="$testonly runc"
 	command -v debootstrap >/dev/null 2>&1 || testonly="$testonly debootstrap"

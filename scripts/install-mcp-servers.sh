@@ -29,6 +29,10 @@ if [ "$major" -lt 20 ]; then
 	exit 1
 fi
 
+# The agents the wrap and hook tests run (Claude Code, Codex): their own
+# pinned lockfiles and caches (scripts/install-agents.sh).
+scripts/install-agents.sh
+
 want=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
 stamp="$dir/.installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&

@@ -187,35 +187,7 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 		return nil, err
 	}
 	p = p.WithDefaults()
-
-	var err error
-	check := func(field, s string) string {
-		if err == nil {
-			if why := checkString(s); why != "" {
-				err = &UnsafeStringError{Field: field, Value: s, Reason: why}
-			}
-		}
-		return s
-	}
-	writable := make([]string, 0, len(p.Write)+2)
-	for _, w := range p.Writable() {
-		writable = append(writable, check("write", Canonical(w)))
-	}
-	read := make([]string, 0, len(p.Read))
-	for _, r := range p.Read {
-		read = append(read, check("read", Canonical(r)))
-	}
-	protected := make([]string, 0, len(p.ProtectedPaths()))
-	for _, pr := range p.ProtectedPaths() {
-		protected = append(protected, check("protect", Canonical(pr)))
-	}
-	tmp := ""
-	if opts.TmpDir != "" {
-		tmp = check("tmp dir", Canonical(opts.TmpDir))
-	}
-	if opts.DeveloperDir != "" {
-		opts.DeveloperDir = check("developer dir", Canonical(opts.DeveloperDir))
-	}
+	rp, err := checkPaths(p, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +198,65 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 
 	// 3. The system roots, and the package managers' state within them.
 	systemRules(opts, opts.Tag, rule, comment)
+	// 4. Metadata of the directories above every root.
+	ancestorRules(rp, opts, rule, comment)
+	// 5 and 6. The policy's read-only and writable paths.
+	pathRules(rp, rule, comment)
+	// 7. Network, and --ptrace.
+	networkRules(opts, rule, comment)
+	if p.Ptrace {
+		comment("--ptrace: task ports of processes in this sandbox (debuggers).")
+		rule(sym("allow"), sym("mach-priv-task-port"), list(sym("target"), sym("same-sandbox")))
+	}
+	// 8. Protected paths and git metadata, last so that no allow above can
+	// win over them.
+	protectedRules(rp.writable, rp.protected, opts.Tag, rule, comment)
+	return out, nil
+}
 
-	// 4. Metadata of the directories above every root: the policy's and
-	// the system's.
+// profilePaths are the policy's paths as the profile names them:
+// canonical, and checked to be safe inside an SBPL string.
+type profilePaths struct {
+	writable, read, protected []string
+	tmp                       string // the run's private TMPDIR, if any
+}
+
+// checkPaths returns p's paths for the profile, and makes opts's
+// developer dir canonical; an unsafe string is an *UnsafeStringError.
+func checkPaths(p policy.Policy, opts *Options) (profilePaths, error) {
+	var rp profilePaths
+	var err error
+	check := func(field, s string) string {
+		if err == nil {
+			if why := checkString(s); why != "" {
+				err = &UnsafeStringError{Field: field, Value: s, Reason: why}
+			}
+		}
+		return s
+	}
+	for _, w := range p.Writable() {
+		rp.writable = append(rp.writable, check("write", Canonical(w)))
+	}
+	for _, r := range p.Read {
+		rp.read = append(rp.read, check("read", Canonical(r)))
+	}
+	for _, pr := range p.ProtectedPaths() {
+		rp.protected = append(rp.protected, check("protect", Canonical(pr)))
+	}
+	if opts.TmpDir != "" {
+		rp.tmp = check("tmp dir", Canonical(opts.TmpDir))
+	}
+	if opts.DeveloperDir != "" {
+		opts.DeveloperDir = check("developer dir", Canonical(opts.DeveloperDir))
+	}
+	return rp, err
+}
+
+// ancestorRules allows the metadata (stat, not listing) of the
+// directories above the system's and the policy's roots.
+func ancestorRules(rp profilePaths, opts Options, rule func(...node), comment func(string)) {
 	var ancestors []string
-	roots := append(append(append(slices.Clone(writable), read...), tmp), systemAncestorRoots(opts)...)
+	roots := append(append(append(slices.Clone(rp.writable), rp.read...), rp.tmp), systemAncestorRoots(opts)...)
 	for _, r := range roots {
 		if r == "" {
 			continue
@@ -247,35 +273,39 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 			rule(sym("allow"), sym("file-read-metadata"), list(sym("literal"), str(a)))
 		}
 	}
+}
 
-	// 5. Read-only paths.
-	if len(read) > 0 {
+// pathRules allows the read-only paths, then the writable directories
+// minus the protected paths inside each, then the private TMPDIR.
+func pathRules(rp profilePaths, rule func(...node), comment func(string)) {
+	if len(rp.read) > 0 {
 		comment("--read: read-only.")
-		for _, r := range read {
+		for _, r := range rp.read {
 			rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(r)))
 		}
 	}
-
-	// 6. Writable directories, minus the protected paths inside each.
 	comment("The workdir and --write directories: read and write, but not the protected paths.")
-	for _, w := range writable {
+	for _, w := range rp.writable {
 		rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(w)))
 		filter := []node{sym("require-all"), list(sym("subpath"), str(w))}
-		for _, pr := range protected {
+		for _, pr := range rp.protected {
 			if within(pr, w) {
 				filter = append(filter, list(sym("require-not"), list(sym("subpath"), str(pr))))
 			}
 		}
 		rule(sym("allow"), sym("file-write*"), list(filter...))
 	}
-	if tmp != "" {
+	if rp.tmp != "" {
 		comment("The run's private TMPDIR.")
-		rule(sym("allow"), sym("file-read*"), sym("file-write*"), list(sym("subpath"), str(tmp)))
+		rule(sym("allow"), sym("file-read*"), sym("file-write*"), list(sym("subpath"), str(rp.tmp)))
 	}
+}
 
-	// 7. Network. "remote tcp", not "remote ip": ip also matches UDP, and
-	// the runner holds these ports for TCP only, so a UDP datagram to
-	// localhost:PORT could reach whoever binds the port's UDP side.
+// networkRules allows TCP to the loopback ports of the egress proxy and
+// the LLM channel only. "remote tcp", not "remote ip": ip also matches
+// UDP, and the runner holds these ports for TCP only, so a UDP datagram
+// to localhost:PORT could reach whoever binds the port's UDP side.
+func networkRules(opts Options, rule func(...node), comment func(string)) {
 	comment("Network: TCP to the loopback ports of the egress proxy and the LLM channel only.")
 	for _, port := range []int{opts.ProxyPort, opts.LLMPort} {
 		if port != 0 {
@@ -283,16 +313,6 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 				list(sym("remote"), sym("tcp"), str("localhost:"+strconv.Itoa(port))))
 		}
 	}
-
-	if p.Ptrace {
-		comment("--ptrace: task ports of processes in this sandbox (debuggers).")
-		rule(sym("allow"), sym("mach-priv-task-port"), list(sym("target"), sym("same-sandbox")))
-	}
-
-	// 8. Protected paths and git metadata, last so that no allow above can
-	// win over them.
-	protectedRules(writable, protected, opts.Tag, rule, comment)
-	return out, nil
 }
 
 // checkOptions refuses Options that Render cannot use.

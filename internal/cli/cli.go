@@ -70,6 +70,10 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		return mcpCmd(ctx, args[1:], stdio, sigs)
 	case "pin":
 		return pinCmd(ctx, args[1:], stdio, sigs)
+	case "wrap":
+		return wrapCmd(ctx, args[1:], stdio)
+	case "hook":
+		return hookCmd(ctx, args[1:], stdio)
 	case "version", "--version":
 		fmt.Fprintf(stdio.Stdout, "sandbox-run %s\n", version())
 		return 0
@@ -77,7 +81,7 @@ func Run(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal) in
 		usage(stdio.Stdout)
 		return 0
 	}
-	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, proxy, check, setup or version (sandbox-run help)", args[0]))
+	return fail(stdio.Stderr, fmt.Errorf("unknown subcommand %q; fix: use run, mcp, pin, wrap, hook, proxy, check, setup or version (sandbox-run help)", args[0]))
 }
 
 // version is Version as stamped at build time (make build, make install);
@@ -118,6 +122,8 @@ func usage(w io.Writer) {
   sandbox-run proxy --listen PATH [flags]       a node-wide egress proxy on a Unix socket
   sandbox-run mcp [flags] -- SERVER [ARG...]    MCP relay in front of a sandboxed server
   sandbox-run pin save|diff [flags] -- SERVER   write a pin of what SERVER shows, or diff it with --pin-from FILE
+  sandbox-run wrap [--dry-run|--undo] [CONFIG]  run an MCP client's stdio servers through sandbox-run mcp
+  sandbox-run hook claude-code|gemini           an agent's pre-tool hook: its shell commands run inside
   sandbox-run setup [--dry-run]                 as root on Ubuntu 24.04+: load Ubuntu's bwrap AppArmor profile
   sandbox-run version
 Run "sandbox-run run --help" for the run flags.
@@ -152,6 +158,8 @@ type runFlags struct {
 	upstreamCA                  string
 	dryRun, summary, verbose    bool
 	tty, noTTY                  bool
+	devEnv                      bool
+	refusalCode                 int
 }
 
 func newRunFlags() *runFlags {
@@ -198,6 +206,8 @@ func newRunFlags() *runFlags {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the bwrap call and its argument stream (values redacted); run nothing")
 	fs.BoolVar(&f.summary, "summary", false, "print a short isolation summary on stderr after the run")
 	fs.BoolVar(&f.verbose, "verbose", false, "print a one-line isolation summary on stderr after the run")
+	fs.IntVar(&f.refusalCode, "exit-code-refusal", ExitRefused, "exit with this status (1-255) instead of 125 when sandbox-run itself refuses or fails, so a command's own 125 stays apart")
+	fs.BoolVar(&f.devEnv, "dev-env", true, "carry your git identity (user.name, user.email, init.defaultBranch) and toolchain directories in; --dev-env=false for neither")
 	strict(fs, runNonEmpty...)
 	return f
 }
@@ -269,12 +279,15 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 		usage: "usage: sandbox-run run [flags] -- COMMAND [ARG...]\n",
 		noCmd: "no command; fix: sandbox-run run [flags] -- COMMAND [ARG...]",
 		check: func() (err error) {
+			if err := f.checkRefusalCode(); err != nil {
+				return err
+			}
 			terminal, err = f.terminal(stdio)
 			return err
 		},
 	})
 	if done {
-		return code
+		return f.own(code)
 	}
 	if pr.audit != nil {
 		defer pr.audit.Close()
@@ -287,12 +300,13 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if pr.p.Sandbox == policy.ModeOff && !f.dryRun {
 		fmt.Fprintln(stdio.Stderr, "sandbox-run: warning: tier 0 (--sandbox off): no sandbox; the command has your files, network and rights, and only its environment is cleared")
 	}
+	printOutsideRepos(stdio.Stderr, pr.p)
 	res, err := sandbox.Run(ctx, pr.p, pr.cmd, opts)
 	if code, done := runOutcome(stdio, pr.audit, res, err); done {
-		return code
+		return f.own(code)
 	}
 	if code := f.writeReportFile(stdio.Stderr, res.Report, res.ExitCode); code != res.ExitCode {
-		return code
+		return f.own(code)
 	}
 	printOffline(stdio.Stderr, pr.cmd, res)
 	if f.summary {
@@ -303,7 +317,7 @@ func runCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signal)
 	if f.verbose {
 		printOneLine(stdio.Stderr, res)
 	}
-	return res.ExitCode
+	return f.exitOf(res)
 }
 
 // terminal says which terminal the command gets (nil: none) from --tty,
@@ -411,7 +425,7 @@ func writeReport(path string, r sandbox.Report) error {
 
 func printSummary(w io.Writer, res *sandbox.Result) {
 	r := res.Report
-	fmt.Fprintf(w, "isolation: tier %d (%s on %s), exit %d\n", r.Tier, r.Mechanism, r.Platform, res.ExitCode)
+	fmt.Fprintf(w, "isolation: tier %d (%s on %s), exit %d%s\n", r.Tier, r.Mechanism, r.Platform, res.ExitCode, exitWhose(r.Exit))
 	if r.Bwrap != nil {
 		fmt.Fprintf(w, "  bwrap        %s %s\n", r.Bwrap.Path, r.Bwrap.Version)
 		for _, a := range r.Bwrap.Advisories {
@@ -444,6 +458,7 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 		fmt.Fprintf(w, "  egress       %d allowed, %d refused; %d bytes out, %d in\n", e.Allowed, e.Refused, e.BytesOut, e.BytesIn)
 	}
 	fmt.Fprintf(w, "  environment  %s\n", strings.Join(r.EnvNames, " "))
+	printDeveloper(w, r.Developer)
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(w, "  read back    uid %d, NoNewPrivs %d, Seccomp %d, CapEff %s\n", rb.UID, rb.NoNewPrivs, rb.Seccomp, rb.CapEff)
 	}

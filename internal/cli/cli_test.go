@@ -227,7 +227,10 @@ func TestWatchFirstKeepsEveryByte(t *testing.T) {
 // field from its own value, over the profile's.
 func TestPolicyFlags(t *testing.T) {
 	notPolicy := map[string]bool{"config": true, "report": true, "audit": true, "bwrap": true, "runsc": true,
-		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true}
+		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true,
+		// dev-env adds what devenv gathers from the host after the
+		// policy is built; exit-code-refusal is the CLI's own status.
+		"dev-env": true, "exit-code-refusal": true}
 	rows := map[string]bool{}
 	f := newRunFlags()
 	for _, pf := range policyFlags {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/sandbox-run/sandbox-run/devenv"
 	"io"
 	"os"
 
@@ -64,6 +65,9 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		}
 	}
 	p, err := f.policy(os.Getwd)
+	if err == nil && f.devEnv {
+		devenv.Gather(p, os.LookupEnv, otherUID()).Apply(&p)
+	}
 	if err == nil {
 		err = p.Validate()
 	}

@@ -87,6 +87,9 @@ func (f *runFlags) relayOnly() error {
 	if f.dryRun {
 		return errors.New("--dry-run is for sandbox-run run; fix: use sandbox-run run --dry-run -- SERVER to see the sandbox")
 	}
+	if f.fs.Changed("exit-code-refusal") {
+		return errors.New("--exit-code-refusal is for sandbox-run run so far (a relay's refusals also answer the client's first request); fix: leave out --exit-code-refusal")
+	}
 	return nil
 }
 

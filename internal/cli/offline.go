@@ -38,7 +38,30 @@ func netToolOf(cmd []string) (string, netTool, bool) {
 		name = cmd[2]
 	}
 	t, ok := netTools[name]
+	if ok && name == "git" && !gitNetwork[gitSubcommand(cmd[1:])] {
+		// git config, commit, status...: a failure there is not the
+		// network's.
+		return name, t, false
+	}
 	return name, t, ok
+}
+
+// gitNetwork are git's subcommands that reach a remote.
+var gitNetwork = map[string]bool{"clone": true, "fetch": true, "pull": true, "push": true, "ls-remote": true, "submodule": true, "remote": true, "archive": true}
+
+// gitSubcommand is the first argument after git's own options (-C DIR
+// and -c NAME=VALUE take a value); "" when there is none.
+func gitSubcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // printOffline says, after a failed run of a package manager or fetcher in

@@ -120,7 +120,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	// The allow-list is checked before the audit file is opened, so that a
 	// refused start leaves no file behind.
 	if _, err := allowlist.Parse(list); err != nil {
-		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
+		return fail(stdio.Stderr, fmt.Errorf("%w; fix: %s", err, allowListFix(list)))
 	}
 	var af *auditFile
 	if f.audit != "" {
@@ -133,7 +133,7 @@ func proxyCmd(ctx context.Context, args []string, stdio IO, sigs <-chan os.Signa
 	px, err := proxy.New(cfg)
 	if err != nil {
 		af.discard()
-		return fail(stdio.Stderr, fmt.Errorf("%w; fix: correct the allow-list", err))
+		return fail(stdio.Stderr, fmt.Errorf("%w; fix: %s", err, allowListFix(list)))
 	}
 	ln, err := listenUnix(f.listen, perm, uid, gid)
 	if err != nil {

@@ -248,53 +248,71 @@ func Create(base, name string, l Limits) (*Cgroup, error) {
 		strings.HasPrefix(name, "cgroup.") {
 		return nil, fmt.Errorf("limits: create cgroup %q: not a plain directory name: %w", name, ErrInvalid)
 	}
-	if l.Memory > 0 || l.Pids > 0 {
-		mem, pids, err := Enabled(base)
-		if err != nil {
-			return nil, err
-		}
-		if l.Memory > 0 && !mem {
-			return nil, fmt.Errorf("limits: create cgroup in %s: memory: %w (echo +memory > %s/cgroup.subtree_control)",
-				base, ErrController, base)
-		}
-		if l.Pids > 0 && !pids {
-			return nil, fmt.Errorf("limits: create cgroup in %s: pids: %w (echo +pids > %s/cgroup.subtree_control)",
-				base, ErrController, base)
-		}
+	if err := checkControllers(base, l); err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("limits: create cgroup: %w", err)
 	}
 	c := &Cgroup{dir: dir, fd: -1, limits: l}
-	fail := func(err error) (*Cgroup, error) {
+	err := c.writeLimits(l)
+	if err == nil {
+		var fd int
+		if fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			c.fd = fd
+		}
+	}
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("limits: create cgroup %s: %w", dir, err)
 	}
+	return c, nil
+}
+
+// checkControllers refuses l when base does not enable, for its children,
+// the controller a limit of l needs.
+func checkControllers(base string, l Limits) error {
+	if l.Memory <= 0 && l.Pids <= 0 {
+		return nil
+	}
+	mem, pids, err := Enabled(base)
+	if err != nil {
+		return err
+	}
+	if l.Memory > 0 && !mem {
+		return fmt.Errorf("limits: create cgroup in %s: memory: %w (echo +memory > %s/cgroup.subtree_control)",
+			base, ErrController, base)
+	}
+	if l.Pids > 0 && !pids {
+		return fmt.Errorf("limits: create cgroup in %s: pids: %w (echo +pids > %s/cgroup.subtree_control)",
+			base, ErrController, base)
+	}
+	return nil
+}
+
+// writeLimits writes l into c's files: the memory ceiling with no swap
+// and the whole group killed together, and the task ceiling.
+func (c *Cgroup) writeLimits(l Limits) error {
 	if l.Memory > 0 {
 		if err := c.write("memory.max", strconv.FormatInt(l.Memory, 10)); err != nil {
-			return fail(err)
+			return err
 		}
 		if err := c.write("memory.swap.max", "0"); err != nil {
 			if !errors.Is(err, fs.ErrNotExist) || swapTotal() != 0 {
-				return fail(fmt.Errorf("cannot keep the sandbox out of swap: %w", err))
+				return fmt.Errorf("cannot keep the sandbox out of swap: %w", err)
 			}
 		}
 		if err := c.write("memory.oom.group", "1"); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if l.Pids > 0 {
 		if err := c.write("pids.max", strconv.FormatInt(l.Pids, 10)); err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fail(err)
-	}
-	c.fd = fd
-	return c, nil
+	return nil
 }
 
 // swapTotal returns SwapTotal from /proc/meminfo in kB, -1 if unknown.

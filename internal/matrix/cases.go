@@ -136,82 +136,13 @@ func Parse(b []byte) ([]Case, error) {
 	var errs []error
 	seen := map[string]bool{}
 	for i, c := range doc.Cases {
-		bad := func(format string, a ...any) {
-			errs = append(errs, fmt.Errorf("check: egress-cases.json: case %d (%s): %s", i, c.ID, fmt.Sprintf(format, a...)))
-		}
-		if !idRE.MatchString(c.ID) {
-			bad("id must be lower-case words joined by '-'")
-		}
+		bad := c.problems(idRE, varRE)
 		if seen[c.ID] {
-			bad("duplicate id")
+			bad = append(bad, "duplicate id")
 		}
 		seen[c.ID] = true
-		if !slices.Contains(Groups, c.Group) {
-			bad("group %q is not one of %s", c.Group, strings.Join(Groups, ", "))
-		}
-		if c.Tries == "" || c.Canary == "" {
-			bad("tries and canary must say what the attempt does and aims at")
-		}
-		if !slices.Contains(probes, c.Probe) {
-			bad("probe %q is not implemented", c.Probe)
-		}
-		for _, s := range append(slices.Clone(c.Args), c.Allow...) {
-			for _, m := range varRE.FindAllStringSubmatch(s, -1) {
-				if !strings.HasSuffix(m[0], "}") || !slices.Contains(Vars, m[1]) {
-					bad("unknown placeholder %q", m[0])
-				}
-			}
-		}
-		if !oneOf(c.Network, "", "proxy", "node-proxy") || !oneOf(c.Control, "", "caller", "userns") ||
-			!oneOf(c.Launch, "", "fds", "pty", "sigkill") || !oneOf(c.Judge, "", "survivor", "dns-log", "host-file", "host-file-late", "pasteboard", "port-canary") {
-			bad("network, control, launch or judge has an unknown value")
-		}
-		if c.Network == "proxy" && len(c.Allow) == 0 {
-			bad("network proxy needs an allow list (--allow-host)")
-		}
-		if c.Judge == "port-canary" && (c.Network == "" || c.Probe != "udp-proxy-port") {
-			bad("judge port-canary needs a proxy (network) and the udp-proxy-port probe, which names the port")
-		}
-		for _, r := range c.Requires {
-			if r != "root" {
-				bad("unknown requirement %q", r)
-			}
-		}
-		for _, s := range c.Setup {
-			if !oneOf(s, "protected-present", "git-present", "flag-link") {
-				bad("unknown setup %q", s)
-			}
-		}
-		for m := range c.Expect {
-			if !slices.Contains(Mechanisms, m) {
-				bad("expectation for unknown mechanism %q", m)
-			}
-		}
-		for m, byPlatform := range c.Why {
-			for p, why := range byPlatform {
-				if c.Expected(m, p) == "" {
-					bad("a reason for %s on %s, which has no expectation", m, p)
-				}
-				if strings.TrimSpace(why) == "" {
-					bad("an empty reason for %s on %s", m, p)
-				}
-			}
-		}
-		for _, m := range Mechanisms {
-			for p := range c.Expect[m] {
-				if !slices.Contains(Platforms, p) {
-					bad("expectation for unknown platform %q", p)
-				}
-			}
-			for _, p := range Platforms {
-				switch e := c.Expected(m, p); e {
-				case ExpectHeld, ExpectEscaped, ExpectNA, ExpectUntested:
-				case "":
-					bad("no expectation for mechanism %s on %s", m, p)
-				default:
-					bad("expectation %q for %s on %s is not held, escaped, n/a or untested", e, m, p)
-				}
-			}
+		for _, why := range bad {
+			errs = append(errs, fmt.Errorf("check: egress-cases.json: case %d (%s): %s", i, c.ID, why))
 		}
 	}
 	if len(doc.Cases) == 0 {
@@ -221,6 +152,101 @@ func Parse(b []byte) ([]Case, error) {
 		return nil, errors.Join(errs...)
 	}
 	return doc.Cases, nil
+}
+
+// problems lists what is wrong with c on its own: its fields, then its
+// expectations and reasons.
+func (c Case) problems(idRE, varRE *regexp.Regexp) []string {
+	return append(c.fieldProblems(idRE, varRE), c.expectProblems()...)
+}
+
+func (c Case) fieldProblems(idRE, varRE *regexp.Regexp) []string {
+	var bad []string
+	if !idRE.MatchString(c.ID) {
+		bad = append(bad, "id must be lower-case words joined by '-'")
+	}
+	if !slices.Contains(Groups, c.Group) {
+		bad = append(bad, fmt.Sprintf("group %q is not one of %s", c.Group, strings.Join(Groups, ", ")))
+	}
+	if c.Tries == "" || c.Canary == "" {
+		bad = append(bad, "tries and canary must say what the attempt does and aims at")
+	}
+	if !slices.Contains(probes, c.Probe) {
+		bad = append(bad, fmt.Sprintf("probe %q is not implemented", c.Probe))
+	}
+	for _, s := range append(slices.Clone(c.Args), c.Allow...) {
+		for _, m := range varRE.FindAllStringSubmatch(s, -1) {
+			if !strings.HasSuffix(m[0], "}") || !slices.Contains(Vars, m[1]) {
+				bad = append(bad, fmt.Sprintf("unknown placeholder %q", m[0]))
+			}
+		}
+	}
+	return append(bad, c.modeProblems()...)
+}
+
+// modeProblems checks the fields that name how the case runs and is
+// judged, and what it needs.
+func (c Case) modeProblems() []string {
+	var bad []string
+	if !oneOf(c.Network, "", "proxy", "node-proxy") || !oneOf(c.Control, "", "caller", "userns") ||
+		!oneOf(c.Launch, "", "fds", "pty", "sigkill") || !oneOf(c.Judge, "", "survivor", "dns-log", "host-file", "host-file-late", "pasteboard", "port-canary") {
+		bad = append(bad, "network, control, launch or judge has an unknown value")
+	}
+	if c.Network == "proxy" && len(c.Allow) == 0 {
+		bad = append(bad, "network proxy needs an allow list (--allow-host)")
+	}
+	if c.Judge == "port-canary" && (c.Network == "" || c.Probe != "udp-proxy-port") {
+		bad = append(bad, "judge port-canary needs a proxy (network) and the udp-proxy-port probe, which names the port")
+	}
+	for _, r := range c.Requires {
+		if r != "root" {
+			bad = append(bad, fmt.Sprintf("unknown requirement %q", r))
+		}
+	}
+	for _, s := range c.Setup {
+		if !oneOf(s, "protected-present", "git-present", "flag-link") {
+			bad = append(bad, fmt.Sprintf("unknown setup %q", s))
+		}
+	}
+	return bad
+}
+
+// expectProblems checks that c expects one outcome for every mechanism on
+// every platform, and gives reasons only where it expects something.
+func (c Case) expectProblems() []string {
+	var bad []string
+	for m := range c.Expect {
+		if !slices.Contains(Mechanisms, m) {
+			bad = append(bad, fmt.Sprintf("expectation for unknown mechanism %q", m))
+		}
+	}
+	for m, byPlatform := range c.Why {
+		for p, why := range byPlatform {
+			if c.Expected(m, p) == "" {
+				bad = append(bad, fmt.Sprintf("a reason for %s on %s, which has no expectation", m, p))
+			}
+			if strings.TrimSpace(why) == "" {
+				bad = append(bad, fmt.Sprintf("an empty reason for %s on %s", m, p))
+			}
+		}
+	}
+	for _, m := range Mechanisms {
+		for p := range c.Expect[m] {
+			if !slices.Contains(Platforms, p) {
+				bad = append(bad, fmt.Sprintf("expectation for unknown platform %q", p))
+			}
+		}
+		for _, p := range Platforms {
+			switch e := c.Expected(m, p); e {
+			case ExpectHeld, ExpectEscaped, ExpectNA, ExpectUntested:
+			case "":
+				bad = append(bad, fmt.Sprintf("no expectation for mechanism %s on %s", m, p))
+			default:
+				bad = append(bad, fmt.Sprintf("expectation %q for %s on %s is not held, escaped, n/a or untested", e, m, p))
+			}
+		}
+	}
+	return bad
 }
 
 // Coverage checks that the matrix has a row for every mechanism on every

@@ -116,7 +116,12 @@ type fixture struct {
 	// tmp is the TMPDIR of the runs the matrix kills (launch "sigkill"):
 	// such a run leaves its runtime directory behind until the next run
 	// of its mechanism sweeps it, and here the fixture's cleanup does.
-	tmp        string
+	tmp string
+	// cache is the confined runs' XDG_CACHE_HOME: what they quarantine
+	// (the cases plant protected files), their journals and bwrap's
+	// detection go there and are removed with the fixture, so that check
+	// leaves nothing in the caller's own quarantine.
+	cache      string
 	uid, gid   int
 	root       bool
 	can        *canaries
@@ -168,7 +173,8 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	fx.outside = filepath.Join(fx.base, "outside")
 	fx.flag = filepath.Join(fx.outside, "flag")
 	fx.tmp = filepath.Join(fx.base, "tmp")
-	for _, d := range []string{fx.outside, fx.tmp, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
+	fx.cache = filepath.Join(fx.base, "cache")
+	for _, d := range []string{fx.outside, fx.tmp, fx.cache, filepath.Join(fx.base, "cases"), filepath.Join(fx.base, "sock"), filepath.Join(fx.base, "px")} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, fail(d, err)
 		}
@@ -188,9 +194,23 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 		"sysctl":      "/proc/sys/vm/overcommit_ratio",
 	}
 	fx.osCleanup = osCanaries(fx, v)
-	c := fx.can
+	if err := fx.can.start(fx.base, v); err != nil {
+		return nil, fmt.Errorf("check: cannot set up the escape matrix: %w", err)
+	}
+	if err := fx.startMarker(ctx, v); err != nil {
+		return nil, fail("marker process", err)
+	}
+	fx.vars = v
+	return fx, nil
+}
+
+// start serves the canaries the cases aim at (TCP on every address, UDP,
+// a DNS server, Unix and abstract sockets, a redirector on the host's
+// own address) and names their addresses in v. An error is "what: cause".
+func (c *canaries) start(base string, v map[string]string) error {
+	var err error
 	if c.tcp, err = net.Listen("tcp", ":0"); err != nil {
-		return nil, fail("TCP canary", err)
+		return fmt.Errorf("TCP canary: %w", err)
 	}
 	c.serveStream(c.tcp)
 	port := strconv.Itoa(c.tcp.Addr().(*net.TCPAddr).Port)
@@ -200,20 +220,20 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 		v["tcp_host"] = net.JoinHostPort(hostIP, port)
 	}
 	if c.udp, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
-		return nil, fail("UDP canary", err)
+		return fmt.Errorf("UDP canary: %w", err)
 	}
 	c.serveUDP()
 	v["udp4"] = c.udp.LocalAddr().String()
 	dconn, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
-		return nil, fail("DNS canary", err)
+		return fmt.Errorf("DNS canary: %w", err)
 	}
 	c.dns = &dnsCanary{conn: dconn}
 	c.dns.serve(&c.wg)
 	v["dns"] = dconn.LocalAddr().String()
-	sock := filepath.Join(fx.base, "sock", "canary.sock")
+	sock := filepath.Join(base, "sock", "canary.sock")
 	if c.unix, err = net.Listen("unix", sock); err != nil {
-		return nil, fail("Unix socket canary", err)
+		return fmt.Errorf("Unix socket canary: %w", err)
 	}
 	os.Chmod(sock, 0o777)
 	c.serveStream(c.unix)
@@ -221,7 +241,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 	if hasAbstractSockets {
 		abstract := "@sbx-check-" + newToken()
 		if c.abstract, err = net.Listen("unix", abstract); err != nil {
-			return nil, fail("abstract socket canary", err)
+			return fmt.Errorf("abstract socket canary: %w", err)
 		}
 		c.serveStream(c.abstract)
 		v["abstract"] = abstract
@@ -233,11 +253,7 @@ func newFixture(ctx context.Context, binary string) (_ *fixture, err error) {
 			v["redirector_url"] = "http://" + ln.Addr().String() + "/redirect"
 		}
 	}
-	if err := fx.startMarker(ctx, v); err != nil {
-		return nil, fail("marker process", err)
-	}
-	fx.vars = v
-	return fx, nil
+	return nil
 }
 
 func (fx *fixture) chown(p string) {
@@ -585,7 +601,7 @@ func (fx *fixture) launch(ctx context.Context, c Case, side, w string, argv []st
 			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + fx.base}
 		}
 	} else {
-		cmd.Env = os.Environ()
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+fx.cache)
 		if c.Launch == "sigkill" {
 			cmd.Env = append(cmd.Env, "TMPDIR="+fx.tmp)
 		}

@@ -113,144 +113,172 @@ func Main(args []string) int {
 	}
 	o := &probeOut{w: os.Stdout}
 	name, a := args[0], args[1:]
-	need := func(n int) bool {
-		if len(a) < n {
-			fmt.Fprintf(os.Stderr, "__probe %s: want at least %d arguments\n", name, n)
-			return false
-		}
-		return true
+	p, ok := commonProbe(name)
+	if !ok {
+		return probeOS(o, name, a)
 	}
+	if len(a) < p.min {
+		fmt.Fprintf(os.Stderr, "__probe %s: want at least %d arguments\n", name, p.min)
+		return 2
+	}
+	return p.run(o, a)
+}
+
+// probe is one attempt Main can run: the arguments it needs at least,
+// and the attempt itself, which writes SUB and VERDICT lines to o.
+type probe struct {
+	min int
+	run func(o *probeOut, a []string) int
+}
+
+// commonProbe returns the probe called name that every platform has; the
+// others are probeOS's.
+func commonProbe(name string) (probe, bool) {
 	switch name {
 	case "read-file": // PATH... TOKEN
-		if !need(2) {
-			return 2
-		}
-		tok := a[len(a)-1]
-		for _, p := range a[:len(a)-1] {
-			b, err := readSome(p)
-			o.sub(p, err == nil && strings.Contains(string(b), tok), readDetail(b, err, tok))
-		}
-		return o.verdict("no path yielded the flag")
+		return probe{2, probeReadFile}, true
 	case "hardlink": // SRC DST TOKEN
-		if !need(3) {
-			return 2
-		}
-		err := os.Link(a[0], a[1])
-		if err == nil {
-			b, rerr := readSome(a[1])
-			o.sub("link", rerr == nil && strings.Contains(string(b), a[2]), readDetail(b, rerr, a[2]))
-			os.Remove(a[1])
-		} else {
-			o.sub("link", false, "link: "+ErrText(err))
-		}
-		return o.verdict("no link to the flag")
+		return probe{3, probeHardlink}, true
 	case "read-fds": // TOKEN
-		if !need(1) {
-			return 2
-		}
-		for fd := 3; fd < 64; fd++ {
-			b := make([]byte, 256)
-			n, err := preadFD(fd, b)
-			if err == nil && strings.Contains(string(b[:n]), a[0]) {
-				o.sub("fd"+strconv.Itoa(fd), true, "read the flag from inherited fd "+strconv.Itoa(fd))
-			}
-		}
-		return o.verdict("no open descriptor above 2 holds the flag")
+		return probe{1, probeReadFDs}, true
 	case "write-paths": // PATH | dir:PATH ...
-		for _, p := range a {
-			o.sub(p, writeOne(p) == nil, ErrText(writeOne(p)))
-		}
-		return o.verdict("every write refused")
+		return probe{0, probeWritePaths}, true
 	case "rename-trick":
-		os.Rename(".git", "g2")
-		os.MkdirAll(".git/hooks", 0o755)
-		err := os.WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\necho planted\n"), 0o755)
-		o.sub("pre-commit", err == nil, "plant .git/hooks/pre-commit after renaming .git: "+ErrText(err))
-		return o.verdict("the hook could not be planted")
+		return probe{0, probeRenameTrick}, true
 	case "tcp-connect": // ADDR...
-		for _, addr := range a {
-			ok, d := tcpReach(addr)
-			o.sub(addr, ok, d)
-		}
-		return o.verdict("no canary answered")
+		return probe{0, each(tcpReach, "no canary answered")}, true
 	case "udp-echo": // ADDR...
+		return probe{0, each(func(addr string) (bool, string) { return udpReach(addr, "ping") }, "no datagram came back")}, true
+	case "udp-proxy-port": // PAYLOAD: UDP to the port the proxy variable names
+		return probe{1, func(o *probeOut, a []string) int { return udpProxyPort(o, a[0], os.Getenv, os.Stdin) }}, true
+	case "dns-query": // SERVER NAME
+		return probe{2, probeDNS}, true
+	case "unix-connect": // PATH | @NAME ...
+		return probe{0, each(unixReach, "no Unix socket canary answered")}, true
+	case "http-get": // [--dns ADDR] [--follow] [--connect] [--repeat N] URL...
+		return probe{0, httpProbe}, true
+	case "spawn": // setsid|double-fork TAG [hold]
+		return probe{2, probeSpawn}, true
+	case "exec": // PROGRAM ARG...: run it; its effect is what the runner judges
+		return probe{1, probeExec}, true
+	case "sleeper": // TAG: what spawn leaves behind; bounded
+		return probe{0, func(*probeOut, []string) int { time.Sleep(20 * time.Second); return 0 }}, true
+	case "marker": // TAG: a same-uid process outside the sandbox; ends with stdin
+		return probe{1, probeMarker}, true
+	case "forker": // TAG: the middle of a double fork
+		return probe{1, probeForker}, true
+	}
+	return probe{}, false
+}
+
+// each is a probe that tries reach on every argument, one SUB line each.
+func each(reach func(string) (bool, string), none string) func(*probeOut, []string) int {
+	return func(o *probeOut, a []string) int {
 		for _, addr := range a {
-			ok, d := udpReach(addr, "ping")
+			ok, d := reach(addr)
 			o.sub(addr, ok, d)
 		}
-		return o.verdict("no datagram came back")
-	case "udp-proxy-port": // PAYLOAD: UDP to the port the proxy variable names
-		if !need(1) {
-			return 2
+		return o.verdict(none)
+	}
+}
+
+func probeReadFile(o *probeOut, a []string) int {
+	tok := a[len(a)-1]
+	for _, p := range a[:len(a)-1] {
+		b, err := readSome(p)
+		o.sub(p, err == nil && strings.Contains(string(b), tok), readDetail(b, err, tok))
+	}
+	return o.verdict("no path yielded the flag")
+}
+
+func probeHardlink(o *probeOut, a []string) int {
+	err := os.Link(a[0], a[1])
+	if err == nil {
+		b, rerr := readSome(a[1])
+		o.sub("link", rerr == nil && strings.Contains(string(b), a[2]), readDetail(b, rerr, a[2]))
+		os.Remove(a[1])
+	} else {
+		o.sub("link", false, "link: "+ErrText(err))
+	}
+	return o.verdict("no link to the flag")
+}
+
+func probeReadFDs(o *probeOut, a []string) int {
+	for fd := 3; fd < 64; fd++ {
+		b := make([]byte, 256)
+		n, err := preadFD(fd, b)
+		if err == nil && strings.Contains(string(b[:n]), a[0]) {
+			o.sub("fd"+strconv.Itoa(fd), true, "read the flag from inherited fd "+strconv.Itoa(fd))
 		}
-		return udpProxyPort(o, a[0], os.Getenv, os.Stdin)
-	case "dns-query": // SERVER NAME
-		if !need(2) {
-			return 2
-		}
-		ips, err := DNSResolver(a[0]).LookupNetIP(context.Background(), "ip4", a[1])
-		o.sub("udp", err == nil && len(ips) > 0, fmt.Sprintf("%s via %s: %v %s", a[1], a[0], ips, ErrText(err)))
-		return o.verdict("the DNS canary did not answer")
-	case "unix-connect": // PATH | @NAME ...
-		for _, p := range a {
-			ok, d := unixReach(p)
-			o.sub(p, ok, d)
-		}
-		return o.verdict("no Unix socket canary answered")
-	case "http-get": // [--dns ADDR] [--follow] [--connect] [--repeat N] URL...
-		return httpProbe(o, a)
-	case "spawn": // setsid|double-fork TAG [hold]
-		if !need(2) {
-			return 2
-		}
-		if err := spawnSurvivor(a[0], a[1]); err != nil {
-			fmt.Fprintf(os.Stdout, "VERDICT blocked could not start the child: %s\n", OneLine(ErrText(err)))
-			return 0
-		}
-		fmt.Fprintln(os.Stdout, "SPAWNED")
-		if len(a) > 2 && a[2] == "hold" {
-			time.Sleep(30 * time.Second) // killed long before, with sandbox-run
-		}
-		fmt.Fprintln(os.Stdout, "VERDICT blocked the runner judges what is left")
-		return 0
-	case "exec": // PROGRAM ARG...: run it; its effect is what the runner judges
-		if !need(1) {
-			return 2
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, a[0], a[1:]...).CombinedOutput()
-		o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], ErrText(err), OneLine(string(out))))
-		return o.verdict("the program failed")
-	case "sleeper": // TAG: what spawn leaves behind; bounded
-		time.Sleep(20 * time.Second)
-		return 0
-	case "marker": // TAG: a same-uid process outside the sandbox; ends with stdin
-		if !need(1) {
-			return 2
-		}
-		done := make(chan struct{})
-		go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
-		// A kernel key with a tagged description, in an anonymous session
-		// keyring that dies with this process: what /proc/keys shows a
-		// process of the same uid.
-		if err := markerKey("sbx-check-" + a[0]); err != nil {
-			fmt.Fprintln(os.Stderr, "marker: no kernel key:", err)
-		}
-		fmt.Println("ready")
-		select {
-		case <-done:
-		case <-time.After(2 * time.Minute):
-		}
-		return 0
-	case "forker": // TAG: the middle of a double fork
-		if err := startDetached(os.Args[0], []string{Arg, "sleeper", a[0]}, true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	}
+	return o.verdict("no open descriptor above 2 holds the flag")
+}
+
+func probeWritePaths(o *probeOut, a []string) int {
+	for _, p := range a {
+		o.sub(p, writeOne(p) == nil, ErrText(writeOne(p)))
+	}
+	return o.verdict("every write refused")
+}
+
+func probeRenameTrick(o *probeOut, _ []string) int {
+	os.Rename(".git", "g2")
+	os.MkdirAll(".git/hooks", 0o755)
+	err := os.WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\necho planted\n"), 0o755)
+	o.sub("pre-commit", err == nil, "plant .git/hooks/pre-commit after renaming .git: "+ErrText(err))
+	return o.verdict("the hook could not be planted")
+}
+
+func probeDNS(o *probeOut, a []string) int {
+	ips, err := DNSResolver(a[0]).LookupNetIP(context.Background(), "ip4", a[1])
+	o.sub("udp", err == nil && len(ips) > 0, fmt.Sprintf("%s via %s: %v %s", a[1], a[0], ips, ErrText(err)))
+	return o.verdict("the DNS canary did not answer")
+}
+
+func probeSpawn(o *probeOut, a []string) int {
+	if err := spawnSurvivor(a[0], a[1]); err != nil {
+		fmt.Fprintf(o.w, "VERDICT blocked could not start the child: %s\n", OneLine(ErrText(err)))
 		return 0
 	}
-	return probeOS(o, name, a)
+	fmt.Fprintln(o.w, "SPAWNED")
+	if len(a) > 2 && a[2] == "hold" {
+		time.Sleep(30 * time.Second) // killed long before, with sandbox-run
+	}
+	fmt.Fprintln(o.w, "VERDICT blocked the runner judges what is left")
+	return 0
+}
+
+func probeExec(o *probeOut, a []string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, a[0], a[1:]...).CombinedOutput()
+	o.sub("exec", err == nil, fmt.Sprintf("%s: %s %s", a[0], ErrText(err), OneLine(string(out))))
+	return o.verdict("the program failed")
+}
+
+func probeMarker(_ *probeOut, a []string) int {
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	// A kernel key with a tagged description, in an anonymous session
+	// keyring that dies with this process: what /proc/keys shows a
+	// process of the same uid.
+	if err := markerKey("sbx-check-" + a[0]); err != nil {
+		fmt.Fprintln(os.Stderr, "marker: no kernel key:", err)
+	}
+	fmt.Println("ready")
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+	}
+	return 0
+}
+
+func probeForker(_ *probeOut, a []string) int {
+	if err := startDetached(os.Args[0], []string{Arg, "sleeper", a[0]}, true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 func readSome(p string) ([]byte, error) {

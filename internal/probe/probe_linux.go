@@ -24,115 +24,140 @@ func cmdlineHas(pid, tag string) bool {
 
 // probeOS runs the probes that exist only on Linux.
 func probeOS(o *probeOut, name string, a []string) int {
+	need := func(n int) bool { return len(a) >= n }
 	switch name {
 	case "raw-socket":
-		for _, s := range []struct {
-			name           string
-			family, typ, p int
-		}{
-			{"inet-raw-icmp", unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP},
-			{"inet6-raw-icmpv6", unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_ICMPV6},
-			{"packet-raw", unix.AF_PACKET, unix.SOCK_RAW, 0},
-		} {
-			fd, err := unix.Socket(s.family, s.typ|unix.SOCK_CLOEXEC, s.p)
-			if err == nil {
-				unix.Close(fd)
-			}
-			o.sub(s.name, err == nil, "socket: "+ErrText(err))
-		}
-		return o.verdict("no raw socket opened")
+		return probeRawSocket(o)
 	case "proc-signal", "proc-environ", "ptrace": // PID TAG|SECRET
-		if len(a) < 2 {
+		if !need(2) {
 			return 2
 		}
 		return processProbe(o, name, a[0], a[1])
 	case "userns":
-		self := "/bin/true"
-		if _, err := os.Stat(self); err != nil {
-			self, _ = os.Executable()
-		}
-		pid, err := syscall.ForkExec(self, []string{self}, &syscall.ProcAttr{
-			Env: []string{}, Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}})
-		if err == nil {
-			var ws syscall.WaitStatus
-			syscall.Wait4(pid, &ws, 0, nil)
-		}
-		o.sub("clone-newuser", err == nil, "clone(CLONE_NEWUSER): "+ErrText(err))
-		return o.verdict("no nested user namespace")
+		return probeUserNS(o)
 	case "foreign-abi":
-		// Each attempt runs in a child: the filter's answer to a call
-		// from a foreign ABI is to kill the caller.
-		for _, kind := range abiAttempts() {
-			self := "/proc/self/exe"
-			pid, err := syscall.ForkExec(self, []string{self, Arg, "abi-attempt", kind}, &syscall.ProcAttr{Env: []string{}})
-			if err != nil {
-				o.sub(kind, false, "cannot start the attempt: "+ErrText(err))
-				continue
-			}
-			var ws syscall.WaitStatus
-			for {
-				if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
-					break
-				}
-			}
-			switch {
-			case ws.Signaled():
-				o.sub(kind, false, "the caller was killed by "+ws.Signal().String())
-			case ws.ExitStatus() == 0:
-				o.sub(kind, true, "the call returned to the caller")
-			case ws.ExitStatus() == abiFaulted:
-				o.sub(kind, false, "the instruction faulted instead of entering the kernel: this kernel has no entry for the call, so none was made")
-			default:
-				o.sub(kind, false, fmt.Sprintf("the attempt failed before or after its call (exit %d)", ws.ExitStatus()))
-			}
-		}
-		return o.verdict("every foreign-ABI call killed its caller")
+		return probeForeignABI(o)
 	case "abi-attempt": // KIND: make the call and exit 0 if it returns
-		if len(a) < 1 {
+		if !need(1) {
 			return 2
 		}
 		return abiAttempt(a[0])
 	case "seccomp": // FAMILY
-		if len(a) < 1 {
+		if !need(1) {
 			return 2
 		}
 		return seccompProbe(o, a[0])
 	case "tty-inject":
-		c := byte('#')
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
-		o.sub("TIOCSTI", e == 0, "ioctl(0, TIOCSTI): "+errnoText(e))
-		// TIOCLINUX subcode 6 reads the shift state: harmless, and
-		// answered only on a virtual console.
-		sub := byte(6)
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
-		o.sub("TIOCLINUX", e == 0, "ioctl(0, TIOCLINUX): "+errnoText(e))
-		return o.verdict("no keystroke pushed")
+		return probeTTYInject(o)
 	case "sysctl-write": // PATH
-		if len(a) < 1 {
+		if !need(1) {
 			return 2
 		}
-		cur, err := os.ReadFile(a[0])
-		if err == nil {
-			// The same value back: the write is the attempt, not a change.
-			err = os.WriteFile(a[0], cur, 0)
-		}
-		o.sub(a[0], err == nil, "write the current value back: "+ErrText(err))
-		return o.verdict("no host sysctl written")
+		return probeSysctlWrite(o, a[0])
 	case "proc-hidden": // PATH...
-		for _, p := range a {
-			b := make([]byte, 64)
-			f, err := os.Open(p)
-			n := 0
-			if err == nil {
-				n, err = f.Read(b)
-				f.Close()
-			}
-			o.sub(p, n > 0, fmt.Sprintf("read %d bytes: %s", n, ErrText(err)))
-		}
-		return o.verdict("every host-wide /proc file is empty or unreadable")
+		return probeProcHidden(o, a)
 	}
 	fmt.Fprintf(os.Stderr, "__probe: unknown probe %q\n", name)
 	return 2
+}
+
+func probeRawSocket(o *probeOut) int {
+	for _, s := range []struct {
+		name           string
+		family, typ, p int
+	}{
+		{"inet-raw-icmp", unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP},
+		{"inet6-raw-icmpv6", unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_ICMPV6},
+		{"packet-raw", unix.AF_PACKET, unix.SOCK_RAW, 0},
+	} {
+		fd, err := unix.Socket(s.family, s.typ|unix.SOCK_CLOEXEC, s.p)
+		if err == nil {
+			unix.Close(fd)
+		}
+		o.sub(s.name, err == nil, "socket: "+ErrText(err))
+	}
+	return o.verdict("no raw socket opened")
+}
+
+func probeUserNS(o *probeOut) int {
+	self := "/bin/true"
+	if _, err := os.Stat(self); err != nil {
+		self, _ = os.Executable()
+	}
+	pid, err := syscall.ForkExec(self, []string{self}, &syscall.ProcAttr{
+		Env: []string{}, Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}})
+	if err == nil {
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+	}
+	o.sub("clone-newuser", err == nil, "clone(CLONE_NEWUSER): "+ErrText(err))
+	return o.verdict("no nested user namespace")
+}
+
+// probeForeignABI runs each attempt in a child: the filter's answer to a
+// call from a foreign ABI is to kill the caller.
+func probeForeignABI(o *probeOut) int {
+	for _, kind := range abiAttempts() {
+		self := "/proc/self/exe"
+		pid, err := syscall.ForkExec(self, []string{self, Arg, "abi-attempt", kind}, &syscall.ProcAttr{Env: []string{}})
+		if err != nil {
+			o.sub(kind, false, "cannot start the attempt: "+ErrText(err))
+			continue
+		}
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+				break
+			}
+		}
+		switch {
+		case ws.Signaled():
+			o.sub(kind, false, "the caller was killed by "+ws.Signal().String())
+		case ws.ExitStatus() == 0:
+			o.sub(kind, true, "the call returned to the caller")
+		case ws.ExitStatus() == abiFaulted:
+			o.sub(kind, false, "the instruction faulted instead of entering the kernel: this kernel has no entry for the call, so none was made")
+		default:
+			o.sub(kind, false, fmt.Sprintf("the attempt failed before or after its call (exit %d)", ws.ExitStatus()))
+		}
+	}
+	return o.verdict("every foreign-ABI call killed its caller")
+}
+
+func probeTTYInject(o *probeOut) int {
+	c := byte('#')
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+	o.sub("TIOCSTI", e == 0, "ioctl(0, TIOCSTI): "+errnoText(e))
+	// TIOCLINUX subcode 6 reads the shift state: harmless, and
+	// answered only on a virtual console.
+	sub := byte(6)
+	_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
+	o.sub("TIOCLINUX", e == 0, "ioctl(0, TIOCLINUX): "+errnoText(e))
+	return o.verdict("no keystroke pushed")
+}
+
+func probeSysctlWrite(o *probeOut, path string) int {
+	cur, err := os.ReadFile(path)
+	if err == nil {
+		// The same value back: the write is the attempt, not a change.
+		err = os.WriteFile(path, cur, 0)
+	}
+	o.sub(path, err == nil, "write the current value back: "+ErrText(err))
+	return o.verdict("no host sysctl written")
+}
+
+func probeProcHidden(o *probeOut, paths []string) int {
+	for _, p := range paths {
+		b := make([]byte, 64)
+		f, err := os.Open(p)
+		n := 0
+		if err == nil {
+			n, err = f.Read(b)
+			f.Close()
+		}
+		o.sub(p, n > 0, fmt.Sprintf("read %d bytes: %s", n, ErrText(err)))
+	}
+	return o.verdict("every host-wide /proc file is empty or unreadable")
 }
 
 func errnoText(e syscall.Errno) string {

@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// notWritableFix is the fix for a writable directory p that the
+// sandbox's uid/gid cannot write, when sandbox-run is root: run as its
+// owner when that is not root (the exact --user), else hand it over.
+func notWritableFix(p string, uid, gid int) string {
+	owner, group := -1, -1
+	if fi, err := os.Stat(p); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner, group = int(st.Uid), int(st.Gid)
+		}
+	}
+	return ownerFix(p, uid, gid, owner, group)
+}
+
+// ownerFix is notWritableFix given p's owner and group (-1: unknown).
+func ownerFix(p string, uid, gid, owner, group int) string {
+	if owner > 0 {
+		return fmt.Sprintf("pass --user %d:%d (the directory's owner), or chown -R %d:%d %s", owner, group, uid, gid, p)
+	}
+	chown := fmt.Sprintf("chown -R %d:%d %s", uid, gid, p)
+	if owner == 0 {
+		return chown + " (the command's files are then uid " + fmt.Sprint(uid) + "'s; root's own directory cannot be lent to an unprivileged uid otherwise yet, see docs/developer.md), or pass --workdir a directory of an unprivileged user with --user that user"
+	}
+	return chown + ", or pass --user UID[:GID] of the directory's owner"
+}
