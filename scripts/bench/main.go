@@ -87,6 +87,8 @@ func main() {
 		switch os.Args[1] {
 		case "serve":
 			os.Exit(serveMain(os.Args[2:]))
+		case "tls-only":
+			os.Exit(tlsOnlyMain(os.Args[2:]))
 		case "serve-tls":
 			os.Exit(serveTLSMain(os.Args[2:]))
 		case "proxy-tcp":
@@ -132,7 +134,6 @@ func run() int {
 	memRounds := flag.Int("mem-rounds", 5, "runs per memory variant")
 	mcpCalls := flag.Int("mcp-calls", 1000, "tools/call round trips per MCP variant (in 4 interleaved batches)")
 	traceRuns := flag.Int("trace-runs", 11, "strace'd runs for the start-up profile")
-	tlsOnly := flag.Bool("tls-only", false, "measure the TLS section (tls.go) only; print it, write nothing")
 	flag.Parse()
 	deadline := time.Now().Add(*maxTime)
 
@@ -164,9 +165,6 @@ func run() int {
 
 	if *startupOnly {
 		return startupOnlyMain(e, *rounds, deadline)
-	}
-	if *tlsOnly {
-		return tlsOnlyMain(e, *size, *netRounds, *perConn, deadline)
 	}
 
 	rep := &report{quick: *quick, rounds: *rounds, info: machineInfo(e.bin), goalExtra: map[string]sample{}}
@@ -251,10 +249,7 @@ func run() int {
 			nvs := e.netVariants(h, p, srt)
 			fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
 				len(nvs), *netRounds, *size>>20, *latTotal)
-			r := measureNet(nvs, h, *size, *netRounds, 4, max(1, *latTotal/4), deadline)
-			rep.net = &r
-			fmt.Fprintf(os.Stderr, "bench: TLS termination: %d downloads per path, 100 connections\n", *netRounds)
-			rep.tls = e.measureTLS(h, *size, *netRounds, 100, *perConn, deadline)
+			rep.net, rep.tls = e.measureNetTLS(nvs, h, *size, *netRounds, max(1, *latTotal/4), *perConn, deadline)
 			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, deadline)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"math/big"
@@ -312,15 +313,38 @@ func fmtFloats(xs []float64) string {
 	return s
 }
 
-// tlsOnlyMain is -tls-only: the TLS section alone, printed.
-func tlsOnlyMain(e *env, size int64, rounds, perConn int, deadline time.Time) int {
+// measureNetTLS is the network section (measureNet) and then the TLS one.
+func (e *env) measureNetTLS(nvs []netVariant, h *testHost, size int64, rounds, latN, perConn int, deadline time.Time) (*netResults, *tlsResults) {
+	r := measureNet(nvs, h, size, rounds, 4, latN, deadline)
+	fmt.Fprintf(os.Stderr, "bench: TLS termination: %d downloads per path, 100 connections\n", rounds)
+	return &r, e.measureTLS(h, size, rounds, 100, perConn, deadline)
+}
+
+// tlsOnlyMain is the mode `tls-only [-bin BIN] [-size N] [-rounds N]
+// [-per-conn N]`: the TLS section alone, printed, nothing written.
+func tlsOnlyMain(args []string) int {
+	fs := flag.NewFlagSet("tls-only", flag.ContinueOnError)
+	bin := fs.String("bin", "bin/sandbox-run", "sandbox-run binary")
+	size := fs.Int64("size", 64<<20, "download size in bytes")
+	rounds := fs.Int("rounds", 4, "downloads and load runs per path")
+	perConn := fs.Int("per-conn", 10, "requests per connection")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	defer runCleanups()
+	e, err := setup(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: setup:", err)
+		return 1
+	}
+	deadline := time.Now().Add(20 * time.Minute)
 	h, err := newTestHost(e.exe)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: test host:", err)
 		return 1
 	}
 	atExit(h.close)
-	r := &report{tls: e.measureTLS(h, size, rounds, 100, perConn, deadline)}
+	r := &report{tls: e.measureTLS(h, *size, *rounds, 100, *perConn, deadline)}
 	r.tlsSection(func(format string, a ...any) { fmt.Printf(format, a...) })
 	if r.tls.err != nil {
 		return 1
