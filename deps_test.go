@@ -15,7 +15,7 @@ import (
 // the network and MCP stacks: they must stay small, auditable leaves.
 func TestImportFences(t *testing.T) {
 	banned := []string{"net/http", "github.com/elazarl/goproxy", "github.com/mark3labs/mcp-go"}
-	for _, pkg := range []string{"./policy", "./allowlist", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./apparmor"} {
+	for _, pkg := range []string{"./policy", "./allowlist", "./httprule", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./apparmor"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
@@ -38,7 +38,8 @@ func TestLeaves(t *testing.T) {
 	const mod = "github.com/sandbox-run/sandbox-run"
 	for pkg, allowed := range map[string][]string{
 		"./allowlist": nil,
-		"./policy":    {mod + "/allowlist"},
+		"./httprule":  {mod + "/allowlist"}, // --allow-http rules, read the same way by policy and proxy
+		"./policy":    {mod + "/allowlist", mod + "/httprule"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {

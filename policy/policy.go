@@ -168,6 +168,12 @@ type Policy struct {
 	// Presets name sets of allow-list entries for common registries and
 	// APIs (see Presets); ApplyPresets adds their hosts to AllowHosts.
 	Presets []string `json:"presets,omitempty"`
+	// AllowHTTP are method and path rules (httprule syntax); the hosts
+	// they name are TLS-terminated and implicitly allowed (docs/tls.md).
+	AllowHTTP []string `json:"allow_http,omitempty"`
+	// UpstreamCA is a PEM file whose CAs, instead of the system roots,
+	// verify the hosts AllowHTTP terminates.
+	UpstreamCA string `json:"upstream_ca,omitempty"`
 	// EgressSocket, when set, is a node-wide egress proxy used instead of
 	// the built-in one.
 	EgressSocket string `json:"egress_socket,omitempty"`

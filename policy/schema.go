@@ -23,6 +23,8 @@ var fieldDocs = map[string]string{
 	"pass_env":            "variables copied from sandbox-run's environment",
 	"allow_hosts":         "egress allow-list: host, *.domain, host:port, host:*, IP literal or CIDR; empty means no egress",
 	"presets":             "named host sets for common registries and APIs (sandbox-run presets)",
+	"allow_http":          "method and path rules, 'METHODS HOST[:PORT]/PATH-GLOB': TLS to HOST is terminated with a per-run CA and only matching requests pass (docs/tls.md)",
+	"upstream_ca":         "a PEM file whose CAs, instead of the system roots, verify the hosts allow_http terminates",
 	"egress_socket":       "a node-wide egress proxy's Unix socket, used instead of the built-in proxy",
 	"llm_socket":          "an LLM proxy's Unix socket, forwarded to a loopback port inside (SANDBOX_LLM_URL)",
 	"llm_env":             "further variables that get the LLM channel's URL",

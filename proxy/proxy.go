@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,6 +117,20 @@ type Config struct {
 	// Refusals, when set, is told of every refusal, with the exact flag
 	// that would allow it (see package refusals).
 	Refusals *refusals.Collector
+	// HTTPRules are --allow-http rules (httprule syntax). A host a rule
+	// names is terminated (see terminate.go) and implicitly on the allow
+	// list for its port; its requests are allowed only when a rule matches.
+	HTTPRules []string
+	// TerminateHosts are further host[:port] targets (port 443 when none)
+	// to terminate without rules: every request is allowed at this level
+	// and passed to RequestHook. They are not added to the allow list.
+	TerminateHosts []string
+	// UpstreamRoots verifies terminated hosts' certificates; nil means the
+	// system roots.
+	UpstreamRoots *x509.CertPool
+	// RequestHook, when set, sees every terminated request that the rules
+	// allowed, before it is forwarded (see RequestHook).
+	RequestHook RequestHook
 }
 
 type resolver interface {
@@ -147,12 +162,19 @@ type Proxy struct {
 	// ownAddrs lists the proxy host's own addresses (interfaceAddrs;
 	// tests may replace it).
 	ownAddrs func() ([]netip.Addr, error)
+
+	l7      *l7      // TLS termination and rules; nil when nothing is terminated
+	implied []string // allow-list entries the rules' hosts imply
 }
 
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
 // when an allow-list entry is invalid.
 func New(cfg Config) (*Proxy, error) {
-	allow, err := allowlist.Parse(cfg.Allow)
+	l, implied, err := newL7(cfg)
+	if err != nil {
+		return nil, err
+	}
+	allow, err := allowlist.Parse(append(slices.Clip(cfg.Allow), implied...))
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +187,7 @@ func New(cfg Config) (*Proxy, error) {
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		ownAddrs:          interfaceAddrs,
+		l7:                l, implied: implied,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {
@@ -183,7 +206,7 @@ func New(cfg Config) (*Proxy, error) {
 // A request already decided keeps its decision; an open tunnel stays open.
 // On error the old list stays in force.
 func (p *Proxy) SetAllow(entries []string) error {
-	allow, err := allowlist.Parse(entries)
+	allow, err := allowlist.Parse(append(slices.Clip(entries), p.implied...))
 	if err != nil {
 		return err
 	}
@@ -246,6 +269,10 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if p.l7 != nil {
+		s.term = s.newTerminator()
+		defer s.term.stop()
+	}
 
 	var err error
 	select {
@@ -427,6 +454,7 @@ type session struct {
 	ctx context.Context
 
 	forward *httputil.ReverseProxy // absolute-form requests, over the checked transport
+	term    *terminator            // terminated connections; nil when nothing is terminated
 
 	mu     sync.Mutex
 	conns  map[*upstreamConn]struct{}
@@ -757,7 +785,7 @@ func (p *Proxy) record(d *decision) {
 	p.writeAudit(line)
 }
 
-func (p *Proxy) writeAudit(line auditLine) {
+func (p *Proxy) writeAudit(line any) {
 	if p.audit == nil {
 		return
 	}

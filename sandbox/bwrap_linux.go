@@ -331,6 +331,7 @@ func (r *bwRun) buildReport() {
 		Network:    r.nw.mode,
 		AllowHosts: p.AllowHosts,
 		HandIn:     r.nw.handIn,
+		TLS:        r.nw.tlsReport(p),
 		Notes:      pl.notes,
 		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}

@@ -413,6 +413,9 @@ type Report struct {
 	Network string `json:"network"`
 	// AllowHosts is the egress allow-list as given.
 	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// TLS says which hosts the proxy terminates (--allow-http) and how
+	// the sandbox trusts the run's CA; nil when none is terminated.
+	TLS *TLSReport `json:"tls,omitempty"`
 	// EnvNames lists the names (never the values) of the variables the
 	// command was given.
 	EnvNames []string `json:"env"`

@@ -5,10 +5,11 @@
 # tests need (e2e/podman_kernel_linux_test.go): podman, runc (crun, podman's
 # default runtime, refuses a hybrid cgroup hierarchy), uidmap (rootless
 # podman), debootstrap (the container's root filesystem,
-# scripts/container-rootfs.sh) and busybox-static (the images the --image
-# tests build with podman import). Idempotent; prints what it does.
-# "install-deps.sh run" installs only what running needs (make demo); no
-# argument, or "test", everything (make test, CI).
+# scripts/container-rootfs.sh), busybox-static (the images the --image
+# tests build with podman import) and python3-requests (the TLS tests).
+# Idempotent; prints what it does. "install-deps.sh run" installs only
+# what running needs (make demo); no argument, or "test", everything
+# (make test, CI).
 set -eu
 mode=${1:-test}
 case $mode in run | test) ;; *)
@@ -28,6 +29,8 @@ if [ "$mode" = test ] && command -v apt-get >/dev/null 2>&1; then
 	[ -x /usr/sbin/sshd ] || testonly="$testonly openssh-server" # e2e TestSSHGitThroughAgent
 	# The image tests' and make bench-image's image (podman import of it).
 	dpkg -s busybox-static >/dev/null 2>&1 || testonly="$testonly busybox-static"
+	# requests inside a sandbox trusts the run's CA (e2e/tls_kernel_linux_test.go)
+	if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import requests' 2>/dev/null; then testonly="$testonly python3-requests"; fi
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0

@@ -87,6 +87,10 @@ func main() {
 		switch os.Args[1] {
 		case "serve":
 			os.Exit(serveMain(os.Args[2:]))
+		case "tls-only":
+			os.Exit(tlsOnlyMain(os.Args[2:]))
+		case "serve-tls":
+			os.Exit(serveTLSMain(os.Args[2:]))
 		case "proxy-tcp":
 			os.Exit(proxyMain(os.Args[2:]))
 		case "fetch":
@@ -249,8 +253,7 @@ func run() int {
 			nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h))
 			fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
 				len(nvs), *netRounds, *size>>20, *latTotal)
-			r := measureNet(nvs, h, *size, *netRounds, 4, max(1, *latTotal/4), deadline)
-			rep.net = &r
+			rep.net, rep.tls = e.measureNetTLS(nvs, h, *size, *netRounds, max(1, *latTotal/4), *perConn, deadline)
 			rep.connect, rep.connectFailed = e.measureConnect(h, 4, max(1, *latTotal/4), deadline)
 			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, deadline)
 		}

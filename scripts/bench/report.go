@@ -37,6 +37,7 @@ type report struct {
 	// transparent egress (measureConnect).
 	connect       map[string]sample
 	connectFailed map[string]error
+	tls    *tlsResults // TLS termination vs a tunnel (tls.go); nil when not measured
 
 	micro string
 
@@ -91,6 +92,7 @@ func (r *report) markdown() string {
 	r.profileSection(w)
 	r.growthSection(w)
 	r.netSection(w)
+	r.tlsSection(w)
 	r.scaleSection(w)
 	r.memorySection(w)
 	r.mcpSection(w)
