@@ -52,6 +52,9 @@ var policyFlags = []policyFlag{
 		return err
 	}},
 	{"llm-env", func(f *runFlags, p *policy.Policy) error { p.LLMEnv = f.llmEnv; return nil }},
+	{"secret", setSecrets},
+	{"secret-in", setSecretIn},
+	{"llm-key-env", func(f *runFlags, p *policy.Policy) error { p.LLMKeyEnv = f.llmKeyEnv; return nil }},
 	{"ptrace", func(f *runFlags, p *policy.Policy) error { p.Ptrace = f.ptrace; return nil }},
 	{"sandbox", func(f *runFlags, p *policy.Policy) error { p.Sandbox = policy.Mode(f.mode); return nil }},
 	{"timeout", func(f *runFlags, p *policy.Policy) error {
