@@ -74,6 +74,7 @@ func fullReport() Report {
 		BindsByFD:       true,
 		Network:         "proxy (built-in)",
 		AllowHosts:      []string{"example.com"},
+		Secrets:         []SecretReport{{Name: "GH_TOKEN", Hosts: []string{"api.github.com"}, From: "env:GH_TOKEN", InBody: true, By: "egress proxy"}},
 		EnvNames:        []string{"HOME", "PATH"},
 		Notes:           []string{"a note"},
 		Egress:          &EgressCounts{Allowed: 2, Refused: 1, BytesOut: 100, BytesIn: 2000},

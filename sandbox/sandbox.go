@@ -374,6 +374,9 @@ type Report struct {
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
+	// Secrets lists the credentials kept outside the sandbox (--secret,
+	// --llm-key-env): names, hosts and sources, never a value.
+	Secrets []SecretReport `json:"secrets,omitempty"`
 	EnvNames   []string        `json:"env"`
 	Notes      []string        `json:"notes,omitempty"`
 	// Egress counts what the built-in egress proxy decided and carried in

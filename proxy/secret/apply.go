@@ -274,3 +274,47 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// SwapHeaders replaces the placeholder of the credential name with its
+// real value in h's values (inside Basic credentials too), whatever the
+// host: for a relay outside the proxy, such as the LLM channel's, that
+// itself is the credential's only destination. It reports whether h
+// carried the placeholder.
+func (s *Set) SwapHeaders(h http.Header, name string) bool {
+	if s == nil {
+		return false
+	}
+	for _, it := range s.items {
+		if it.name != name {
+			continue
+		}
+		found := false
+		for k, vs := range h {
+			for _, v := range vs {
+				dec, ok := basic(v)
+				if strings.Contains(v, it.placeholder) || (isAuth(k) && ok && strings.Contains(dec, it.placeholder)) {
+					found = true
+				}
+			}
+		}
+		swapHeaders(h, it)
+		return found
+	}
+	return false
+}
+
+// Value calls f with the real value of the credential name (false when
+// there is none), for a relay that adds a credential the request did not
+// carry. f must put it only into the request it is building.
+func (s *Set) Value(name string, f func(real string)) bool {
+	if s == nil {
+		return false
+	}
+	for _, it := range s.items {
+		if it.name == name {
+			f(it.real)
+			return true
+		}
+	}
+	return false
+}

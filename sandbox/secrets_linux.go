@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy/secret"
+)
+
+// maxSecretFile bounds a secret read from a file: a token, not a dump.
+const maxSecretFile = 64 << 10
+
+// loadSecrets reads the values of p's secrets and LLM key (the caller's
+// variables through lookup, files by the host-side rules: never in or
+// through a writable directory, never through a link) and draws their
+// placeholders. nil when p has none. Its errors name a secret, never a
+// value.
+func loadSecrets(p policy.Policy, lookup func(string) (string, bool)) (*secret.Set, error) {
+	if len(p.Secrets) == 0 && p.LLMKeyEnv == "" {
+		return nil, nil
+	}
+	specs := make([]secret.Spec, 0, len(p.Secrets)+1)
+	for _, s := range p.Secrets {
+		v, err := secretValue(p, s, lookup)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, secret.Spec{Name: s.Name, Value: v, Hosts: s.Hosts, InBody: s.InBody})
+	}
+	if k := p.LLMKeyEnv; k != "" {
+		v, err := secretValue(p, policy.Secret{Name: k}, lookup)
+		if err != nil {
+			return nil, err
+		}
+		sp := secret.Spec{Name: k, Value: v}
+		if p.LLMSocket == "" {
+			h, _ := policy.LLMProviderHost(k)
+			sp.Hosts = []string{h}
+		}
+		specs = append(specs, sp)
+	}
+	set, err := secret.New(specs)
+	if err != nil {
+		return nil, setupErr("--secret", err.Error(), "fix the credential's variable or file")
+	}
+	return set, nil
+}
+
+func secretValue(p policy.Policy, s policy.Secret, lookup func(string) (string, bool)) (string, error) {
+	kind, where := s.Source()
+	if kind == "env" {
+		v, ok := "", false
+		if lookup != nil {
+			v, ok = lookup(where)
+		}
+		if !ok || v == "" {
+			return "", setupErr("secret "+s.Name, "the variable "+where+" is not set in sandbox-run's environment", "export "+where+" before the run")
+		}
+		return v, nil
+	}
+	g, err := pathguard.New(p.Writable())
+	if err == nil {
+		err = g.CheckHost(where)
+	}
+	if err != nil {
+		return "", setupErr("secret "+s.Name+" from "+where, errText(err), "keep the credential's file outside every writable directory, named by its real path")
+	}
+	f, err := pathguard.OpenFile(where, os.O_RDONLY, 0)
+	if err != nil {
+		return "", setupErr("secret "+s.Name+" from "+where, errText(err), "name a readable file by its real path")
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil || len(b) > maxSecretFile {
+		return "", setupErr("secret "+s.Name+" from "+where, "unreadable or over "+strconv.Itoa(maxSecretFile)+" bytes", "put the credential alone in the file")
+	}
+	return string(bytes.TrimRight(b, "\r\n")), nil
+}
+
+// secretEnv puts each credential's placeholder in env under its name, and
+// for each exact host of a secret a git credential helper that answers
+// with it (in GIT_CONFIG_COUNT/KEY/VALUE: nothing is written in the
+// user's tree or home), so that git over HTTPS sends the placeholder as
+// Basic credentials and the proxy swaps it.
+func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
+	if set == nil {
+		return
+	}
+	for _, name := range set.Names() {
+		env[name], _ = set.Placeholder(name)
+	}
+	var keys, vals []string
+	for _, s := range p.Secrets {
+		for _, h := range s.Hosts {
+			if strings.Contains(h, "*") {
+				continue
+			}
+			keys = append(keys, "credential.https://"+strings.ToLower(strings.TrimSuffix(h, "."))+".helper")
+			vals = append(vals, fmt.Sprintf(`!f() { test "$1" = get || return 0; echo username=x-access-token; echo "password=$%s"; }; f`, s.Name))
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	env["GIT_CONFIG_COUNT"] = strconv.Itoa(len(keys))
+	for i := range keys {
+		env["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = keys[i]
+		env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = vals[i]
+	}
+}
+
