@@ -39,8 +39,8 @@ func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit 
 		},
 		ModifyResponse: key.scrub,
 		Transport:      tr,
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		FlushInterval:  -1,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -225,7 +225,9 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			if err != nil {
 				return nil, err
 			}
-			n.serve(func(ctx context.Context) error { return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log, llmKey{sec, p.LLMKeyEnv}) }, log, "LLM relay")
+			n.serve(func(ctx context.Context) error {
+				return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log, llmKey{sec, p.LLMKeyEnv})
+			}, log, "LLM relay")
 			llm = path
 		} else if llm, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err

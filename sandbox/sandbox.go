@@ -376,9 +376,9 @@ type Report struct {
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
 	// Secrets lists the credentials kept outside the sandbox (--secret,
 	// --llm-key-env): names, hosts and sources, never a value.
-	Secrets []SecretReport `json:"secrets,omitempty"`
-	EnvNames   []string        `json:"env"`
-	Notes      []string        `json:"notes,omitempty"`
+	Secrets  []SecretReport `json:"secrets,omitempty"`
+	EnvNames []string       `json:"env"`
+	Notes    []string       `json:"notes,omitempty"`
 	// Egress counts what the built-in egress proxy decided and carried in
 	// this run: requests and tunnels allowed and refused, bytes to and from
 	// the upstreams. Nil without the built-in proxy (no network, or a

@@ -114,4 +114,3 @@ func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
 		env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = vals[i]
 	}
 }
-
