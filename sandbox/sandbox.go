@@ -374,16 +374,16 @@ type Report struct {
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
-	// Secrets lists the credentials kept outside the sandbox (--secret,
-	// --llm-key-env): names, hosts and sources, never a value.
-	Secrets  []SecretReport `json:"secrets,omitempty"`
-	EnvNames []string       `json:"env"`
-	Notes    []string       `json:"notes,omitempty"`
+	EnvNames   []string        `json:"env"`
+	Notes      []string        `json:"notes,omitempty"`
 	// Egress counts what the built-in egress proxy decided and carried in
 	// this run: requests and tunnels allowed and refused, bytes to and from
 	// the upstreams. Nil without the built-in proxy (no network, or a
 	// node-wide proxy, whose own audit holds the decisions).
 	Egress *EgressCounts `json:"egress,omitempty"`
+	// Secrets lists the credentials kept outside the sandbox (--secret,
+	// --llm-key-env): names, hosts and sources, never a value.
+	Secrets []SecretReport `json:"secrets,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`
