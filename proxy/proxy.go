@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,6 +112,21 @@ type Config struct {
 	// after a response, for the first bytes of its next request; then it
 	// is closed. Zero means DefaultIdleTimeout; negative is an error.
 	IdleTimeout time.Duration
+
+	// HTTPRules are --allow-http rules (httprule syntax). A host a rule
+	// names is terminated (see terminate.go) and implicitly on the allow
+	// list for its port; its requests are allowed only when a rule matches.
+	HTTPRules []string
+	// TerminateHosts are further host[:port] targets (port 443 when none)
+	// to terminate without rules: every request is allowed at this level
+	// and passed to RequestHook. They are not added to the allow list.
+	TerminateHosts []string
+	// UpstreamRoots verifies terminated hosts' certificates; nil means the
+	// system roots.
+	UpstreamRoots *x509.CertPool
+	// RequestHook, when set, sees every terminated request that the rules
+	// allowed, before it is forwarded (see RequestHook).
+	RequestHook RequestHook
 }
 
 type resolver interface {
@@ -141,12 +157,19 @@ type Proxy struct {
 	// ownAddrs lists the proxy host's own addresses (interfaceAddrs;
 	// tests may replace it).
 	ownAddrs func() ([]netip.Addr, error)
+
+	l7      *l7      // TLS termination and rules; nil when nothing is terminated
+	implied []string // allow-list entries the rules' hosts imply
 }
 
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
 // when an allow-list entry is invalid.
 func New(cfg Config) (*Proxy, error) {
-	allow, err := allowlist.Parse(cfg.Allow)
+	l, implied, err := newL7(cfg)
+	if err != nil {
+		return nil, err
+	}
+	allow, err := allowlist.Parse(append(slices.Clip(cfg.Allow), implied...))
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +182,7 @@ func New(cfg Config) (*Proxy, error) {
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		ownAddrs:          interfaceAddrs,
+		l7:                l, implied: implied,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {
@@ -177,7 +201,7 @@ func New(cfg Config) (*Proxy, error) {
 // A request already decided keeps its decision; an open tunnel stays open.
 // On error the old list stays in force.
 func (p *Proxy) SetAllow(entries []string) error {
-	allow, err := allowlist.Parse(entries)
+	allow, err := allowlist.Parse(append(slices.Clip(entries), p.implied...))
 	if err != nil {
 		return err
 	}
@@ -240,6 +264,10 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if p.l7 != nil {
+		s.term = s.newTerminator()
+		defer s.term.stop()
+	}
 
 	var err error
 	select {
@@ -418,6 +446,7 @@ type session struct {
 	ctx context.Context
 
 	forward *httputil.ReverseProxy // absolute-form requests, over the checked transport
+	term    *terminator            // terminated connections; nil when nothing is terminated
 
 	mu     sync.Mutex
 	conns  map[*upstreamConn]struct{}
@@ -744,7 +773,7 @@ func (p *Proxy) record(d *decision) {
 	p.writeAudit(line)
 }
 
-func (p *Proxy) writeAudit(line auditLine) {
+func (p *Proxy) writeAudit(line any) {
 	if p.audit == nil {
 		return
 	}

@@ -33,6 +33,7 @@ import (
 // proxyUnderTest is a Proxy serving on a Unix socket, as in production.
 type proxyUnderTest struct {
 	sock  string
+	p     *Proxy
 	mu    sync.Mutex
 	dials []netip.AddrPort // every address the dialer was about to connect to
 }
@@ -43,7 +44,7 @@ func startProxy(t *testing.T, cfg Config) *proxyUnderTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := &proxyUnderTest{}
+	pt := &proxyUnderTest{p: p}
 	p.dialHook = func(ap netip.AddrPort) {
 		pt.mu.Lock()
 		pt.dials = append(pt.dials, ap)

@@ -41,6 +41,11 @@ func (s *session) serveForward(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, refusalResponse(r, d))
 		return
 	}
+	if s.p.l7 != nil && s.p.l7.rules.Covers(d.t) {
+		if !s.p.judgePlain(w, r, d) { // plain HTTP to a host with rules: judged the same
+			return
+		}
+	}
 	s.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 }
 
@@ -59,6 +64,10 @@ func (s *session) serveConnect(w http.ResponseWriter, r *http.Request) {
 	d := s.check(r.Context(), http.MethodConnect, r.URL.Host, 0, "")
 	if d.refusal != nil {
 		writeResponse(w, refusalResponse(r, d))
+		return
+	}
+	if s.term != nil && s.p.l7.terminates(d.t) {
+		s.terminate(w, r, d)
 		return
 	}
 	up, err := s.dial(r.Context(), d, d.t.String())

@@ -93,6 +93,8 @@ type TestHost struct {
 	// namespace: an address of this host's own interfaces, in the same
 	// range as Addr.
 	Local netip.Addr
+	// NetNS is the name of the host's network namespace (ip netns).
+	NetNS string
 }
 
 // HostPort is the test host's address as host:port.
@@ -183,7 +185,7 @@ func NewTestHost(t testing.TB, idx int) TestHost {
 		}
 	}
 
-	h := TestHost{Addr: inside, Port: 8080, Local: outside}
+	h := TestHost{Addr: inside, Port: 8080, Local: outside, NetNS: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	// *testing.T has a deadline; a benchmark (*testing.B) has none.
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
