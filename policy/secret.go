@@ -15,7 +15,9 @@ import (
 type Secret struct {
 	// Name is the variable that holds the placeholder inside.
 	Name string `json:"name"`
-	// Hosts are the host names (or *.domain) the credential is bound to.
+	// Hosts are the host names, each with an optional :port (443 when
+	// none), the credential is bound to; the proxy terminates TLS for
+	// each.
 	Hosts []string `json:"hosts"`
 	// From is where the value is read: "env:VAR" (the caller's
 	// environment) or "file:PATH" (absolute; opened by the host-side rules:
@@ -51,7 +53,9 @@ func LLMProviderHost(name string) (string, bool) {
 	return h, ok
 }
 
-var secretHostRE = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+// secretHostRE is a secret's host: a name or an IPv4 address, with an
+// optional port. No wildcard: the proxy terminates named hosts only.
+var secretHostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?(:[1-9][0-9]{0,4})?$`)
 
 // reservedSecretNames are variables sandbox-run sets itself or that
 // decide how the command runs: a placeholder there would break the run.
@@ -114,7 +118,7 @@ func (p Policy) checkSecret(s Secret) error {
 	}
 	for _, h := range s.Hosts {
 		if !secretHostRE.MatchString(h) {
-			return invalid("secret", fmt.Sprintf("%s: %q is not a host name or *.domain", s.Name, h), "write --secret "+s.Name+"@api.example.com")
+			return invalid("secret", fmt.Sprintf("%s: %q is not a host name with an optional :port (no wildcard: the proxy terminates TLS for named hosts only)", s.Name, h), "write --secret "+s.Name+"@api.example.com")
 		}
 	}
 	switch kind, where := s.Source(); {

@@ -14,7 +14,7 @@ func TestParseSecretFlag(t *testing.T) {
 		err  bool
 	}{
 		{"GH@api.github.com", Secret{Name: "GH", Hosts: []string{"api.github.com"}}, false},
-		{"GH@a.example,*.b.example", Secret{Name: "GH", Hosts: []string{"a.example", "*.b.example"}}, false},
+		{"GH@a.example,b.example:8443", Secret{Name: "GH", Hosts: []string{"a.example", "b.example:8443"}}, false},
 		{"GH=file:/run/x@y@a.example", Secret{Name: "GH", From: "file:/run/x@y", Hosts: []string{"a.example"}}, false},
 		{"GH=env:TOKEN@a.example", Secret{Name: "GH", From: "env:TOKEN", Hosts: []string{"a.example"}}, false},
 		{"GH", Secret{}, true},
@@ -44,6 +44,8 @@ func TestValidateSecrets(t *testing.T) {
 		{"a value, not a source", base(func(p *Policy) { p.Secrets[0].From = "ghp_0123456789abcdef" }), "never the value"},
 		{"no host", base(func(p *Policy) { p.Secrets[0].Hosts = nil }), "no host"},
 		{"bad host", base(func(p *Policy) { p.Secrets[0].Hosts = []string{"http://x"} }), "host name"},
+		{"wildcard", base(func(p *Policy) { p.Secrets[0].Hosts = []string{"*.github.com"} }), "wildcard"},
+		{"port", base(func(p *Policy) { p.Secrets[0].Hosts = []string{"api.github.com:8443"} }), ""},
 		{"bad name", base(func(p *Policy) { p.Secrets[0].Name = "1GH" }), "variable name"},
 		{"reserved", base(func(p *Policy) { p.Secrets[0].Name = "PATH" }), "sets itself"},
 		{"also in env", base(func(p *Policy) { p.Env = map[string]string{"GH": "x"} }), "--env"},

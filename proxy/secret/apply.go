@@ -79,7 +79,18 @@ func (s *Set) Apply(r *http.Request, host string, overTLS bool) Decision {
 	if s == nil || len(s.items) == 0 {
 		return Decision{}
 	}
-	host = hostOnly(host)
+	def := "80"
+	if overTLS {
+		def = "443"
+	}
+	hostName, port := splitPort(host, def)
+	target := net.JoinHostPort(hostName, port)
+	header := target
+	if r.Host != "" {
+		h, p := splitPort(r.Host, def)
+		header = net.JoinHostPort(h, p)
+	}
+	host = hostName
 	body, over, err := s.peekBody(r)
 	if err != nil {
 		return Decision{Refused: &Refusal{Host: host, Reason: ReasonBodyUnreadable}}
@@ -90,16 +101,16 @@ func (s *Set) Apply(r *http.Request, host string, overTLS bool) Decision {
 			continue
 		}
 		switch {
-		case !bound(it.hosts, host) || !bound(it.hosts, hostOnly(cmpOr(r.Host, host))):
-			return Decision{Refused: &Refusal{Name: it.name, Host: host, Reason: ReasonElsewhere}}
-		case !overTLS:
+		case !overTLS && bound(it.hosts, target, true):
 			return Decision{Refused: &Refusal{Name: it.name, Host: host, Reason: ReasonPlaintext}}
+		case !overTLS || !bound(it.hosts, target, false) || header != target:
+			return Decision{Refused: &Refusal{Name: it.name, Host: host, Reason: ReasonElsewhere}}
 		}
 		d.Swapped = append(d.Swapped, it.name)
 	}
 	for _, it := range s.items {
 		// Past MaxBody a placeholder would go on unswapped: refuse.
-		if over && it.inBody && bound(it.hosts, host) {
+		if over && it.inBody && bound(it.hosts, target, false) {
 			return Decision{Refused: &Refusal{Name: it.name, Host: host, Reason: ReasonBodyTooLarge}}
 		}
 	}
@@ -250,20 +261,6 @@ func swapQuery(q string, it item) string {
 	real := url.QueryEscape(it.real)
 	q = strings.ReplaceAll(q, url.QueryEscape(it.placeholder), real)
 	return strings.ReplaceAll(q, it.placeholder, real)
-}
-
-func hostOnly(h string) string {
-	if hh, _, err := net.SplitHostPort(h); err == nil {
-		h = hh
-	}
-	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func contains(s []string, v string) bool {

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -206,26 +207,45 @@ func shape(v string) (string, int) {
 	return string(b), n
 }
 
-// normHosts checks and lower-cases a credential's hosts.
+// normHosts checks a credential's hosts and writes each as host:port
+// (port 443 when none is given), lower case, without a trailing dot.
 func normHosts(name string, hosts []string) ([]string, error) {
 	out := make([]string, 0, len(hosts))
 	for _, h := range hosts {
-		h = strings.TrimSuffix(strings.ToLower(h), ".")
-		label := strings.TrimPrefix(h, "*.")
-		if !hostRE.MatchString(label) || strings.Contains(label, "*") {
-			return nil, &SpecError{Name: name, Reason: fmt.Sprintf("host %q is not a host name or *.domain", h), Fix: "bind it as NAME@api.example.com or NAME@*.example.com"}
+		host, port := splitPort(h, "443")
+		label := strings.TrimPrefix(host, "*.")
+		if !hostRE.MatchString(label) || strings.Contains(label, "*") || !portRE.MatchString(port) {
+			return nil, &SpecError{Name: name, Reason: fmt.Sprintf("host %q is not a host name or *.domain, with an optional :port", h), Fix: "bind it as NAME@api.example.com or NAME@*.example.com:8443"}
 		}
-		out = append(out, h)
+		out = append(out, host+":"+port)
 	}
 	return out, nil
 }
 
-var hostRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+var (
+	hostRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+	portRE = regexp.MustCompile(`^[1-9][0-9]{0,4}$`)
+)
 
-// bound reports whether host (lower case, no port) is one of hosts.
-func bound(hosts []string, host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	for _, h := range hosts {
+// splitPort splits host[:port] (an IPv6 literal in brackets), lower-cases
+// the host and drops its trailing dot; def is the port when none is given.
+func splitPort(h, def string) (host, port string) {
+	host, port = h, def
+	if hh, pp, err := net.SplitHostPort(h); err == nil {
+		host, port = hh, pp
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), "."), port
+}
+
+// bound reports whether hostport (canonical host:port) is one of hosts;
+// anyPort ignores the ports.
+func bound(hosts []string, hostport string, anyPort bool) bool {
+	host, port := splitPort(hostport, "443")
+	for _, hp := range hosts {
+		h, p := splitPort(hp, "443")
+		if p != port && !anyPort {
+			continue
+		}
 		if suf, ok := strings.CutPrefix(h, "*"); ok {
 			if strings.HasSuffix(host, suf) && len(host) > len(suf) {
 				return true
@@ -257,8 +277,8 @@ func (s *Set) Names() []string {
 	return out
 }
 
-// Hosts returns every host some credential is bound to, each once: the
-// hosts whose TLS the proxy must terminate.
+// Hosts returns every host:port some credential is bound to, each once:
+// the targets whose TLS the proxy must terminate.
 func (s *Set) Hosts() []string {
 	var out []string
 	for _, it := range s.items {

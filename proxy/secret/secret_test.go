@@ -138,6 +138,7 @@ func TestApply(t *testing.T) {
 			return r
 		}, false, ReasonElsewhere},
 		{"no placeholder", "evil.example", true, get("https://evil.example/", "Authorization", "Bearer something"), false, ""},
+		{"other port of its host", "api.github.com:8443", true, get("https://api.github.com:8443/", "Authorization", "Bearer PH"), false, ReasonElsewhere},
 		{"suffix trick", "api.github.com.evil.example", true, get("https://api.github.com.evil.example/", "Authorization", "Bearer PH"), false, ReasonElsewhere},
 	}
 	for _, tc := range cases {
