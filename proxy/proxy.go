@@ -193,7 +193,7 @@ func New(cfg Config) (*Proxy, error) {
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		ownAddrs:          interfaceAddrs,
 		l7:                l, implied: implied,
-		plainHook:         cfg.PlainRequestHook, respHook: cfg.ResponseHook,
+		plainHook: cfg.PlainRequestHook, respHook: cfg.ResponseHook,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {
