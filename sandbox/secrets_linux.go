@@ -2,11 +2,9 @@ package sandbox
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -97,13 +95,8 @@ func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
 	}
 	var keys, vals []string
 	for _, s := range p.Secrets {
-		for _, h := range s.Hosts {
-			if strings.Contains(h, "*") {
-				continue
-			}
-			keys = append(keys, "credential.https://"+strings.ToLower(strings.TrimSuffix(h, "."))+".helper")
-			vals = append(vals, fmt.Sprintf(`!f() { test "$1" = get || return 0; echo username=x-access-token; echo "password=$%s"; }; f`, s.Name))
-		}
+		k, v := secret.GitCredentialConfig(s.Name, s.Hosts)
+		keys, vals = append(keys, k...), append(vals, v...)
 	}
 	if len(keys) == 0 {
 		return
