@@ -165,6 +165,12 @@ type Policy struct {
 	PassEnv []string `json:"pass_env,omitempty"`
 	// AllowHosts is the egress allow-list. Empty means no egress.
 	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// AllowHTTP are method and path rules (httprule syntax); the hosts
+	// they name are TLS-terminated and implicitly allowed (docs/tls.md).
+	AllowHTTP []string `json:"allow_http,omitempty"`
+	// UpstreamCA is a PEM file whose CAs, instead of the system roots,
+	// verify the hosts AllowHTTP terminates.
+	UpstreamCA string `json:"upstream_ca,omitempty"`
 	// EgressSocket, when set, is a node-wide egress proxy used instead of
 	// the built-in one.
 	EgressSocket string `json:"egress_socket,omitempty"`

@@ -313,6 +313,7 @@ func (r *bwRun) buildReport() {
 		RunID:      r.runID,
 		Network:    r.nw.mode,
 		AllowHosts: p.AllowHosts,
+		TLS:        r.nw.tlsReport(p),
 		Notes:      pl.notes,
 		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}

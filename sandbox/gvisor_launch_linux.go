@@ -34,6 +34,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		ReadScan:   pl.scan.report(len(g.p.Read)),
 		Network:    g.nw.mode,
 		AllowHosts: g.p.AllowHosts,
+		TLS:        g.nw.tlsReport(g.p),
 		Limits:     lims,
 		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
 	}

@@ -46,6 +46,8 @@ type network struct {
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
+
+	caCovered []string // system CA bundle paths the run's bundle covers inside (tls_linux.go)
 }
 
 // halt asks what serves the sockets to stop, without waiting for it;
@@ -192,13 +194,20 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			return nil, err
 		}
 		n.mode = "proxy (socket " + p.EgressSocket + ")"
-	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID})
+	case len(p.AllowHosts) > 0 || len(p.AllowHTTP) > 0:
+		roots, err := upstreamRoots(p)
+		if err != nil {
+			return nil, err
+		}
+		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots})
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
 		ln, path, err := n.listen("egress.sock", uid, gid, root)
 		if err != nil {
+			return nil, err
+		}
+		if n.caCovered, err = n.trustRunCA(px, uid, gid, root); err != nil {
 			return nil, err
 		}
 		egress = path

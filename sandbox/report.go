@@ -104,6 +104,7 @@ func environmentDigest(r *Report) string {
 		Ptrace     bool     `json:"ptrace"`
 		Network    string   `json:"network"`
 		Allow      []string `json:"allow"`
+		HTTP       []string `json:"http,omitempty"`
 		Writable   []string `json:"writable"`
 		ReadOnly   []string `json:"read_only"`
 		Protected  []string `json:"protected"`
@@ -117,7 +118,7 @@ func environmentDigest(r *Report) string {
 	}{
 		V: digestVersion, Tier: r.Tier, Mechanism: r.Mechanism, Platform: r.Platform,
 		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize, ShmSize: tmpfsSize(r.Tmpfs, "/dev/shm"),
-		Allow: sorted(r.AllowHosts), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
+		Allow: sorted(r.AllowHosts), HTTP: r.TLS.rules(), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
 		Protected: sorted(append(append(append([]string(nil), r.Protected...), r.Watched...), r.Copied...)), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
 	}
 	if r.Seccomp != nil {

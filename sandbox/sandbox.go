@@ -374,6 +374,7 @@ type Report struct {
 	BindsByFD  bool            `json:"binds_by_fd"`
 	Network    string          `json:"network"`
 	AllowHosts []string        `json:"allow_hosts,omitempty"`
+	TLS        *TLSReport      `json:"tls,omitempty"` // hosts the proxy terminates (--allow-http); nil for none
 	EnvNames   []string        `json:"env"`
 	Notes      []string        `json:"notes,omitempty"`
 	// Egress counts what the built-in egress proxy decided and carried in

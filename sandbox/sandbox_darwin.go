@@ -509,6 +509,9 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			n.close()
 		}
 	}()
+	if len(p.AllowHTTP) > 0 { // policy refuses --sandbox seatbelt with rules; auto lands here too
+		return nil, setupErr("--allow-http", "Seatbelt cannot put the run's CA over the system certificate bundle, so TLS termination is not set up on macOS", "leave out --allow-http")
+	}
 	switch {
 	case p.EgressSocket != "":
 		if err := checkSocketDarwin("--egress-socket", p.EgressSocket,

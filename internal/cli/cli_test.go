@@ -264,6 +264,8 @@ func TestPolicyFlags(t *testing.T) {
 		{"cache", "go", func(p policy.Policy) any { return strings.Join(p.Caches, ",") }, "go"},
 		{"pass-env", "TOKEN", func(p policy.Policy) any { return strings.Join(p.PassEnv, ",") }, "TOKEN"},
 		{"allow-host", "example.com", func(p policy.Policy) any { return strings.Join(p.AllowHosts, ",") }, "example.com"},
+		{"allow-http", "GET h.example/x", func(p policy.Policy) any { return strings.Join(p.AllowHTTP, ",") }, "GET h.example/x"},
+		{"upstream-ca", "/ca.pem", func(p policy.Policy) any { return p.UpstreamCA }, "/ca.pem"},
 		{"egress-socket", "/e.sock", func(p policy.Policy) any { return p.EgressSocket }, "/e.sock"},
 		{"llm-socket", "/l.sock", func(p policy.Policy) any { return p.LLMSocket }, "/l.sock"},
 		{"llm-env", "BASE_URL", func(p policy.Policy) any { return strings.Join(p.LLMEnv, ",") }, "BASE_URL"},
@@ -294,7 +296,7 @@ func TestPolicyFlags(t *testing.T) {
 		// The profile holds another value for every field a flag sets.
 		prof := filepath.Join(dir, c.flag+".json")
 		os.WriteFile(prof, []byte(`{"workdir":"/pw","write":["/pw2"],"read":["/pr"],"protect":[".p"],"env":{"K":"p"},"home":"/ph",
-"session":"ps","caches":["npm"],"pass_env":["P"],"allow_hosts":["p.example"],"egress_socket":"/pe.sock","llm_socket":"/pl.sock",
+"session":"ps","caches":["npm"],"pass_env":["P"],"allow_hosts":["p.example"],"allow_http":["GET p.example/"],"upstream_ca":"/pca.pem","egress_socket":"/pe.sock","llm_socket":"/pl.sock",
 "llm_env":["P_URL"],"sandbox":"bwrap","timeout":"1s","memory":"9M","fsize":"9K","pids":9,"nofile":9,"cpu_time":"9s",
 "cgroup_base":"/pc","tmp_size":"9M","shm_size":"9M","secrets":[{"name":"P","hosts":["p.example"],"from":"env:Q"}],"llm_key_env":"PK"}`), 0o644)
 		f := newRunFlags()

@@ -43,6 +43,11 @@ var policyFlags = []policyFlag{
 	{"cache", func(f *runFlags, p *policy.Policy) error { p.Caches = f.caches; return nil }},
 	{"pass-env", func(f *runFlags, p *policy.Policy) error { p.PassEnv = f.passEnv; return nil }},
 	{"allow-host", func(f *runFlags, p *policy.Policy) error { p.AllowHosts = f.allowHost; return nil }},
+	{"allow-http", func(f *runFlags, p *policy.Policy) error { p.AllowHTTP = f.allowHTTP; return nil }},
+	{"upstream-ca", func(f *runFlags, p *policy.Policy) (err error) {
+		p.UpstreamCA, err = absPath("upstream-ca", f.upstreamCA)
+		return err
+	}},
 	{"egress-socket", func(f *runFlags, p *policy.Policy) (err error) {
 		p.EgressSocket, err = absPath("egress-socket", f.egressSocket)
 		return err

@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy"
+)
+
+// caInside is where the run's CA bundle (the system roots plus the run's
+// CA) appears inside; every CA variable points at it.
+const caInside = "/run/sandbox-run/ca-bundle.pem"
+
+// systemBundles are the paths where distributions keep the system's CA
+// bundle (Debian/Ubuntu, Alpine, Red Hat/Fedora twice). Each that exists
+// on the host is covered, read-only, by the run's bundle inside; the first
+// that exists is the system roots the bundle starts with.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/ssl/cert.pem",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+}
+
+// caEnv are the variables tools read a CA bundle from without flags:
+// OpenSSL (Python's ssl, curl built on it, Go's crypto/x509 on Linux),
+// requests, Node, curl, git, pip and npm.
+var caEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "PIP_CERT", "npm_config_cafile"}
+
+// upstreamRoots reads --upstream-ca: nil (the system roots) when it is not
+// set. The file is read once, before the command starts, and must not lie
+// in one of the run's writable directories (invariant 10).
+func upstreamRoots(p policy.Policy) (*x509.CertPool, error) {
+	if p.UpstreamCA == "" {
+		return nil, nil
+	}
+	w := p.Writable()
+	if insideAny(p.UpstreamCA, w) || insideAny(resolved(p.UpstreamCA), resolvedAll(w)) {
+		return nil, setupErr("--upstream-ca "+p.UpstreamCA, "lies in a writable directory of the run, where the command could change it",
+			"keep the CA file outside every --workdir and --write dir")
+	}
+	b, err := os.ReadFile(p.UpstreamCA)
+	if err != nil {
+		return nil, setupErr("--upstream-ca "+p.UpstreamCA, errText(err), "name a readable PEM file of CA certificates")
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, setupErr("--upstream-ca "+p.UpstreamCA, "holds no PEM certificate", "name a PEM file of CA certificates")
+	}
+	return pool, nil
+}
+
+// trustRunCA writes the run's CA bundle (the host's system bundle, then
+// the run CA's certificate) into the run's runtime directory, binds it at
+// caInside and over every system bundle path the host has, and points the
+// CA variables at it. Only the certificate is written: the CA's key stays
+// in the proxy. It returns the system bundle paths it covered.
+func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string, error) {
+	ca := px.CACertificatePEM()
+	if ca == nil {
+		return nil, nil
+	}
+	var bundle bytes.Buffer
+	var covered []string
+	for _, p := range systemBundles {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if bundle.Len() == 0 {
+			b, err := os.ReadFile(real)
+			if err != nil {
+				return nil, setupErr("cannot read the system CA bundle "+real, errText(err), "check its permissions")
+			}
+			bundle.Write(b)
+			bundle.WriteString("\n")
+		}
+		if !contains(covered, real) {
+			covered = append(covered, real)
+		}
+	}
+	bundle.WriteString("# sandbox-run per-run CA: signs the hosts the egress proxy terminates (--allow-http)\n")
+	bundle.Write(ca)
+	path := filepath.Join(n.dir, "ca-bundle.pem")
+	if err := os.WriteFile(path, bundle.Bytes(), 0o644); err != nil {
+		return nil, setupErr("cannot write the run's CA bundle "+path, errText(err), "check that $TMPDIR is writable")
+	}
+	if root {
+		if err := os.Chown(path, uid, gid); err != nil {
+			return nil, setupErr("cannot hand the CA bundle to uid "+strconv.Itoa(uid), errText(err), "check $TMPDIR")
+		}
+	}
+	n.binds = append(n.binds, [2]string{path, caInside})
+	for _, c := range covered {
+		n.binds = append(n.binds, [2]string{path, c})
+	}
+	for _, k := range caEnv {
+		n.env[k] = caInside
+	}
+	return covered, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsReport is the report's TLS section: nil when the run's proxy
+// terminates nothing.
+func (n *network) tlsReport(p policy.Policy) *TLSReport {
+	if n == nil || n.px == nil || n.px.CACertificatePEM() == nil {
+		return nil
+	}
+	roots := "system"
+	if p.UpstreamCA != "" {
+		roots = p.UpstreamCA
+	}
+	return &TLSReport{Terminated: n.px.TerminatedHosts(), Rules: n.px.HTTPRules(), UpstreamRoots: roots,
+		CABundle: caInside, CAEnv: append([]string(nil), caEnv...), Covered: n.caCovered}
+}
