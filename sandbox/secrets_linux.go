@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/proxy/secret"
 )
 
@@ -106,4 +107,29 @@ func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
 		env["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = keys[i]
 		env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = vals[i]
 	}
+}
+
+// withSecrets has the proxy of cfg terminate the secrets' hosts and swap
+// them in (secret.Set.RequestHook), refuse their placeholders over plain
+// HTTP, scrub echoed values from responses, and write one "secret" audit
+// line per request that carried a placeholder: the names, the method, the
+// host and the path, swapped or refused; never a value, a query or a
+// header. cfg is returned as it is for a nil set.
+func withSecrets(cfg proxy.Config, set *secret.Set, runID string) proxy.Config {
+	if set == nil {
+		return cfg
+	}
+	audit := cfg.Audit
+	record := func(d secret.Decision, method, host, path string) {
+		f := map[string]any{"method": method, "host": host, "path": path, "decision": "swap", "secrets": d.Swapped}
+		if d.Refused != nil {
+			f["decision"], f["reason"], f["secrets"] = "refuse", d.Refused.Reason, []string{d.Refused.Name}
+		}
+		auditEvent(audit, runID, "secret", f)
+	}
+	cfg.TerminateHosts = append(cfg.TerminateHosts, set.Hosts()...)
+	cfg.RequestHook = set.RequestHook(true, record)
+	cfg.PlainRequestHook = set.RequestHook(false, record)
+	cfg.ResponseHook = set.ResponseHook()
+	return cfg
 }
