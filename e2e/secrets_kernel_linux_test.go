@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -159,5 +160,109 @@ func TestLLMKeyInSandbox(t *testing.T) {
 	mu.Unlock()
 	if r.code != 0 || len(got) != 2 || got[1] != k[1] {
 		t.Fatalf("control: exit %d, provider got %q (stderr %s); want the placeholder as sent", r.code, got, r.stderr)
+	}
+}
+
+// fakeAnthropic answers Claude Code's Messages API requests on a Unix
+// socket (the node's LLM proxy side of the channel) with a short text,
+// as JSON or as server-sent events, and records each request's
+// x-api-key and Authorization.
+type fakeAnthropic struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.keys = append(f.keys, r.Header.Get("X-Api-Key")+"|"+r.Header.Get("Authorization"))
+	f.mu.Unlock()
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/count_tokens"):
+		fmt.Fprint(w, `{"input_tokens":10}`)
+		return
+	case !strings.HasPrefix(r.URL.Path, "/v1/messages"):
+		http.NotFound(w, r)
+		return
+	}
+	msg := `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[%s],"stop_reason":%s,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":%d}}`
+	if !strings.Contains(string(body), `"stream":true`) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, msg, `{"type":"text","text":"All done."}`, `"end_turn"`, 4)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	ev := func(name, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data) }
+	ev("message_start", `{"type":"message_start","message":`+fmt.Sprintf(msg, "", "null", 1)+`}`)
+	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"All done."}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+}
+
+func (f *fakeAnthropic) got() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.keys...)
+}
+
+// TestClaudeCodeLLMKey: the real Claude Code (the pinned npm package in
+// .cache/agents) runs inside with ANTHROPIC_API_KEY a placeholder and
+// ANTHROPIC_BASE_URL the LLM channel; claude -p gets its answer, and the
+// fake API outside receives the real key on every request. The key is in
+// no output and no audit line. Control: without --llm-key-env the fake
+// API receives the placeholder the command holds.
+func TestClaudeCodeLLMKey(t *testing.T) {
+	needBwrap(t)
+	root, _ := filepath.Abs("..")
+	m, _ := filepath.Glob(filepath.Join(root, ".cache/agents/node_modules/@anthropic-ai/claude-code-linux-*/claude"))
+	if len(m) == 0 {
+		sandboxtest.Unavailable(t, "Claude Code", "run scripts/install-mcp-servers.sh (it installs .cache/agents)")
+		return
+	}
+	claude, _ := filepath.EvalSymlinks(m[0])
+	const real = "sk-ant-api03-CLAUDEreal0123456789abcdefghijklmnopqrstu"
+	dir := sandboxtest.WorkDir(t)
+	sock := filepath.Join(dir, "llm.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeAnthropic{}
+	srv := &http.Server{Handler: fake}
+	go srv.Serve(ln)
+	defer srv.Close()
+	chownSocket(t, sock)
+	w := sandboxtest.WorkDir(t)
+	audit := filepath.Join(dir, "audit.jsonl")
+	common := []string{"run", "--workdir", w, "--read", filepath.Dir(claude), "--llm-socket", sock, "--llm-env", "ANTHROPIC_BASE_URL",
+		"--env", "DISABLE_AUTOUPDATER=1", "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_TELEMETRY=1"}
+	script := `env | grep -c "^ANTHROPIC_API_KEY=sk-ant-api03-"; "$0" -p "say done" </dev/null`
+	r := runEnv(t, []string{"ANTHROPIC_API_KEY=" + real}, "", append(common, "--llm-key-env", "ANTHROPIC_API_KEY", "--audit", audit, "--", "sh", "-c", script, claude)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "All done.") {
+		t.Fatalf("claude -p inside: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	got := fake.got()
+	sawMessages := false
+	for _, k := range got {
+		if k != real+"|" {
+			t.Errorf("the fake API got %q; want the real x-api-key on every request", k)
+		}
+		sawMessages = true
+	}
+	if !sawMessages {
+		t.Fatal("the fake API got no request (untested)")
+	}
+	a, _ := os.ReadFile(audit)
+	if strings.Contains(r.stdout+r.stderr+string(a), real) || !strings.Contains(string(a), `"llm_request"`) {
+		t.Errorf("the key is in an output or the audit has no llm_request line:\n%s", a)
+	}
+	// Control: without --llm-key-env the command's own value goes out.
+	n := len(fake.got())
+	ph := "sk-ant-api03-PLACEHOLDERonly0123456789abcdefghijklmnopq"
+	r = runEnv(t, nil, "", append(common, "--env", "ANTHROPIC_API_KEY="+ph, "--", "sh", "-c", script, claude)...)
+	if got := fake.got()[n:]; r.code != 0 || len(got) == 0 || got[0] != ph+"|" {
+		t.Fatalf("control: exit %d, fake got %q (stderr %s); want the command's value", r.code, got, r.stderr)
 	}
 }

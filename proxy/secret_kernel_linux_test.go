@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/base64"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -59,11 +60,8 @@ func send(t *testing.T, c *http.Client, method, u string, hdr ...string) (int, s
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = strings.NewReader("").WriteTo(&b)
-	buf := make([]byte, 64<<10)
-	n, _ := resp.Body.Read(buf)
-	return resp.StatusCode, string(buf[:n]), resp.Header
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, string(b), resp.Header
 }
 
 // authAt lists the Authorization headers h received on port.
