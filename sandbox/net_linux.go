@@ -176,11 +176,10 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			n.close()
 		}
 	}()
-	sec, err := loadSecrets(p, lookup)
+	sec, err := loadSecrets(p, lookup, n.env)
 	if err != nil {
 		return nil, err
 	}
-	secretEnv(n.env, p, sec)
 	var egress string // the socket bound in as the egress proxy
 	switch {
 	case p.EgressSocket != "":

@@ -18,9 +18,10 @@ const maxSecretFile = 64 << 10
 // loadSecrets reads the values of p's secrets and LLM key (the caller's
 // variables through lookup, files by the host-side rules: never in or
 // through a writable directory, never through a link) and draws their
-// placeholders. nil when p has none. Its errors name a secret, never a
+// placeholders, which it puts in env with the git credential helper
+// (secretEnv). nil when p has none. Its errors name a secret, never a
 // value.
-func loadSecrets(p policy.Policy, lookup func(string) (string, bool)) (*secret.Set, error) {
+func loadSecrets(p policy.Policy, lookup func(string) (string, bool), env map[string]string) (*secret.Set, error) {
 	if len(p.Secrets) == 0 && p.LLMKeyEnv == "" {
 		return nil, nil
 	}
@@ -48,6 +49,7 @@ func loadSecrets(p policy.Policy, lookup func(string) (string, bool)) (*secret.S
 	if err != nil {
 		return nil, setupErr("--secret", err.Error(), "fix the credential's variable or file")
 	}
+	secretEnv(env, p, set)
 	return set, nil
 }
 

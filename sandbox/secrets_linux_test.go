@@ -50,7 +50,7 @@ func TestLoadSecretsErrors(t *testing.T) {
 		{"missing file", "file:" + outside + ".none", "secret GH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadSecrets(p(tc.from), lookup)
+			_, err := loadSecrets(p(tc.from), lookup, map[string]string{})
 			var se *SetupError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "GH") {
 				t.Fatalf("loadSecrets: %v; want a SetupError naming GH and %q", err, tc.want)
@@ -61,12 +61,11 @@ func TestLoadSecretsErrors(t *testing.T) {
 		})
 	}
 	for _, from := range []string{"", "file:" + outside} {
-		set, err := loadSecrets(p(from), lookup)
+		env := map[string]string{}
+		set, err := loadSecrets(p(from), lookup, env)
 		if err != nil {
 			t.Fatalf("from %q: %v", from, err)
 		}
-		env := map[string]string{}
-		secretEnv(env, p(from), set)
 		ph, _ := set.Placeholder("GH")
 		if env["GH"] != ph || env["GIT_CONFIG_COUNT"] != "1" || !strings.Contains(env["GIT_CONFIG_KEY_0"], "credential.https://api.github.com.helper") {
 			t.Fatalf("from %q: env %v", from, env)
