@@ -183,6 +183,14 @@ type Policy struct {
 	// LLMEnv names further variables that get the LLM channel's URL (such
 	// as ANTHROPIC_BASE_URL).
 	LLMEnv []string `json:"llm_env,omitempty"`
+	// Secrets are credentials kept outside: inside, each Name holds a
+	// placeholder the proxy swaps for the value (see Secret).
+	Secrets []Secret `json:"secrets,omitempty"`
+	// LLMKeyEnv names the caller's variable that holds the LLM provider's
+	// key: inside it holds a placeholder, and the key is added on the host
+	// side of the LLM channel (LLMSocket), or, without one, swapped in by
+	// the proxy for the provider's host (LLMProviderHost).
+	LLMKeyEnv string `json:"llm_key_env,omitempty"`
 	// Ptrace widens the seccomp filter to allow ptrace for this run.
 	Ptrace bool `json:"ptrace,omitempty"`
 	// Sandbox picks the mechanism; empty means ModeAuto.

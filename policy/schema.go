@@ -24,6 +24,8 @@ var fieldDocs = map[string]string{
 	"allow_hosts":         "egress allow-list: host, *.domain, host:port, host:*, IP literal or CIDR; empty means no egress",
 	"presets":             "named host sets for common registries and APIs (sandbox-run presets)",
 	"allow_http":          "method and path rules, 'METHODS HOST[:PORT]/PATH-GLOB': TLS to HOST is terminated with a per-run CA and only matching requests pass (docs/tls.md)",
+	"secrets":             "credentials kept outside: inside, each name holds a placeholder the proxy swaps for the real value only over TLS to the hosts it is bound to; the value comes from the caller's environment or a file, never from the profile (docs/secrets.md)",
+	"llm_key_env":         "the caller's variable that holds the LLM provider's key, added outside; inside it holds a placeholder",
 	"upstream_ca":         "a PEM file whose CAs, instead of the system roots, verify the hosts allow_http terminates",
 	"egress_socket":       "a node-wide egress proxy's Unix socket, used instead of the built-in proxy",
 	"llm_socket":          "an LLM proxy's Unix socket, forwarded to a loopback port inside (SANDBOX_LLM_URL)",
@@ -123,6 +125,16 @@ func fieldSchema(name string, t reflect.Type) (map[string]any, error) {
 		return map[string]any{"type": []string{"integer", "string"}}, nil
 	case t == reflect.TypeFor[Duration]():
 		return map[string]any{"type": "string"}, nil
+	case t == reflect.TypeFor[[]Secret]():
+		// A secret names where its value is read, never the value.
+		return map[string]any{"type": "array", "items": map[string]any{
+			"type": "object", "additionalProperties": false, "required": []string{"name", "hosts"},
+			"properties": map[string]any{
+				"name":    map[string]any{"type": "string", "description": "the variable that holds the placeholder inside"},
+				"hosts":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "host[:port] the credential is bound to (443 when no port)"},
+				"from":    map[string]any{"type": "string", "pattern": "^(env|file):", "description": "env:VAR or file:PATH; empty means env:NAME"},
+				"in_body": map[string]any{"type": "boolean", "description": "also swap the placeholder in request bodies"},
+			}}}, nil
 	}
 	switch t.Kind() {
 	case reflect.String:

@@ -39,7 +39,7 @@ const MinNoFile = 4
 // path outside those is left to the sandbox to refuse or accept.
 func (p Policy) Validate() error {
 	for _, check := range []func() error{p.validatePaths, p.validateHome, p.validateProtect, p.validateEnv,
-		p.validateNet, p.validateHTTP, p.validateHandIn, p.validatePresets, p.validateMode, p.validateSizes, p.validateForMode, p.validateToolchains} {
+		p.validateNet, p.validateHTTP, p.validateHandIn, p.validatePresets, p.validateMode, p.validateSizes, p.validateSecrets, p.validateForMode, p.validateToolchains} {
 		if err := check(); err != nil {
 			return err
 		}

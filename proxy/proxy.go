@@ -131,6 +131,13 @@ type Config struct {
 	// RequestHook, when set, sees every terminated request that the rules
 	// allowed, before it is forwarded (see RequestHook).
 	RequestHook RequestHook
+	// PlainRequestHook, when set, sees every allowed plain-HTTP
+	// (absolute-form) request before it is forwarded, as RequestHook does
+	// terminated ones; an error refuses it the same way. ResponseHook sees
+	// every response to a terminated request before the client does (see
+	// secrethooks.go).
+	PlainRequestHook RequestHook
+	ResponseHook     func(*http.Response) error
 }
 
 type resolver interface {
@@ -165,6 +172,9 @@ type Proxy struct {
 
 	l7      *l7      // TLS termination and rules; nil when nothing is terminated
 	implied []string // allow-list entries the rules' hosts imply
+
+	plainHook RequestHook                // Config.PlainRequestHook
+	respHook  func(*http.Response) error // Config.ResponseHook
 }
 
 // New validates cfg and returns a Proxy. The error wraps ErrInvalidEntry
@@ -188,6 +198,7 @@ func New(cfg Config) (*Proxy, error) {
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		ownAddrs:          interfaceAddrs,
 		l7:                l, implied: implied,
+		plainHook: cfg.PlainRequestHook, respHook: cfg.ResponseHook,
 	}
 	p.allow.Store(&allow)
 	if p.log == nil {

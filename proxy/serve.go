@@ -46,6 +46,9 @@ func (s *session) serveForward(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.p.runPlainHook(w, r, d) {
+		return
+	}
 	s.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 }
 

@@ -180,6 +180,7 @@ func (s *session) newTerminator() *terminator {
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  tm.upstreamError,
 	}
+	tm.fwd.ModifyResponse = p.respHook
 	tm.srv = &http.Server{
 		Handler:           http.HandlerFunc(tm.serve),
 		ReadHeaderTimeout: p.readHeaderTimeout,

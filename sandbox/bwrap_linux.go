@@ -165,7 +165,7 @@ func (r *bwRun) protection(context.Context) error {
 // network starts the proxies and forwarders the policy asks for and binds
 // their sockets into the plan.
 func (r *bwRun) network(ctx context.Context) error {
-	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log)
+	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

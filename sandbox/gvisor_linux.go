@@ -232,7 +232,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 // spec and, unless this is a dry run, writes the bundle.
 func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []Limit, hostUID, hostGID int) error {
 	p, pl, log, rootless := g.p, g.pl, g.opts.logger(), g.cfg.Rootless
-	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log)
+	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

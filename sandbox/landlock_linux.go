@@ -185,6 +185,9 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]string, mode string, err error) {
 	p, root := r.p, os.Geteuid() == 0
 	env, mode = map[string]string{}, "none"
+	if err := secretsUnheld(p, "landlock"); err != nil {
+		return nil, nil, "", err
+	}
 	sctx, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	listen := func() (net.Listener, string, error) {
@@ -238,7 +241,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 			return nil, nil, "", err
 		}
 		if r.opts.Audit != nil {
-			go serveLLM(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log)
+			go serveLLM(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log, llmKey{})
 		} else {
 			go forwarder.Serve(sctx, ln, p.LLMSocket)
 		}

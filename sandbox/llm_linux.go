@@ -17,8 +17,11 @@ import (
 // method, the path (never the query, which may hold a key), the status,
 // the body bytes each way and the duration. Headers and bodies, where keys
 // and prompts live, are never recorded. Streaming responses are flushed as
-// they come; upgrades (WebSocket) are relayed. It returns when ctx is done.
-func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit io.Writer, log *slog.Logger) error {
+// they come; upgrades (WebSocket) are relayed. With key (--llm-key-env)
+// each request also gets the provider key here, outside (llmKey), and its
+// line names the model and the tokens the response reports. It returns
+// when ctx is done.
+func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit io.Writer, log *slog.Logger, key llmKey) error {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -32,23 +35,32 @@ func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit 
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", pr.In.Host
 			pr.Out.Host = pr.In.Host
+			key.put(pr.Out)
 		},
-		Transport:     tr,
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ModifyResponse: key.scrub,
+		Transport:      tr,
+		FlushInterval:  -1,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
+			if refused := key.refuse(w, r); refused != nil {
+				auditEvent(audit, runID, "llm_request", refused)
+				return
+			}
 			body := &countingBody{ReadCloser: r.Body}
 			r.Body = body
 			cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
+			m := key.meter(r)
 			rp.ServeHTTP(cw, r)
-			auditEvent(audit, runID, "llm_request", map[string]any{
+			f := map[string]any{
 				"method": r.Method, "path": r.URL.Path, "status": cw.status,
 				"bytes_out": body.n.Load(), "bytes_in": cw.n.Load(),
 				"duration_ms": time.Since(start).Milliseconds(),
-			})
+			}
+			m.fields(f)
+			auditEvent(audit, runID, "llm_request", f)
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

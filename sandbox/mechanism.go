@@ -69,12 +69,16 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		return nil, err
 	}
 	rep.Schema = ReportSchema
+	rep.Secrets = secretsReport(p)
 	if opts.DryRun != nil {
 		m.describe(opts.DryRun)
 		return &Result{Report: *rep}, nil
 	}
 	start := map[string]any{"tier": rep.Tier, "mechanism": rep.Mechanism, "command": cmd[0],
 		"network": rep.Network, "allow_hosts": p.AllowHosts}
+	if len(rep.Secrets) > 0 {
+		start["secrets"] = secretNames(rep.Secrets)
+	}
 	if a, ok := m.(auditStarter); ok {
 		for k, v := range a.auditStart() {
 			start[k] = v

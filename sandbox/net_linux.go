@@ -174,13 +174,17 @@ func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte
 // setupNetwork decides the run's network. With no allow-list, no egress
 // socket and no LLM socket the sandbox has no network at all and nothing is
 // forwarded (the fast path).
-func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger) (_ *network, err error) {
+func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger, lookup func(string) (string, bool)) (_ *network, err error) {
 	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable()}
 	defer func() {
 		if err != nil {
 			n.close()
 		}
 	}()
+	sec, err := loadSecrets(p, lookup, n.env)
+	if err != nil {
+		return nil, err
+	}
 	var egress string // the socket bound in as the egress proxy
 	switch {
 	case p.EgressSocket != "":
@@ -199,7 +203,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err != nil {
 			return nil, err
 		}
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused})
+		px, err := proxy.New(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID))
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
@@ -227,13 +231,16 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			return nil, err
 		}
 		var llm string
-		if audit != nil {
-			// With an audit, an HTTP relay that records each request.
+		if audit != nil || p.LLMKeyEnv != "" {
+			// With an audit or a key to add, an HTTP relay that records
+			// each request.
 			ln, path, err := n.listen("llm.sock", uid, gid, root)
 			if err != nil {
 				return nil, err
 			}
-			n.serve(func(ctx context.Context) error { return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log) }, log, "LLM relay")
+			n.serve(func(ctx context.Context) error {
+				return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log, llmKey{sec, p.LLMKeyEnv})
+			}, log, "LLM relay")
 			llm = path
 		} else if llm, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err

@@ -76,6 +76,7 @@ func fullReport() Report {
 		BindsByFD:  true,
 		Network:    "proxy (built-in)",
 		AllowHosts: []string{"example.com"},
+		Secrets:    []SecretReport{{Name: "GH_TOKEN", Hosts: []string{"api.github.com"}, From: "env:GH_TOKEN", InBody: true, By: "egress proxy"}},
 		TLS:        &TLSReport{Terminated: []string{"api.github.com:443"}, Rules: []string{"GET,HEAD api.github.com/repos/**"}, UpstreamRoots: "system", CABundle: "/run/sandbox-run/ca-bundle.pem", CAEnv: []string{"SSL_CERT_FILE"}, Covered: []string{"/etc/ssl/certs/ca-certificates.crt"}},
 		EnvNames:   []string{"HOME", "PATH"},
 		Notes:      []string{"a note"},

@@ -437,6 +437,9 @@ type Report struct {
 	// variables goes out (judged like the proxy's), and if not, why; nil
 	// when the run has no network.
 	Transparent *Transparent `json:"egress_transparent,omitempty"`
+	// Secrets lists the credentials kept outside the sandbox (--secret,
+	// --llm-key-env): names, hosts and sources, never a value.
+	Secrets []SecretReport `json:"secrets,omitempty"`
 	// FullFilesystems lists the writable directories whose file system
 	// was full when the command ended (Linux only).
 	FullFilesystems []string `json:"full_filesystems,omitempty"`

@@ -500,6 +500,9 @@ func (n *seatbeltNet) serve(ctx context.Context, name string, lns []net.Listener
 
 func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit io.Writer, log *slog.Logger) (_ *seatbeltNet, err error) {
 	n := &seatbeltNet{mode: "none", env: map[string]string{}}
+	if err := secretsUnheld(p, "seatbelt"); err != nil {
+		return nil, err
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.stop = cancel
 	defer func() {

@@ -165,6 +165,8 @@ type runFlags struct {
 	caches                      []string
 	settings                    string   // --settings: srt's or Claude Code's settings file
 	presets                     []string // --preset
+	secrets                     []string
+	secretIn, llmKeyEnv         string
 	allowHTTP                   []string // --allow-http rules
 	upstreamCA                  string
 	dryRun, summary, verbose    bool
@@ -200,6 +202,9 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.llmSocket, "llm-socket", "", "forward a loopback port inside to this LLM proxy socket (URL in SANDBOX_LLM_URL)")
 	fs.StringArrayVar(&f.llmEnv, "llm-env", nil, "another variable that gets the LLM channel's URL, e.g. ANTHROPIC_BASE_URL (repeatable)")
 	f.handIn.register(fs)
+	fs.StringArrayVar(&f.secrets, "secret", nil, "NAME@HOST[,HOST...]: $NAME inside is a placeholder the proxy swaps for the caller's $NAME only over TLS to HOST; NAME=file:PATH@HOST reads it from a file (repeatable)")
+	fs.StringVar(&f.secretIn, "secret-in", "", "body: also swap secrets in request bodies (headers and query strings always)")
+	fs.StringVar(&f.llmKeyEnv, "llm-key-env", "", "the caller's variable holding the LLM provider key, added outside; inside it holds a placeholder")
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
 	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")

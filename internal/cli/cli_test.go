@@ -276,6 +276,9 @@ func TestPolicyFlags(t *testing.T) {
 		{"llm-socket", "/l.sock", func(p policy.Policy) any { return p.LLMSocket }, "/l.sock"},
 		{"llm-env", "BASE_URL", func(p policy.Policy) any { return strings.Join(p.LLMEnv, ",") }, "BASE_URL"},
 		{"ptrace", "true", func(p policy.Policy) any { return p.Ptrace }, true},
+		{"secret", "GH=file:/t@a.example,b.example", func(p policy.Policy) any { return fmt.Sprint(p.Secrets) }, "[{GH [a.example b.example] file:/t false}]"},
+		{"secret-in", "body", func(p policy.Policy) any { return fmt.Sprint(p.Secrets) }, "[{P [p.example] env:Q true}]"},
+		{"llm-key-env", "ANTHROPIC_API_KEY", func(p policy.Policy) any { return p.LLMKeyEnv }, "ANTHROPIC_API_KEY"},
 		{"sandbox", "off", func(p policy.Policy) any { return p.Sandbox }, policy.ModeOff},
 		{"timeout", "90s", func(p policy.Policy) any { return time.Duration(p.Timeout) }, 90 * time.Second},
 		{"memory", "2M", func(p policy.Policy) any { return p.Memory }, int64(2 << 20)},
@@ -306,7 +309,7 @@ func TestPolicyFlags(t *testing.T) {
 		os.WriteFile(prof, []byte(`{"workdir":"/pw","write":["/pw2"],"read":["/pr"],"protect":[".p"],"env":{"K":"p"},"home":"/ph",
 "session":"ps","caches":["npm"],"pass_env":["P"],"allow_hosts":["p.example"],"allow_http":["GET p.example/"],"upstream_ca":"/pca.pem","egress_socket":"/pe.sock","llm_socket":"/pl.sock",
 "llm_env":["P_URL"],"sandbox":"bwrap","timeout":"1s","memory":"9M","fsize":"9K","pids":9,"nofile":9,"cpu_time":"9s",
-"cgroup_base":"/pc","tmp_size":"9M","shm_size":"9M"}`), 0o644)
+"cgroup_base":"/pc","tmp_size":"9M","shm_size":"9M","secrets":[{"name":"P","hosts":["p.example"],"from":"env:Q"}],"llm_key_env":"PK"}`), 0o644)
 		f := newRunFlags()
 		if err := f.fs.Parse([]string{"--config", prof, "--" + c.flag + "=" + c.val}); err != nil {
 			t.Fatalf("--%s=%s: %v", c.flag, c.val, err)

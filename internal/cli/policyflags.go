@@ -69,6 +69,9 @@ var policyFlags = []policyFlag{
 	}},
 	{"host-port", func(f *runFlags, p *policy.Policy) error { p.HostPorts = f.handIn.hostPorts; return nil }},
 	{"publish", func(f *runFlags, p *policy.Policy) error { p.Publish = f.handIn.publish; return nil }},
+	{"secret", setSecrets},
+	{"secret-in", setSecretIn},
+	{"llm-key-env", func(f *runFlags, p *policy.Policy) error { p.LLMKeyEnv = f.llmKeyEnv; return nil }},
 	{"ptrace", func(f *runFlags, p *policy.Policy) error { p.Ptrace = f.ptrace; return nil }},
 	{"sandbox", func(f *runFlags, p *policy.Policy) error { p.Sandbox = policy.Mode(f.mode); return nil }},
 	{"timeout", func(f *runFlags, p *policy.Policy) error {

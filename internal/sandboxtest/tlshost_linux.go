@@ -34,7 +34,8 @@ import (
 // HTTP on a fourth. Every server answers any path with 200 and
 // "served METHOD REQUEST-URI PROTO", /bytes?n=N with N bytes, and /git/
 // with git's smart-HTTP backend for a repository named repo (one commit
-// on main).
+// on main); /auth/PATH answers 401 with a Basic challenge unless the
+// request has an Authorization header, and then as PATH.
 type TLSTestHost struct {
 	TestHost
 	// CAPEM is the PEM certificate of the host's own CA, which signs the
@@ -124,6 +125,14 @@ func (h *TLSTestHost) mux(t testing.TB) http.Handler {
 		h.log = append(h.log, LoggedRequest{Port: p, Method: r.Method, URI: r.RequestURI, Proto: r.Proto, Authorization: r.Header.Get("Authorization")})
 		h.mu.Unlock()
 		switch {
+		case strings.HasPrefix(r.URL.Path, "/auth/") && r.Header.Get("Authorization") == "":
+			// /auth/...: the same, behind a Basic challenge (git asks its
+			// credential helper only after one).
+			w.Header().Set("WWW-Authenticate", `Basic realm="testhost"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case strings.HasPrefix(r.URL.Path, "/auth/git/") && git != nil:
+			r.URL.Path = strings.TrimPrefix(r.URL.Path, "/auth")
+			git.ServeHTTP(w, r)
 		case r.URL.Path == "/bytes":
 			ServeBytes(w, r)
 		case strings.HasPrefix(r.URL.Path, "/git/") && git != nil:

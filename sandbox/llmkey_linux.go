@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/sandbox-run/sandbox-run/proxy/secret"
+)
+
+// llmKey is the LLM relay's part of --llm-key-env: the run's secrets and
+// the name of the provider key among them. The zero value adds no key and
+// meters nothing.
+type llmKey struct {
+	set  *secret.Set
+	name string
+}
+
+// llmChannelHost is the host name the relay judges requests by: no secret
+// is bound to it, so any placeholder but the key's is refused there.
+const llmChannelHost = "llm-channel.sandbox-run.invalid"
+
+// refuse answers, and returns the audit line of, a request that carries
+// the placeholder of a secret other than the key (bound to other hosts);
+// nil when the request may go on.
+func (k llmKey) refuse(w http.ResponseWriter, r *http.Request) map[string]any {
+	if k.set == nil {
+		return nil
+	}
+	probe := r.Clone(r.Context())
+	probe.Header = r.Header.Clone()
+	k.set.SwapHeaders(probe.Header, k.name) // the key's own placeholder is for here
+	d := k.set.Apply(probe, llmChannelHost, true)
+	if d.Refused == nil {
+		r.Body = probe.Body // Apply may have read it, and put it back there
+		return nil
+	}
+	w.Header().Set("X-Sandbox-Refusal", d.Refused.Reason)
+	http.Error(w, "sandbox-run: "+d.Refused.Error(), d.Refused.Status())
+	return map[string]any{"method": r.Method, "path": r.URL.Path, "status": d.Refused.Status(),
+		"decision": "refuse", "reason": d.Refused.Reason, "secret": d.Refused.Name}
+}
+
+// put swaps the key's placeholder for the key in out's headers; a request
+// that carries none gets the key in the provider's header (x-api-key for
+// Anthropic's API, Authorization: Bearer otherwise). The response is
+// asked uncompressed, so that its usage can be read and an echoed key
+// scrubbed.
+func (k llmKey) put(out *http.Request) {
+	if k.set == nil {
+		return
+	}
+	out.Header.Set("Accept-Encoding", "identity")
+	if k.set.SwapHeaders(out.Header, k.name) {
+		return
+	}
+	k.set.Value(k.name, func(real string) {
+		if out.Header.Get("Anthropic-Version") != "" || strings.HasPrefix(k.name, "ANTHROPIC") {
+			out.Header.Set("X-Api-Key", real)
+		} else {
+			out.Header.Set("Authorization", "Bearer "+real)
+		}
+	})
+}
+
+// scrub keeps the key out of what comes back (an upstream that echoes
+// it), and has the response's usage read as it passes.
+func (k llmKey) scrub(resp *http.Response) error {
+	if k.set == nil {
+		return nil
+	}
+	k.set.ScrubResponse(resp)
+	if m, ok := resp.Request.Context().Value(llmMeterKey{}).(*llmMeter); ok && resp.Body != nil {
+		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		resp.Body = meterBody(resp.Body, sse, &m.usage)
+	}
+	return nil
+}
+
+// meter reads the model r names and arranges for the response's usage to
+// be read; nil (fields adds nothing) without a key.
+func (k llmKey) meter(r *http.Request) *llmMeter {
+	if k.set == nil {
+		return nil
+	}
+	m := &llmMeter{}
+	if r.Body != nil && r.Body != http.NoBody {
+		head, _ := io.ReadAll(io.LimitReader(r.Body, maxLLMPeek))
+		m.model = modelOf(head)
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	}
+	*r = *r.WithContext(context.WithValue(r.Context(), llmMeterKey{}, m))
+	return m
+}
+
+type llmMeterKey struct{}
+
+// llmMeter is one request's model and its response's usage.
+type llmMeter struct {
+	model string
+	usage usageMeter
+}
+
+func (m *llmMeter) fields(f map[string]any) {
+	if m == nil {
+		return
+	}
+	if m.model != "" {
+		f["model"] = m.model
+	}
+	m.usage.fields(f)
+}

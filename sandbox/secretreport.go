@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+// SecretReport is one credential kept outside the sandbox, as the report
+// names it: never its value.
+type SecretReport struct {
+	// Name is the variable that holds the placeholder inside.
+	Name string `json:"name"`
+	// Hosts are the hosts the proxy swaps the value in for, over TLS
+	// only; empty for an LLM key added by the LLM relay.
+	Hosts []string `json:"hosts,omitempty"`
+	// From is where the value was read: env:VAR or file:PATH.
+	From string `json:"from"`
+	// InBody: request bodies are swapped too.
+	InBody bool `json:"in_body,omitempty"`
+	// By is what puts the value into requests: "egress proxy" or
+	// "llm relay".
+	By string `json:"by"`
+}
+
+// secretsReport lists p's secrets and its LLM key for the report.
+func secretsReport(p policy.Policy) []SecretReport {
+	var out []SecretReport
+	for _, s := range p.Secrets {
+		kind, where := s.Source()
+		out = append(out, SecretReport{Name: s.Name, Hosts: s.Hosts, From: kind + ":" + where, InBody: s.InBody, By: "egress proxy"})
+	}
+	if k := p.LLMKeyEnv; k != "" {
+		r := SecretReport{Name: k, From: "env:" + k, By: "llm relay"}
+		if p.LLMSocket == "" {
+			h, _ := policy.LLMProviderHost(k)
+			r.Hosts, r.By = []string{h}, "egress proxy"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// secretsUnheld refuses secrets where the mechanism has no proxy that
+// swaps them yet.
+func secretsUnheld(p policy.Policy, mechanism string) error {
+	if len(p.Secrets) == 0 && p.LLMKeyEnv == "" {
+		return nil
+	}
+	return setupErr("--secret and --llm-key-env under "+mechanism, "this mechanism's proxy does not swap secrets yet", "run with --sandbox bwrap or --sandbox gvisor")
+}
+
+// secretNames lists the names of rs; nil for none.
+func secretNames(rs []SecretReport) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}
