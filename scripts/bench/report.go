@@ -37,7 +37,7 @@ type report struct {
 	// transparent egress (measureConnect).
 	connect       map[string]sample
 	connectFailed map[string]error
-	tls    *tlsResults // TLS termination vs a tunnel (tls.go); nil when not measured
+	tls           *tlsResults // TLS termination vs a tunnel (tls.go); nil when not measured
 
 	micro string
 
