@@ -27,12 +27,13 @@ type feature struct {
 // features are the capabilities settings keys need beyond what Policy
 // holds today.
 var features = map[string]feature{
-	"unix-socket": {missing: "a named Unix socket inside needs --unix-socket, which this build lacks",
-		fix: "remove the entry (the command reaches no host socket)", paths: true},
-	"publish": {missing: "a port the host can reach needs --publish, which this build lacks (the command may still listen on its own loopback)",
-		fix: "remove it or set it to false"},
-	"host-port": {missing: "a host's own loopback service needs --host-port, which this build lacks (the egress proxy never reaches loopback)",
-		fix: "remove the entry"},
+	"unix-socket": {paths: true, apply: func(p *Policy, entries []string) {
+		// As --unix-socket: a socket that grants host root is refused
+		// when the run sets up, unless --unix-socket-unsafe names it.
+		for _, e := range entries {
+			p.UnixSockets = appendNew(p.UnixSockets, e)
+		}
+	}},
 	"secret": {missing: "credential rules need --secret, which this build lacks (the command gets no variable and no home file unless named)",
 		fix: "remove the block; pass what the command needs with --pass-env"},
 	"tls": {missing: "TLS termination needs per-host TLS rules, which this build lacks",
@@ -188,11 +189,24 @@ func (s *settingsRun) finish() {
 	s.finishRead()
 }
 
+// hostPort hands in a service on the host's loopback that an allowed
+// "localhost:PORT" names, as --host-port PORT does; the egress proxy never
+// reaches loopback, and a name without a port names no one service.
+func (s *settingsRun) hostPort(key, host string) {
+	_, port := splitHostPort(host)
+	if port == "" || port == "*" {
+		s.refuse(&SettingsError{Key: key, Reason: fmt.Sprintf("%q: the host's loopback is reached one service at a time, by port", host),
+			Fix: "write localhost:PORT, or pass --host-port PORT"})
+		return
+	}
+	s.p.HostPorts = appendNew(s.p.HostPorts, port)
+	s.note(key, StatusApplied, "%q: the host's 127.0.0.1:%s reachable inside at the same address (--host-port %s)", host, port, port)
+}
+
 func (s *settingsRun) finishHosts() {
 	for _, a := range s.allowHosts {
 		if isLoopbackName(a.host) {
-			f := features["host-port"]
-			s.refuse(&SettingsError{Key: a.key, Reason: fmt.Sprintf("%q: %s", a.host, f.missing), Fix: f.fix, Missing: "host-port"})
+			s.hostPort(a.key, a.host)
 			continue
 		}
 		if _, err := allowlist.Parse([]string{a.host}); err != nil {
@@ -335,4 +349,21 @@ func hostsOf(es []hostEntry) []string {
 		out = append(out, e.host)
 	}
 	return out
+}
+
+// localBinding reads allowLocalBinding. The command may always listen on
+// its own loopback (its network namespace is its own); what the key asks
+// beyond that, a port the host can reach, is --publish PORT, which names
+// ports a settings file does not.
+func localBinding(s *settingsRun, key string, raw json.RawMessage) error {
+	var on bool
+	if err := strictDecode(raw, &on); err != nil {
+		return &SettingsError{Key: key, Reason: "not true or false", Fix: "write true or false"}
+	}
+	if !on {
+		s.note(key, StatusHeld, "false: nothing asked")
+		return nil
+	}
+	s.note(key, StatusHeld, "the command may listen on its own loopback; the host reaches a port of it only with --publish PORT")
+	return nil
 }

@@ -38,7 +38,7 @@ var claudeNetworkKeys = map[string]handler{
 	"allowManagedDomainsOnly": heldBool("only this file is read: its hosts are the whole allow-list"),
 	"allowUnixSockets":        needs("unix-socket"),
 	"allowAllUnixSockets":     srtNetworkKeys["allowAllUnixSockets"],
-	"allowLocalBinding":       needs("publish"),
+	"allowLocalBinding":       localBinding,
 	"httpProxyPort":           srtNetworkKeys["httpProxyPort"],
 	"socksProxyPort":          srtNetworkKeys["socksProxyPort"],
 }

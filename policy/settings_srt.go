@@ -37,7 +37,7 @@ var srtNetworkKeys = map[string]handler{
 	"deniedResolvedAddresses": deniedAddresses(),
 	"allowUnixSockets":        needs("unix-socket"),
 	"allowAllUnixSockets":     weakensIfTrue("the command could connect to every Unix socket it can reach"),
-	"allowLocalBinding":       needs("publish"),
+	"allowLocalBinding":       localBinding,
 	"allowMachLookup":         weakensIfAny("it opens macOS services (XPC/Mach) to the command"),
 	"httpProxyPort":           unsupported("a proxy on a TCP port is not sandbox-run's egress", proxyPortFx),
 	"socksProxyPort":          unsupported("a proxy on a TCP port is not sandbox-run's egress", proxyPortFx),

@@ -50,7 +50,9 @@ func TestSettingsKeys(t *testing.T) {
 		{"srt allowedDomains", FormatSrt, `{"network":{"allowedDomains":["github.com","*.npmjs.org","api.example.com:443"]}}`,
 			want{key: "network.allowedDomains[2]", status: StatusApplied, check: hosts("github.com", "*.npmjs.org", "api.example.com:443")}},
 		{"srt allowedDomains localhost", FormatSrt, `{"network":{"allowedDomains":["localhost"]}}`,
-			want{key: "network.allowedDomains[0]", status: StatusRefused, missing: "host-port"}},
+			want{key: "network.allowedDomains[0]", status: StatusRefused}},
+		{"srt allowedDomains localhost:5432", FormatSrt, `{"network":{"allowedDomains":["localhost:5432"]}}`,
+			want{key: "network.allowedDomains[0]", status: StatusApplied}},
 		{"srt allowedDomains bad", FormatSrt, `{"network":{"allowedDomains":["https://x.com/"]}}`,
 			want{key: "network.allowedDomains[0]", status: StatusRefused}},
 		{"srt deniedDomains outside", FormatSrt, `{"network":{"allowedDomains":["github.com"],"deniedDomains":["malicious.com"]}}`,
@@ -73,12 +75,12 @@ func TestSettingsKeys(t *testing.T) {
 		{"srt deniedResolvedAddresses public", FormatSrt, `{"network":{"deniedResolvedAddresses":["203.0.113.7"]}}`,
 			want{key: "network.deniedResolvedAddresses[0]", status: StatusRefused}},
 		{"srt allowUnixSockets", FormatSrt, `{"network":{"allowUnixSockets":["/var/run/docker.sock"]}}`,
-			want{key: "network.allowUnixSockets", status: StatusRefused, missing: "unix-socket"}},
+			want{key: "network.allowUnixSockets", status: StatusApplied}},
 		{"srt allowUnixSockets empty", FormatSrt, `{"network":{"allowUnixSockets":[]}}`, want{key: "network.allowUnixSockets", status: StatusHeld}},
 		{"srt allowAllUnixSockets", FormatSrt, `{"network":{"allowAllUnixSockets":true}}`,
 			want{key: "network.allowAllUnixSockets", status: StatusRefused, weakens: true}},
 		{"srt allowLocalBinding", FormatSrt, `{"network":{"allowLocalBinding":true}}`,
-			want{key: "network.allowLocalBinding", status: StatusRefused, missing: "publish"}},
+			want{key: "network.allowLocalBinding", status: StatusHeld}},
 		{"srt allowLocalBinding false", FormatSrt, `{"network":{"allowLocalBinding":false}}`, want{key: "network.allowLocalBinding", status: StatusHeld}},
 		{"srt allowMachLookup", FormatSrt, `{"network":{"allowMachLookup":["com.1password.*"]}}`,
 			want{key: "network.allowMachLookup", status: StatusRefused, weakens: true}},
@@ -137,11 +139,11 @@ func TestSettingsKeys(t *testing.T) {
 		{"claude network.allowedDomains", FormatClaude, `{"sandbox":{"network":{"allowedDomains":["github.com"]}}}`,
 			want{key: "sandbox.network.allowedDomains[0]", status: StatusApplied, check: hosts("github.com")}},
 		{"claude network.allowUnixSockets", FormatClaude, `{"sandbox":{"network":{"allowUnixSockets":["~/.ssh/agent-socket"]}}}`,
-			want{key: "sandbox.network.allowUnixSockets", status: StatusRefused, missing: "unix-socket"}},
+			want{key: "sandbox.network.allowUnixSockets", status: StatusApplied}},
 		{"claude network.allowAllUnixSockets", FormatClaude, `{"sandbox":{"network":{"allowAllUnixSockets":true}}}`,
 			want{key: "sandbox.network.allowAllUnixSockets", status: StatusRefused, weakens: true}},
 		{"claude network.allowLocalBinding", FormatClaude, `{"sandbox":{"network":{"allowLocalBinding":true}}}`,
-			want{key: "sandbox.network.allowLocalBinding", status: StatusRefused, missing: "publish"}},
+			want{key: "sandbox.network.allowLocalBinding", status: StatusHeld}},
 		{"claude network.httpProxyPort", FormatClaude, `{"sandbox":{"network":{"httpProxyPort":8080}}}`, want{key: "sandbox.network.httpProxyPort", status: StatusRefused}},
 		{"claude network.socksProxyPort", FormatClaude, `{"sandbox":{"network":{"socksProxyPort":8081}}}`, want{key: "sandbox.network.socksProxyPort", status: StatusRefused}},
 		{"claude filesystem.allowWrite", FormatClaude, `{"sandbox":{"filesystem":{"allowWrite":["/tmp/build"]}}}`,
@@ -195,8 +197,11 @@ func TestSettingsDocExamples(t *testing.T) {
 		refused string // the key of the first refusal; "" = none
 		check   func(Policy) bool
 	}{
-		{"srt-complete.json", "network.allowUnixSockets", func(p Policy) bool {
-			return len(p.AllowHosts) == 6 && reflect.DeepEqual(p.Protect, []string{"/work/proj/.env", "/work/proj/config/production.json"}) && len(p.Write) == 0
+		{"srt-complete.json", "", func(p Policy) bool {
+			// docker.sock is taken as --unix-socket takes it: the run
+			// refuses it as granting host root unless
+			// --unix-socket-unsafe names it.
+			return reflect.DeepEqual(p.UnixSockets, []string{"/var/run/docker.sock"}) && len(p.AllowHosts) == 6 && reflect.DeepEqual(p.Protect, []string{"/work/proj/.env", "/work/proj/config/production.json"}) && len(p.Write) == 0
 		}},
 		{"srt-mcp.json", "", func(p Policy) bool { return len(p.AllowHosts) == 0 && len(p.Write) == 0 && len(p.Protect) == 0 }},
 		{"srt-github.json", "", func(p Policy) bool {
