@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -16,17 +15,12 @@ import (
 // tree replaces the host's system paths in the mount plan (bwrapArgs),
 // its variables join the environment, and init starts the command.
 //
-// As root it is refused: the sandbox runs as another uid, which cannot
-// reach the tree unpacked below root's 0700 cache (bwrap resolves even a
-// bind by descriptor through its path), and the cache is not opened to
-// other users for it.
+// As root the tree lies in the data directory, which the sandbox's uid
+// may traverse (resolveImage): bwrap, running as that uid, resolves even
+// a bind by descriptor through its path.
 func (r *bwRun) image(ctx context.Context) (err error) {
 	if r.opts.Image.Ref == "" {
 		return nil
-	}
-	if r.root {
-		return setupErr("--image under --sandbox bwrap as root", "the sandbox's uid "+strconv.Itoa(r.uid)+" cannot reach the image's tree in root's 0700 cache",
-			"run sandbox-run as an unprivileged user for a tier-1 image run, or drop --sandbox bwrap (gVisor, tier 2)")
 	}
 	r.img, err = resolveImage(ctx, r.p, r.opts)
 	return err

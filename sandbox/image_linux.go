@@ -50,8 +50,16 @@ func resolveImage(ctx context.Context, p policy.Policy, opts Options) (*ociimage
 	if err != nil {
 		return nil, err
 	}
+	// As root, the trees go where the sandbox's own uid can reach them
+	// (the data directory, /var/lib/sandbox-run, as for sessions' homes):
+	// a tier-1 run's bwrap runs as that uid and resolves its binds by
+	// path, and root's own cache lies below the closed /root.
+	cache, shared := opts.BwrapCache, false
+	if os.Geteuid() == 0 && opts.DataDir != "" {
+		cache, shared = opts.DataDir, true
+	}
 	img, err := ociimage.Resolve(ctx, ociimage.Options{Ref: ref, Pull: src.Pull, Podman: podman,
-		Env: podmanEnv(opts.LookupEnv), CacheDir: opts.BwrapCache})
+		Env: podmanEnv(opts.LookupEnv), CacheDir: cache, Shared: shared})
 	if err != nil {
 		return nil, imageErr(err)
 	}
