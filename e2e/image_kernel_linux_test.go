@@ -146,8 +146,8 @@ func TestImagePinned(t *testing.T) {
 	absent := fmt.Sprintf("localhost/sandbox-run-absent-%d:1", os.Getpid())
 	r = runEnv(t, env, "", "run", "--workdir", w, "--image", absent, "--", "true")
 	oneLine(t, r, "podman pull "+absent, "--pull")
-	r = runEnv(t, env, "", "run", "--workdir", w, "--image", img.Ref, "--sandbox", "bwrap", "--", "true")
-	oneLine(t, r, "only under gVisor")
+	r = runEnv(t, env, "", "run", "--workdir", w, "--image", img.Ref, "--sandbox", "landlock", "--", "true")
+	oneLine(t, r, "only under gVisor", "--sandbox bwrap")
 	r = runEnv(t, env, "", "run", "--workdir", w, "--image", img.Ref, "--image-runtime", "runc", "--", "true")
 	oneLine(t, r, "--image-runtime runc")
 	if out, _ := exec.Command("podman", "image", "exists", absent).CombinedOutput(); len(out) > 0 {

@@ -27,6 +27,10 @@ type Options struct {
 	// CacheDir is a private directory of the caller's; the trees are kept
 	// in CacheDir/images/ID/rootfs.
 	CacheDir string
+	// Shared makes CacheDir/images searchable (0711, not 0700) by another
+	// uid, the sandbox's, which may then open a tree it knows the path
+	// of, never list the images. An image's files keep their own modes.
+	Shared bool
 }
 
 // Image is a resolved image: what the report names and the tree to run.
@@ -139,8 +143,15 @@ func (o Options) tree(ctx context.Context, id string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return filepath.Join(dir, "rootfs"), nil
 	}
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	mode := os.FileMode(0o700)
+	if o.Shared {
+		mode = 0o711
+	}
+	if err := os.MkdirAll(base, mode); err != nil {
 		return fail("cannot create "+base, err)
+	}
+	if err := os.Chmod(base, mode); err != nil {
+		return fail("cannot chmod "+base, err)
 	}
 	tmp, err := os.MkdirTemp(base, ".unpack-")
 	if err != nil {

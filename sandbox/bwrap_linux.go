@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -39,6 +40,7 @@ type bwRun struct {
 	root     bool // sandbox-run runs as root; the sandbox as uid, gid
 	runID    string
 	pl       *plan
+	img      *ociimage.Image // the root file system's image (--image); nil: the host's
 	pend     *pendingProtection
 	nw       *network
 	tty      *terminal
@@ -76,7 +78,7 @@ func (r *bwRun) finishProtection(res *Result) {
 
 func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
 	steps := []func(context.Context) error{
-		r.tools, r.ids, r.protection, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.command, r.bwrapArgs,
+		r.tools, r.ids, r.image, r.protection, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -228,6 +230,9 @@ func (r *bwRun) environment(context.Context) error {
 		return err
 	}
 	r.env = r.pl.bindGitHint(r.p, env, r.opts.BwrapCache, r.uid, r.gid)
+	if r.img != nil {
+		r.env = imageEnv(r.env, r.img.Env, r.p)
+	}
 	return nil
 }
 
@@ -254,7 +259,9 @@ func (r *bwRun) command(context.Context) error {
 	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Publish: r.nw.publish, Command: r.cmd, TTY: r.tty != nil}
 	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
-	r.fast = len(initCfg.Forward)+len(initCfg.Publish) == 0 && !shimOnly && !initCfg.TTY
+	// An image's command is found in the image's tree by init, not on
+	// the host's paths the fast path resolves it against.
+	r.fast = len(initCfg.Forward)+len(initCfg.Publish) == 0 && !shimOnly && !initCfg.TTY && r.img == nil
 	if r.nw != nil && r.nw.tun != nil {
 		// Init's go-ahead, after every bind descriptor (see start).
 		initCfg.GateFD = fdBinds + len(r.pl.files)
@@ -353,6 +360,7 @@ func (r *bwRun) buildReport() {
 	if n := sampledMemoryNote(r.lim, true); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	r.imageReport(&rep)
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
 }

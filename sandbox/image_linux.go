@@ -16,22 +16,29 @@ import (
 
 var toolPodman = tool{"podman", "--podman", "install podman (apt-get install -y podman), which keeps the images, or pass --podman PATH"}
 
-// imageMechanism is tier 2 over an image's tree: gVisor is the runtime of
-// every image, and nothing weaker is chosen in its place.
+// imageMechanism runs an image's tree under gVisor (tier 2) unless
+// --sandbox bwrap asks for tier 1 by name: nothing weaker is ever chosen
+// in gVisor's place.
 func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
 	switch p.Sandbox {
 	case policy.ModeAuto, policy.ModeGvisor, "":
 		p.Sandbox = policy.ModeGvisor
 		return &gvRun{p: p, cmd: cmd, opts: opts}, nil
+	case policy.ModeBwrap:
+		return bwrapMechanism(p, cmd, opts)
 	}
-	return nil, setupErr("--image under --sandbox "+string(p.Sandbox), "container images run only under gVisor (tier 2)",
-		"drop --sandbox, or pass --sandbox gvisor")
+	return nil, setupErr("--image under --sandbox "+string(p.Sandbox), "container images run only under gVisor (tier 2) or, asked for by name, bwrap (tier 1)",
+		"drop --sandbox, or pass --sandbox gvisor or --sandbox bwrap")
 }
 
 // resolveImage finds the run's image in podman's storage and its
 // unpacked tree; nil when the run has none.
 func (g *gvRun) resolveImage(ctx context.Context) (*ociimage.Image, error) {
-	src := g.opts.Image
+	return resolveImage(ctx, g.p, g.opts)
+}
+
+func resolveImage(ctx context.Context, p policy.Policy, opts Options) (*ociimage.Image, error) {
+	src := opts.Image
 	if src.Ref == "" {
 		return nil, nil
 	}
@@ -39,12 +46,20 @@ func (g *gvRun) resolveImage(ctx context.Context) (*ociimage.Image, error) {
 	if err != nil {
 		return nil, imageErr(err)
 	}
-	podman, err := findTool(toolPodman, src.Podman, g.p.Writable())
+	podman, err := findTool(toolPodman, src.Podman, p.Writable())
 	if err != nil {
 		return nil, err
 	}
+	// As root, the trees go where the sandbox's own uid can reach them
+	// (the data directory, /var/lib/sandbox-run, as for sessions' homes):
+	// a tier-1 run's bwrap runs as that uid and resolves its binds by
+	// path, and root's own cache lies below the closed /root.
+	cache, shared := opts.BwrapCache, false
+	if os.Geteuid() == 0 && opts.DataDir != "" {
+		cache, shared = opts.DataDir, true
+	}
 	img, err := ociimage.Resolve(ctx, ociimage.Options{Ref: ref, Pull: src.Pull, Podman: podman,
-		Env: podmanEnv(g.opts.LookupEnv), CacheDir: g.opts.BwrapCache})
+		Env: podmanEnv(opts.LookupEnv), CacheDir: cache, Shared: shared})
 	if err != nil {
 		return nil, imageErr(err)
 	}

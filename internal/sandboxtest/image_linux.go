@@ -83,5 +83,11 @@ func BusyboxImage(t testing.TB, files map[string]string) Image {
 	if err != nil || len(f) != 2 {
 		t.Fatalf("podman image inspect %s: %v %q (import said %q)", ref, err, b, out)
 	}
+	if os.Geteuid() == 0 {
+		// As root, sandbox-run unpacks the tree into its data directory
+		// (/var/lib/sandbox-run/images/ID), shared with the host's own
+		// runs: the test's image goes with the test.
+		t.Cleanup(func() { os.RemoveAll(filepath.Join("/var/lib/sandbox-run/images", f[1])) })
+	}
 	return Image{Ref: ref, Digest: f[0], ID: "sha256:" + f[1]}
 }
