@@ -26,7 +26,7 @@ func ownerFix(p string, uid, gid, owner, group int) string {
 	}
 	chown := fmt.Sprintf("chown -R %d:%d %s", uid, gid, p)
 	if owner == 0 {
-		return chown + " (the command's files are then uid " + fmt.Sprint(uid) + "'s; root's own directory cannot be lent to an unprivileged uid otherwise yet, see docs/developer.md), or pass --workdir a directory of an unprivileged user with --user that user"
+		return fmt.Sprintf("pass --map-owner (the command still runs as uid %d; its writes there are stored as root's, set-ID bits refused), or %s", uid, chown)
 	}
 	return chown + ", or pass --user UID[:GID] of the directory's owner"
 }
