@@ -230,7 +230,9 @@ func TestPolicyFlags(t *testing.T) {
 		"tty": true, "no-tty": true, "dry-run": true, "summary": true, "verbose": true,
 		// dev-env adds what devenv gathers from the host after the
 		// policy is built; exit-code-refusal is the CLI's own status.
-		"dev-env": true, "exit-code-refusal": true}
+		"dev-env": true, "exit-code-refusal": true,
+		// map-owner is how root's run mounts the workdir, not what it allows.
+		"map-owner": true}
 	rows := map[string]bool{}
 	f := newRunFlags()
 	for _, pf := range policyFlags {
