@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -17,6 +18,16 @@ func notWritableFix(p string, uid, gid int) string {
 		}
 	}
 	return ownerFix(p, uid, gid, owner, group)
+}
+
+// notLendable rewrites notWritableFix's fix in err for a writable
+// directory that is not the workdir: --map-owner lends the workdir only.
+func notLendable(err error, p string, uid, gid int) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.Fix == notWritableFix(p, uid, gid) {
+		se.Fix = fmt.Sprintf("chown -R %d:%d %s (--map-owner lends the workdir only), or pass --user UID[:GID] of its owner", uid, gid, p)
+	}
+	return err
 }
 
 // ownerFix is notWritableFix given p's owner and group (-1: unknown).

@@ -196,6 +196,9 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hos
 		// The lent directory is written as its owner (--map-owner):
 		// only the way to it is checked.
 		if err := accessibleAs(w, uid, gid, w != lent, searchable); err != nil {
+			if w != p.Workdir {
+				err = notLendable(err, w, uid, gid)
+			}
 			return nil, nil, err
 		}
 	}
