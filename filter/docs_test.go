@@ -41,6 +41,9 @@ func renderRules() string {
 		if r.Net != AnyNet {
 			when += " (" + r.Net.String() + " only)"
 		}
+		if r.SetID {
+			when += " (with --map-owner)"
+		}
 		result := r.Errno
 		if r.Ptrace {
 			result += " (allowed with --ptrace)"

@@ -28,6 +28,10 @@ type Options struct {
 	// NoSockets, with HostNamespaces, refuses socket() outright: the run
 	// has no network at all. socketpair stays allowed.
 	NoSockets bool
+	// NoSetID adds the set-ID rules: no call may set S_ISUID or S_ISGID
+	// on a file, and openat2 is refused. sandbox-run sets it when the
+	// command's files land on the host as another uid's (--map-owner).
+	NoSetID bool
 }
 
 // Program is a validated seccomp filter for one architecture. It can only
@@ -178,7 +182,7 @@ func (b *builder) dispatch(ai archInfo, arch Arch, rs []Rule, opts Options) ([]a
 	seen := make(map[string]bool)
 	last := "" // the syscall of the previous argument rule kept
 	for i, r := range rs {
-		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts) {
+		if !r.appliesTo(arch) || (r.Ptrace && opts.AllowPtrace) || !r.Net.in(opts) || (r.SetID && !opts.NoSetID) {
 			continue
 		}
 		nr, ok := ai.sysnum.lookup(r.Syscall)

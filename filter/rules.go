@@ -59,6 +59,8 @@ type Rule struct {
 	Errno string
 	// Ptrace marks the rules that Options.AllowPtrace removes.
 	Ptrace bool
+	// SetID marks the rules compiled only with Options.NoSetID.
+	SetID bool
 	// Why is one line for the docs: what the rule blocks.
 	Why string
 	// Net says with which network the rule is part of the program.
@@ -240,6 +242,25 @@ var rules = []Rule{
 	{Syscall: "semctl", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's System V semaphores"},
 	{Syscall: "mq_open", Cond: Always, Errno: "EPERM", Net: HostNet, Why: "the host's POSIX message queues"},
 
+	// With --map-owner the command's new files are the directory
+	// owner's on the host (root's, in root's own directory): a set-user-
+	// or set-group-ID bit there would hand that owner's rights to whoever
+	// runs the file on the host. Every call that sets a mode is refused
+	// the two bits (S_ISUID 0x800, S_ISGID 0x400); openat2 carries its
+	// mode in a struct seccomp cannot read, so it is refused whole
+	// (ENOSYS: callers fall back to openat). mkdir is left alone: the
+	// kernel drops both bits from its mode.
+	{Syscall: "chmod", Arches: x86Only, Cond: AnyBitSet, Arg: 1, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "fchmod", Cond: AnyBitSet, Arg: 1, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "fchmodat", Cond: AnyBitSet, Arg: 2, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "fchmodat2", Cond: AnyBitSet, Arg: 2, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "open", Arches: x86Only, Cond: AnyBitSet, Arg: 2, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "creat", Arches: x86Only, Cond: AnyBitSet, Arg: 1, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "openat", Cond: AnyBitSet, Arg: 3, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "openat2", Cond: Always, Errno: "ENOSYS", SetID: true, Why: "its mode is out of seccomp's reach (see the set-ID rules); callers fall back to openat"},
+	{Syscall: "mknod", Arches: x86Only, Cond: AnyBitSet, Arg: 1, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+	{Syscall: "mknodat", Cond: AnyBitSet, Arg: 2, Values: setIDBits, Errno: "EPERM", SetID: true, Why: setIDWhy},
+
 	// personality: 0 (PER_LINUX) and ADDR_NO_RANDOMIZE are what setarch -R and
 	// the sanitizers (ASan, TSan, MSan re-exec with ASLR off) set; the
 	// 0xffffffff query changes nothing. Everything else is refused:
@@ -251,6 +272,11 @@ var rules = []Rule{
 	{Syscall: "personality", Cond: NoneOf, Arg: 0, Values: []string{"0x0", addrNoRandomize, personalityQuery}, Errno: "EPERM",
 		Why: "execution domains other than plain Linux with or without ASLR (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, ...)"},
 }
+
+// setIDBits and setIDWhy are the set-ID rules' values and reason.
+var setIDBits = []string{"0x800", "0x400"}
+
+const setIDWhy = "set-user- and set-group-ID bits, which with --map-owner would be the directory owner's on the host"
 
 // Rules returns a copy of the deny-list that Assemble compiles, in the order
 // it compiles it. Changing the copy changes nothing.

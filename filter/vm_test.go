@@ -246,6 +246,33 @@ func argCases() []vmCase {
 		a("personality PER_LINUX32", strict, "personality", [6]uint64{0x0008}, errnoV("EPERM"))
 		a("personality ADDR_NO_RANDOMIZE|READ_IMPLIES_EXEC", strict, "personality", [6]uint64{0x0440000}, errnoV("EPERM"))
 		a("personality bit32|READ_IMPLIES_EXEC", strict, "personality", [6]uint64{bit32 | 0x0400000}, errnoV("EPERM"))
+		cases = append(cases, setIDCases(arch)...)
+	}
+	return cases
+}
+
+// setIDCases are the set-ID rules' rows on arch: each mode argument with
+// S_ISUID, with S_ISGID, and a plain mode, under NoSetID; and the same
+// set-ID mode allowed without it (the control).
+func setIDCases(arch Arch) []vmCase {
+	var cases []vmCase
+	noSetID := Options{NoSetID: true}
+	for _, r := range Rules() {
+		if !r.SetID || r.Cond != AnyBitSet || !r.appliesTo(arch) {
+			continue
+		}
+		with := func(mode uint64) [6]uint64 {
+			var args [6]uint64
+			args[r.Arg] = mode
+			return args
+		}
+		cases = append(cases,
+			vmCase{name: r.Syscall + " 04755", arch: arch, opts: noSetID, sys: r.Syscall, args: with(0o4755), want: errnoV("EPERM")},
+			vmCase{name: r.Syscall + " 02755", arch: arch, opts: noSetID, sys: r.Syscall, args: with(0o2755), want: errnoV("EPERM")},
+			vmCase{name: r.Syscall + " bit32|04755", arch: arch, opts: noSetID, sys: r.Syscall, args: with(1<<32 | 0o4755), want: errnoV("EPERM")},
+			vmCase{name: r.Syscall + " 01777", arch: arch, opts: noSetID, sys: r.Syscall, args: with(0o1777), want: allowV},
+			vmCase{name: r.Syscall + " 04755 without NoSetID", arch: arch, opts: Options{}, sys: r.Syscall, args: with(0o4755), want: allowV},
+		)
 	}
 	return cases
 }
@@ -270,8 +297,10 @@ func ruleCases() []vmCase {
 			if r.Cond != Always || !r.appliesTo(arch) {
 				continue
 			}
+			opts := optsFor(r.Net)
+			opts.NoSetID = r.SetID
 			cases = append(cases, vmCase{name: "rule " + r.Syscall + " " + r.Net.String(), arch: arch, sys: r.Syscall,
-				opts: optsFor(r.Net), args: [6]uint64{0xffffffffffffffff, 1, 2, 3, 4, 5}, want: errnoV(r.Errno)})
+				opts: opts, args: [6]uint64{0xffffffffffffffff, 1, 2, 3, 4, 5}, want: errnoV(r.Errno)})
 		}
 	}
 	return cases
@@ -321,6 +350,7 @@ func TestVMCoversRules(t *testing.T) {
 			}
 			var hit, miss bool
 			opts := optsFor(r.Net)
+			opts.NoSetID = r.SetID
 			for _, tc := range argCases() {
 				if tc.arch != arch || tc.sys != r.Syscall || tc.opts != opts {
 					continue
@@ -446,6 +476,8 @@ func TestGolden(t *testing.T) {
 		{ArchX86_64, Options{AllowPtrace: true}, "x86_64_ptrace.golden"},
 		{ArchAArch64, Options{}, "aarch64.golden"},
 		{ArchAArch64, Options{AllowPtrace: true}, "aarch64_ptrace.golden"},
+		{ArchX86_64, Options{NoSetID: true}, "x86_64_nosetid.golden"},
+		{ArchAArch64, Options{NoSetID: true}, "aarch64_nosetid.golden"},
 		{ArchX86_64, Options{HostNamespaces: true}, "x86_64_landlock.golden"},
 		{ArchAArch64, Options{HostNamespaces: true}, "aarch64_landlock.golden"},
 		{ArchX86_64, Options{HostNamespaces: true, NoSockets: true}, "x86_64_landlock_nonet.golden"},

@@ -103,6 +103,10 @@ func (r *bwRun) start() (*bwProc, error) {
 	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	if bp.pid, err = r.fork(files, bp.exited); err != nil {
+		var se *SetupError
+		if errors.As(err, &se) {
+			return nil, err // --map-owner's own, already one line
+		}
 		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
 	}
 	// The child holds its ends now; ours would keep EOF from ever coming.
@@ -193,10 +197,22 @@ func (r *bwRun) fork(files []*os.File, exited chan<- bwExit) (int, error) {
 	ch := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread()
-		// Never unlocked: the thread ends with this goroutine, after bwrap.
+		// Never unlocked: the thread ends with this goroutine, after bwrap
+		// (and with it the mount namespace that --map-owner gives it).
+		var lent []int
+		if r.lend != nil {
+			var err error
+			if lent, err = r.lend.attach(fds); err != nil {
+				ch <- started{-1, err}
+				return
+			}
+		}
 		// syscall.ForkExec rather than os/exec: os.StartProcess first forks
 		// a throwaway child to probe pidfd support, a cost on every launch.
 		pid, err := syscall.ForkExec(r.argv[0], r.argv, attr)
+		for _, t := range lent {
+			unix.Close(t) // bwrap holds its copies
+		}
 		ch <- started{pid, err}
 		if err != nil {
 			return

@@ -41,6 +41,7 @@ type bwRun struct {
 	runID    string
 	pl       *plan
 	img      *ociimage.Image // the root file system's image (--image); nil: the host's
+	lend     *ownerLend      // --map-owner; nil: none
 	pend     *pendingProtection
 	nw       *network
 	tty      *terminal
@@ -78,7 +79,7 @@ func (r *bwRun) finishProtection(res *Result) {
 
 func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
 	steps := []func(context.Context) error{
-		r.tools, r.ids, r.image, r.protection, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
+		r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -118,7 +119,7 @@ func (r *bwRun) tools(ctx context.Context) error {
 			return &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
-	if r.prog, err = filter.Assemble(r.arch, filter.Options{AllowPtrace: r.p.Ptrace}); err != nil {
+	if r.prog, err = filter.Assemble(r.arch, filter.Options{AllowPtrace: r.p.Ptrace, NoSetID: r.opts.MapOwner}); err != nil {
 		return &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
 	}
 	return nil
@@ -150,7 +151,11 @@ func (r *bwRun) protection(context.Context) error {
 	r.runID = newRunID()
 	features := r.info.Features
 	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.protect, func() (*plan, error) {
-		return newPlan(p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size)
+		lent := ""
+		if r.opts.MapOwner {
+			lent = p.Workdir
+		}
+		return newLendingPlan(p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
 	})
 	if err != nil {
 		return err

@@ -63,6 +63,9 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
+	if opts.MapOwner && !lendsOwner(m) {
+		return nil, setupErr("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
+	}
 	defer func() { m.close(res) }()
 	rep, err := m.prepare(ctx)
 	if err != nil {

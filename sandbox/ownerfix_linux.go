@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -19,6 +20,16 @@ func notWritableFix(p string, uid, gid int) string {
 	return ownerFix(p, uid, gid, owner, group)
 }
 
+// notLendable rewrites notWritableFix's fix in err for a writable
+// directory that is not the workdir: --map-owner lends the workdir only.
+func notLendable(err error, p string, uid, gid int) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.Fix == notWritableFix(p, uid, gid) {
+		se.Fix = fmt.Sprintf("chown -R %d:%d %s (--map-owner lends the workdir only), or pass --user UID[:GID] of its owner", uid, gid, p)
+	}
+	return err
+}
+
 // ownerFix is notWritableFix given p's owner and group (-1: unknown).
 func ownerFix(p string, uid, gid, owner, group int) string {
 	if owner > 0 {
@@ -26,7 +37,7 @@ func ownerFix(p string, uid, gid, owner, group int) string {
 	}
 	chown := fmt.Sprintf("chown -R %d:%d %s", uid, gid, p)
 	if owner == 0 {
-		return chown + " (the command's files are then uid " + fmt.Sprint(uid) + "'s; root's own directory cannot be lent to an unprivileged uid otherwise yet, see docs/developer.md), or pass --workdir a directory of an unprivileged user with --user that user"
+		return fmt.Sprintf("pass --map-owner (the command still runs as uid %d; its writes there are stored as root's, set-ID bits refused), or %s", uid, chown)
 	}
 	return chown + ", or pass --user UID[:GID] of the directory's owner"
 }

@@ -124,7 +124,13 @@ func resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
 // sizeOption that it knows --size. On error, everything the partial plan
 // holds is released.
 func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*plan, error) {
-	f, g, err := gatherFacts(p, own, uid, gid)
+	return newLendingPlan(p, own, byFD, fdBase, uid, gid, sizeOption, "")
+}
+
+// newLendingPlan is newPlan for a run that lends lent's owner to uid/gid
+// (--map-owner; "" for none): lent need not be writable for uid/gid.
+func newLendingPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
+	f, g, err := gatherFacts(p, own, uid, gid, lent)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +161,7 @@ func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int,
 // paths and the writable dirs (but own) for sockets and FIFOs and walks
 // the writable dirs for git directories. It refuses what cannot be laid
 // out safely; it opens nothing and mounts nothing.
-func gatherFacts(p policy.Policy, own []string, uid, gid int) (*hostFacts, *pathguard.Guard, error) {
+func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hostFacts, *pathguard.Guard, error) {
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
 		if werr := writableMissing(p); werr != nil {
@@ -187,7 +193,12 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int) (*hostFacts, *path
 		}
 	}
 	for _, w := range writable {
-		if err := accessibleAs(w, uid, gid, true, searchable); err != nil {
+		// The lent directory is written as its owner (--map-owner):
+		// only the way to it is checked.
+		if err := accessibleAs(w, uid, gid, w != lent, searchable); err != nil {
+			if w != p.Workdir {
+				err = notLendable(err, w, uid, gid)
+			}
 			return nil, nil, err
 		}
 	}

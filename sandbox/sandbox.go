@@ -281,6 +281,13 @@ type Options struct {
 	// Init is a dedicated init binary that bwrap starts inside the sandbox
 	// in place of this one, on runs that need an init; see InitBinary.
 	Init InitBinary
+	// MapOwner (--map-owner) lends the workdir's owner to the sandbox's
+	// uid when sandbox-run is root: the workdir is bound through an
+	// idmapped mount that shows the owner's files as the sandbox uid's and
+	// stores the command's writes as the owner's. The command still runs
+	// as the unprivileged uid, never host uid 0; set-ID bits are refused
+	// (filter.Options.NoSetID). bwrap on Linux only; refused otherwise.
+	MapOwner bool
 	// Image, when its Ref is set, runs the command in that container
 	// image's file system under gVisor (see ImageSource).
 	Image ImageSource

@@ -152,7 +152,7 @@ type runFlags struct {
 	write, read, protect, env   []string
 	passEnv, allowHost, llmEnv  []string
 	egressSocket, llmSocket     string
-	ptrace                      bool
+	ptrace, mapOwner            bool
 	mode                        string
 	config, report, audit       string
 	timeout, cpuTime            string
@@ -206,6 +206,7 @@ func newRunFlags() *runFlags {
 	fs.StringVar(&f.secretIn, "secret-in", "", "body: also swap secrets in request bodies (headers and query strings always)")
 	fs.StringVar(&f.llmKeyEnv, "llm-key-env", "", "the caller's variable holding the LLM provider key, added outside; inside it holds a placeholder")
 	fs.BoolVar(&f.ptrace, "ptrace", false, "allow ptrace (refused unless kernel.yama.ptrace_scope >= 1)")
+	fs.BoolVar(&f.mapOwner, "map-owner", false, "as root: write the workdir as its owner through an idmapped mount; the command still runs as --user's uid")
 	fs.StringVar(&f.mode, "sandbox", "auto", "auto | bwrap | gvisor (tier 2, explicit) | landlock (Linux without user namespaces, with named losses) | seatbelt | off (tier 0, explicit)")
 	fs.StringVar(&f.config, "config", "", "profile file (JSON); flags override it")
 	fs.StringVar(&f.report, "report", "", "write the isolation report (JSON) to this file")

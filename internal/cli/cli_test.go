@@ -231,7 +231,9 @@ func TestPolicyFlags(t *testing.T) {
 		// dev-env adds what devenv gathers from the host after the
 		// policy is built; exit-code-refusal is the CLI's own status.
 		"dev-env": true, "exit-code-refusal": true,
-		"settings": true} // --settings adds to the fields after the flags (TestSettingsFlag)
+		"settings": true, // --settings adds to the fields after the flags (TestSettingsFlag)
+		// map-owner is how root's run mounts the workdir, not what it allows.
+		"map-owner": true}
 	rows := map[string]bool{}
 	f := newRunFlags()
 	for _, pf := range policyFlags {

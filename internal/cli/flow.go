@@ -88,6 +88,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		Signals:    sigs,
 		LookupEnv:  os.LookupEnv,
 		Init:       initBinary(),
+		MapOwner:   f.mapOwner,
 	}
 	if pr.opts.Image, err = f.image.source(); err != nil {
 		return nil, failClient(stdio, err), true
