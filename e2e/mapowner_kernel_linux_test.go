@@ -42,9 +42,12 @@ func TestMapOwner(t *testing.T) {
 	mountsBefore := mountsOf(t, w)
 	runBefore := dirNames(t, "/run/sandbox-run")
 	r := sandboxed(t, w, `id -u; touch new; echo more >> f; cat `+secret+` && echo LEAK
-cp /bin/true t; chmod 4755 t; echo chmod=$?; chmod 2755 t; echo chmod2=$?`, "--map-owner", "--read", outside)
+cp /bin/true t; chmod 4755 t; echo chmod=$?; chmod 2755 t; echo chmod2=$?`, "--map-owner", "--read", outside, "--summary")
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "--map-owner: "+w) {
+		t.Errorf("the summary does not say the owner was lent: %s", r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if lines[0] != "65534" {

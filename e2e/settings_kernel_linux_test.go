@@ -40,7 +40,7 @@ func TestSettingsWeakeningRefused(t *testing.T) {
 		{"sandbox.allowUnsandboxedCommands", `{"sandbox":{"allowUnsandboxedCommands":true}}`, `{"sandbox":{"allowUnsandboxedCommands":false}}`},
 		{"sandbox.excludedCommands", `{"sandbox":{"excludedCommands":["docker"]}}`, `{"sandbox":{"excludedCommands":[]}}`},
 		{"sandbox.enableWeakerNestedSandbox", `{"sandbox":{"enableWeakerNestedSandbox":true}}`, `{"sandbox":{"enableWeakerNestedSandbox":false}}`},
-		{"network.allowUnixSockets", `{"network":{"allowUnixSockets":["/var/run/docker.sock"]}}`, `{"network":{"allowUnixSockets":[]}}`},
+		{"network.allowUnixSockets[0]", `{"network":{"allowUnixSockets":["/var/run/docker.sock"]}}`, `{"network":{"allowUnixSockets":[]}}`},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			r := run(t, "", "run", "--workdir", w, "--settings", writeSettings(t, "bad.json", tt.bad), "--", "true")

@@ -22,17 +22,25 @@ type feature struct {
 	// relative to the workdir) and absolute.
 	paths bool
 	apply func(p *Policy, entries []string)
+	// refuse, when set, names why an entry weakens the sandbox ("" when
+	// it does not): such an entry refuses the key.
+	refuse func(entry string) (why, fix string)
 }
 
 // features are the capabilities settings keys need beyond what Policy
 // holds today.
 var features = map[string]feature{
 	"unix-socket": {paths: true, apply: func(p *Policy, entries []string) {
-		// As --unix-socket: a socket that grants host root is refused
-		// when the run sets up, unless --unix-socket-unsafe names it.
 		for _, e := range entries {
 			p.UnixSockets = appendNew(p.UnixSockets, e)
 		}
+	}, refuse: func(e string) (string, string) {
+		// As --unix-socket: the run also refuses a socket whose listener
+		// is a root daemon, whatever its name.
+		if why := RootSocket(e); why != "" {
+			return e + " " + why + ", which grants host root", "remove it; to hand it in knowingly, pass --unix-socket-unsafe " + e
+		}
+		return "", ""
 	}},
 	"secret": {missing: "credential rules need --secret, which this build lacks (the command gets no variable and no home file unless named)",
 		fix: "remove the block; pass what the command needs with --pass-env"},
@@ -70,6 +78,14 @@ func needs(name string) handler {
 				}
 				if entries[i], err = resolveSrt(s.base, e); err != nil {
 					return &SettingsError{Key: fmt.Sprintf("%s[%d]", key, i), Reason: fmt.Sprintf("%q: %v", e, err), Fix: "write an absolute path or ~/path"}
+				}
+			}
+			for i, e := range entries {
+				if f.refuse == nil {
+					break
+				}
+				if why, fix := f.refuse(e); why != "" {
+					return &SettingsError{Key: fmt.Sprintf("%s[%d]", key, i), Reason: why, Fix: fix}
 				}
 			}
 			f.apply(&s.p, entries)

@@ -74,8 +74,10 @@ func TestSettingsKeys(t *testing.T) {
 			want{key: "network.deniedResolvedAddresses[1]", status: StatusHeld}},
 		{"srt deniedResolvedAddresses public", FormatSrt, `{"network":{"deniedResolvedAddresses":["203.0.113.7"]}}`,
 			want{key: "network.deniedResolvedAddresses[0]", status: StatusRefused}},
-		{"srt allowUnixSockets", FormatSrt, `{"network":{"allowUnixSockets":["/var/run/docker.sock"]}}`,
+		{"srt allowUnixSockets", FormatSrt, `{"network":{"allowUnixSockets":["/run/user/1000/lsp.sock"]}}`,
 			want{key: "network.allowUnixSockets", status: StatusApplied}},
+		{"srt allowUnixSockets docker.sock", FormatSrt, `{"network":{"allowUnixSockets":["/var/run/docker.sock"]}}`,
+			want{key: "network.allowUnixSockets[0]", status: StatusRefused}},
 		{"srt allowUnixSockets empty", FormatSrt, `{"network":{"allowUnixSockets":[]}}`, want{key: "network.allowUnixSockets", status: StatusHeld}},
 		{"srt allowAllUnixSockets", FormatSrt, `{"network":{"allowAllUnixSockets":true}}`,
 			want{key: "network.allowAllUnixSockets", status: StatusRefused, weakens: true}},
@@ -197,11 +199,10 @@ func TestSettingsDocExamples(t *testing.T) {
 		refused string // the key of the first refusal; "" = none
 		check   func(Policy) bool
 	}{
-		{"srt-complete.json", "", func(p Policy) bool {
-			// docker.sock is taken as --unix-socket takes it: the run
-			// refuses it as granting host root unless
-			// --unix-socket-unsafe names it.
-			return reflect.DeepEqual(p.UnixSockets, []string{"/var/run/docker.sock"}) && len(p.AllowHosts) == 6 && reflect.DeepEqual(p.Protect, []string{"/work/proj/.env", "/work/proj/config/production.json"}) && len(p.Write) == 0
+		{"srt-complete.json", "network.allowUnixSockets[0]", func(p Policy) bool {
+			// docker.sock grants host root: refused as --unix-socket
+			// refuses it, naming --unix-socket-unsafe.
+			return len(p.AllowHosts) == 6 && reflect.DeepEqual(p.Protect, []string{"/work/proj/.env", "/work/proj/config/production.json"}) && len(p.Write) == 0
 		}},
 		{"srt-mcp.json", "", func(p Policy) bool { return len(p.AllowHosts) == 0 && len(p.Write) == 0 && len(p.Protect) == 0 }},
 		{"srt-github.json", "", func(p Policy) bool {
@@ -270,18 +271,12 @@ func TestSettingsDocExamples(t *testing.T) {
 	}
 }
 
-// TestFeatureSwitch: a feature given its apply function turns its keys to
-// "applied", with path entries resolved; the lead's one-entry switch.
-func TestFeatureSwitch(t *testing.T) {
-	old := features["unix-socket"]
-	defer func() { features["unix-socket"] = old }()
-	var got []string
-	f := old
-	f.apply = func(p *Policy, entries []string) { got = entries }
-	features["unix-socket"] = f
-	s, err := parseTestSettings(t, FormatClaude, `{"sandbox":{"network":{"allowUnixSockets":["~/.ssh/agent-socket","/var/run/docker.sock"]}}}`)
+// TestUnixSocketsApplied: allowUnixSockets becomes --unix-socket, each
+// path resolved as srt resolves it (~, relative to the workdir).
+func TestUnixSocketsApplied(t *testing.T) {
+	s, err := parseTestSettings(t, FormatClaude, `{"sandbox":{"network":{"allowUnixSockets":["~/.ssh/agent-socket","run/lsp.sock"]}}}`)
 	o, _ := outcome(s, "sandbox.network.allowUnixSockets")
-	if err != nil || o.Status != StatusApplied || !reflect.DeepEqual(got, []string{"/home/me/.ssh/agent-socket", "/var/run/docker.sock"}) {
-		t.Errorf("err %v, outcome %+v, entries %v", err, o, got)
+	if err != nil || o.Status != StatusApplied || !reflect.DeepEqual(s.Policy.UnixSockets, []string{"/home/me/.ssh/agent-socket", testBase.Workdir + "/run/lsp.sock"}) {
+		t.Errorf("err %v, outcome %+v, unix sockets %v", err, o, s.Policy.UnixSockets)
 	}
 }

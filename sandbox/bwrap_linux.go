@@ -366,6 +366,7 @@ func (r *bwRun) buildReport() {
 		rep.Notes = append(rep.Notes, n)
 	}
 	r.imageReport(&rep)
+	r.lendReport(&rep)
 	rep.EnvironmentDigest = environmentDigest(&rep)
 	r.report = rep
 }

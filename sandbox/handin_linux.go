@@ -218,7 +218,7 @@ func (r *bwRun) handInPublish(rep *HandInReport) error {
 // root, "" when nothing says it does: by its name, and by the identity
 // of the process listening on it, where the kernel tells it.
 func grantsRoot(path, target string) string {
-	if why := rootSocketByPath(path); why != "" {
+	if why := policy.RootSocket(path); why != "" {
 		return why
 	}
 	return rootSocketByPeer(target)

@@ -197,3 +197,13 @@ func (r *bwRun) lendOwner(context.Context) (err error) {
 	}
 	return err
 }
+
+// lendReport says in rep's notes that the workdir's owner was lent (the
+// run is planned to attach it; a failed attach ends the run with 125).
+func (r *bwRun) lendReport(rep *Report) {
+	if r.lend == nil {
+		return
+	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("--map-owner: %s (owner %d:%d) is mounted idmapped for the sandbox's %d:%d: the command runs as %d, what it writes there is stored as %d:%d, and set-user-ID and set-group-ID bits are refused",
+		r.lend.dir, r.lend.owner, r.lend.group, r.lend.uid, r.lend.gid, r.lend.uid, r.lend.owner, r.lend.group))
+}
