@@ -105,7 +105,10 @@ echo "python-requests: $(python3 -c '%[4]s' %[1]s/repos/o/requests 2>&1 | one)"
 echo "node: $(node -e "$NODE_CLIENT" %[1]s/repos/o/node 2>&1 | one)"
 echo "go: $(%[2]s/goclient %[1]s/repos/o/go 2>&1 | one)"
 echo "git: $(git ls-remote %[1]s/git/repo 2>&1 | one)"
-`, url, gobin, pyURLLib, pyRequests)
+rm -rf /tmp/pipt
+echo "pip: $(python3 -m pip install --no-deps --no-cache-dir --disable-pip-version-check --retries 0 --timeout 10 --target /tmp/pipt \
+  --index-url %[1]s/simple %[5]s >/tmp/pip.log 2>&1 && cat /tmp/pipt/%[5]s/__init__.py | one || tail -n 3 /tmp/pip.log | one)"
+`, url, gobin, pyURLLib, pyRequests, wheelName)
 }
 
 func toolLines(out string) map[string]string {
@@ -144,6 +147,7 @@ func tlsRules(t *testing.T, idx int, mode ...string) {
 	args := append([]string{
 		"--allow-http", rule, "--allow-http", "GET " + ruled + "/git/repo/info/refs",
 		"--allow-http", "POST " + ruled + "/git/repo/git-upload-pack", "--allow-http", "GET " + untrusted + "/**",
+		"--allow-http", "GET " + ruled + "/simple/**",
 		"--allow-host", tunnelled, "--upstream-ca", h.CAFile, "--read", gobin,
 		"--env", "NODE_CLIENT=" + nodeClient, "--audit", audit, "--report", report,
 	}, mode...)
@@ -161,6 +165,7 @@ func tlsRules(t *testing.T, idx int, mode ...string) {
 		}
 	}
 
+	h.Handle("/simple/", simpleIndex(t))
 	controls := len(h.Requests())
 
 	t.Run("tools trust the run CA with no flags", func(t *testing.T) {
@@ -179,17 +184,26 @@ func tlsRules(t *testing.T, idx int, mode ...string) {
 		if g := got["git"]; !strings.Contains(g, "refs/heads/main") {
 			t.Errorf("git ls-remote through the terminating rules: %q", g)
 		}
+		if p := got["pip"]; !strings.Contains(p, wheelMark) {
+			t.Errorf("pip install from the index through the terminating rule: %q", p)
+		}
+		if !h.Received(h.HTTPS.Port(), "GET", "/simple/"+wheelName+"/"+wheelFile) {
+			t.Errorf("the wheel was not fetched from the index: %v", h.Requests())
+		}
 		// Control: the same tools against the tunnelled port, where the
 		// host's own certificate is what they see, fail verification:
 		// what they trust above is the run's CA.
 		r = sandboxed(t, w, toolScript("https://"+tunnelled, gobin), args...)
 		got = toolLines(r.stdout)
 		for tool, v := range got {
-			if strings.Contains(v, "served") || strings.Contains(v, "refs/heads") || v == "" {
+			if strings.Contains(v, "served") || strings.Contains(v, "refs/heads") || strings.Contains(v, wheelMark) || v == "" {
 				t.Errorf("control: %s trusted the test host's own CA through a tunnel: %q", tool, v)
 			}
 		}
-		if len(got) != 7 {
+		if p := got["pip"]; !strings.Contains(strings.ToLower(p), "certificate") {
+			t.Errorf("control: pip through a tunnel did not fail certificate verification: %q", p)
+		}
+		if len(got) != 8 {
 			t.Errorf("control: %d tool lines: %q", len(got), r.stdout)
 		}
 	})

@@ -26,6 +26,12 @@ func rawTCP(host string, port int) string {
 // sees them. Inside the sandbox /etc/hosts is the sandbox's own.
 func withHosts(t *testing.T, hosts string, args ...string) result {
 	t.Helper()
+	return withHostsEnv(t, nil, hosts, args...)
+}
+
+// withHostsEnv is withHosts with env added to sandbox-run's environment.
+func withHostsEnv(t *testing.T, env []string, hosts string, args ...string) result {
+	t.Helper()
 	if _, err := exec.LookPath("unshare"); err != nil {
 		sandboxtest.Unavailable(t, "unshare (util-linux)", "apt-get install util-linux")
 	}
@@ -34,7 +40,7 @@ func withHosts(t *testing.T, hosts string, args ...string) result {
 		t.Fatal(err)
 	}
 	argv := append([]string{"-m", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, f, bin}, args...)
-	return runBin(t, "unshare", nil, "", argv...)
+	return runBin(t, "unshare", env, "", argv...)
 }
 
 func readAudit(t *testing.T, path string) []map[string]any {

@@ -24,8 +24,12 @@ func (p Policy) validateHTTP() error {
 		if err := checkPath("upstream-ca", p.UpstreamCA); err != nil {
 			return err
 		}
-		if len(p.AllowHTTP) == 0 {
-			return invalid("upstream-ca", "no host is terminated, so no upstream certificate is checked", "pass --allow-http rules, or leave out --upstream-ca")
+		// Secrets' hosts (and the LLM provider's, without an LLM socket)
+		// are terminated too, to swap the placeholder: their certificates
+		// are checked with these roots.
+		secretHosts := len(p.Secrets) > 0 || (p.LLMKeyEnv != "" && p.LLMSocket == "")
+		if len(p.AllowHTTP) == 0 && !secretHosts {
+			return invalid("upstream-ca", "no host is terminated, so no upstream certificate is checked", "pass --allow-http rules or --secret, or leave out --upstream-ca")
 		}
 	}
 	if len(p.AllowHTTP) == 0 {

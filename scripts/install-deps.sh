@@ -31,6 +31,8 @@ if [ "$mode" = test ] && command -v apt-get >/dev/null 2>&1; then
 	dpkg -s busybox-static >/dev/null 2>&1 || testonly="$testonly busybox-static"
 	# requests inside a sandbox trusts the run's CA (e2e/tls_kernel_linux_test.go)
 	if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import requests' 2>/dev/null; then testonly="$testonly python3-requests"; fi
+	# pip inside a sandbox trusts the run's CA (e2e/tls_kernel_linux_test.go)
+	if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -m pip --version >/dev/null 2>&1; then testonly="$testonly python3-pip"; fi
 fi
 if [ -z "$missing$testonly" ]; then
 	exit 0

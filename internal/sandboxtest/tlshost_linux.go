@@ -47,8 +47,12 @@ type TLSTestHost struct {
 	// Untrusted is served with a certificate no test trusts; Plain is HTTP.
 	HTTPS, HTTPS2, Untrusted, Plain netip.AddrPort
 
-	mu  sync.Mutex
-	log []LoggedRequest
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
+
+	mu     sync.Mutex
+	log    []LoggedRequest
+	extras map[string]http.Handler // Handle's, by path prefix
 }
 
 // LoggedRequest is one request a TLSTestHost server received.
@@ -88,6 +92,7 @@ func NewTLSTestHost(t testing.TB, idx int) *TLSTestHost {
 	t.Helper()
 	h := &TLSTestHost{TestHost: NewTestHost(t, idx)}
 	ca, caKey := testCA(t, "sandbox-run test host CA")
+	h.ca, h.caKey = ca, caKey
 	h.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 	h.CAFile = filepath.Join(t.TempDir(), "testhost-ca.pem")
 	if err := os.WriteFile(h.CAFile, h.CAPEM, 0o644); err != nil {
@@ -124,6 +129,10 @@ func (h *TLSTestHost) mux(t testing.TB) http.Handler {
 		h.mu.Lock()
 		h.log = append(h.log, LoggedRequest{Port: p, Method: r.Method, URI: r.RequestURI, Proto: r.Proto, Authorization: r.Header.Get("Authorization")})
 		h.mu.Unlock()
+		if x := h.extra(r.URL.Path); x != nil {
+			x.ServeHTTP(w, r)
+			return
+		}
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/auth/") && r.Header.Get("Authorization") == "":
 			// /auth/...: the same, behind a Basic challenge (git asks its
@@ -141,6 +150,43 @@ func (h *TLSTestHost) mux(t testing.TB) http.Handler {
 			fmt.Fprintf(w, "served %s %s %s", r.Method, r.RequestURI, r.Proto)
 		}
 	})
+}
+
+// Handle has every server of the host answer paths under prefix (which
+// ends in "/") with handler instead, after logging the request.
+func (h *TLSTestHost) Handle(prefix string, handler http.Handler) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.extras == nil {
+		h.extras = map[string]http.Handler{}
+	}
+	h.extras[prefix] = handler
+}
+
+func (h *TLSTestHost) extra(path string) http.Handler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for prefix, x := range h.extras {
+		if strings.HasPrefix(path, prefix) {
+			return x
+		}
+	}
+	return nil
+}
+
+// ServeTLS serves handler over HTTPS on port of the host's address, with
+// a certificate for names (and the address) signed by the host's CA, so
+// that a test can stand in for a named public API whose name it maps to
+// Addr. Requests there are not logged; the handler records what it needs.
+// The server is closed in t.Cleanup.
+func (h *TLSTestHost) ServeTLS(t testing.TB, port uint16, handler http.Handler, names ...string) {
+	t.Helper()
+	leaf := testLeaf(t, h.ca, h.caKey, h.Addr, names...)
+	ln := listenInNetNS(t, h.Netns, netip.AddrPortFrom(h.Addr, port).String())
+	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"h2", "http/1.1"}})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
 }
 
 // gitBackend serves a repository "repo" with one commit through git's
@@ -220,7 +266,8 @@ func testCA(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	return cert, key
 }
 
-func testLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, ip netip.Addr) *tls.Certificate {
+// testLeaf is a server certificate for ip, testhost.test and names.
+func testLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, ip netip.Addr, names ...string) *tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -230,7 +277,7 @@ func testLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, ip ne
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip.String()},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{ip.AsSlice()}, DNSNames: []string{"testhost.test"},
+		IPAddresses: []net.IP{ip.AsSlice()}, DNSNames: append([]string{"testhost.test"}, names...),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
