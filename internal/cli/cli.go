@@ -192,7 +192,7 @@ func newRunFlags() *runFlags {
 	fs.StringArrayVar(&f.passEnv, "pass-env", nil, "copy this variable from sandbox-run's environment (repeatable)")
 	fs.StringArrayVar(&f.allowHost, "allow-host", nil, "egress allow-list entry: host, *.domain, host:port, IP (repeatable)")
 	fs.StringArrayVar(&f.allowHTTP, "allow-http", nil, "'METHODS HOST[:PORT]/PATH-GLOB': terminate TLS to HOST and allow only matching requests (repeatable; docs/tls.md)")
-	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM file of the CAs that verify hosts --allow-http terminates (default: the system roots)")
+	fs.StringVar(&f.upstreamCA, "upstream-ca", "", "PEM file of the CAs that verify the hosts sandbox-run terminates (--allow-http, --secret, --llm-key-env; default: the system roots)")
 	fs.StringVar(&f.home, "home", "", "an existing directory that becomes $HOME, writable (default: the private /tmp, never the workdir)")
 	fs.StringVar(&f.session, "session", "", "a named home kept in sandbox-run's data dir that persists between runs of this session")
 	fs.StringArrayVar(&f.caches, "cache", nil, "share this toolchain cache between your runs: npm, pip, go, cargo, uv (repeatable)")
