@@ -53,7 +53,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 			fmt.Fprintf(stdio.Stdout, "%s%s", sc.usage, f.fs.FlagUsages())
 			return nil, 0, true
 		}
-		return nil, failClient(stdio, fmt.Errorf("%v; fix: see sandbox-run %s --help", err, sc.name)), true
+		return nil, failClient(stdio, fmt.Errorf("%v; fix: %s", err, parseFix(f.fs, args, sc.name))), true
 	}
 	pr = &prepared{cmd: commandArgs(f.fs)}
 	if len(pr.cmd) == 0 {

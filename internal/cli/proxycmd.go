@@ -52,7 +52,7 @@ func (f *proxyFlags) parse(args []string, stdio IO) (code int, done bool) {
 			fmt.Fprintf(stdio.Stdout, "usage: sandbox-run proxy --listen PATH [flags]\n%s", f.fs.FlagUsages())
 			return 0, true
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run proxy --help", err)), true
+		return fail(stdio.Stderr, fmt.Errorf("%v; fix: %s", err, parseFix(f.fs, args, "proxy"))), true
 	}
 	if f.listen == "" {
 		return fail(stdio.Stderr, errors.New("proxy: --listen PATH is required; fix: sandbox-run proxy --listen /run/sandbox-run/egress.sock")), true

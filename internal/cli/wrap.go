@@ -38,7 +38,7 @@ func wrapCmd(_ context.Context, args []string, stdio IO) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		return fail(stdio.Stderr, fmt.Errorf("%v; fix: see sandbox-run wrap --help", err))
+		return fail(stdio.Stderr, fmt.Errorf("%v; fix: %s", err, parseFix(fs, args, "wrap")))
 	}
 	if fs.NArg() > 1 {
 		return fail(stdio.Stderr, fmt.Errorf("more than one config (%s); fix: wrap one file at a time", strings.Join(fs.Args(), " ")))
