@@ -35,17 +35,17 @@ func TestTranslatePerABI(t *testing.T) {
 			losses: []string{"processes", "proc", "lifetime", "signals", "network", "files", "protected_paths", "limits", "ipc"}},
 		{abi: 3, ports: proxy, err: NetABI},
 		{abi: 4, ports: proxy, config: "{Landlock V4; FS: all; Net: all; Scoped: ∅}", network: true,
-			losses: []string{"processes", "proc", "lifetime", "signals", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
+			losses: []string{"processes", "proc", "lifetime", "signals", "network", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
 		{abi: 4, config: "{Landlock V4; FS: all; Net: all; Scoped: ∅}",
 			losses: []string{"processes", "proc", "lifetime", "signals", "network", "files", "protected_paths", "limits", "ipc"}},
 		{abi: 5, ports: proxy, config: "{Landlock V5; FS: all; Net: all; Scoped: ∅}", network: true,
-			losses: []string{"processes", "proc", "lifetime", "signals", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
+			losses: []string{"processes", "proc", "lifetime", "signals", "network", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
 		{abi: 6, ports: proxy, config: "{Landlock V6; FS: all; Net: all; Scoped: all}", network: true, scoped: true, noSignal: true,
-			losses: []string{"processes", "proc", "lifetime", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
+			losses: []string{"processes", "proc", "lifetime", "network", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
 		// V7 differs from V6 only in restrict_self flags, which String
 		// does not show; the ABI field says 7.
 		{abi: 7, ports: proxy, config: "{Landlock V6; FS: all; Net: all; Scoped: all}", network: true, scoped: true, noSignal: true,
-			losses: []string{"processes", "proc", "lifetime", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
+			losses: []string{"processes", "proc", "lifetime", "network", "network", "network", "network", "files", "protected_paths", "limits", "ipc"}},
 		{abi: 9, config: "{Landlock V6; FS: all; Net: all; Scoped: all}", scoped: true, noSignal: true,
 			losses: []string{"processes", "proc", "lifetime", "network", "files", "protected_paths", "limits", "ipc"}},
 	} {

@@ -503,6 +503,13 @@ func (w *bwWatch) readOOM(pid int) error {
 // the host, into the report.
 func (w *bwWatch) readback(rep *Report) {
 	rep.OOMScoreAdj = w.oom
+	if w.r.nw != nil && w.r.nw.tun != nil {
+		// Attached or lost once bwrap made the namespace: say which.
+		rep.Transparent = w.r.nw.transparentReport()
+		if !rep.Transparent.Enabled {
+			rep.Notes = append(rep.Notes, "transparent egress lost: "+rep.Transparent.Reason)
+		}
+	}
 	if w.inotifyLost != nil {
 		inotifyLost(rep, w.inotifyLost)
 	}

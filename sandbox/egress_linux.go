@@ -68,15 +68,24 @@ func (n *network) planTransparent(root bool) error {
 
 // attachTransparent makes the TUN device in the namespace of the
 // sandbox's PID 1, starts the netstack over it with the built-in proxy's
-// judgement, and opens init's gate. On error the gate stays shut (init
-// then ends without starting the command) and the caller ends the run.
+// judgement, and opens init's gate. A device that cannot be made (root
+// without CAP_SYS_PTRACE may not enter the sandbox's namespace, a
+// container may have no /dev/net/tun) loses transparent egress, not the
+// run: the command starts with the proxy alone, as an unprivileged run
+// does, and the report says why (n.egress). On any later error the gate
+// stays shut (init then ends without starting the command) and the
+// caller ends the run.
 func (n *network) attachTransparent(pid int, log *slog.Logger) error {
 	t := n.tun
 	defer t.gateW.Close()
 	f, err := tun.Open(pid, tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true})
 	if err != nil {
-		return setupErr("cannot make the sandbox's TUN device", err.Error(),
-			"run as root with /dev/net/tun present (modprobe tun), or leave out --allow-host")
+		n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + err.Error() + "): only the HTTP proxy variables work"}
+		log.Warn("transparent egress lost", "err", err)
+		if _, err := t.gateW.WriteString("go\n"); err != nil {
+			return setupErr("cannot start the command", "init's gate: "+err.Error(), "report this as a bug in sandbox-run")
+		}
+		return nil
 	}
 	fd, err := dupNonblock(f)
 	if err != nil {

@@ -820,10 +820,15 @@ func commandEnv(p policy.Policy, netEnv map[string]string, lookup func(string) (
 	for k, v := range netEnv {
 		m[k] = v
 	}
+	// git's config channel has two writers, the run's (the secrets'
+	// credential helpers) and the policy's (the caller's identity): the
+	// run's entries go after the policy's, neither overwriting the other.
+	keys, vals := gitConfigOf(m)
 	for _, kv := range penv {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
+	appendGitConfig(m, keys, vals)
 	out := make([]string, 0, len(m))
 	for k, v := range m {
 		out = append(out, k+"="+v)

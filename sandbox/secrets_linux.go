@@ -101,14 +101,7 @@ func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
 		k, v := secret.GitCredentialConfig(s.Name, s.Hosts)
 		keys, vals = append(keys, k...), append(vals, v...)
 	}
-	if len(keys) == 0 {
-		return
-	}
-	env["GIT_CONFIG_COUNT"] = strconv.Itoa(len(keys))
-	for i := range keys {
-		env["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = keys[i]
-		env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = vals[i]
-	}
+	appendGitConfig(env, keys, vals)
 }
 
 // withSecrets has the proxy of cfg terminate the secrets' hosts and swap

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,27 @@ func TestLoadSecretsErrors(t *testing.T) {
 				t.Fatalf("from %q: the real value is in $%s", from, k)
 			}
 		}
+	}
+}
+
+// TestAppendGitConfig: the secrets' credential helpers go after the git
+// config the environment carries already (the caller's identity), never
+// over it. The control is the overwrite this replaced: identity lost.
+func TestAppendGitConfig(t *testing.T) {
+	env := map[string]string{"GIT_CONFIG_COUNT": "2",
+		"GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "A",
+		"GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": "a@example.com"}
+	appendGitConfig(env, []string{"credential.https://h.example.helper"}, []string{"!f"})
+	want := map[string]string{"GIT_CONFIG_COUNT": "3",
+		"GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "A",
+		"GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": "a@example.com",
+		"GIT_CONFIG_KEY_2": "credential.https://h.example.helper", "GIT_CONFIG_VALUE_2": "!f"}
+	if !maps.Equal(env, want) {
+		t.Errorf("got %v, want %v", env, want)
+	}
+	empty := map[string]string{}
+	appendGitConfig(empty, []string{"k"}, []string{"v"})
+	if empty["GIT_CONFIG_COUNT"] != "1" || empty["GIT_CONFIG_KEY_0"] != "k" {
+		t.Errorf("from nothing: %v", empty)
 	}
 }
