@@ -1,7 +1,6 @@
 package agentfilter
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,28 +15,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // agentFixture is a real ssh-agent holding one key, and the filter in
 // front of it.
 type agentFixture struct {
 	dir, raw, filtered, key string
-	audit                   *syncBuffer
+	audit                   *sandboxtest.SyncBuffer
 	refused                 *refusals.Collector
 }
 
@@ -61,7 +42,7 @@ func newAgent(t *testing.T) *agentFixture {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	a := &agentFixture{dir: dir, raw: filepath.Join(dir, "raw.sock"), filtered: filepath.Join(dir, "f.sock"),
-		key: filepath.Join(dir, "id"), audit: &syncBuffer{}, refused: refusals.New(nil)}
+		key: filepath.Join(dir, "id"), audit: &sandboxtest.SyncBuffer{}, refused: refusals.New(nil)}
 	ctx, cancel := context.WithCancel(context.Background())
 	agent := exec.CommandContext(ctx, "ssh-agent", "-D", "-a", a.raw)
 	if err := agent.Start(); err != nil {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -301,25 +300,8 @@ func TestLoopbackCanary(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAudit(t *testing.T) {
-	var audit syncBuffer
+	var audit sandboxtest.SyncBuffer
 	res := newResolver(map[string][]string{"evil.test": {"127.0.0.1"}, "internal.test": {"10.0.0.7"}})
 	pt := startProxy(t, Config{
 		Allow:    []string{"evil.test", "internal.test"},

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // once per target however often it is retried; an allowed request adds
 // nothing (the control).
 func TestRefusalNamesFix(t *testing.T) {
-	var audit syncBuffer
+	var audit sandboxtest.SyncBuffer
 	col := refusals.New(nil)
 	res := newResolver(map[string][]string{"allowed.test": {"203.0.113.9"}, "internal.test": {"10.0.0.7"}, "meta.test": {"169.254.169.254"}})
 	pt := startProxy(t, Config{

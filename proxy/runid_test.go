@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestRunIDPreamble(t *testing.T) {
 		{"built-in proxy, forged", false, "SANDBOX-RUN-ID forged\r\n", "", http.StatusBadRequest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var audit syncBuffer
+			var audit sandboxtest.SyncBuffer
 			px, err := New(Config{Allow: []string{"example.com"}, Audit: &audit, RunID: "own", RunIDFromPreamble: tt.trust})
 			if err != nil {
 				t.Fatal(err)

@@ -26,9 +26,9 @@ const secretReal = "ghp_REALtoken0123456789abcdefghijklmnopq"
 // the set's hosts are terminated and its hooks installed, and h's
 // address on HTTPS is terminated by a rule (a terminated host the secret
 // is not bound to). It returns the proxy and its audit.
-func secretProxy(t *testing.T, h *sandboxtest.TLSTestHost, set *secret.Set, record func(secret.Decision, string, string, string)) (*proxyUnderTest, *syncBuffer) {
+func secretProxy(t *testing.T, h *sandboxtest.TLSTestHost, set *secret.Set, record func(secret.Decision, string, string, string)) (*proxyUnderTest, *sandboxtest.SyncBuffer) {
 	t.Helper()
-	audit := &syncBuffer{}
+	audit := &sandboxtest.SyncBuffer{}
 	cfg := Config{
 		Allow: []string{h.HTTPS.String(), h.HTTPS2.String(), h.Plain.String(), "testhost.test:" + strconv.Itoa(int(h.HTTPS.Port())),
 			"testhost.test:" + strconv.Itoa(int(h.HTTPS2.Port())), "testhost.test:" + strconv.Itoa(int(h.Plain.Port()))},

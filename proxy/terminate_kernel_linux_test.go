@@ -89,7 +89,7 @@ func TestTerminate(t *testing.T) {
 	h := sandboxtest.NewTLSTestHost(t, 0)
 	hostCA := certPool(t, h.CAPEM)
 	ruled, tunnelled, untrusted := h.HTTPS.String(), h.HTTPS2.String(), h.Untrusted.String()
-	audit := &syncBuffer{}
+	audit := &sandboxtest.SyncBuffer{}
 	rule := "GET,HEAD " + ruled + "/repos/**"
 	pt := startProxy(t, Config{
 		Allow:         []string{tunnelled},
