@@ -23,9 +23,7 @@ type sshFixture struct {
 
 func newSSHFixture(t *testing.T) *sshFixture {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		sandboxtest.Unavailable(t, "sshd in a network namespace, transparent egress", "run as root")
-	}
+	sandboxtest.Root(t) // sshd lives in a test host's network namespace, and transparent egress needs root
 	for _, p := range []string{"/usr/sbin/sshd", "/usr/bin/ssh-agent", "/usr/bin/ssh-keygen", "/usr/bin/git"} {
 		if _, err := os.Stat(p); err != nil {
 			sandboxtest.Unavailable(t, p, "install openssh-server, openssh-client and git (scripts/install-deps.sh)")

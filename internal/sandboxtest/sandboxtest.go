@@ -63,7 +63,7 @@ func Bwrap(t testing.TB) string {
 func Root(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: this case only exists when sandbox-run runs as uid 0")
+		t.Skip("needs root: the case or its fixture (a network namespace, a mount) exists only for uid 0; the root CI lane runs it")
 	}
 }
 
