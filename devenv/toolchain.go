@@ -75,6 +75,11 @@ func nodeVersion(e env, root, versions, alias string) string {
 		return ""
 	}
 	vroot := filepath.Join(root, versions) + "/"
+	// One stat when the manager is absent (the common case) instead of
+	// resolving every directory on PATH.
+	if fi, err := os.Stat(vroot); err != nil || !fi.IsDir() {
+		return ""
+	}
 	path, _ := e("PATH")
 	for _, d := range filepath.SplitList(path) {
 		if !filepath.IsAbs(d) {

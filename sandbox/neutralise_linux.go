@@ -50,8 +50,10 @@ func (q *quarantine) walk(writable []string) *gitFinds {
 func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
 	defer q.restoreHeld(j)
 	q.run = j.RunID
+	var ks kinds
 	for _, p := range j.Watched {
-		if w := owner(p, j.Writable); w != "" {
+		w := owner(p, j.Writable)
+		if w != "" && !absentBelow(&ks, w, p) {
 			q.moveAt(w, p, "created during the run where a protected path was missing")
 		}
 	}
@@ -78,6 +80,21 @@ func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
 			}
 		}
 	}
+}
+
+// absentBelow reports whether the first component of p below w is
+// absent from w's listing: then nothing at p exists, nor any link on the
+// way to it, and moveAt has nothing to do. Most watched names stay absent,
+// so this is one listing of w instead of a walk per name. Anything else,
+// a link on the way included, is left to moveAt.
+func absentBelow(ks *kinds, w, p string) bool {
+	rel, err := filepath.Rel(w, p)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	k, ok := ks.lookup(filepath.Join(w, first))
+	return ok && k == kindMissing
 }
 
 // stripGitDir removes from a git directory the command created whatever

@@ -51,8 +51,9 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 	for _, l := range finds.links {
 		pf.links[l], _ = os.Readlink(l)
 	}
+	var ks kinds
 	record := func(p string) entryKind {
-		k := lstatKind(p)
+		k := ks.kind(p)
 		pf.kinds[p] = k
 		if k == kindLink {
 			pf.links[p], _ = os.Readlink(p)
@@ -176,8 +177,9 @@ func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *git
 	for _, l := range finds.links {
 		pf.links[l], _ = os.Readlink(l)
 	}
+	var ks kinds
 	kindOf := func(p string) entryKind {
-		k := lstatKind(p)
+		k := ks.kind(p)
 		if k == kindLink {
 			pf.links[p], _ = os.Readlink(p)
 		}

@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"io/fs"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// kindsBound is the most entries a directory may have for kinds to list
+// it; past it, each name is lstat'ed instead, so that a huge directory
+// costs no more than it did before the listing.
+const kindsBound = 4096
+
+// kinds answers lstatKind for many names in few directories: it lists
+// each parent once (one open and a getdents or two) instead of an lstat
+// per name. The protected names (thirty-odd per writable directory) are
+// looked up when the run is planned and again when it is settled, so this
+// was most of a plan's file system calls. The answers are a snapshot, as
+// separate lstats are. The zero value is ready to use; a kinds is not safe
+// for concurrent use.
+type kinds struct {
+	l    lister
+	dirs map[string]map[string]entryKind // a nil entry: not listed
+}
+
+// kind says what is at p, without following a link at p: from the
+// listing of p's parent, or by lstat when the parent could not be listed.
+func (k *kinds) kind(p string) entryKind {
+	if kind, ok := k.lookup(p); ok {
+		return kind
+	}
+	return lstatKind(p)
+}
+
+// lookup answers from the listing of p's parent; ok is false when that
+// parent could not be opened without following a link at its last
+// component, could not be read, or holds more than kindsBound entries.
+func (k *kinds) lookup(p string) (entryKind, bool) {
+	dir, name := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	if name == "" || dir == p {
+		return kindMissing, false
+	}
+	if k.dirs == nil {
+		k.dirs = map[string]map[string]entryKind{}
+	}
+	names, ok := k.dirs[dir]
+	if !ok {
+		names = k.listDir(dir)
+		k.dirs[dir] = names
+	}
+	if names == nil {
+		return kindMissing, false
+	}
+	return names[name], true
+}
+
+// listDir maps the names in dir to their kinds; nil when dir cannot be
+// listed or holds more than kindsBound entries.
+func (k *kinds) listDir(dir string) map[string]entryKind {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	ents, err := k.l.list(fd, kindsBound)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]entryKind, len(ents))
+	for _, e := range ents {
+		switch {
+		case e.mode.IsDir():
+			out[e.name] = kindDir
+		case e.mode&fs.ModeSymlink != 0:
+			out[e.name] = kindLink
+		default:
+			out[e.name] = kindFile
+		}
+	}
+	return out
+}
