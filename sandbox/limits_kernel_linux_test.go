@@ -288,11 +288,13 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	// sleep; they end with the sandbox's PID namespace. A fork and an exec
 	// of sleep cost three times as much, and on a slow, loaded machine
 	// the loop of sleeps stopped at 2378 within the run's 30 s, short of the
-	// control. 25 s is ample for these forks.
+	// control. 25 s was ample for these forks until a load average of 12
+	// (parallel test binaries) stopped them at 1899: the bound is 60 s, and
+	// the run's 75 s.
 	forks := `f=/tmp/ceiling.fifo; mkfifo $f && { sleep 120 >$f & exec 3<$f; } || exit 1; ` +
-		`i=0; end=$(( $(date +%s) + 25 )); while [ $i -lt 3000 ]; do { read x <&3; } & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
+		`i=0; end=$(( $(date +%s) + 60 )); while [ $i -lt 3000 ]; do { read x <&3; } & i=$((i+1)); case $i in *00) [ $(date +%s) -lt $end ] || break;; esac; echo $i; done`
 	p := policy.Policy{Workdir: sandboxtest.WorkDir(t), Sandbox: policy.ModeBwrap}
-	o := runProbe(t, p, forks)
+	o := runProbeFor(t, p, forks, InitBinary{}, 75*time.Second)
 	v, m := reported(o.res, "pids")
 	if v != strconv.Itoa(policy.DefaultPids) || m == "" || m == "none" {
 		t.Fatalf("report says pids %q by %q, want the default %d and how it is held", v, m, policy.DefaultPids)
@@ -311,7 +313,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	// it above. Past is enough: on a loaded machine the loop may reach its
 	// time bound before 3000.
 	p.Pids = 4000
-	o = runProbe(t, p, forks)
+	o = runProbeFor(t, p, forks, InitBinary{}, 75*time.Second)
 	if n := lastNumber(o.out); n <= policy.DefaultPids+overheadTasks {
 		t.Fatalf("untested: with the ceiling at 4000 the loop stopped at %d, not past the default %d (err %v)", n, policy.DefaultPids, o.err)
 	}

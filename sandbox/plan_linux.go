@@ -247,15 +247,34 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 
 // gatherProc learns which of procReadOnly and procHidden the host's /proc
 // has, and which of the latter are directories.
+//
+// They are looked up in one listing of /proc (kinds), not a stat each;
+// none of them is a link, and one that were would be looked up by stat.
 func (f *hostFacts) gatherProc() {
+	var ks kinds
+	kind := func(pp string) entryKind {
+		k := ks.kind(pp)
+		if k == kindLink {
+			var st unix.Stat_t
+			switch {
+			case unix.Stat(pp, &st) != nil:
+				k = kindMissing
+			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				k = kindDir
+			default:
+				k = kindFile
+			}
+		}
+		return k
+	}
 	for _, pp := range procReadOnly {
-		if _, err := os.Stat(pp); err == nil {
+		if kind(pp) != kindMissing {
 			f.procRO = append(f.procRO, pp)
 		}
 	}
 	for _, pp := range procHidden {
-		if fi, err := os.Stat(pp); err == nil {
-			f.procHide = append(f.procHide, procFact{path: pp, dir: fi.IsDir()})
+		if k := kind(pp); k != kindMissing {
+			f.procHide = append(f.procHide, procFact{path: pp, dir: k == kindDir})
 		}
 	}
 }
