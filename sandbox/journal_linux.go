@@ -98,12 +98,10 @@ func legacyJournalDir(cache string) string { return filepath.Join(cache, "runs")
 // writeJournal records run runID's start state and returns the journal's
 // path.
 func writeJournal(dir, runID string, writable []string, pr protection) (string, error) {
-	start, boot, err := selfStart()
+	j, err := newJournal(runID, writable, pr)
 	if err != nil {
 		return "", err
 	}
-	j := journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
-		Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
 	// The directory is sandbox-run's own: made without following links,
 	// set aside and made again when another uid owns it or others may
 	// write it (a forged journal would name files for the sweep to move).
@@ -112,7 +110,23 @@ func writeJournal(dir, runID string, writable []string, pr protection) (string, 
 		return "", err
 	}
 	defer d.Close()
-	return filepath.Join(dir, runID+".json"), saveJournal(d, runID+".json", &j)
+	return writeJournalIn(d, dir, j)
+}
+
+// writeJournalIn is writeJournal into d, the journal directory dir
+// already open (under its lock).
+func writeJournalIn(d *pathguard.Dir, dir string, j journal) (string, error) {
+	return filepath.Join(dir, j.RunID+".json"), saveJournal(d, j.RunID+".json", &j)
+}
+
+// newJournal is run runID's start state, as its journal records it.
+func newJournal(runID string, writable []string, pr protection) (journal, error) {
+	start, boot, err := selfStart()
+	if err != nil {
+		return journal{}, err
+	}
+	return journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
+		Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}, nil
 }
 
 // saveJournal writes j whole to name in d (a new file, then renamed): a
@@ -128,28 +142,32 @@ func saveJournal(d *pathguard.Dir, name string, j *journal) error {
 // lockJournals takes the journal directory's lock: starting a run (sweep,
 // plan, journal) and ending one (settle) exclude each other, so that a run
 // never starts on a path another run is quarantining. The wait is bounded.
-func lockJournals(dir string) (func(), error) {
+//
+// It returns the directory open, for the caller to settle and write in
+// under the lock without opening it again; unlock closes it too.
+func lockJournals(dir string) (*pathguard.Dir, func(), error) {
 	d, err := pathguard.OpenPrivateDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fd, err := unix.Openat(d.Fd(), ".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	d.Close()
 	if err != nil {
-		return nil, err
+		d.Close()
+		return nil, nil, err
 	}
 	deadline := time.Now().Add(lockWait)
 	for {
 		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return func() { unix.Flock(fd, unix.LOCK_UN); unix.Close(fd) }, nil
+			return d, func() { unix.Flock(fd, unix.LOCK_UN); unix.Close(fd); d.Close() }, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			unix.Close(fd)
+			d.Close()
 			if err == nil || errors.Is(err, unix.EWOULDBLOCK) {
 				err = fmt.Errorf("another run held %s for %s", filepath.Join(dir, ".lock"), lockWait)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -176,6 +194,12 @@ func settleJournals(dir, self string, q *quarantine) {
 		return
 	}
 	defer d.Close()
+	settleIn(d, dir, self, q)
+}
+
+// settleIn is settleJournals in d, the directory dir already open (under
+// its lock).
+func settleIn(d *pathguard.Dir, dir, self string, q *quarantine) {
 	names, err := d.Names()
 	if err != nil {
 		return

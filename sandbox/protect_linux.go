@@ -264,21 +264,25 @@ func startJournal(cache, runID string, audit io.Writer, h protectHooks, mk func(
 		pend.startGuard(writable, pr, audit)
 		return pend, nil
 	}
-	unlock, err := lockJournals(pend.jdir)
+	jd, unlock, err := lockJournals(pend.jdir)
 	if err != nil {
 		return nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
 			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own, writable and reached without a symbolic link, or point XDG_CACHE_HOME at one that is")
 	}
 	defer unlock()
 	q := pend.quarantine()
-	settleJournals(pend.jdir, "", q)
+	settleIn(jd, pend.jdir, "", q)
 	settleJournals(legacyJournalDir(cache), "", q)
 	pend.started, pend.sweep = q.items, q.sweep
 	writable, pr, undo, err := mk()
 	if err != nil {
 		return nil, err
 	}
-	if pend.jpath, err = writeJournal(pend.jdir, runID, writable, pr); err != nil {
+	j, err := newJournal(runID, writable, pr)
+	if err == nil {
+		pend.jpath, err = writeJournalIn(jd, pend.jdir, j)
+	}
+	if err != nil {
 		undo()
 		return nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
 	}
@@ -362,14 +366,14 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 			os.Remove(d)
 		}
 	default:
-		unlock, err := lockJournals(pend.jdir)
+		jd, unlock, err := lockJournals(pend.jdir)
 		if err != nil {
 			if stderr != nil {
 				fmt.Fprintf(stderr, "sandbox-run: warning: cannot lock %s (%v): what this run created at missing protected paths is neutralised by the next run\n", pend.jdir, err)
 			}
 			return
 		}
-		settleJournals(pend.jdir, pend.jpath, q)
+		settleIn(jd, pend.jdir, pend.jpath, q)
 		unlock()
 	}
 	if res != nil {
