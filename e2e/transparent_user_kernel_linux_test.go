@@ -139,10 +139,16 @@ func TestTransparentUnprivileged(t *testing.T) {
 	}
 }
 
-// interfaces is a script that prints the network interfaces of its
-// namespace, one line "IF name" each, then tries to change them (lo down,
-// an address on tun0) and prints CHANGED for each change that held.
-const interfaces = `sed -n 's/^ *\([^:]*\):.*/IF \1/p' /proc/net/dev
+// listInterfaces is a script that prints the network interfaces of its
+// namespace, one line "IF name" each, and changes nothing: the unconfined
+// control runs it in the host's namespace.
+const listInterfaces = `sed -n 's/^ *\([^:]*\):.*/IF \1/p' /proc/net/dev`
+
+// changeInterfaces lists the interfaces, then tries to change them (lo
+// down, an address on tun0) and prints CHANGED for each change that held.
+// Never run it where a change would reach the host: only in a sandbox or
+// a network namespace of the test's own.
+const changeInterfaces = listInterfaces + `
 ip link set lo down 2>/dev/null && echo CHANGED
 ip addr add 10.9.9.9/32 dev tun0 2>/dev/null && echo CHANGED
 true`
@@ -161,7 +167,8 @@ func ifaces(out string) []string {
 // TestTransparentNetnsEmpty: the network namespace the command runs in
 // holds lo and, with transparent egress, tun0, and nothing else, as
 // bwrap's own holds lo alone; the command cannot change either. Controls:
-// unconfined the same script lists the host's interfaces (more than lo);
+// unconfined the listing alone (never the changes) shows the host's
+// interfaces (more than lo);
 // in a user and network namespace of the test's own, where it holds
 // CAP_NET_ADMIN, it changes lo. Runs as root and unprivileged (where the
 // report says whether this caller got the device).
@@ -171,17 +178,17 @@ func TestTransparentNetnsEmpty(t *testing.T) {
 		sandboxtest.Unavailable(t, "ip (iproute2)", "apt-get install iproute2")
 	}
 	w := sandboxtest.WorkDir(t)
-	if got := ifaces(unconfined(t, w, interfaces).stdout); len(got) < 2 {
+	if got := ifaces(unconfined(t, w, listInterfaces).stdout); len(got) < 2 {
 		t.Fatalf("control: unconfined, the script lists %q, want the host's interfaces (untested)", got)
 	}
-	if out, err := exec.Command("unshare", "-Urn", "sh", "-c", interfaces).Output(); err != nil || !strings.Contains(string(out), "CHANGED") {
+	if out, err := exec.Command("unshare", "-Urn", "sh", "-c", changeInterfaces).Output(); err != nil || !strings.Contains(string(out), "CHANGED") {
 		t.Fatalf("control: with CAP_NET_ADMIN in a namespace of its own the script changed nothing (untested): %v %q", err, out)
 	}
-	if r := sandboxed(t, w, interfaces); !slices.Equal(ifaces(r.stdout), []string{"lo"}) || strings.Contains(r.stdout, "CHANGED") {
+	if r := sandboxed(t, w, changeInterfaces); !slices.Equal(ifaces(r.stdout), []string{"lo"}) || strings.Contains(r.stdout, "CHANGED") {
 		t.Errorf("bwrap's own network namespace: %q", r.stdout)
 	}
 	rep := filepath.Join(sandboxtest.WorkDir(t), "report.json")
-	r := sandboxed(t, w, interfaces, "--allow-host", "example.com", "--report", rep)
+	r := sandboxed(t, w, changeInterfaces, "--allow-host", "example.com", "--report", rep)
 	want := []string{"lo"}
 	if on, _, _ := transparentOf(t, rep); on {
 		want = []string{"lo", "tun0"}

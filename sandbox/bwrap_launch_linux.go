@@ -65,15 +65,8 @@ func (r *bwRun) pipe() (*os.File, *os.File, error) {
 // child is files[i] (0-2, then the control fds in the order of the fd*
 // constants, then the bind plan's), and writes bwrap's argument stream.
 func (r *bwRun) start() (*bwProc, error) {
-	stream, err := bwrap.Encode(r.args)
-	var streamNet []byte
-	if err == nil && r.argsNet != nil {
-		streamNet, err = bwrap.Encode(r.argsNet)
-	}
-	if err != nil {
-		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
-	}
 	var p [5][2]*os.File // args, status, info, stderr capture, seccomp
+	var err error
 	for i := range p {
 		if p[i][0], p[i][1], err = r.pipe(); err != nil {
 			return nil, err
@@ -107,13 +100,7 @@ func (r *bwRun) start() (*bwProc, error) {
 		files = append(files, r.nw.tun.gateR) // init's gate (command sets GateFD)
 	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
-	if r.argsNet != nil {
-		if bp.pid, r.netMade, err = r.startTransparent(files, bp); r.netMade {
-			stream = streamNet
-		}
-	} else {
-		bp.pid, err = r.fork(launch{argv: r.argv}, files, bp.exited)
-	}
+	stream, err := r.forkBwrap(files, bp)
 	if err != nil {
 		var se *SetupError
 		if errors.As(err, &se) {
@@ -137,6 +124,28 @@ func (r *bwRun) start() (*bwProc, error) {
 		argsW.Close()
 	}()
 	return bp, nil
+}
+
+// forkBwrap starts bwrap (startTransparent's way when the run plans
+// transparent egress) and returns the argument stream for the bwrap that
+// runs.
+func (r *bwRun) forkBwrap(files []*os.File, bp *bwProc) ([]byte, error) {
+	stream, err := bwrap.Encode(r.args)
+	var streamNet []byte
+	if err == nil && r.argsNet != nil {
+		streamNet, err = bwrap.Encode(r.argsNet)
+	}
+	if err != nil {
+		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
+	}
+	if r.argsNet == nil {
+		bp.pid, err = r.fork(launch{argv: r.argv}, files, bp.exited)
+		return stream, err
+	}
+	if bp.pid, r.netMade, err = r.startTransparent(files, bp); r.netMade {
+		stream = streamNet
+	}
+	return stream, err
 }
 
 // selfAndNull opens /dev/null and, on the init path, the binary bwrap
