@@ -18,8 +18,9 @@ import (
 // ambient capabilities so that they survive the helper's execve, exactly
 // CAP_NET_ADMIN (the device, the route, lo), CAP_SETPCAP (to drop the
 // bounding set), and for root CAP_SETUID and CAP_SETGID (to become uid and
-// gid: root's own uid 0 is not mapped, so it starts as nobody's owner of
-// nothing but its own files). The capabilities hold in the new user
+// gid: root's uid 0 is not mapped in the namespace, so the helper keeps
+// host uid 0 only as the owner of root's files, /dev/net/tun among them,
+// until it takes uid and gid). The capabilities hold in the new user
 // namespace only, never in the host's. setgroups stays denied in the
 // namespace unless root writes the maps (root then clears its groups).
 func HelperAttr(uid, gid int, root bool) *syscall.SysProcAttr {
