@@ -57,15 +57,21 @@ type Spec struct {
 	AsPid1           bool
 	UnshareCgroupTry bool
 	DisableUserns    bool
-	UID, GID         int // inside ids; -1 leaves bwrap's default (the caller's own)
-	Hostname         string
-	Mounts           []Mount
-	Chdir            string
-	ClearEnv         bool
-	Env              []string // KEY=VALUE
-	SeccompFD        int      // -1 = none
-	InfoFD           int      // -1 = none
-	SizeOption       bool     // bwrap knows --size
+	// NetMade says the launcher made the network namespace bwrap starts
+	// in, owned by a user namespace of its own and holding only lo and
+	// the launcher's TUN device (internal/tun's helper): bwrap keeps it
+	// instead of unsharing an empty one. Every other namespace is
+	// bwrap's as always.
+	NetMade    bool
+	UID, GID   int // inside ids; -1 leaves bwrap's default (the caller's own)
+	Hostname   string
+	Mounts     []Mount
+	Chdir      string
+	ClearEnv   bool
+	Env        []string // KEY=VALUE
+	SeccompFD  int      // -1 = none
+	InfoFD     int      // -1 = none
+	SizeOption bool     // bwrap knows --size
 }
 
 // Args returns the option stream for bwrap --args FD: everything but the
@@ -75,7 +81,7 @@ type Spec struct {
 // unknown mount kind.
 //
 // The namespace set is fixed: user, pid, ipc, uts and net are always
-// unshared, all capabilities dropped, the command in a new session and
+// unshared (net by the launcher instead when NetMade), all capabilities dropped, the command in a new session and
 // killed with its parent. A Spec cannot ask for less.
 func Args(s Spec) ([]string, error) {
 	a := namespaceArgs(s)
@@ -113,8 +119,9 @@ func Args(s Spec) ([]string, error) {
 // namespaceArgs are the options that fix the sandbox's namespaces, ids
 // and lifetime: the part of Args no Spec can weaken.
 func namespaceArgs(s Spec) []string {
-	a := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+	a := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
+	if !s.NetMade {
+		a = append(a, "--unshare-net")
 	}
 	if s.UnshareCgroupTry {
 		a = append(a, "--unshare-cgroup-try")

@@ -65,6 +65,27 @@ func TestArgsFixedIsolation(t *testing.T) {
 	}
 }
 
+// TestArgsNetMade: with NetMade, bwrap is not asked for a network
+// namespace (the launcher made it) and every other fixed option stays;
+// without it, it is (the control).
+func TestArgsNetMade(t *testing.T) {
+	for _, made := range []bool{false, true} {
+		args, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, NetMade: made})
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := " " + strings.Join(args, " ") + " "
+		if got := strings.Contains(joined, " --unshare-net "); got == made {
+			t.Errorf("NetMade %v: --unshare-net present %v: %v", made, got, args)
+		}
+		for _, want := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop ALL", "--new-session", "--die-with-parent"} {
+			if !strings.Contains(joined, " "+want+" ") {
+				t.Errorf("NetMade %v: args lack %s: %v", made, want, args)
+			}
+		}
+	}
+}
+
 func TestArgsRefusesNUL(t *testing.T) {
 	for _, tc := range []struct {
 		name string

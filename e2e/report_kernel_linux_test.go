@@ -120,7 +120,8 @@ func TestTierZeroSaysWhatItIs(t *testing.T) {
 // runs as another uid, which the control shows with readlink on a process
 // in a user namespace of uid 65534. The report still verifies every
 // namespace (from bwrap's --info-fd, and the user namespace from the
-// uid_map the command read of itself), and check still finds tier 1.
+// uid_map the command read of itself), transparent egress is on, and
+// check still finds tier 1.
 func TestReadbackWithoutPtrace(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t) // the case is root without CAP_SYS_PTRACE
@@ -157,9 +158,15 @@ func TestReadbackWithoutPtrace(t *testing.T) {
 
 	w := sandboxtest.WorkDir(t)
 	rep := filepath.Join(sandboxtest.WorkDir(t), "r.json")
-	c := exec.CommandContext(ctx, noPtrace[0], append(noPtrace[1:], bin, "run", "--workdir", w, "--user", "65534", "--report", rep, "--", "true")...)
+	c := exec.CommandContext(ctx, noPtrace[0], append(noPtrace[1:], bin, "run", "--workdir", w, "--user", "65534", "--report", rep,
+		"--allow-host", "example.com", "--", "true")...)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("run without CAP_SYS_PTRACE: %v: %s", err, out)
+	}
+	// Transparent egress needs no entry into the sandbox's namespaces
+	// (the launcher makes the network namespace): it holds here too.
+	if on, why, _ := transparentOf(t, rep); !on {
+		t.Errorf("without CAP_SYS_PTRACE transparent egress is off: %s", why)
 	}
 	var r reportJSON
 	if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &r) != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/tun"
 )
 
 // bwExit is how bwrap ended, as wait4 told.
@@ -64,11 +65,8 @@ func (r *bwRun) pipe() (*os.File, *os.File, error) {
 // child is files[i] (0-2, then the control fds in the order of the fd*
 // constants, then the bind plan's), and writes bwrap's argument stream.
 func (r *bwRun) start() (*bwProc, error) {
-	stream, err := bwrap.Encode(r.args)
-	if err != nil {
-		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
-	}
 	var p [5][2]*os.File // args, status, info, stderr capture, seccomp
+	var err error
 	for i := range p {
 		if p[i][0], p[i][1], err = r.pipe(); err != nil {
 			return nil, err
@@ -102,7 +100,8 @@ func (r *bwRun) start() (*bwProc, error) {
 		files = append(files, r.nw.tun.gateR) // init's gate (command sets GateFD)
 	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
-	if bp.pid, err = r.fork(files, bp.exited); err != nil {
+	stream, err := r.forkBwrap(files, bp)
+	if err != nil {
 		var se *SetupError
 		if errors.As(err, &se) {
 			return nil, err // --map-owner's own, already one line
@@ -125,6 +124,28 @@ func (r *bwRun) start() (*bwProc, error) {
 		argsW.Close()
 	}()
 	return bp, nil
+}
+
+// forkBwrap starts bwrap (startTransparent's way when the run plans
+// transparent egress) and returns the argument stream for the bwrap that
+// runs.
+func (r *bwRun) forkBwrap(files []*os.File, bp *bwProc) ([]byte, error) {
+	stream, err := bwrap.Encode(r.args)
+	var streamNet []byte
+	if err == nil && r.argsNet != nil {
+		streamNet, err = bwrap.Encode(r.argsNet)
+	}
+	if err != nil {
+		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
+	}
+	if r.argsNet == nil {
+		bp.pid, err = r.fork(launch{argv: r.argv}, files, bp.exited)
+		return stream, err
+	}
+	if bp.pid, r.netMade, err = r.startTransparent(files, bp); r.netMade {
+		stream = streamNet
+	}
+	return stream, err
 }
 
 // selfAndNull opens /dev/null and, on the init path, the binary bwrap
@@ -167,12 +188,20 @@ func cloexecInherited() error {
 	return nil
 }
 
+// launch is what fork starts: bwrap's command line, or the network
+// namespace helper's (which becomes bwrap) with its namespaces.
+type launch struct {
+	argv   []string
+	helper bool // start argv with tun.HelperAttr; it takes the ids itself
+	pidfd  *int // set to the child's pidfd when not nil
+}
+
 // fork starts bwrap from a goroutine that holds its OS thread locked for
 // bwrap's whole life: the kernel's parent-death signal follows the thread,
 // not the process, so a thread that ended early would kill the sandbox and
 // a goroutine that moved would leave it without one. bwrap's end is sent
 // on exited.
-func (r *bwRun) fork(files []*os.File, exited chan<- bwExit) (int, error) {
+func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()
@@ -182,9 +211,14 @@ func (r *bwRun) fork(files []*os.File, exited chan<- bwExit) (int, error) {
 		Files: fds,
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
 	}
-	if r.root {
+	switch {
+	case l.helper:
+		attr.Sys = tun.HelperAttr(r.uid, r.gid, r.root)
+		attr.Sys.Pdeathsig, attr.Sys.Setpgid = syscall.SIGKILL, true
+	case r.root:
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
+	attr.Sys.PidFD = l.pidfd
 	if r.cg != nil {
 		// Born inside the run's cgroup (clone3 CLONE_INTO_CGROUP): no
 		// moment when bwrap or anything below it is outside the limits.
@@ -209,7 +243,7 @@ func (r *bwRun) fork(files []*os.File, exited chan<- bwExit) (int, error) {
 		}
 		// syscall.ForkExec rather than os/exec: os.StartProcess first forks
 		// a throwaway child to probe pidfd support, a cost on every launch.
-		pid, err := syscall.ForkExec(r.argv[0], r.argv, attr)
+		pid, err := syscall.ForkExec(l.argv[0], l.argv, attr)
 		for _, t := range lent {
 			unix.Close(t) // bwrap holds its copies
 		}
@@ -268,7 +302,6 @@ type bwWatch struct {
 	// watchErr: a sampler the plan relies on could not start; the
 	// sandbox was ended.
 	watchErr error
-	tunErr   error // transparent egress could not be attached (a *SetupError)
 	// inotifyLost: the inotify ceiling could not be set or read back;
 	// the report names it as not held.
 	inotifyLost error
@@ -381,11 +414,6 @@ func (w *bwWatch) onInfo(info bwInfo) {
 		w.fastNS = namespacesOf(pid, info.ns)
 	}
 	w.seenUID = hostUIDOf(pid)
-	if w.r.nw != nil && w.r.nw.tun != nil && w.tunErr == nil {
-		if w.tunErr = w.r.nw.attachTransparent(pid, w.r.log); w.tunErr != nil {
-			unix.Kill(pid, unix.SIGKILL)
-		}
-	}
 	var err error
 	if w.over, err = watchLimits(w.ctx, w.r.lim, w.r.cg, pid); err != nil {
 		// Fail closed: the plan says a limit is sampled, and nothing
@@ -503,8 +531,8 @@ func (w *bwWatch) readOOM(pid int) error {
 // the host, into the report.
 func (w *bwWatch) readback(rep *Report) {
 	rep.OOMScoreAdj = w.oom
-	if w.r.nw != nil && w.r.nw.tun != nil {
-		// Attached or lost once bwrap made the namespace: say which.
+	if w.r.nw != nil && w.r.nw.px != nil {
+		// Attached, or lost when planned or started: say which.
 		rep.Transparent = w.r.nw.transparentReport()
 		if !rep.Transparent.Enabled {
 			rep.Notes = append(rep.Notes, "transparent egress lost: "+rep.Transparent.Reason)
@@ -582,9 +610,6 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 // before the command started: a sampler that could not start, or a
 // trampoline whose gate stayed shut; nil for neither.
 func (w *bwWatch) failed() error {
-	if w.tunErr != nil {
-		return w.tunErr
-	}
 	if w.watchErr != nil {
 		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")

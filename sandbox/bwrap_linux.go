@@ -53,6 +53,11 @@ type bwRun struct {
 	nproc    uint64         // the trampoline's RLIMIT_NPROC, 0: none
 	argv     []string       // bwrap's command line
 	args     []string       // bwrap's argument stream
+	// argsNet is the stream for bwrap started in the network namespace
+	// helper's namespace (no --unshare-net); nil without transparent
+	// egress planned (see startTransparent).
+	argsNet []string
+	netMade bool // bwrap runs in the helper's network namespace
 	// notRunnable is the fast path's finding that the command cannot be
 	// started, reported by run once the report exists.
 	notRunnable *ExecError
@@ -178,7 +183,7 @@ func (r *bwRun) network(ctx context.Context) error {
 	}
 	r.nw = nw
 	r.undo.push(nw.close)
-	if err := nw.planTransparent(r.root); err != nil {
+	if err := nw.planTransparent(); err != nil {
 		return err
 	}
 	if nw.tun != nil {
@@ -301,6 +306,13 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
 	}
 	r.args = args
+	if r.nw.tun != nil && !r.fast {
+		spec := bwrapSpec(r.info.Features, true, mounts, r.p.Workdir, r.env)
+		spec.NetMade = true
+		if r.argsNet, err = bwrap.Args(spec); err != nil {
+			return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/internal/tun"
 	"github.com/sandbox-run/sandbox-run/netstack"
 )
 
@@ -28,23 +28,27 @@ var (
 )
 
 // transparent is a run's transparent egress, planned before bwrap starts
-// and attached once bwrap has made the sandbox's network namespace.
+// and attached when the network namespace helper hands over the device
+// (startTransparent).
 type transparent struct {
-	gateR, gateW *os.File // init waits on gateR until the device is up
+	gateR, gateW *os.File // init waits on gateR until the device is served
 }
 
 // planTransparent decides whether the run gets transparent egress: with
 // the built-in proxy (its allow-list is the policy the netstack asks)
-// and as root (see internal/tun). It writes the sandbox's resolv.conf and
-// hosts file into the runtime directory and binds them over /etc's, so
-// that every lookup goes to the netstack's resolver.
-func (n *network) planTransparent(root bool) error {
-	switch {
-	case n.px == nil:
+// and a /dev/net/tun that the launcher may open (root, or a caller the
+// device's mode lets in: udev's default rule makes it 0666). It writes
+// the sandbox's resolv.conf and hosts file into the runtime directory and
+// binds them over /etc's, so that every lookup goes to the netstack's
+// resolver. A run without it is not refused: the report names why, and
+// only the HTTP proxy variables work.
+func (n *network) planTransparent() error {
+	if n.px == nil {
 		n.egress = Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
 		return nil
-	case !root:
-		n.egress = Transparent{Reason: "needs root to make the sandbox's TUN device from outside (unprivileged, only the HTTP proxy variables work)"}
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, "/dev/net/tun", unix.R_OK|unix.W_OK, unix.AT_EACCESS); err != nil {
+		n.egress = Transparent{Reason: tunUnusable(err)}
 		return nil
 	}
 	for name, text := range map[string]string{
@@ -66,27 +70,25 @@ func (n *network) planTransparent(root bool) error {
 	return nil
 }
 
-// attachTransparent makes the TUN device in the namespace of the
-// sandbox's PID 1, starts the netstack over it with the built-in proxy's
-// judgement, and opens init's gate. A device that cannot be made (root
-// without CAP_SYS_PTRACE may not enter the sandbox's namespace, a
-// container may have no /dev/net/tun) loses transparent egress, not the
-// run: the command starts with the proxy alone, as an unprivileged run
-// does, and the report says why (n.egress). On any later error the gate
-// stays shut (init then ends without starting the command) and the
-// caller ends the run.
-func (n *network) attachTransparent(pid int, log *slog.Logger) error {
+// tunUnusable is the report's reason for a /dev/net/tun the launcher may
+// not open, with the fix.
+func tunUnusable(err error) string {
+	const lost = ": only the HTTP proxy variables work"
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return "no /dev/net/tun on this machine (modprobe tun, or mknod /dev/net/tun c 10 200 and chmod 0666 it)" + lost
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return fmt.Sprintf("/dev/net/tun is not open to uid %d (chmod 0666 /dev/net/tun, as udev's default rule makes it)", os.Geteuid()) + lost
+	}
+	return "/dev/net/tun is not usable (" + err.Error() + ")" + lost
+}
+
+// attachTransparent starts the netstack over the sandbox's TUN device f
+// (which it owns from then on) with the built-in proxy's judgement, and
+// opens init's gate.
+func (n *network) attachTransparent(f *os.File, log *slog.Logger) error {
 	t := n.tun
 	defer t.gateW.Close()
-	f, err := tun.Open(pid, tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true})
-	if err != nil {
-		n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + err.Error() + "): only the HTTP proxy variables work"}
-		log.Warn("transparent egress lost", "err", err)
-		if _, err := t.gateW.WriteString("go\n"); err != nil {
-			return setupErr("cannot start the command", "init's gate: "+err.Error(), "report this as a bug in sandbox-run")
-		}
-		return nil
-	}
 	fd, err := dupNonblock(f)
 	if err != nil {
 		return setupErr("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
@@ -99,9 +101,26 @@ func (n *network) attachTransparent(pid int, log *slog.Logger) error {
 		Lookup: n.px.Lookup, Logger: log,
 	})
 	if err != nil {
+		unix.Close(fd)
 		return setupErr("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
 	}
 	n.serve(st.Serve, log, "netstack")
+	return t.open()
+}
+
+// loseTransparent records that the device could not be made (why), and
+// opens init's gate: transparent egress is lost, not the run. The command
+// starts with the proxy alone, in bwrap's own empty network namespace,
+// and the report says why (n.egress).
+func (n *network) loseTransparent(why string, log *slog.Logger) error {
+	n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + why + "): only the HTTP proxy variables work"}
+	log.Warn("transparent egress lost", "why", why)
+	defer n.tun.gateW.Close()
+	return n.tun.open()
+}
+
+// open lets init start the command.
+func (t *transparent) open() error {
 	if _, err := t.gateW.WriteString("go\n"); err != nil {
 		return setupErr("cannot start the command", "init's gate: "+err.Error(), "report this as a bug in sandbox-run")
 	}
@@ -128,7 +147,8 @@ func dupNonblock(f *os.File) (int, error) {
 func (t *transparent) String() string { return fmt.Sprintf("transparent egress via %s", tunName) }
 
 // close releases both ends of init's gate (start closes the child's end
-// once bwrap holds it; attachTransparent the other once it has spoken).
+// once bwrap holds it; attachTransparent or loseTransparent the other
+// once it has spoken).
 func (t *transparent) close() {
 	t.gateR.Close()
 	t.gateW.Close()

@@ -44,11 +44,18 @@ func (r *bwRun) setInotify(ctx context.Context, pid int) error {
 	defer ns.Close()
 	ctx, cancel := context.WithTimeout(ctx, inotifyTimeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, r.path, "--userns", "3", "--bind", "/", "/", "--cap-add", "CAP_SYS_RESOURCE",
-		"--die-with-parent", "--", "/bin/sh", "-c", r.inotify.Script())
+	args := []string{"--userns", "3", "--bind", "/", "/", "--cap-add", "CAP_SYS_RESOURCE", "--die-with-parent"}
+	if r.root && r.netMade {
+		// The sandbox's namespace is nested in the network namespace
+		// helper's, which root made and owns: only root may join it,
+		// and then becomes the sandbox's uid there (root's uid 0 is
+		// not mapped).
+		args = append(args, "--uid", strconv.Itoa(r.uid), "--gid", strconv.Itoa(r.gid))
+	}
+	c := exec.CommandContext(ctx, r.path, append(args, "--", "/bin/sh", "-c", r.inotify.Script())...)
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{ns}
-	if r.root {
+	if r.root && !r.netMade {
 		// As bwrap itself runs: as the namespace's owner, in which
 		// root's uid 0 is not mapped.
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/tun"
 )
 
 // Arg is the hidden first argument that selects init mode.
@@ -42,12 +43,14 @@ const Arg = "__sandbox-init"
 // connections and signals, is not held to the command's limits.
 const ExecArg = "__sandbox-exec"
 
-// Modes are init's hidden modes by name, Arg and ExecArg, each with the
-// function that serves it (given the arguments after the name; it returns
-// the exit status). sandbox-run and sandbox-run-init both serve exactly
-// these, so either binary can be init and the exec shim init starts.
+// Modes are init's hidden modes by name, Arg and ExecArg, and the
+// network namespace helper the launcher starts before bwrap
+// (tun.HelperArg), each with the function that serves it (given the
+// arguments after the name; it returns the exit status). sandbox-run and
+// sandbox-run-init both serve exactly these, so either binary can be init,
+// the exec shim init starts, and the helper.
 func Modes() map[string]func(args []string) int {
-	return map[string]func([]string) int{Arg: Main, ExecArg: ExecMain}
+	return map[string]func([]string) int{Arg: Main, ExecArg: ExecMain, tun.HelperArg: tun.HelperMain}
 }
 
 // Status is what init reports on its status descriptor, as one JSON line.

@@ -15,14 +15,6 @@ import (
 // ErrPermission is wrapped when the caller may not enter the namespace.
 var ErrPermission = errors.New("tun: entering the sandbox's network namespace needs CAP_SYS_ADMIN in the host's user namespace")
 
-// Config is the device to make.
-type Config struct {
-	Name  string       // interface name, such as "tun0"
-	Addr  netip.Prefix // the sandbox's address on it, such as 10.0.2.15/24 (IPv4)
-	MTU   int
-	Route bool // a default route through the device
-}
-
 // Open enters the network namespace of process pid from a locked OS
 // thread (which is then discarded, never returned to the scheduler in the
 // sandbox's namespace), creates the TUN device cfg names (IFF_TUN |
@@ -60,6 +52,19 @@ func openIn(pid int, cfg Config) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("tun: enter the sandbox's network namespace: %w", err)
 	}
+	return Make(cfg)
+}
+
+// Make creates the TUN device cfg names (IFF_TUN | IFF_NO_PI) in the
+// network namespace of the calling thread, gives it its address and MTU,
+// brings it up, adds the default route through it when cfg.Route is set,
+// and returns its descriptor (close-on-exec, non-blocking). It needs
+// CAP_NET_ADMIN over that namespace and read-write access to
+// /dev/net/tun; the device lives as long as the descriptor.
+func Make(cfg Config) (*os.File, error) {
+	if !cfg.Addr.Addr().Is4() || cfg.Name == "" || cfg.MTU < 576 {
+		return nil, fmt.Errorf("tun: bad config %+v", cfg)
+	}
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tun: open /dev/net/tun: %w", err)
@@ -78,6 +83,25 @@ func openIn(pid int, cfg Config) (*os.File, error) {
 		return nil, fmt.Errorf("tun: %s: %w", cfg.Name, err)
 	}
 	return f, nil
+}
+
+// LoopbackUp brings lo up in the calling thread's network namespace (a
+// new namespace has it down), as bwrap does for the namespaces it makes.
+func LoopbackUp() error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("tun: bring lo up: %w", err)
+	}
+	return nil
 }
 
 // configure sets the address, netmask, MTU and up flag by ioctl, and the

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package tun
+
+import (
+	"fmt"
+	"os"
+)
+
+// HelperMain exists on Linux only.
+func HelperMain([]string) int {
+	fmt.Fprintln(os.Stderr, "sandbox-run: the network namespace helper runs on Linux only")
+	return 125
+}
