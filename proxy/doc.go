@@ -26,8 +26,11 @@
 //     172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 198.18.0.0/15, fc00::/7.
 //   - The proxy host itself is never reached through an address of its own
 //     interfaces (every family; its LAN, bridge, VPN and veth addresses,
-//     public or private), listed anew at every decision and at the dial's
-//     re-check, so an address added a moment ago counts: such an address
+//     public or private), as they are at every decision and at the dial's
+//     re-check, so an address added a moment ago counts (on Linux, while
+//     Serve or Transparent serves, the list is kept and listed anew only after a netlink
+//     address or link event, which the kernel queues before the change's
+//     system call returns; elsewhere it is listed at every call): such an address
 //     is refused (code own-address) even when a range or a host name entry
 //     covers it. Only an entry naming that exact address (10.1.2.3,
 //     10.1.2.3:8080, 10.1.2.3/32) opens it. When the interfaces cannot be

@@ -34,6 +34,44 @@ const (
 	dialTimeout    = 10 * time.Second
 )
 
+// The pool of idle upstream connections of forwarded (plain HTTP)
+// requests. A node-wide proxy serves many sandboxes talking to the same
+// hosts at once: a connection that finds no room in the pool when its
+// request ends is closed, and the next request dials a new one (a
+// handshake, a judgement's re-check, a TIME_WAIT socket). With 64 per host,
+// 500 concurrent clients of one host made the proxy dial for two requests
+// in five, a sixth of its CPU time (docs/BENCHMARKS.md, section 5); 512
+// keeps one connection per client up to 512 clients of a host. An idle
+// connection costs a descriptor, two goroutines and about 10 KiB, and is
+// closed after 90 s unused (IdleConnTimeout).
+const (
+	maxIdleUpstreamPerHost = 512
+	maxIdleUpstream        = 1024
+)
+
+// forwardFlushInterval bounds how long bytes of a forwarded answer of
+// known length may wait in the proxy's buffers (see Serve).
+const forwardFlushInterval = 10 * time.Millisecond
+
+// bufferPool is an httputil.BufferPool of 32 KiB buffers, which forwarded
+// answers are copied through; without a pool ReverseProxy allocates one
+// per answer.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) == 32<<10 {
+		buf = buf[:cap(buf)]
+		b.p.Put(&buf)
+	}
+}
+
 // Defaults for the client-connection timeouts of Config.
 const (
 	// DefaultReadHeaderTimeout is Config.ReadHeaderTimeout when it is zero.
@@ -166,9 +204,10 @@ type Proxy struct {
 	// to connect to, before the Control re-check.
 	dialHook func(netip.AddrPort)
 
-	// ownAddrs lists the proxy host's own addresses (interfaceAddrs;
-	// tests may replace it).
+	// ownAddrs lists the proxy host's own addresses (own.get; tests may
+	// replace it). own is held while Serve serves.
 	ownAddrs func() ([]netip.Addr, error)
+	own      *ownWatch
 
 	l7      *l7      // TLS termination and rules; nil when nothing is terminated
 	implied []string // allow-list entries the rules' hosts imply
@@ -196,10 +235,11 @@ func New(cfg Config) (*Proxy, error) {
 		log: cfg.Logger, resolver: cfg.Resolver, runID: cfg.RunID, runIDPreamble: cfg.RunIDFromPreamble, refused: cfg.Refusals,
 		readHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		idleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
-		ownAddrs:          interfaceAddrs,
+		own:               &ownWatch{list: interfaceAddrs},
 		l7:                l, implied: implied,
 		plainHook: cfg.PlainRequestHook, respHook: cfg.ResponseHook,
 	}
+	p.ownAddrs = p.own.get
 	p.allow.Store(&allow)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -232,6 +272,7 @@ func (p *Proxy) SetAllow(entries []string) error {
 // wrapped. Handler goroutines may still be unwinding when Serve returns.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
+	defer p.own.hold()()
 
 	// The transport is ours, not http.DefaultTransport: no Proxy func (the
 	// default reads HTTP(S)_PROXY and would chain around the checks), and a
@@ -242,8 +283,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		Proxy:                 nil,
 		DialContext:           s.dialTransport,
 		ForceAttemptHTTP2:     false,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   64, // a node-wide proxy serves many sandboxes talking to the same hosts
+		MaxIdleConns:          maxIdleUpstream,
+		MaxIdleConnsPerHost:   maxIdleUpstreamPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
@@ -252,9 +293,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		// The client's absolute URL is the upstream request's URL as it
 		// stands; Rewrite (not Director) strips hop-by-hop and
 		// X-Forwarded-* headers and adds none.
-		Rewrite:       func(*httputil.ProxyRequest) {},
-		Transport:     tr,
-		FlushInterval: -1, // stream: an event stream or a long poll is not held back
+		Rewrite:   func(*httputil.ProxyRequest) {},
+		Transport: tr,
+		// An answer of unknown length (chunked: a long poll, a stream) or
+		// an event stream is flushed after every read, whatever this says
+		// (ReverseProxy.flushInterval); one of known length is held at
+		// most this long. Not -1, which flushes the header on its own from
+		// a timer goroutine and then every read: two writes and a
+		// goroutine per small answer.
+		FlushInterval: forwardFlushInterval,
+		BufferPool:    &bufferPool{},
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  s.forwardError,
 	}

@@ -167,3 +167,48 @@ func TestOriginFormRefused(t *testing.T) {
 		t.Errorf("the proxy dialled %v", d)
 	}
 }
+
+// TestForwardStreams: a forwarded answer reaches the client while the
+// upstream is still sending it, whether its length is unknown (chunked: a
+// stream, a long poll) or known (held at most forwardFlushInterval): the
+// client reads the first part while the upstream waits, before it sends
+// the rest, for the client to have read it.
+func TestForwardStreams(t *testing.T) {
+	for _, c := range []struct{ name, head, first, rest, want string }{
+		{"chunked", "Transfer-Encoding: chunked", "5\r\nfirst\r\n", "4\r\nlast\r\n0\r\n\r\n", "firstlast"},
+		{"known length", "Content-Length: 9", "first", "last", "firstlast"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			release := make(chan struct{})
+			up := rawUpstream(t, func(conn *net.TCPConn) {
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\n%s\r\n\r\n%s", c.head, c.first)
+				select {
+				case <-release:
+				case <-time.After(15 * time.Second):
+					return
+				}
+				io.WriteString(conn, c.rest)
+			})
+			pt := startProxy(t, Config{Allow: []string{up.Addr().String() + ":*"}})
+			conn := pt.conn(t)
+			fmt.Fprintf(conn, "GET http://%s/stream HTTP/1.1\r\nHost: %s\r\n\r\n", up, up)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodGet})
+			if err != nil {
+				t.Fatalf("no answer header while the upstream waits: %v", err)
+			}
+			first := make([]byte, 5)
+			if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "first" {
+				t.Fatalf("first part while the upstream waits: %q, %v", first, err)
+			}
+			close(release)
+			rest, err := io.ReadAll(resp.Body)
+			if got := string(first) + string(rest); err != nil || got != c.want {
+				t.Errorf("whole answer %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}

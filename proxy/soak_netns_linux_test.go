@@ -264,10 +264,10 @@ func TestSoak(t *testing.T) {
 	}
 
 	// Idle: with the clients gone, the proxy holds only the listener and
-	// its pool of idle upstream connections (at most 64, two goroutines
+	// its pool of idle upstream connections (at most maxIdleUpstreamPerHost, two goroutines
 	// each). Sockets are counted rather than all descriptors: io.Copy's
 	// splice(2) path keeps pipes in a cache that only a collection empties.
-	const pool = 64
+	const pool = maxIdleUpstreamPerHost
 	var idleG int
 	var idle fds
 	if !waitFor(10*time.Second, func() bool {

@@ -38,7 +38,8 @@ type Transparent struct{ s *session }
 // ends; every connection it opened is closed then.
 func (p *Proxy) Transparent(ctx context.Context) *Transparent {
 	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
-	context.AfterFunc(ctx, s.closeAll)
+	release := p.own.hold() // the own-address watch, while it serves
+	context.AfterFunc(ctx, func() { s.closeAll(); release() })
 	return &Transparent{s: s}
 }
 

@@ -107,6 +107,10 @@ func main() {
 			os.Exit(mcpClientMain(os.Args[2:]))
 		case "images":
 			os.Exit(imagesMain(os.Args[2:]))
+		case "proxy-load":
+			code := proxyLoadMain(os.Args[2:])
+			runCleanups()
+			os.Exit(code)
 		}
 	}
 	code := run()
@@ -132,9 +136,9 @@ func run() int {
 	maxTime := flag.Duration("max-time", 20*time.Minute, "time bound of the whole run (checked between rounds)")
 	scaleN := flag.Int("scale-n", 50, "sandboxes started at once (section 5)")
 	scaleRounds := flag.Int("scale-rounds", 3, "bursts per scale variant")
-	conns := flag.Int("conns", 500, "concurrent connections to the node-wide proxy")
-	perConn := flag.Int("per-conn", 10, "sequential requests per connection")
-	loadRounds := flag.Int("load-rounds", 2, "load runs per path (interleaved)")
+	conns, perConn := flag.Int("conns", 500, "concurrent connections to the node-wide proxy"), flag.Int("per-conn", 10, "sequential requests per connection")
+	loadRounds := flag.Int("load-rounds", 5, "load runs per path (interleaved)")
+	pace := flag.Int("rate", 1000, "requests per second of the paced loads (section 5)")
 	memRounds := flag.Int("mem-rounds", 5, "runs per memory variant")
 	mcpCalls := flag.Int("mcp-calls", 1000, "tools/call round trips per MCP variant (in 4 interleaved batches)")
 	traceRuns := flag.Int("trace-runs", 11, "strace'd runs for the start-up profile")
@@ -156,7 +160,7 @@ func run() int {
 		*netRounds = min(*netRounds, 2)
 		*latTotal = min(*latTotal, 200)
 		*scaleRounds = min(*scaleRounds, 1)
-		*loadRounds = min(*loadRounds, 1)
+		*loadRounds = min(*loadRounds, 2)
 		*memRounds = min(*memRounds, 2)
 		*mcpCalls = min(*mcpCalls, 200)
 		*traceRuns = min(*traceRuns, 5)
@@ -255,7 +259,7 @@ func run() int {
 				len(nvs), *netRounds, *size>>20, *latTotal)
 			rep.net, rep.tls = e.measureNetTLS(nvs, h, *size, *netRounds, max(1, *latTotal/4), *perConn, deadline)
 			rep.connect, rep.connectFailed = e.measureConnect(h, 4, max(1, *latTotal/4), deadline)
-			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, deadline)
+			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, *pace, deadline)
 		}
 	}
 	if *micro != "" {

@@ -8,12 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,94 +35,6 @@ type loadResult struct {
 	Seconds  float64 `json:"seconds"`
 	Bytes    int64   `json:"bytes"`
 	LatNS    []int64 `json:"lat_ns"`
-}
-
-// loadMain is the hidden mode `load -url URL [-sock SOCK] -conns C -n N
-// [-hold D]`: C clients at once, each on its own connection (to the proxy
-// on the Unix socket SOCK, or straight to the host without -sock), each
-// making N sequential GETs of URL and reading every body to the end. All
-// connections stay open for D after the last request (so that the proxy's
-// peak descriptors can be sampled), then the result goes to stdout as one
-// JSON line.
-func loadMain(args []string) int {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	target := fs.String("url", "", "URL")
-	sock := fs.String("sock", "", "HTTP proxy on this Unix socket (empty: direct)")
-	conns := fs.Int("conns", 500, "concurrent connections")
-	n := fs.Int("n", 10, "sequential requests per connection")
-	hold := fs.Duration("hold", 300*time.Millisecond, "keep the connections open this long after the last request")
-	if err := fs.Parse(args); err != nil || *target == "" || *conns < 1 || *conns > 5000 || *n < 1 || *n > 10000 {
-		fmt.Fprintln(os.Stderr, "usage: load -url URL [-sock SOCK] [-conns C] [-n N] [-hold D]")
-		return 2
-	}
-	var (
-		mu  sync.Mutex
-		res loadResult
-		wg  sync.WaitGroup
-	)
-	gate := make(chan struct{})
-	trs := make([]*http.Transport, *conns)
-	for i := range trs {
-		tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true, IdleConnTimeout: time.Minute}
-		if *sock != "" {
-			tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "egress-proxy"})
-			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", *sock)
-			}
-		}
-		trs[i] = tr
-	}
-	for i := 0; i < *conns; i++ {
-		wg.Add(1)
-		go func(c *http.Client) {
-			defer wg.Done()
-			<-gate
-			lat := make([]int64, 0, *n)
-			var errs, bytes int64
-			var first string
-			for k := 0; k < *n; k++ {
-				t := time.Now()
-				resp, err := c.Get(*target)
-				if err == nil {
-					var m int64
-					m, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					bytes += m
-					if err == nil && resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %s", resp.Status)
-					}
-				}
-				if err != nil {
-					errs++
-					if first == "" {
-						first = err.Error()
-					}
-					continue
-				}
-				lat = append(lat, int64(time.Since(t)))
-			}
-			mu.Lock()
-			res.Requests += int64(len(lat))
-			res.Errors += errs
-			res.Bytes += bytes
-			res.LatNS = append(res.LatNS, lat...)
-			if res.FirstErr == "" {
-				res.FirstErr = first
-			}
-			mu.Unlock()
-		}(&http.Client{Transport: trs[i], Timeout: time.Minute})
-	}
-	start := time.Now()
-	close(gate)
-	wg.Wait()
-	res.Seconds = time.Since(start).Seconds()
-	time.Sleep(*hold)
-	for _, tr := range trs {
-		tr.CloseIdleConnections()
-	}
-	_ = json.NewEncoder(os.Stdout).Encode(res)
-	return 0
 }
 
 // proxyUnixMain is the hidden mode `proxy-unix SOCK ALLOW...`: the egress
@@ -353,9 +263,6 @@ const (
 	sBuiltin = "50 × sandbox-run run --allow-host H (each its own proxy)"
 	sNode    = "50 × sandbox-run run --egress-socket S (one node-wide proxy)"
 	sSingle  = "1 × sandbox-run run --allow-host H (alone, for comparison)"
-	lDirect  = "no proxy (straight to the test host)"
-	lProxy   = "sandbox-run proxy (node-wide, Unix socket)"
-	lHelper  = "the proxy package in this program (for goroutines)"
 )
 
 // loadRun is one load client run against one path.
@@ -373,6 +280,7 @@ type scaleResults struct {
 	burstErr          map[string]error
 	nodeErr           error
 
+	rate     int // requests per second of the paced loads
 	loads    map[string][]loadRun
 	loadErr  map[string]error
 	baseline procSample // the node-wide proxy, idle, before any load
@@ -392,9 +300,10 @@ type scaleResults struct {
 
 // measureScale is section 5: bursts of n sandboxes, each fetching /ok
 // through its proxy path, and the node-wide proxy under conns concurrent
-// connections (perConn requests each), interleaved with the same load
-// straight to the test host.
-func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds int, deadline time.Time) *scaleResults {
+// connections (perConn requests each, at full speed and paced at pace
+// requests per second in all), interleaved with the same load straight
+// to the test host.
+func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds, pace int, deadline time.Time) *scaleResults {
 	res := &scaleResults{n: n, conns: conns, perConn: perConn, bursts: map[string][]burstResult{}, burstErr: map[string]error{},
 		loads: map[string][]loadRun{}, loadErr: map[string]error{}}
 	np, err := startNodeProxy(e.bin, filepath.Join(e.base, "nodeproxy"), h.addr.String())
@@ -440,42 +349,11 @@ func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds in
 		}
 	}
 
-	// The load: the node-wide proxy (sampled) and the same load with no
-	// proxy, interleaved.
-	fmt.Fprintf(os.Stderr, "bench: scale: %d rounds of %d connections x %d requests\n", loadRounds, conns, perConn)
-	loadArgs := []string{"load", "-url", h.url("/ok"), "-conns", fmt.Sprint(conns), "-n", fmt.Sprint(perConn), "-hold", "400ms"}
-	paths := []struct {
-		name string
-		args []string
-	}{
-		{lDirect, loadArgs},
-		{lProxy, append(append([]string{}, loadArgs...), "-sock", np.sock)},
-	}
-	for r := 0; r < loadRounds; r++ {
-		if r > 0 && time.Now().After(deadline) {
-			break
-		}
-		for k := range paths {
-			p := paths[(k+r)%len(paths)]
-			if res.loadErr[p.name] != nil {
-				continue
-			}
-			var stop func() procSample
-			if p.name == lProxy {
-				stop = sampler(pid, nil)
-			}
-			lr, err := e.runLoad(h, p.args)
-			if stop != nil {
-				lr.peak = stop()
-			}
-			if err != nil {
-				res.loadErr[p.name] = err
-				fmt.Fprintf(os.Stderr, "bench: scale: %s: %v\n", p.name, err)
-				continue
-			}
-			res.loads[p.name] = append(res.loads[p.name], lr)
-		}
-	}
+	// The load: the node-wide proxy (sampled) and the same clients with
+	// no proxy, interleaved, at full speed and paced.
+	fmt.Fprintf(os.Stderr, "bench: scale: %d rounds of %d connections x %d requests, full speed and paced at %d/s\n", loadRounds, conns, perConn, pace)
+	res.rate = pace
+	res.loads, res.loadErr = e.runLoads(h, loadPaths(h, np.sock, pid, conns, perConn, pace), loadRounds, deadline)
 	// Back to baseline: descriptors first (they should return at once),
 	// then RSS, which the Go runtime gives back lazily.
 	start := time.Now()
@@ -497,7 +375,7 @@ func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds in
 	res.afterRSS, _ = sampleProc(pid)
 	res.final = res.afterRSS
 
-	e.measureGoroutines(h, res, loadArgs)
+	e.measureGoroutines(h, res, []string{"load", "-url", h.url("/ok"), "-conns", fmt.Sprint(conns), "-n", fmt.Sprint(perConn), "-hold", "400ms"})
 	return res
 }
 
@@ -692,36 +570,8 @@ func (r *report) scaleSection(w func(string, ...any)) {
 	r.failures(w, s.burstErr)
 
 	w("### The node-wide proxy under %d concurrent connections\n\n", s.conns)
-	w("This program's `load` mode opens %d connections at once, each with its own HTTP client, and makes %d sequential `GET /ok` "+
-		"on each (%d requests per run): through `sandbox-run proxy` on its Unix socket, and, interleaved, straight to the test host "+
-		"(no proxy). All connections stay open 400 ms after the last answer, then close. The proxy process is sampled every 25 ms "+
-		"from /proc/PID/status (VmRSS, VmHWM, Threads) and /proc/PID/fd.\n\n", s.conns, s.perConn, s.conns*s.perConn)
-	w("| path | runs | requests/s (median) | p50 | p99 | max | connections the test host accepted per run |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, name := range []string{lDirect, lProxy} {
-		runs := s.loads[name]
-		if len(runs) == 0 {
-			if err := s.loadErr[name]; err != nil {
-				w("| %s | failed: %s | | | | | |\n", name, oneLine(err.Error()))
-			}
-			continue
-		}
-		var rps []float64
-		var lat sample
-		var up []float64
-		for _, lr := range runs {
-			rps = append(rps, float64(lr.res.Requests)/lr.res.Seconds)
-			for _, ns := range lr.res.LatNS {
-				lat = append(lat, time.Duration(ns))
-			}
-			up = append(up, float64(lr.upstream))
-		}
-		w("| %s | %d | %.0f | %s | %s | %s | %.0f |\n", name, len(runs), median(rps), ms(lat.quantile(0.5)), ms(lat.quantile(0.99)), ms(lat.max()), median(up))
-	}
-	w("\n")
+	r.loadTable(w)
 	if d, p := s.loads[lDirect], s.loads[lProxy]; len(d) > 0 && len(p) > 0 {
-		dl, pl := pooled(d), pooled(p)
-		w("Through the node-wide proxy the load runs at **%s** the request rate with no proxy, p99 **%s** (%s).\n\n",
-			fx(rate(p), rate(d)), ms(pl.quantile(0.99)), ratio(pl.quantile(0.99), dl.quantile(0.99)))
 		peak := procSample{}
 		for _, lr := range p {
 			peak = peak.max(lr.peak)
@@ -749,10 +599,10 @@ func (r *report) scaleSection(w func(string, ...any)) {
 			w("RSS was back near the idle level 5 s after the load (%s against %s).\n\n", mib(s.afterRSS.rssKB), mib(s.baseline.rssKB))
 		}
 		if up := medianUpstream(p); up > 0 {
-			w("The test host accepted %.0f connections per proxied run for %d requests: the proxy's upstream pool keeps at most 8 idle "+
-				"connections per host (proxy/proxy.go, MaxIdleConnsPerHost), so under %d concurrent clients most requests open a fresh "+
-				"upstream connection, and each closed one leaves a TIME_WAIT socket on the proxy's side. With no proxy each client reuses its "+
-				"one connection.\n\n", up, s.conns*s.perConn, s.conns)
+			w("The test host accepted %.0f connections per proxied run for %d requests: the proxy keeps up to 512 idle upstream "+
+				"connections per host (proxy/proxy.go, maxIdleUpstreamPerHost), so %d concurrent clients of one host reuse them; a request that "+
+				"finds none idle opens a new one, and each one closed beyond the pool's room leaves a TIME_WAIT socket on the proxy's side. "+
+				"With no proxy each client reuses its one connection.\n\n", up, s.conns*s.perConn, s.conns)
 		}
 	}
 	g := s.goroutines
@@ -826,18 +676,15 @@ func (r *report) scaleGoals() [][3]string {
 			fmt.Sprintf("%d failures in %d starts; wall %s (median of %d)", fails, n, ms(burstWall(bs).median()), len(bs)),
 			verdict(fails == 0, fmt.Sprintf("%d failed", fails))})
 	}
+	rows = append(rows, r.loadGoals()...)
 	if p := s.loads[lProxy]; len(p) > 0 {
 		peak := procSample{}
 		for _, lr := range p {
 			peak = peak.max(lr.peak)
 		}
-		rows = append(rows, [3]string{fmt.Sprintf("scale: node-wide proxy, %d connections", s.conns),
-			fmt.Sprintf("%.0f req/s (%s no proxy), p99 %s; peak RSS %s, fds %d", rate(p), fx(rate(p), rate(s.loads[lDirect])), ms(pooled(p).quantile(0.99)), mib(peak.hwmKB), peak.fds), "—"})
 		rows = append(rows, [3]string{"scale: proxy's fds back to baseline (+ idle upstream pool) after the load",
 			fmt.Sprintf("%d → %d → %d (%d pooled) in %s", s.baseline.fds, peak.fds, s.after.fds, s.pooled, roundDur(s.backIn)),
 			verdict(s.back, fmt.Sprintf("%d more than baseline + pool", s.after.fds-s.baseline.fds-s.pooled))})
-	} else if err := s.loadErr[lProxy]; err != nil {
-		rows = append(rows, [3]string{fmt.Sprintf("scale: node-wide proxy, %d connections", s.conns), "failed: " + oneLine(err.Error()), "**missed**"})
 	}
 	if g := s.goroutines; g.err == nil && g.peak > 0 {
 		want := g.baseline + 2*g.pooled
