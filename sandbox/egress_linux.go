@@ -35,9 +35,9 @@ type transparent struct {
 
 // planTransparent decides whether the run gets transparent egress: with
 // the built-in proxy (its allow-list is the policy the netstack asks)
-// and as root (see internal/tun). It writes the sandbox's resolv.conf and
-// hosts file into the runtime directory and binds them over /etc's, so
-// that every lookup goes to the netstack's resolver.
+// and as root (see internal/tun). It binds the sandbox's resolv.conf and
+// hosts file (bindResolver), so that every lookup goes to the netstack's
+// resolver.
 func (n *network) planTransparent(root bool) error {
 	switch {
 	case n.px == nil:
@@ -47,6 +47,22 @@ func (n *network) planTransparent(root bool) error {
 		n.egress = Transparent{Reason: "needs root to make the sandbox's TUN device from outside (unprivileged, only the HTTP proxy variables work)"}
 		return nil
 	}
+	if err := n.bindResolver(); err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	n.tun = &transparent{gateR: r, gateW: w}
+	n.egress = Transparent{Enabled: true}
+	return nil
+}
+
+// bindResolver writes the sandbox's resolv.conf (the netstack's
+// resolver, and nothing else) and hosts file into the runtime directory
+// and binds them over /etc's.
+func (n *network) bindResolver() error {
 	for name, text := range map[string]string{
 		"resolv.conf": "nameserver " + resolverIP.String() + "\noptions attempts:1 timeout:2\n",
 		"hosts":       hostsInside,
@@ -57,12 +73,6 @@ func (n *network) planTransparent(root bool) error {
 		}
 		n.binds = append(n.binds, [2]string{path, "/etc/" + name})
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
-	}
-	n.tun = &transparent{gateR: r, gateW: w}
-	n.egress = Transparent{Enabled: true}
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -144,8 +145,24 @@ type Config struct {
 	// the launcher gave up) ends init with status 125 and the command
 	// never runs. The launcher uses it to set up the sandbox's network
 	// (transparent egress) from outside first.
-	GateFD  int
+	GateFD int
+	// Tun, when set, asks init to make the TUN device of transparent
+	// egress itself (tier 2, where the device is gVisor's and cannot be
+	// made from outside): see Tun.
+	Tun     *Tun
 	Command []string
+}
+
+// Tun is transparent egress made from inside: init creates the TUN
+// device tun0 with CAP_NET_ADMIN (the only capability the launcher
+// grants it), gives it Addr, which also routes Addr's prefix through it
+// (a /0 is every destination), relays each packet between the device and
+// the packet socket Socket (whose other end is the launcher's netstack,
+// which judges every connection), and drops every capability of every
+// thread before it starts the command. Linux only.
+type Tun struct {
+	Addr   netip.Prefix
+	Socket string
 }
 
 // Forward asks init to listen on a loopback TCP port and relay each
@@ -199,6 +216,9 @@ func (c Config) Args() []string {
 	if c.GateFD > 2 {
 		a = append(a, "--gate-fd", fmt.Sprint(c.GateFD))
 	}
+	if c.Tun != nil {
+		a = append(a, "--tun", c.Tun.Addr.String()+"="+c.Tun.Socket)
+	}
 	a = append(a, "--")
 	return append(a, c.Command...)
 }
@@ -213,7 +233,7 @@ func ParseArgs(args []string) (Config, error) {
 			return c, c.complete()
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd":
+		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd", "--tun":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -251,6 +271,13 @@ func (c *Config) set(flag, v string) error {
 		if _, err := fmt.Sscan(v, &c.GateFD); err != nil || c.GateFD < 3 {
 			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
 		}
+	case "--tun":
+		addr, sock, _ := strings.Cut(v, "=")
+		pf, err := netip.ParsePrefix(addr)
+		if err != nil || !pf.Addr().Is4() || sock == "" {
+			return fmt.Errorf("%w: --tun %q, want ADDR/BITS=SOCKET (IPv4)", ErrUsage, v)
+		}
+		c.Tun = &Tun{Addr: pf, Socket: sock}
 	case "--forward", "--publish":
 		port, sock, ok := strings.Cut(v, "=")
 		var f Forward
