@@ -132,4 +132,3 @@ func (t *gvTun) confirm(r *Report) {
 		r.Transparent = &Transparent{Reason: "the host's netstack could not serve gVisor's TUN device (" + t.err.Error() + "): only the HTTP proxy variables work"}
 	}
 }
-
