@@ -12,7 +12,7 @@ import (
 func egressItem() Item {
 	it := Item{ID: "egress/transparent", Category: "network", Status: StatusOK,
 		Details: []string{
-			"gvisor: lost: runsc serves the sandbox's network with its own netstack and sandbox-run attaches no TUN device to it; only tools that use the HTTP proxy variables get out",
+			"gvisor: on, as root and unprivileged: sandbox-run's init makes a TUN device inside gVisor's own netstack (CAP_NET_ADMIN for init alone, dropped before the command starts) and relays its packets to the host's netstack, which judges each connection like bwrap's",
 			"landlock: lost: no network namespace; TCP connect is confined to the proxy's port (Landlock ABI 4 and later), so only tools that use the HTTP proxy variables get out",
 		}}
 	switch {

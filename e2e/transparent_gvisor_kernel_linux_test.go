@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +61,14 @@ func TestGvisorTransparentTCP(t *testing.T) {
 		if findAudit(readAudit(t, audit), map[string]string{"event": "egress", "method": "TCP", "host": h.Addr.String(),
 			"port": fmt.Sprint(odd), "decision": "allow"}) == nil {
 			t.Errorf("no allow line for the TCP connection in the audit")
+		}
+	})
+	t.Run("allowed by address, rootless", func(t *testing.T) {
+		// sandbox-run as uid 65534 (the workdir's owner): runsc
+		// --rootless, init's device made the same way, no root anywhere.
+		out, code := gvRootless(t, w, gvKernel+rawTCP(h.Addr.String(), odd), "--allow-host", hp)
+		if code != 0 || !strings.Contains(out, "gVisor") || !strings.Contains(out, sandboxtest.OddGreeting) {
+			t.Fatalf("unprivileged: an allowed host:port was not reached without proxy variables: exit %d: %s", code, out)
 		}
 	})
 	t.Run("refused without the entry", func(t *testing.T) {
@@ -213,4 +223,22 @@ func TestGvisorTransparentCapabilities(t *testing.T) {
 	if strings.Contains(string(b), `"egress_transparent"`) {
 		t.Errorf("a run with no network reports transparent egress: %s", b)
 	}
+}
+
+// gvRootless runs `sandbox-run run --sandbox gvisor` as uid 65534, the
+// owner of the workdirs root's tests make, and returns its combined
+// output and exit status.
+func gvRootless(t *testing.T, w, script string, extra ...string) (string, int) {
+	t.Helper()
+	home := sandboxtest.WorkDir(t)
+	args := append(append([]string{"run", "--workdir", w, "--sandbox", "gvisor"}, extra...), "--", "sh", "-c", script)
+	c := exec.Command(bin, args...)
+	c.Env = []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return string(out), c.ProcessState.ExitCode()
 }
