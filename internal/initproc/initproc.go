@@ -11,9 +11,13 @@
 //  1. bwrap has set up namespaces, mounts, the environment and the seccomp
 //     filter, dropped capabilities and started this init as PID 1.
 //  2. Init marks every descriptor above 2 close-on-exec, so nothing bwrap
-//     or the caller left open reaches the command, reads back what the
-//     kernel says about its own confinement, and starts the command with
-//     the real standard error.
+//     or the caller left open reaches the command. Under gVisor with
+//     transparent egress (Config.Tun) it then makes the TUN device with
+//     the CAP_NET_ADMIN the spec grants init alone, starts relaying its
+//     packets to the launcher, and drops every capability of every
+//     thread; the command never starts if any of it fails. It reads back
+//     what the kernel says about its own confinement, and starts the
+//     command with the real standard error.
 //  3. It reports (on the status descriptor, then closed) that the command
 //     started, or why it could not (127 not found, 126 not executable).
 //  4. It relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the

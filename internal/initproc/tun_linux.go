@@ -147,6 +147,9 @@ func dropCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	_, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	if e == unix.ENOTSUP {
+		return fmt.Errorf("%w: sandbox-run is linked with cgo, which has no AllThreadsSyscall (build it with CGO_ENABLED=0, as make and the install docs do)", ErrCapabilities)
+	}
 	if e != 0 {
 		return fmt.Errorf("%w: capset: %v", ErrCapabilities, e)
 	}
