@@ -76,17 +76,9 @@ func Main(args []string) int {
 		}
 	}
 
-	if c.Tun != nil {
-		// The command never holds the capability: it is dropped on every
-		// thread before the command is forked, or the command never runs.
-		err := startTun(*c.Tun)
-		if err == nil {
-			err = dropCapabilities()
-		}
-		if err != nil {
-			report(Status{Error: err.Error(), Exit: 125})
-			return 125
-		}
+	if err := setUpTun(c.Tun); err != nil {
+		report(Status{Error: err.Error(), Exit: 125})
+		return 125
 	}
 	if c.GateFD > 2 {
 		if err := waitGate(c.GateFD); err != nil {

@@ -276,23 +276,16 @@ func (c *Config) set(flag, v string) error {
 			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
 		}
 	case "--tun":
-		addr, sock, _ := strings.Cut(v, "=")
-		pf, err := netip.ParsePrefix(addr)
-		if err != nil || !pf.Addr().Is4() || sock == "" {
-			return fmt.Errorf("%w: --tun %q, want ADDR/BITS=SOCKET (IPv4)", ErrUsage, v)
+		t, err := parseTun(v)
+		if err != nil {
+			return err
 		}
-		c.Tun = &Tun{Addr: pf, Socket: sock}
+		c.Tun = t
 	case "--forward", "--publish":
-		port, sock, ok := strings.Cut(v, "=")
-		var f Forward
-		if h, p, err := net.SplitHostPort(port); err == nil && h != "" {
-			f.Addr, port = h, p
+		f, err := parseForward(flag, v)
+		if err != nil {
+			return err
 		}
-		n, err := strconv.Atoi(port)
-		if err != nil || !ok || sock == "" || n <= 0 || n > 65535 {
-			return fmt.Errorf("%w: %s %q, want [ADDR:]PORT=SOCKET", ErrUsage, flag, v)
-		}
-		f.Port, f.Socket = n, sock
 		if flag == "--publish" {
 			c.Publish = append(c.Publish, f)
 		} else {
@@ -300,6 +293,31 @@ func (c *Config) set(flag, v string) error {
 		}
 	}
 	return nil
+}
+
+// parseForward reads --forward's or --publish's [ADDR:]PORT=SOCKET.
+func parseForward(flag, v string) (Forward, error) {
+	port, sock, ok := strings.Cut(v, "=")
+	var f Forward
+	if h, p, err := net.SplitHostPort(port); err == nil && h != "" {
+		f.Addr, port = h, p
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || !ok || sock == "" || n <= 0 || n > 65535 {
+		return f, fmt.Errorf("%w: %s %q, want [ADDR:]PORT=SOCKET", ErrUsage, flag, v)
+	}
+	f.Port, f.Socket = n, sock
+	return f, nil
+}
+
+// parseTun reads --tun's ADDR/BITS=SOCKET (IPv4).
+func parseTun(v string) (*Tun, error) {
+	addr, sock, _ := strings.Cut(v, "=")
+	pf, err := netip.ParsePrefix(addr)
+	if err != nil || !pf.Addr().Is4() || sock == "" {
+		return nil, fmt.Errorf("%w: --tun %q, want ADDR/BITS=SOCKET (IPv4)", ErrUsage, v)
+	}
+	return &Tun{Addr: pf, Socket: sock}, nil
 }
 
 // complete checks a parsed command line once "--" is reached: a command,

@@ -24,6 +24,19 @@ const tunBuf = 1 << 16
 // is then never started.
 var ErrCapabilities = errors.New("initproc: cannot drop init's capabilities")
 
+// setUpTun serves t when set: the device, its relay, and then no
+// capability left on any thread. The command never holds the capability:
+// on any error the caller must not start it.
+func setUpTun(t *Tun) error {
+	if t == nil {
+		return nil
+	}
+	if err := startTun(*t); err != nil {
+		return err
+	}
+	return dropCapabilities()
+}
+
 // startTun makes t's device, connects to its packet socket and relays
 // between them for the rest of init's life. It needs CAP_NET_ADMIN;
 // dropCapabilities must follow before the command starts.
