@@ -19,13 +19,13 @@ func egressItem() Item {
 	case os.Geteuid() != 0:
 		it.Status = StatusWarn
 		it.Summary = "transparent egress: off for bwrap here (not root): a tool that ignores the HTTP proxy variables (ssh, git over SSH, a database client) cannot connect"
-		it.Remediation = "run sandbox-run as root: making the sandbox's TUN device from outside needs CAP_SYS_ADMIN in the host's user namespace"
+		it.Remediation = "run sandbox-run as root (making the sandbox's TUN device from outside needs CAP_SYS_ADMIN in the host's user namespace), or use --sandbox gvisor, which has it unprivileged"
 	case unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK) != nil:
 		it.Status = StatusWarn
 		it.Summary = "transparent egress: off: /dev/net/tun is missing or not usable, so a run with --allow-host fails to set up"
 		it.Remediation = "modprobe tun (or make /dev/net/tun: mknod /dev/net/tun c 10 200)"
 	default:
-		it.Summary = "transparent egress: on for bwrap: with --allow-host, any TCP connection goes out through a TUN device and the host side's netstack, judged by the exact address like the proxy's; names resolve only through sandbox-run's resolver"
+		it.Summary = "transparent egress: on for bwrap and gvisor: with --allow-host, any TCP connection goes out through a TUN device and the host side's netstack, judged by the exact address like the proxy's; names resolve only through sandbox-run's resolver"
 	}
 	return it
 }
