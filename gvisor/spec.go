@@ -44,7 +44,9 @@ type User struct {
 	AdditionalGids []int `json:"additionalGids,omitempty"`
 }
 
-// Capabilities are all empty: the command holds none.
+// Capabilities are all empty, save CAP_NET_ADMIN in init's effective and
+// permitted sets when Input.NetAdmin asks for it (never in the bounding
+// set, so no execve can gain it back): the command holds none.
 type Capabilities struct {
 	Bounding    []string `json:"bounding"`
 	Effective   []string `json:"effective"`
@@ -110,6 +112,11 @@ type Input struct {
 	// Files names the bind destinations whose source is not a directory
 	// (a host fact the caller reads): their mount point is an empty file.
 	Files map[string]bool
+	// NetAdmin gives the sandbox's first process (sandbox-run's init)
+	// CAP_NET_ADMIN in gVisor's kernel, to make the TUN device of
+	// transparent egress; init drops it on every thread before it starts
+	// the command. The bounding set stays empty.
+	NetAdmin bool
 }
 
 // Bundle is a rendered spec and the points its root needs.
@@ -125,11 +132,15 @@ func Render(in Input) (Bundle, error) {
 	if err := checkNUL(in); err != nil {
 		return Bundle{}, err
 	}
+	caps := []string{}
+	if in.NetAdmin {
+		caps = []string{"CAP_NET_ADMIN"}
+	}
 	b := Bundle{Spec: Spec{
 		OCIVersion: "1.0.0",
 		Process: Process{
 			User: User{UID: in.UID, GID: in.GID}, Args: in.Args, Env: in.Env, Cwd: in.Cwd,
-			Capabilities:    Capabilities{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}},
+			Capabilities:    Capabilities{Bounding: []string{}, Effective: caps, Inheritable: []string{}, Permitted: caps, Ambient: []string{}},
 			Rlimits:         in.Rlimits,
 			NoNewPrivileges: true,
 		},

@@ -249,3 +249,30 @@ func TestRenderDeepLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderNetAdmin checks that transparent egress's capability is
+// init's alone: CAP_NET_ADMIN effective and permitted, never bounding,
+// inheritable or ambient (no execve can carry or regain it), and absent
+// without NetAdmin.
+func TestRenderNetAdmin(t *testing.T) {
+	in := input()
+	b, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := b.Spec.Process.Capabilities; len(c.Effective)+len(c.Permitted) != 0 {
+		t.Errorf("without NetAdmin: capabilities %+v, want none", c)
+	}
+	in.NetAdmin = true
+	if b, err = Render(in); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Spec.Process.Capabilities
+	want := []string{"CAP_NET_ADMIN"}
+	if !reflect.DeepEqual(c.Effective, want) || !reflect.DeepEqual(c.Permitted, want) {
+		t.Errorf("with NetAdmin: effective %v permitted %v, want %v", c.Effective, c.Permitted, want)
+	}
+	if len(c.Bounding)+len(c.Inheritable)+len(c.Ambient) != 0 {
+		t.Errorf("with NetAdmin: bounding %v inheritable %v ambient %v, want empty", c.Bounding, c.Inheritable, c.Ambient)
+	}
+}

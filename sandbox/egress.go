@@ -15,7 +15,6 @@ type Transparent struct {
 // Why the mechanisms without a TUN device on the host side have no
 // transparent egress: only tools that use the proxy variables get out.
 const (
-	noTransparentGvisor   = "gVisor serves the sandbox's network with runsc's own netstack and sandbox-run attaches no TUN device to it: only tools that use the HTTP proxy variables get out"
 	noTransparentLandlock = "no network namespace under Landlock: TCP connect is confined to the proxy's port, so only tools that use the HTTP proxy variables get out"
 	noTransparentSeatbelt = "no network namespace under Seatbelt: the profile allows only the proxy's loopback port, so only tools that use the HTTP proxy variables get out"
 )

@@ -37,10 +37,9 @@ type transparent struct {
 // planTransparent decides whether the run gets transparent egress: with
 // the built-in proxy (its allow-list is the policy the netstack asks)
 // and a /dev/net/tun that the launcher may open (root, or a caller the
-// device's mode lets in: udev's default rule makes it 0666). It writes
-// the sandbox's resolv.conf and hosts file into the runtime directory and
-// binds them over /etc's, so that every lookup goes to the netstack's
-// resolver. A run without it is not refused: the report names why, and
+// device's mode lets in: udev's default rule makes it 0666). It binds the
+// sandbox's resolv.conf and hosts file (bindResolver), so that every
+// lookup goes to the netstack's resolver. A run without it is not refused: the report names why, and
 // only the HTTP proxy variables work.
 func (n *network) planTransparent() error {
 	if n.px == nil {
@@ -51,6 +50,22 @@ func (n *network) planTransparent() error {
 		n.egress = Transparent{Reason: tunUnusable(err)}
 		return nil
 	}
+	if err := n.bindResolver(); err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+	}
+	n.tun = &transparent{gateR: r, gateW: w}
+	n.egress = Transparent{Enabled: true}
+	return nil
+}
+
+// bindResolver writes the sandbox's resolv.conf (the netstack's
+// resolver, and nothing else) and hosts file into the runtime directory
+// and binds them over /etc's.
+func (n *network) bindResolver() error {
 	for name, text := range map[string]string{
 		"resolv.conf": "nameserver " + resolverIP.String() + "\noptions attempts:1 timeout:2\n",
 		"hosts":       hostsInside,
@@ -61,12 +76,6 @@ func (n *network) planTransparent() error {
 		}
 		n.binds = append(n.binds, [2]string{path, "/etc/" + name})
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
-	}
-	n.tun = &transparent{gateR: r, gateW: w}
-	n.egress = Transparent{Enabled: true}
 	return nil
 }
 

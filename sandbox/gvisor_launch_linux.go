@@ -39,7 +39,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		Limits:     lims,
 		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
 	}
-	r.Transparent = transparentLost(g.nw.mode, noTransparentGvisor)
+	r.Transparent = g.nw.transparentReport()
 	if g.cfg.Rootless {
 		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
 	}
@@ -70,13 +70,24 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 	sort.Strings(r.EnvNames)
 	r.Protections = []Protection{
 		{Name: "kernel:gvisor", Configured: true, Detail: "the command's system calls are served by gVisor's Sentry"},
-		{Name: "network:loopback-only", Configured: true, Detail: "runsc --network=none"},
+		gvNetProtection(g.tun != nil),
 		{Name: "no_new_privs", Configured: true},
 		{Name: "capabilities:none", Configured: true},
 		{Name: "uid:not-root", Configured: !g.cfg.Rootless || os.Getuid() != 0, Detail: "host uid " + strconv.Itoa(r.HostUID)},
 	}
 	r.EnvironmentDigest = environmentDigest(&r)
 	return r
+}
+
+// gvNetProtection is what the sandbox's network is: gVisor's netstack
+// with loopback only, or with the TUN device of transparent egress too,
+// whose every connection the host's netstack judges.
+func gvNetProtection(tun bool) Protection {
+	if tun {
+		return Protection{Name: "network:transparent-egress", Configured: true,
+			Detail: "runsc --network=none; init's TUN device in gVisor's netstack, relayed to the host's netstack, which judges every connection"}
+	}
+	return Protection{Name: "network:loopback-only", Configured: true, Detail: "runsc --network=none"}
 }
 
 // verifyGvisor marks each protection from init's readback: the kernel's
@@ -304,6 +315,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	r.OOMScoreAdj = g.oom
 	switch {
 	case status != nil && status.Started:
+		g.tun.confirm(&r)
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		r.Exit = classify(code, "")

@@ -53,6 +53,7 @@ type gvRun struct {
 	uid, gid int
 	res      *Result         // what run returned, for the quarantine's lines
 	img      *ociimage.Image // the root file system's image; nil: the host's
+	tun      *gvTun          // transparent egress's host end; nil for none
 }
 
 func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
@@ -244,6 +245,10 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	}
 	g.status = ln
 	g.undo.push(func() { ln.Close() })
+	tun, err := g.planTun(hostUID, hostGID, !rootless, log)
+	if err != nil {
+		return err
+	}
 	if err := g.makeDir(); err != nil {
 		return err
 	}
@@ -259,7 +264,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	if err != nil {
 		return err
 	}
-	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Command: g.cmd}
+	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Tun: tun, Command: g.cmd}
 	mounts := append(append(append([]bwrap.Mount(nil), pl.mounts...), extra...), pl.late...)
 	if g.img != nil {
 		if mounts, err = imageMounts(g.img.Rootfs, mounts); err != nil {
@@ -270,7 +275,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	g.spec, err = gvisor.Render(gvisor.Input{
 		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
 		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
-		Files: fileBinds(mounts),
+		Files: fileBinds(mounts), NetAdmin: tun != nil,
 	})
 	if err != nil {
 		return setupErr("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")

@@ -99,6 +99,12 @@ const netDirPrefix = "sandbox-run-net-"
 // run's set-up (startSweep): one that a SIGKILL left before release goes
 // with the next run that makes one.
 func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
+	return n.listenOn("unix", name, uid, gid, root)
+}
+
+// listenOn is listen for a Unix socket of the given network ("unix",
+// "unixpacket").
+func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.Listener, string, error) {
 	if n.dir == "" {
 		if err := checkTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
 			return nil, "", err
@@ -130,7 +136,7 @@ func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, st
 		n.ctx, n.stop = context.WithCancel(context.Background())
 	}
 	path := filepath.Join(n.dir, name)
-	ln, err := net.Listen("unix", path)
+	ln, err := net.Listen(network, path)
 	if err != nil {
 		return nil, "", setupErr("cannot listen on "+path, err.Error(), "check that $TMPDIR is writable")
 	}

@@ -76,6 +76,10 @@ func Main(args []string) int {
 		}
 	}
 
+	if err := setUpTun(c.Tun); err != nil {
+		report(Status{Error: err.Error(), Exit: 125})
+		return 125
+	}
 	if c.GateFD > 2 {
 		if err := waitGate(c.GateFD); err != nil {
 			report(Status{Error: err.Error(), Exit: 125})

@@ -11,9 +11,13 @@
 //  1. bwrap has set up namespaces, mounts, the environment and the seccomp
 //     filter, dropped capabilities and started this init as PID 1.
 //  2. Init marks every descriptor above 2 close-on-exec, so nothing bwrap
-//     or the caller left open reaches the command, reads back what the
-//     kernel says about its own confinement, and starts the command with
-//     the real standard error.
+//     or the caller left open reaches the command. Under gVisor with
+//     transparent egress (Config.Tun) it then makes the TUN device with
+//     the CAP_NET_ADMIN the spec grants init alone, starts relaying its
+//     packets to the launcher, and drops every capability of every
+//     thread; the command never starts if any of it fails. It reads back
+//     what the kernel says about its own confinement, and starts the
+//     command with the real standard error.
 //  3. It reports (on the status descriptor, then closed) that the command
 //     started, or why it could not (127 not found, 126 not executable).
 //  4. It relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the
@@ -28,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -147,8 +152,24 @@ type Config struct {
 	// the launcher gave up) ends init with status 125 and the command
 	// never runs. The launcher uses it to set up the sandbox's network
 	// (transparent egress) from outside first.
-	GateFD  int
+	GateFD int
+	// Tun, when set, asks init to make the TUN device of transparent
+	// egress itself (tier 2, where the device is gVisor's and cannot be
+	// made from outside): see Tun.
+	Tun     *Tun
 	Command []string
+}
+
+// Tun is transparent egress made from inside: init creates the TUN
+// device tun0 with CAP_NET_ADMIN (the only capability the launcher
+// grants it), gives it Addr, which also routes Addr's prefix through it
+// (a /0 is every destination), relays each packet between the device and
+// the packet socket Socket (whose other end is the launcher's netstack,
+// which judges every connection), and drops every capability of every
+// thread before it starts the command. Linux only.
+type Tun struct {
+	Addr   netip.Prefix
+	Socket string
 }
 
 // Forward asks init to listen on a loopback TCP port and relay each
@@ -202,6 +223,9 @@ func (c Config) Args() []string {
 	if c.GateFD > 2 {
 		a = append(a, "--gate-fd", fmt.Sprint(c.GateFD))
 	}
+	if c.Tun != nil {
+		a = append(a, "--tun", c.Tun.Addr.String()+"="+c.Tun.Socket)
+	}
 	a = append(a, "--")
 	return append(a, c.Command...)
 }
@@ -216,7 +240,7 @@ func ParseArgs(args []string) (Config, error) {
 			return c, c.complete()
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd":
+		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd", "--tun":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -254,17 +278,17 @@ func (c *Config) set(flag, v string) error {
 		if _, err := fmt.Sscan(v, &c.GateFD); err != nil || c.GateFD < 3 {
 			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
 		}
+	case "--tun":
+		t, err := parseTun(v)
+		if err != nil {
+			return err
+		}
+		c.Tun = t
 	case "--forward", "--publish":
-		port, sock, ok := strings.Cut(v, "=")
-		var f Forward
-		if h, p, err := net.SplitHostPort(port); err == nil && h != "" {
-			f.Addr, port = h, p
+		f, err := parseForward(flag, v)
+		if err != nil {
+			return err
 		}
-		n, err := strconv.Atoi(port)
-		if err != nil || !ok || sock == "" || n <= 0 || n > 65535 {
-			return fmt.Errorf("%w: %s %q, want [ADDR:]PORT=SOCKET", ErrUsage, flag, v)
-		}
-		f.Port, f.Socket = n, sock
 		if flag == "--publish" {
 			c.Publish = append(c.Publish, f)
 		} else {
@@ -272,6 +296,31 @@ func (c *Config) set(flag, v string) error {
 		}
 	}
 	return nil
+}
+
+// parseForward reads --forward's or --publish's [ADDR:]PORT=SOCKET.
+func parseForward(flag, v string) (Forward, error) {
+	port, sock, ok := strings.Cut(v, "=")
+	var f Forward
+	if h, p, err := net.SplitHostPort(port); err == nil && h != "" {
+		f.Addr, port = h, p
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || !ok || sock == "" || n <= 0 || n > 65535 {
+		return f, fmt.Errorf("%w: %s %q, want [ADDR:]PORT=SOCKET", ErrUsage, flag, v)
+	}
+	f.Port, f.Socket = n, sock
+	return f, nil
+}
+
+// parseTun reads --tun's ADDR/BITS=SOCKET (IPv4).
+func parseTun(v string) (*Tun, error) {
+	addr, sock, _ := strings.Cut(v, "=")
+	pf, err := netip.ParsePrefix(addr)
+	if err != nil || !pf.Addr().Is4() || sock == "" {
+		return nil, fmt.Errorf("%w: --tun %q, want ADDR/BITS=SOCKET (IPv4)", ErrUsage, v)
+	}
+	return &Tun{Addr: pf, Socket: sock}, nil
 }
 
 // complete checks a parsed command line once "--" is reached: a command,

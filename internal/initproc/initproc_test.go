@@ -2,6 +2,7 @@ package initproc
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"reflect"
 	"runtime"
@@ -15,6 +16,7 @@ func TestArgsRoundTrip(t *testing.T) {
 		{StatusFD: 4, StderrFD: 5, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"sh", "-c", "echo --status-fd 9"}},
 		{StatusFD: 4, StderrFD: 5, GateFD: 12, Forward: []Forward{{Port: 3128, Socket: "/run/e.sock"}}, Command: []string{"true"}},
 		{StatusFD: 4, StderrFD: 5, TTY: true, Command: []string{"bash", "--tty"}},
+		{StatusFD: -1, StatusSocket: "/run/s.sock", StderrFD: 2, Tun: &Tun{Addr: netip.MustParsePrefix("10.0.2.15/0"), Socket: "/run/t.sock"}, Command: []string{"true"}},
 		{StatusFD: 4, StderrFD: 5, Rlimits: []limits.Rlimit{{Resource: limits.Core}, {Resource: limits.CPU, Soft: 2, Hard: 3}}, Command: []string{"true"}},
 	} {
 		got, err := ParseArgs(c.Args())
@@ -38,6 +40,9 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"--status-fd", "4", "--stderr-fd", "5", "--bogus", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--gate-fd", "2", "--", "true"},
 		{"--status-fd", "4", "--stderr-fd", "5", "--rlimits", "cpu=3:2", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--tun", "10.0.2.15/0", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--tun", "fd00::1/64=/s", "--", "true"},
+		{"--status-fd", "4", "--stderr-fd", "5", "--tun", "10.0.2.15=/s", "--", "true"},
 	} {
 		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {
 			t.Errorf("ParseArgs(%q) = %v, want ErrUsage", args, err)
