@@ -47,9 +47,14 @@ func (st *Stack) serveDNS(ctx context.Context) error {
 			if err != nil {
 				return
 			}
+			if !st.dns.take() {
+				c.Close()
+				continue
+			}
 			st.wg.Add(1)
 			go func() {
 				defer st.wg.Done()
+				defer st.dns.give()
 				st.serveTCP(ctx, c)
 			}()
 		}

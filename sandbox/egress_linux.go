@@ -78,7 +78,7 @@ func (n *network) planTransparent(root bool) error {
 func (n *network) attachTransparent(pid int, log *slog.Logger) error {
 	t := n.tun
 	defer t.gateW.Close()
-	f, err := tun.Open(pid, tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true})
+	f, err := tun.Open(pid, tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true, VnetHdr: true})
 	if err != nil {
 		n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + err.Error() + "): only the HTTP proxy variables work"}
 		log.Warn("transparent egress lost", "err", err)
@@ -92,11 +92,12 @@ func (n *network) attachTransparent(pid int, log *slog.Logger) error {
 		return setupErr("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
 	}
 	dial := n.px.Transparent(n.ctx)
-	st, err := netstack.New(netstack.Config{FD: fd, MTU: uint32(tunMTU), DNS: resolverIP,
+	st, err := netstack.New(netstack.Config{FD: fd, MTU: uint32(tunMTU), VnetHdr: true, DNS: resolverIP,
 		Dial: func(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
 			return dial.Dial(ctx, name, dst)
 		},
 		Lookup: n.px.Lookup, Logger: log,
+		Limits: netstackLimits(), Refused: n.netstackRefused,
 	})
 	if err != nil {
 		return setupErr("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")

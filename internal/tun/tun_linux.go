@@ -21,12 +21,16 @@ type Config struct {
 	Addr  netip.Prefix // the sandbox's address on it, such as 10.0.2.15/24 (IPv4)
 	MTU   int
 	Route bool // a default route through the device
+	// VnetHdr makes the device with IFF_VNET_HDR: every packet read or
+	// written carries a virtio_net_hdr first (the reader of the
+	// descriptor asks for offloads with TUNSETOFFLOAD).
+	VnetHdr bool
 }
 
 // Open enters the network namespace of process pid from a locked OS
 // thread (which is then discarded, never returned to the scheduler in the
 // sandbox's namespace), creates the TUN device cfg names (IFF_TUN |
-// IFF_NO_PI), gives it its address and MTU, brings it up, adds the default
+// IFF_NO_PI, and IFF_VNET_HDR if asked), gives it its address and MTU, brings it up, adds the default
 // route through it, and returns its descriptor (close-on-exec).
 func Open(pid int, cfg Config) (*os.File, error) {
 	if !cfg.Addr.Addr().Is4() || cfg.Name == "" || cfg.MTU < 576 {
@@ -67,7 +71,7 @@ func openIn(pid int, cfg Config) (*os.File, error) {
 	f := os.NewFile(uintptr(fd), "tun:"+cfg.Name)
 	ifr, err := unix.NewIfreq(cfg.Name)
 	if err == nil {
-		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		ifr.SetUint16(deviceFlags(cfg))
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 	}
 	if err == nil {
@@ -78,6 +82,15 @@ func openIn(pid int, cfg Config) (*os.File, error) {
 		return nil, fmt.Errorf("tun: %s: %w", cfg.Name, err)
 	}
 	return f, nil
+}
+
+// deviceFlags are TUNSETIFF's flags for cfg.
+func deviceFlags(cfg Config) uint16 {
+	f := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if cfg.VnetHdr {
+		f |= unix.IFF_VNET_HDR
+	}
+	return f
 }
 
 // configure sets the address, netmask, MTU and up flag by ioctl, and the
