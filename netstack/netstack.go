@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -145,6 +146,13 @@ func tune(s *stack.Stack, lim Limits) {
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
 	mod := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &mod)
+	// Closed endpoints hold no buffers, but each is a few KiB: on a
+	// hop where no segment is ever delayed, TIME-WAIT and FIN-WAIT-2
+	// need not last Linux's 60 seconds.
+	tw := tcpip.TCPTimeWaitTimeoutOption(time.Second)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &tw)
+	fw := tcpip.TCPLingerTimeoutOption(5 * time.Second)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &fw)
 }
 
 // Serve serves until ctx ends, then closes the stack, the device and
@@ -192,7 +200,7 @@ func (st *Stack) forward(r *tcp.ForwarderRequest) {
 		r.Complete(true)
 		return
 	}
-	down, up := st.open(r, name, dst)
+	ep, down, up := st.open(r, name, dst)
 	if down == nil {
 		st.conns.give()
 		return
@@ -202,28 +210,64 @@ func (st *Stack) forward(r *tcp.ForwarderRequest) {
 		defer st.wg.Done()
 		defer st.conns.give()
 		relay(st.ctx, down, up)
+		linger(st.ctx, ep)
 	}()
+}
+
+// lingerMax bounds how long a closed connection may keep data (or its
+// FIN) that the sandbox has not acknowledged, holding its slot; then it
+// is reset. Without it a command that half-closes and never reads would
+// leave a full send buffer behind each connection, outside the limit.
+const (
+	lingerMax  = 10 * time.Second
+	lingerPoll = 20 * time.Millisecond
+)
+
+// linger waits, while the caller holds the connection's slot, until the
+// sandbox has acknowledged everything the closed endpoint still sends,
+// at most lingerMax or until ctx ends; then resets it if anything is
+// left.
+func linger(ctx context.Context, ep tcpip.Endpoint) {
+	deadline := time.Now().Add(lingerMax)
+	for unacked(tcp.EndpointState(ep.State())) {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			ep.Abort()
+			return
+		}
+		time.Sleep(lingerPoll)
+	}
+}
+
+// unacked says whether a closed endpoint in state s may still hold data
+// for the sandbox: its FIN, which follows the data, is not yet
+// acknowledged.
+func unacked(s tcp.EndpointState) bool {
+	switch s {
+	case tcp.StateFinWait1, tcp.StateClosing, tcp.StateLastAck:
+		return true
+	}
+	return false
 }
 
 // open asks Dial and completes the handshake, or resets it and returns
 // nils.
-func (st *Stack) open(r *tcp.ForwarderRequest, name string, dst netip.AddrPort) (*gonet.TCPConn, net.Conn) {
+func (st *Stack) open(r *tcp.ForwarderRequest, name string, dst netip.AddrPort) (tcpip.Endpoint, *gonet.TCPConn, net.Conn) {
 	up, err := st.cfg.Dial(st.ctx, name, dst)
 	if err != nil {
 		st.log.Debug("netstack: connection refused", "dst", dst, "err", err)
 		r.Complete(true)
-		return nil, nil
+		return nil, nil, nil
 	}
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {
 		up.Close()
 		r.Complete(true)
-		return nil, nil
+		return nil, nil, nil
 	}
 	r.Complete(false)
 	ep.SocketOptions().SetKeepAlive(true)
-	return gonet.NewTCPConn(&wq, ep), up
+	return ep, gonet.NewTCPConn(&wq, ep), up
 }
 
 // relay copies both ways until both directions end; an end of file
