@@ -71,17 +71,18 @@ func dialMain(args []string) int {
 }
 
 // measureConnect runs rounds of n connects to the test host, direct and
-// through transparent egress, interleaved; the pooled times per variant.
-func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time) (map[string]sample, map[string]error) {
+// through transparent egress (and by each of bins, named by names),
+// interleaved; the pooled times per variant.
+func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time, bins ...[2]string) (map[string]sample, map[string]error) {
 	dial := []string{"-addr", h.addr.String(), "-n", fmt.Sprint(n)}
 	vs := []netVariant{
 		{nDirect, func(ctx context.Context, a []string) *exec.Cmd {
 			return exec.CommandContext(ctx, e.exe, append([]string{"dial"}, a...)...)
 		}},
-		{nTransparent, func(ctx context.Context, a []string) *exec.Cmd {
-			args := []string{"run", "--workdir", e.work, "--read", e.binDir, "--allow-host", h.addr.String(), "--", e.exe, "dial"}
-			return exec.CommandContext(ctx, e.bin, append(args, a...)...)
-		}},
+		dialVariant(e, h, nTransparent, e.bin),
+	}
+	for _, b := range bins {
+		vs = append(vs, dialVariant(e, h, b[0], b[1]))
 	}
 	out, failed := map[string]sample{}, map[string]error{}
 	for r := 0; r < rounds; r++ {
@@ -105,6 +106,14 @@ func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time) (ma
 		}
 	}
 	return out, failed
+}
+
+// dialVariant runs `dial` inside bin's sandbox with transparent egress.
+func dialVariant(e *env, h *testHost, name, bin string) netVariant {
+	return netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
+		args := []string{"run", "--workdir", e.work, "--read", e.binDir, "--allow-host", h.addr.String(), "--", e.exe, "dial"}
+		return exec.CommandContext(ctx, bin, append(args, a...)...)
+	}}
 }
 
 // transparentGoals are the summary rows of transparent egress: the
@@ -204,14 +213,16 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 	}
 	atExit(p.close)
 	vs := pickNet(append(e.netVariants(h, p, nil), e.transparentVariant(h)), nDirect, nProxy, nTransparent)
+	var bins [][2]string
 	for i, b := range strings.Split(baseline, ",") {
 		if b != "" {
-			vs = append(vs, transparentWith(e, h, fmt.Sprintf("%s %d: %s", nBaseline, i, b), b))
+			bins = append(bins, [2]string{fmt.Sprintf("%s %d: %s", nBaseline, i, b), b})
+			vs = append(vs, transparentWith(e, h, bins[len(bins)-1][0], b))
 		}
 	}
 	fmt.Fprintf(os.Stderr, "bench: transparent: %d rounds of a %d MiB download, %d connects per path\n", rounds, size>>20, 4*connects)
 	res := measureNet(vs, h, size, rounds, 0, 0, deadline)
-	conn, cfail := e.measureConnect(h, 4, connects, deadline)
+	conn, cfail := e.measureConnect(h, 4, connects, deadline, bins...)
 	if len(res.failed) > 0 || len(cfail) > 0 {
 		return 1
 	}
@@ -222,7 +233,7 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 		fmt.Printf("%-72s %12.0f %12.0f %12.0f %7.2fx\n", v.name, median(t), slices.Min(t), slices.Max(t), median(t)/direct)
 	}
 	fmt.Printf("%-72s %12s %12s %12s\n", "connection set-up", "p50", "p99", "max")
-	for _, name := range []string{nDirect, nTransparent} {
+	for _, name := range append([]string{nDirect, nTransparent}, names(bins)...) {
 		t := conn[name]
 		fmt.Printf("%-72s %12s %12s %12s\n", name, us(t.quantile(0.5)), us(t.quantile(0.99)), us(t.max()))
 	}
@@ -231,9 +242,21 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 	for _, v := range vs[3:] {
 		fmt.Printf("transparent / %s (download medians): %.2fx\n", v.name, median(res.throughput[nTransparent])/median(res.throughput[v.name]))
 	}
+	for _, b := range bins {
+		fmt.Printf("set-up p50, transparent / %s: %s\n", b[0], ratio(conn[nTransparent].quantile(0.5), conn[b[0]].quantile(0.5)))
+	}
 	fmt.Printf("set-up p50 added over direct: %s (%s)\n", us(conn[nTransparent].quantile(0.5)-conn[nDirect].quantile(0.5)),
 		ratio(conn[nTransparent].quantile(0.5), conn[nDirect].quantile(0.5)))
 	return 0
+}
+
+// names are the first of each pair.
+func names(bins [][2]string) []string {
+	var out []string
+	for _, b := range bins {
+		out = append(out, b[0])
+	}
+	return out
 }
 
 // pickNet keeps the variants named, in that order.
