@@ -183,3 +183,70 @@ func rss(t *testing.T, pid int) int64 {
 	t.Fatalf("no VmRSS for %d", pid)
 	return 0
 }
+
+// halfCloseConns and halfCloseLimit: the half-closing command's
+// connections, and the lowered limit it runs under.
+const (
+	halfCloseConns = 24
+	halfCloseLimit = 8
+)
+
+// TestTransparentHalfCloseHoldsSlot: a command that asks for 512 KiB,
+// half-closes (shutdown SHUT_WR) and never reads leaves, on the host
+// side, a closed connection whose data the sandbox has not acknowledged.
+// Such a connection keeps its slot until the data is acknowledged (or
+// for at most ten seconds), so under a limit of halfCloseLimit the
+// command gets that many connections however long it waits between
+// them; the rest are reset. Control: under the default limit every
+// connection is made.
+func TestTransparentHalfCloseHoldsSlot(t *testing.T) {
+	needBwrap(t)
+	sandboxtest.Root(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		sandboxtest.Unavailable(t, "python3", "apt-get install python3")
+	}
+	h := sandboxtest.NewTestHost(t, 2)
+	ctl := halfClose(t, h, 0)
+	if ctl.ok != halfCloseConns {
+		t.Fatalf("control: under the default limit %d of %d connections were made (untested): %s", ctl.ok, halfCloseConns, ctl.stderr)
+	}
+	r := halfClose(t, h, halfCloseLimit)
+	if r.ok != halfCloseLimit || r.fail != halfCloseConns-halfCloseLimit {
+		t.Errorf("under a limit of %d: %d made, %d refused; want %d and %d (a half-closed connection with data in flight gave its slot back)",
+			halfCloseLimit, r.ok, r.fail, halfCloseLimit, halfCloseConns-halfCloseLimit)
+	}
+}
+
+// halfClose runs the half-closing command under a connection limit (0:
+// the default).
+func halfClose(t *testing.T, h sandboxtest.TestHost, limit int) hogRun {
+	t.Helper()
+	w := sandboxtest.WorkDir(t)
+	script := fmt.Sprintf(`import os, socket, time
+ok = fail = 0
+keep = []
+for i in range(%d):
+    s = socket.socket()
+    try:
+        s.connect((%q, %d))
+        s.sendall(b"GET /bytes?n=524288 HTTP/1.0\r\n\r\n")
+        s.shutdown(socket.SHUT_WR)
+        keep.append(s)
+        ok += 1
+    except OSError:
+        fail += 1
+    time.sleep(0.15)
+print(ok, fail)
+`, halfCloseConns, h.Addr.String(), h.Port)
+	var env []string
+	if limit > 0 {
+		env = append(env, "SANDBOX_RUN_NETSTACK_MAX_CONNS="+strconv.Itoa(limit))
+	}
+	os.WriteFile(filepath.Join(w, "half.py"), []byte(script), 0o644)
+	res := runBin(t, bin, env, "", "run", "--workdir", w, "--allow-host", h.HostPort(), "--", "python3", filepath.Join(w, "half.py"))
+	run := hogRun{stderr: res.stderr}
+	if _, err := fmt.Sscan(res.stdout, &run.ok, &run.fail); err != nil {
+		t.Fatalf("the command's output %q: %v; stderr: %s", res.stdout, err, res.stderr)
+	}
+	return run
+}

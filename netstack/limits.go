@@ -15,7 +15,9 @@ import (
 // Guaranteed: at most MaxConns connections are relayed at once (a
 // connection holds its slot from its SYN, while the policy is asked and
 // the upstream connection is opened, until both of its directions have
-// ended); one more is reset before its handshake completes and reported
+// ended and the sandbox has acknowledged the last data the stack sent it,
+// or for at most lingerMax after the close, when it is reset); one more
+// is reset before its handshake completes and reported
 // through Config.Refused with ErrConnLimit. At most MaxPending SYNs are
 // being handled at once; beyond that a SYN is dropped, as by a full listen
 // backlog, and the client's retransmission tries again. Each connection's
