@@ -181,14 +181,19 @@ func (st *Stack) close() {
 	st.link.close()
 }
 
-// forward handles one TCP SYN: claim a connection slot (or reset and
-// report), ask Dial, then complete the handshake and relay, or reset. The
-// slot is held until the relay ends.
+// forward handles one TCP SYN: the resolver's, or else claim a
+// connection slot (or reset and report), ask Dial, then complete the
+// handshake and relay, or reset. The slot is held until the relay ends
+// and the sandbox has acknowledged the last data (linger).
 func (st *Stack) forward(r *tcp.ForwarderRequest) {
 	id := r.ID()
 	dst, ok := addrPort(id.LocalAddress, id.LocalPort)
 	if !ok {
 		r.Complete(true)
+		return
+	}
+	if dst == netip.AddrPortFrom(st.cfg.DNS, 53) {
+		st.serveDNSConn(r)
 		return
 	}
 	name := st.names.get(dst.Addr())
