@@ -25,7 +25,7 @@ export GOTOOLCHAIN := local
 .PHONY: all deps deps-run build demo test test-unit test-kernel test-race soak fuzz bench bench-startup vet lint clean
 .PHONY: mcp-deps install uninstall
 .PHONY: e2e-sandbox test-vm container-rootfs
-.PHONY: bench-quick bench-go bench-image
+.PHONY: bench-quick bench-go bench-image bench-transparent
 
 all: build
 
@@ -153,6 +153,14 @@ bench-go: deps build
 bench-image: deps build
 	$(GO) build -o .cache/bench/sbx-bench ./scripts/bench
 	.cache/bench/sbx-bench images -bin $(BIN) -n 15
+
+# Transparent egress alone: downloads and connection set-up, direct,
+# straight through the proxy and through the netstack, interleaved (prints,
+# writes nothing). BENCH_FLAGS such as -n 25 -size 134217728
+# -baseline-bin /path/to/old/sandbox-run.
+bench-transparent: build
+	$(GO) build -o .cache/bench/sbx-bench ./scripts/bench
+	.cache/bench/sbx-bench transparent -bin $(BIN) $(BENCH_FLAGS)
 
 bench-startup: deps build
 	@scripts/bench-startup.sh $(BIN)

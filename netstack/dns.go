@@ -16,45 +16,59 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
 )
 
 // answerTTL is the TTL of every answer: short, so that a sandbox asks
 // again (and the policy is asked again) rather than caching for long.
 const answerTTL = 30
 
-// serveDNS answers on the DNS address, UDP and TCP port 53.
+// serveDNS answers on the DNS address, UDP port 53. TCP port 53 is
+// answered through forward (serveDNSConn), like every other connection:
+// under its own slots and with the same linger after the close.
 func (st *Stack) serveDNS(ctx context.Context) error {
 	addr := tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(st.cfg.DNS.As4()), Port: 53}
 	uc, err := gonet.DialUDP(st.s, &addr, nil, ipv4.ProtocolNumber)
 	if err != nil {
 		return fmt.Errorf("netstack: DNS over UDP: %v", err)
 	}
-	ln, err := gonet.ListenTCP(st.s, addr, ipv4.ProtocolNumber)
-	if err != nil {
-		uc.Close()
-		return fmt.Errorf("netstack: DNS over TCP: %v", err)
-	}
-	context.AfterFunc(ctx, func() { uc.Close(); ln.Close() })
-	st.wg.Add(2)
+	context.AfterFunc(ctx, func() { uc.Close() })
+	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
 		st.serveUDP(ctx, uc)
 	}()
+	return nil
+}
+
+// serveDNSConn answers DNS over one TCP connection to the resolver's
+// address, if one of maxDNSConns is free (else it is reset), then holds
+// the slot while the closed connection's last answers are unacknowledged
+// (linger).
+func (st *Stack) serveDNSConn(r *tcp.ForwarderRequest) {
+	if !st.dns.take() {
+		r.Complete(true)
+		return
+	}
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		st.dns.give()
+		r.Complete(true)
+		return
+	}
+	r.Complete(false)
+	c := gonet.NewTCPConn(&wq, ep)
+	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			st.wg.Add(1)
-			go func() {
-				defer st.wg.Done()
-				st.serveTCP(ctx, c)
-			}()
-		}
+		defer st.dns.give()
+		stop := context.AfterFunc(st.ctx, func() { c.Close() })
+		defer stop()
+		st.serveTCP(st.ctx, c)
+		linger(st.ctx, ep)
 	}()
-	return nil
 }
 
 // maxQueries bounds the UDP queries answered at once: a query beyond it

@@ -102,19 +102,29 @@ func (n *network) attachTransparent(f *os.File, log *slog.Logger) error {
 	if err != nil {
 		return setupErr("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
 	}
-	dial := n.px.Transparent(n.ctx)
-	st, err := netstack.New(netstack.Config{FD: fd, MTU: uint32(tunMTU), DNS: resolverIP,
-		Dial: func(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
-			return dial.Dial(ctx, name, dst)
-		},
-		Lookup: n.px.Lookup, Logger: log,
-	})
+	st, err := netstack.New(n.netstackConfig(fd, uint32(tunMTU), true, log))
 	if err != nil {
 		unix.Close(fd)
 		return setupErr("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
 	}
 	n.serve(st.Serve, log, "netstack")
 	return t.open()
+}
+
+// netstackConfig is the netstack of a run's transparent egress over the
+// packet descriptor fd (a TUN device, with virtio headers when vnet, or
+// gVisor's relay socket): judged by the built-in proxy, its lookups
+// answered by the proxy's resolver, its connections and memory bounded
+// (netstackLimits), every mechanism alike.
+func (n *network) netstackConfig(fd int, mtu uint32, vnet bool, log *slog.Logger) netstack.Config {
+	dial := n.px.Transparent(n.ctx)
+	return netstack.Config{FD: fd, MTU: mtu, VnetHdr: vnet, DNS: resolverIP,
+		Dial: func(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
+			return dial.Dial(ctx, name, dst)
+		},
+		Lookup: n.px.Lookup, Logger: log,
+		Limits: netstackLimits(), Refused: n.netstackRefused,
+	}
 }
 
 // loseTransparent records that the device could not be made (why), and

@@ -109,13 +109,7 @@ func (t *gvTun) stack(c *net.UnixConn, n *network, log *slog.Logger) (*netstack.
 		unix.Close(fd)
 		return nil, err
 	}
-	dial := n.px.Transparent(n.ctx)
-	return netstack.New(netstack.Config{FD: fd, MTU: gvTunMTU, DNS: resolverIP,
-		Dial: func(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
-			return dial.Dial(ctx, name, dst)
-		},
-		Lookup: n.px.Lookup, Logger: log,
-	})
+	return netstack.New(n.netstackConfig(fd, gvTunMTU, false, log))
 }
 
 // confirm is called once init reported the command started, which it

@@ -53,6 +53,11 @@ type network struct {
 	wg       sync.WaitGroup
 
 	caCovered []string // system CA bundle paths the run's bundle covers inside (tls_linux.go)
+
+	// Where the netstack's own refusals go (egress_linux.go).
+	audit   io.Writer
+	runID   string
+	refused *refusals.Collector
 }
 
 // halt asks what serves the sockets to stop, without waiting for it;
@@ -181,7 +186,7 @@ func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte
 // socket and no LLM socket the sandbox has no network at all and nothing is
 // forwarded (the fast path).
 func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger, lookup func(string) (string, bool)) (_ *network, err error) {
-	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable()}
+	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable(), audit: audit, runID: runID, refused: refused}
 	defer func() {
 		if err != nil {
 			n.close()

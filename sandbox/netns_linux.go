@@ -39,7 +39,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 	}
 	defer ours.Close()
 	h := tun.Helper{Sock: len(files), UID: r.uid, GID: r.gid, SetGroups: r.root,
-		Device: tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true}, Argv: r.argv}
+		Device: tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
 	argv := append([]string{fmt.Sprintf("/proc/self/fd/%d", fdInit)}, h.Args()...)
 	pidfd := -1
 	pid, err = r.fork(launch{argv: argv, helper: true, pidfd: &pidfd}, append(files[:len(files):len(files)], theirs), bp.exited)

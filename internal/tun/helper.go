@@ -13,6 +13,10 @@ type Config struct {
 	Addr  netip.Prefix // the sandbox's address on it, such as 10.0.2.15/24 (IPv4)
 	MTU   int
 	Route bool // a default route through the device
+	// VnetHdr makes the device with IFF_VNET_HDR: every packet read or
+	// written carries a virtio_net_hdr first (the reader of the
+	// descriptor asks for offloads with TUNSETOFFLOAD).
+	VnetHdr bool
 }
 
 // HelperArg is the hidden first argument of the network namespace helper
@@ -44,15 +48,15 @@ func (h Helper) Args() []string {
 		g = "1"
 	}
 	a := []string{HelperArg, strconv.Itoa(h.Sock), strconv.Itoa(h.UID), strconv.Itoa(h.GID), g,
-		h.Device.Name, h.Device.Addr.String(), strconv.Itoa(h.Device.MTU), strconv.FormatBool(h.Device.Route), "--"}
+		h.Device.Name, h.Device.Addr.String(), strconv.Itoa(h.Device.MTU), strconv.FormatBool(h.Device.Route), strconv.FormatBool(h.Device.VnetHdr), "--"}
 	return append(a, h.Argv...)
 }
 
 // parseHelper reads Args' arguments back (those after HelperArg).
 func parseHelper(args []string) (Helper, error) {
 	var h Helper
-	if len(args) < 10 || args[8] != "--" {
-		return h, errors.New("usage: SOCK UID GID SETGROUPS NAME ADDR MTU ROUTE -- ARGV")
+	if len(args) < 11 || args[9] != "--" {
+		return h, errors.New("usage: SOCK UID GID SETGROUPS NAME ADDR MTU ROUTE VNETHDR -- ARGV")
 	}
 	ints := make([]int, 4)
 	for i, s := range []string{args[0], args[1], args[2], args[6]} {
@@ -70,8 +74,12 @@ func parseHelper(args []string) (Helper, error) {
 	if err != nil {
 		return h, err
 	}
+	vnet, err := strconv.ParseBool(args[8])
+	if err != nil {
+		return h, err
+	}
 	h = Helper{Sock: ints[0], UID: ints[1], GID: ints[2], SetGroups: args[3] == "1",
-		Device: Config{Name: args[4], Addr: addr, MTU: ints[3], Route: route}, Argv: args[9:]}
+		Device: Config{Name: args[4], Addr: addr, MTU: ints[3], Route: route, VnetHdr: vnet}, Argv: args[10:]}
 	return h, nil
 }
 

@@ -18,7 +18,7 @@ var ErrPermission = errors.New("tun: entering the sandbox's network namespace ne
 // Open enters the network namespace of process pid from a locked OS
 // thread (which is then discarded, never returned to the scheduler in the
 // sandbox's namespace), creates the TUN device cfg names (IFF_TUN |
-// IFF_NO_PI), gives it its address and MTU, brings it up, adds the default
+// IFF_NO_PI, and IFF_VNET_HDR if asked), gives it its address and MTU, brings it up, adds the default
 // route through it, and returns its descriptor (close-on-exec).
 func Open(pid int, cfg Config) (*os.File, error) {
 	if !cfg.Addr.Addr().Is4() || cfg.Name == "" || cfg.MTU < 576 {
@@ -72,7 +72,7 @@ func Make(cfg Config) (*os.File, error) {
 	f := os.NewFile(uintptr(fd), "tun:"+cfg.Name)
 	ifr, err := unix.NewIfreq(cfg.Name)
 	if err == nil {
-		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		ifr.SetUint16(deviceFlags(cfg))
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 	}
 	if err == nil {
@@ -102,6 +102,15 @@ func LoopbackUp() error {
 		return fmt.Errorf("tun: bring lo up: %w", err)
 	}
 	return nil
+}
+
+// deviceFlags are TUNSETIFF's flags for cfg.
+func deviceFlags(cfg Config) uint16 {
+	f := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if cfg.VnetHdr {
+		f |= unix.IFF_VNET_HDR
+	}
+	return f
 }
 
 // configure sets the address, netmask, MTU and up flag by ioctl, and the

@@ -15,6 +15,8 @@
 //
 //	bench -bin bin/sandbox-run [-srt PATH/cli.js] [-codex PATH/codex] [-out docs/BENCHMARKS.md] [-quick]
 //	bench -bin bin/sandbox-run -startup-only     (make bench-startup: print, write nothing)
+//	bench transparent -bin bin/sandbox-run [-n ROUNDS] [-size BYTES] [-connects N] [-baseline-bin B1,B2]
+//	                                             (make bench-transparent: print, write nothing)
 //
 // Hidden modes used by the benchmark itself: serve ADDR (the test host in
 // its network namespace), proxy-tcp ALLOW... (the egress proxy on loopback
@@ -111,6 +113,8 @@ func main() {
 			code := proxyLoadMain(os.Args[2:])
 			runCleanups()
 			os.Exit(code)
+		case "transparent":
+			os.Exit(transparentMain(os.Args[2:]))
 		}
 	}
 	code := run()

@@ -10,6 +10,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,11 +25,20 @@ const nTransparent = "sandbox-run transparent (TUN + netstack, no proxy variable
 // transparentVariant runs the same fetch client inside sandbox-run with
 // -noproxy, so it connects to the test host itself.
 func (e *env) transparentVariant(h *testHost) netVariant {
-	return netVariant{nTransparent, func(ctx context.Context, a []string) *exec.Cmd {
+	return transparentWith(e, h, nTransparent, e.bin)
+}
+
+// transparentWith is transparentVariant with another sandbox-run binary
+// (-baseline-bin: before and after a change in one interleaved run).
+func transparentWith(e *env, h *testHost, name, bin string) netVariant {
+	return netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
 		args := []string{"run", "--workdir", e.work, "--read", e.binDir, "--allow-host", h.addr.String(), "--", e.exe, "fetch", "-noproxy"}
-		return exec.CommandContext(ctx, e.bin, append(args, a...)...)
+		return exec.CommandContext(ctx, bin, append(args, a...)...)
 	}}
 }
+
+// nBaseline names transparent egress by a -baseline-bin binary.
+const nBaseline = "transparent, baseline binary"
 
 // dialMain is the hidden mode `dial -addr HOST:PORT -n N`: N sequential
 // TCP connects (each closed at once), the time of each to stdout as one
@@ -58,17 +71,18 @@ func dialMain(args []string) int {
 }
 
 // measureConnect runs rounds of n connects to the test host, direct and
-// through transparent egress, interleaved; the pooled times per variant.
-func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time) (map[string]sample, map[string]error) {
+// through transparent egress (and by each of bins, named by names),
+// interleaved; the pooled times per variant.
+func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time, bins ...[2]string) (map[string]sample, map[string]error) {
 	dial := []string{"-addr", h.addr.String(), "-n", fmt.Sprint(n)}
 	vs := []netVariant{
 		{nDirect, func(ctx context.Context, a []string) *exec.Cmd {
 			return exec.CommandContext(ctx, e.exe, append([]string{"dial"}, a...)...)
 		}},
-		{nTransparent, func(ctx context.Context, a []string) *exec.Cmd {
-			args := []string{"run", "--workdir", e.work, "--read", e.binDir, "--allow-host", h.addr.String(), "--", e.exe, "dial"}
-			return exec.CommandContext(ctx, e.bin, append(args, a...)...)
-		}},
+		dialVariant(e, h, nTransparent, e.bin),
+	}
+	for _, b := range bins {
+		vs = append(vs, dialVariant(e, h, b[0], b[1]))
 	}
 	out, failed := map[string]sample{}, map[string]error{}
 	for r := 0; r < rounds; r++ {
@@ -94,8 +108,17 @@ func (e *env) measureConnect(h *testHost, rounds, n int, deadline time.Time) (ma
 	return out, failed
 }
 
+// dialVariant runs `dial` inside bin's sandbox with transparent egress.
+func dialVariant(e *env, h *testHost, name, bin string) netVariant {
+	return netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
+		args := []string{"run", "--workdir", e.work, "--read", e.binDir, "--allow-host", h.addr.String(), "--", e.exe, "dial"}
+		return exec.CommandContext(ctx, bin, append(args, a...)...)
+	}}
+}
+
 // transparentGoals are the summary rows of transparent egress: the
-// download against straight through the proxy (goal ≥ 0.9x), and the
+// download against a direct connection by the same client, unconfined
+// (issue 36's straight-through; goal ≥ 0.9x), and the
 // connection set-up added over a direct connect (reported, no goal).
 func (r *report) transparentGoals() [][3]string {
 	n := r.net
@@ -103,9 +126,9 @@ func (r *report) transparentGoals() [][3]string {
 		return nil
 	}
 	var rows [][3]string
-	if tr, st := median(n.throughput[nTransparent]), median(n.throughput[nProxy]); tr > 0 && st > 0 {
-		x := tr / st
-		rows = append(rows, [3]string{"egress: transparent (netstack) ≥ 0.9x straight through", fmt.Sprintf("%.2fx", x),
+	if tr, d := median(n.throughput[nTransparent]), median(n.throughput[nDirect]); tr > 0 && d > 0 {
+		x := tr / d
+		rows = append(rows, [3]string{"egress: transparent (netstack) ≥ 0.9x straight through (a direct connection)", fmt.Sprintf("%.2fx", x),
 			verdict(x >= 0.9, fmt.Sprintf("by %.2fx", 0.9-x))})
 	}
 	if d, s := r.connect[nDirect], r.connect[nTransparent]; len(d) > 0 && len(s) > 0 {
@@ -139,4 +162,113 @@ func (r *report) connectSection(w func(string, ...any)) {
 		w("| %s | %s | %s | %s | %s |\n", name, us(t.quantile(0.5)), us(t.quantile(0.99)), us(t.max()), us(t.quantile(0.5)-d.quantile(0.5)))
 	}
 	w("\n")
+}
+
+// transparentMain is the mode `transparent` (make bench-transparent):
+// transparent egress alone, against a direct connection and straight
+// through the proxy, and against other sandbox-run binaries
+// (-baseline-bin) in the same rounds. Prints, writes nothing.
+func transparentMain(args []string) int {
+	fs := flag.NewFlagSet("transparent", flag.ContinueOnError)
+	bin := fs.String("bin", "bin/sandbox-run", "sandbox-run binary")
+	baseline := fs.String("baseline-bin", "", "other sandbox-run binaries, comma-separated, measured in the same rounds (before and after)")
+	rounds := fs.Int("n", 15, "downloads per variant, interleaved")
+	size := fs.Int64("size", 256<<20, "download size in bytes")
+	connects := fs.Int("connects", 250, "connects per path per batch (4 batches)")
+	maxTime := fs.Duration("max-time", 20*time.Minute, "time bound (checked between rounds)")
+	if err := fs.Parse(args); err != nil || *rounds < 1 || *connects < 1 {
+		return 2
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		runCleanups()
+		os.Exit(130)
+	}()
+	defer runCleanups()
+	e, err := setup(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: setup:", err)
+		return 1
+	}
+	return transparentOnlyMain(e, *baseline, *size, *rounds, *connects, time.Now().Add(*maxTime))
+}
+
+// transparentOnlyMain is the mode's measurement: the download (rounds of
+// size bytes) and the connection set-up (4 batches of connects of n
+// each), direct, straight through the proxy and through transparent
+// egress, interleaved; prints medians and the ratios to direct, writes
+// nothing.
+func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects int, deadline time.Time) int {
+	h, err := newTestHost(e.exe)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: test host:", err)
+		return 1
+	}
+	atExit(h.close)
+	p, err := startTCPProxy(e.exe, h.addr.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	atExit(p.close)
+	vs := pickNet(append(e.netVariants(h, p, nil), e.transparentVariant(h)), nDirect, nProxy, nTransparent)
+	var bins [][2]string
+	for i, b := range strings.Split(baseline, ",") {
+		if b != "" {
+			bins = append(bins, [2]string{fmt.Sprintf("%s %d: %s", nBaseline, i, b), b})
+			vs = append(vs, transparentWith(e, h, bins[len(bins)-1][0], b))
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench: transparent: %d rounds of a %d MiB download, %d connects per path\n", rounds, size>>20, 4*connects)
+	res := measureNet(vs, h, size, rounds, 0, 0, deadline)
+	conn, cfail := e.measureConnect(h, 4, connects, deadline, bins...)
+	if len(res.failed) > 0 || len(cfail) > 0 {
+		return 1
+	}
+	direct := median(res.throughput[nDirect])
+	fmt.Printf("%-72s %12s %12s %12s %8s  (n=%d, interleaved)\n", "download", "median MiB/s", "min", "max", "/direct", rounds)
+	for _, v := range vs {
+		t := res.throughput[v.name]
+		fmt.Printf("%-72s %12.0f %12.0f %12.0f %7.2fx\n", v.name, median(t), slices.Min(t), slices.Max(t), median(t)/direct)
+	}
+	fmt.Printf("%-72s %12s %12s %12s\n", "connection set-up", "p50", "p99", "max")
+	for _, name := range append([]string{nDirect, nTransparent}, names(bins)...) {
+		t := conn[name]
+		fmt.Printf("%-72s %12s %12s %12s\n", name, us(t.quantile(0.5)), us(t.quantile(0.99)), us(t.max()))
+	}
+	fmt.Printf("transparent / direct (download medians): %.2fx (goal >= 0.9x); transparent / proxy: %.2fx\n",
+		median(res.throughput[nTransparent])/direct, median(res.throughput[nTransparent])/median(res.throughput[nProxy]))
+	for _, v := range vs[3:] {
+		fmt.Printf("transparent / %s (download medians): %.2fx\n", v.name, median(res.throughput[nTransparent])/median(res.throughput[v.name]))
+	}
+	for _, b := range bins {
+		fmt.Printf("set-up p50, transparent / %s: %s\n", b[0], ratio(conn[nTransparent].quantile(0.5), conn[b[0]].quantile(0.5)))
+	}
+	fmt.Printf("set-up p50 added over direct: %s (%s)\n", us(conn[nTransparent].quantile(0.5)-conn[nDirect].quantile(0.5)),
+		ratio(conn[nTransparent].quantile(0.5), conn[nDirect].quantile(0.5)))
+	return 0
+}
+
+// names are the first of each pair.
+func names(bins [][2]string) []string {
+	var out []string
+	for _, b := range bins {
+		out = append(out, b[0])
+	}
+	return out
+}
+
+// pickNet keeps the variants named, in that order.
+func pickNet(vs []netVariant, names ...string) []netVariant {
+	var out []netVariant
+	for _, n := range names {
+		for _, v := range vs {
+			if v.name == n {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
