@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,6 +147,18 @@ func TestCodexLLMKey(t *testing.T) {
 	}
 	if findAudit(lines, map[string]string{"event": "secret", "decision": "swap", "path": "/v1/responses"}) == nil {
 		t.Errorf("the audit has no swap line:\n%s", a)
+	}
+	var rp struct {
+		TLS     struct{ Terminated []string } `json:"tls"`
+		Secrets []struct {
+			Name, From, By string
+			Hosts          []string
+		} `json:"secrets"`
+	}
+	if err := json.Unmarshal(rep, &rp); err != nil || !slices.Contains(rp.TLS.Terminated, "api.openai.com:443") || len(rp.Secrets) != 1 ||
+		rp.Secrets[0].Name != "OPENAI_API_KEY" || rp.Secrets[0].From != "env:OPENAI_API_KEY" || rp.Secrets[0].By != "egress proxy" ||
+		!slices.Equal(rp.Secrets[0].Hosts, []string{"api.openai.com"}) {
+		t.Errorf("the report does not name the terminated host and the key (%v):\n%s", err, rep)
 	}
 
 	// The same key bound as a secret to the provider's host: swapped and

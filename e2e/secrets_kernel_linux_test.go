@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +91,7 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	if !strings.Contains(string(rep), `"name": "GH"`) || !strings.Contains(string(rep), `"from": "env:GH"`) {
 		t.Errorf("report does not name the secret:\n%s", rep)
 	}
+	secretReportAudit(t, rep, readAudit(t, audit), bound, other, plain)
 
 	// Control: without --secret (the same value given as a plain
 	// variable, the bound host terminated by a rule) the host receives
@@ -98,6 +101,60 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	r = run(t, "", append(args, "--", "sh", "-c", fmt.Sprintf(`curl -sS -m 10 -H "Authorization: Bearer $GH" https://%s/c`, bound))...)
 	if got := h.Requests()[n:]; r.code != 0 || len(got) != 1 || got[0].Authorization != "Bearer "+ph[1] {
 		t.Fatalf("control: exit %d, host got %v (stderr %s); want the placeholder as sent", r.code, got, r.stderr)
+	}
+}
+
+// secretReportAudit checks what TestSecretInSandbox's report and audit
+// say of its TLS and its secret (issue 37, item 5): the report's
+// terminated hosts are exactly the secret's host and the ruled one (the
+// plain host is not), its rules are the one given, its secret is named
+// with its hosts, source and swapper; run_start names the secret; each
+// request seen in clear has one http_request line with method, host,
+// port, path, rule and outcome: the swapped request allowed as
+// terminated (no rule names its host), the ruled host's request refused
+// by the secret hook with its rule and a detail naming the secret, the
+// plain one refused alike.
+func secretReportAudit(t *testing.T, rep []byte, lines []map[string]any, bound, other, plain string) {
+	t.Helper()
+	var r struct {
+		TLS struct {
+			Terminated, Rules []string
+		} `json:"tls"`
+		Secrets []struct {
+			Name, From, By string
+			Hosts          []string
+		} `json:"secrets"`
+	}
+	if err := json.Unmarshal(rep, &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	slices.Sort(r.TLS.Terminated)
+	want := []string{bound, other}
+	slices.Sort(want)
+	if !slices.Equal(r.TLS.Terminated, want) || !slices.Equal(r.TLS.Rules, []string{"GET,POST " + other + "/**"}) {
+		t.Errorf("report tls: terminated %q (want %q; %s is plain HTTP), rules %q", r.TLS.Terminated, want, plain, r.TLS.Rules)
+	}
+	if len(r.Secrets) != 1 || r.Secrets[0].Name != "GH" || !slices.Equal(r.Secrets[0].Hosts, []string{bound}) || r.Secrets[0].By != "egress proxy" {
+		t.Errorf("report secrets: %+v", r.Secrets)
+	}
+	if l := findAudit(lines, map[string]string{"event": "run_start"}); l == nil || fmt.Sprint(l["secrets"]) != "[GH]" {
+		t.Errorf("run_start does not name the secret: %v", l)
+	}
+	host := func(hp string) string { h, _, _ := net.SplitHostPort(hp); return h }
+	port := func(hp string) string { _, p, _ := net.SplitHostPort(hp); return p }
+	for _, c := range []struct {
+		want   map[string]string
+		detail string
+	}{
+		{map[string]string{"method": "GET", "host": host(bound), "port": port(bound), "path": "/a", "decision": "allow", "reason": "terminated", "rule": "<nil>"}, ""},
+		{map[string]string{"method": "GET", "host": host(other), "port": port(other), "path": "/b", "decision": "refuse", "reason": "hook-refused", "rule": "GET,POST " + other + "/**"}, "secret GH"},
+		{map[string]string{"method": "GET", "host": host(plain), "port": port(plain), "path": "/p", "decision": "refuse", "reason": "hook-refused"}, "secret GH"},
+	} {
+		c.want["event"] = "http_request"
+		l := findAudit(lines, c.want)
+		if l == nil || !strings.Contains(fmt.Sprint(l["detail"]), c.detail) {
+			t.Errorf("audit has no http_request line %v with detail %q: %v", c.want, c.detail, l)
+		}
 	}
 }
 
