@@ -24,7 +24,8 @@ const e2eSecret = "ghp_E2Ereal0123456789abcdefghijklmnopqrs"
 // (in env and /proc/self/environ) is a placeholder of the token's shape;
 // curl's Bearer reaches the bound host with the real token, over the
 // run's CA; a terminated host the secret is not bound to and plain HTTP
-// are refused (403) and the host receives nothing; git over HTTPS with
+// are refused (403) and the host receives nothing (controls: the same
+// requests without the placeholder are answered); git over HTTPS with
 // the credential helper delivers the token as Basic credentials to the
 // smart-HTTP host. The real value is in no output, audit or report.
 // Control: the same run without --secret delivers the placeholder-shaped
@@ -43,6 +44,8 @@ cat /proc/self/environ | tr '\000' '\n' | grep '^GH='
 curl -sS -m 10 -H "Authorization: Bearer $GH" https://%[1]s/a; echo
 echo other=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: $GH" https://%[2]s/b)
 echo plain=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: $GH" http://%[3]s/p)
+echo other-control=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: none" https://%[2]s/b-control)
+echo plain-control=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: none" http://%[3]s/p-control)
 git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 `, bound, other, plain)
 	common := []string{"--allow-host", bound, "--allow-host", other, "--allow-host", plain,
@@ -56,7 +59,7 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	if ph == nil || ph[1] == e2eSecret || len(ph[1]) != len(e2eSecret) || !strings.HasPrefix(ph[1], "ghp_") {
 		t.Fatalf("inside, $GH is %q; want a placeholder of the token's shape", ph)
 	}
-	for _, want := range []string{"\n1\n", "GH=" + ph[1] + "\n", "served GET /a HTTP/2.0", "other=403", "plain=403", "cloned"} {
+	for _, want := range []string{"\n1\n", "GH=" + ph[1] + "\n", "served GET /a HTTP/2.0", "other=403", "plain=403", "other-control=200", "plain-control=200", "cloned"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s\nstderr: %s", want, r.stdout, r.stderr)
 		}
@@ -69,7 +72,7 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 			gotA = req.Authorization == "Bearer "+e2eSecret
 		case req.Port == h.HTTPS.Port() && strings.HasPrefix(req.URI, "/auth/git/") && req.Authorization == basic:
 			gotGit = true
-		case req.Port != h.HTTPS.Port():
+		case req.Port != h.HTTPS.Port() && !strings.HasSuffix(req.URI, "-control"):
 			t.Errorf("a refused request reached the host: %s", req)
 		}
 	}
