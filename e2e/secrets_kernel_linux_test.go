@@ -27,9 +27,8 @@ const e2eSecret = "ghp_E2Ereal0123456789abcdefghijklmnopqrs"
 // are refused (403) and the host receives nothing (controls: the same
 // requests without the placeholder are answered); a host that is allowed
 // but not terminated (a tunnel) receives the placeholder unchanged; git
-// over HTTPS with
-// the credential helper delivers the token as Basic credentials to the
-// smart-HTTP host. The real value is in no output, audit or report.
+// over HTTPS with the credential helper delivers the token as Basic
+// credentials to the smart-HTTP host. The real value is in no output, audit or report.
 // Control: the same run without --secret delivers the placeholder-shaped
 // value as the command sent it.
 func TestSecretInSandbox(t *testing.T) {
