@@ -164,6 +164,11 @@ func tlsRules(t *testing.T, idx int, mode ...string) {
 			}
 		}
 	}
+	// The untrusted upstream answers when its certificate is not checked:
+	// its refusal below is the verification's.
+	if resp, err := direct.Get("https://" + untrusted + "/x"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("control: direct unverified GET %s: %v", untrusted, err)
+	}
 
 	h.Handle("/simple/", simpleIndex(t))
 	controls := len(h.Requests())
