@@ -47,9 +47,9 @@ func llmHosts(p policy.Policy) []string {
 // allowed it and once its response has been read to the end or closed:
 // the method, the host, the path, the upstream's status, the model the
 // request's body names, the tokens the response reports (JSON or
-// server-sent events; none when it reports none) and the duration. Never
-// a header, the query, or a body beyond those fields: the key and the
-// prompt are not recorded. A request refused before its upstream answered
+// server-sent events, asked uncompressed; none when it reports none) and
+// the duration. Never a header, the query, or a body beyond those fields:
+// the key and the prompt are not recorded. A request refused before its upstream answered
 // has only the proxy's own lines. cfg is returned as it is without hosts
 // or an audit.
 func withLLMMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
@@ -65,6 +65,7 @@ func withLLMMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
 			}
 		}
 		if slices.Contains(hosts, strings.ToLower(r.URL.Host)) {
+			r.Header.Set("Accept-Encoding", "identity") // usage is read from the response as it passes
 			startMeter(r)
 		}
 		return nil

@@ -59,6 +59,9 @@ func TestLLMMeterEgress(t *testing.T) {
 			}
 			return
 		}
+		if cfg.ResponseHook != nil && r.URL.Host == "api.openai.com:443" && r.Header.Get("Accept-Encoding") != "identity" {
+			t.Errorf("the LLM request asks for %q; want the response uncompressed", r.Header.Get("Accept-Encoding"))
+		}
 		if got, _ := io.ReadAll(r.Body); string(got) != body {
 			t.Fatalf("the body forwarded is %q, want %q", got, body)
 		}
