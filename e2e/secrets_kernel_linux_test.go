@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,16 +24,18 @@ const e2eSecret = "ghp_E2Ereal0123456789abcdefghijklmnopqrs"
 // (in env and /proc/self/environ) is a placeholder of the token's shape;
 // curl's Bearer reaches the bound host with the real token, over the
 // run's CA; a terminated host the secret is not bound to and plain HTTP
-// are refused (403) and the host receives nothing; git over HTTPS with
-// the credential helper delivers the token as Basic credentials to the
-// smart-HTTP host. The real value is in no output, audit or report.
+// are refused (403) and the host receives nothing (controls: the same
+// requests without the placeholder are answered); a host that is allowed
+// but not terminated (a tunnel) receives the placeholder unchanged; git
+// over HTTPS with the credential helper delivers the token as Basic
+// credentials to the smart-HTTP host. The real value is in no output, audit or report.
 // Control: the same run without --secret delivers the placeholder-shaped
 // value as the command sent it.
 func TestSecretInSandbox(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t) // the test host lives in a network namespace only root can wire up
 	h := sandboxtest.NewTLSTestHost(t, 3)
-	bound, other, plain := h.HTTPS.String(), h.HTTPS2.String(), h.Plain.String()
+	bound, other, plain, tunnel := h.HTTPS.String(), h.HTTPS2.String(), h.Plain.String(), h.Untrusted.String()
 	w := sandboxtest.WorkDir(t)
 	out := sandboxtest.WorkDir(t)
 	audit, report := filepath.Join(out, "audit.jsonl"), filepath.Join(out, "report.json")
@@ -41,9 +45,12 @@ cat /proc/self/environ | tr '\000' '\n' | grep '^GH='
 curl -sS -m 10 -H "Authorization: Bearer $GH" https://%[1]s/a; echo
 echo other=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: $GH" https://%[2]s/b)
 echo plain=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: $GH" http://%[3]s/p)
+echo other-control=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: none" https://%[2]s/b-control)
+echo plain-control=$(curl -s -m 10 -o /dev/null -w '%%{http_code}' -H "X-Token: none" http://%[3]s/p-control)
+echo tunnel=$(curl -sk -m 10 -o /dev/null -w '%%{http_code}' -H "Authorization: Bearer $GH" https://%[4]s/t)
 git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
-`, bound, other, plain)
-	common := []string{"--allow-host", bound, "--allow-host", other, "--allow-host", plain,
+`, bound, other, plain, tunnel)
+	common := []string{"--allow-host", bound, "--allow-host", other, "--allow-host", plain, "--allow-host", tunnel,
 		"--allow-http", "GET,POST " + other + "/**", "--upstream-ca", h.CAFile}
 	args := append([]string{"run", "--workdir", w, "--secret", "GH@" + bound, "--audit", audit, "--report", report}, common...)
 	r := runEnv(t, []string{"GH=" + e2eSecret}, "", append(args, "--", "sh", "-c", script)...)
@@ -54,12 +61,12 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	if ph == nil || ph[1] == e2eSecret || len(ph[1]) != len(e2eSecret) || !strings.HasPrefix(ph[1], "ghp_") {
 		t.Fatalf("inside, $GH is %q; want a placeholder of the token's shape", ph)
 	}
-	for _, want := range []string{"\n1\n", "GH=" + ph[1] + "\n", "served GET /a HTTP/2.0", "other=403", "plain=403", "cloned"} {
+	for _, want := range []string{"\n1\n", "GH=" + ph[1] + "\n", "served GET /a HTTP/2.0", "other=403", "plain=403", "other-control=200", "plain-control=200", "tunnel=200", "cloned"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s\nstderr: %s", want, r.stdout, r.stderr)
 		}
 	}
-	var gotA, gotGit bool
+	var gotA, gotGit, gotTunnel bool
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+e2eSecret))
 	for _, req := range h.Requests() {
 		switch {
@@ -67,12 +74,14 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 			gotA = req.Authorization == "Bearer "+e2eSecret
 		case req.Port == h.HTTPS.Port() && strings.HasPrefix(req.URI, "/auth/git/") && req.Authorization == basic:
 			gotGit = true
-		case req.Port != h.HTTPS.Port():
+		case req.Port == h.Untrusted.Port() && req.URI == "/t":
+			gotTunnel = req.Authorization == "Bearer "+ph[1]
+		case req.Port != h.HTTPS.Port() && !strings.HasSuffix(req.URI, "-control"):
 			t.Errorf("a refused request reached the host: %s", req)
 		}
 	}
-	if !gotA || !gotGit {
-		t.Errorf("the bound host got the real token: Bearer %v, git Basic %v; requests %v", gotA, gotGit, h.Requests())
+	if !gotA || !gotGit || !gotTunnel {
+		t.Errorf("the bound host got the real token: Bearer %v, git Basic %v; the tunnelled host got the placeholder unchanged: %v; requests %v", gotA, gotGit, gotTunnel, h.Requests())
 	}
 	a, _ := os.ReadFile(audit)
 	rep, _ := os.ReadFile(report)
@@ -89,6 +98,7 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	if !strings.Contains(string(rep), `"name": "GH"`) || !strings.Contains(string(rep), `"from": "env:GH"`) {
 		t.Errorf("report does not name the secret:\n%s", rep)
 	}
+	secretReportAudit(t, rep, readAudit(t, audit), bound, other, plain, tunnel)
 
 	// Control: without --secret (the same value given as a plain
 	// variable, the bound host terminated by a rule) the host receives
@@ -98,6 +108,60 @@ git clone -q https://%[1]s/auth/git/repo /tmp/clone && echo cloned
 	r = run(t, "", append(args, "--", "sh", "-c", fmt.Sprintf(`curl -sS -m 10 -H "Authorization: Bearer $GH" https://%s/c`, bound))...)
 	if got := h.Requests()[n:]; r.code != 0 || len(got) != 1 || got[0].Authorization != "Bearer "+ph[1] {
 		t.Fatalf("control: exit %d, host got %v (stderr %s); want the placeholder as sent", r.code, got, r.stderr)
+	}
+}
+
+// secretReportAudit checks what TestSecretInSandbox's report and audit
+// say of its TLS and its secret (issue 37, item 5): the report's
+// terminated hosts are exactly the secret's host and the ruled one (the
+// plain host and the tunnelled one are not), its rules are the one given, its secret is named
+// with its hosts, source and swapper; run_start names the secret; each
+// request seen in clear has one http_request line with method, host,
+// port, path, rule and outcome: the swapped request allowed as
+// terminated (no rule names its host), the ruled host's request refused
+// by the secret hook with its rule and a detail naming the secret, the
+// plain one refused alike.
+func secretReportAudit(t *testing.T, rep []byte, lines []map[string]any, bound, other, plain, tunnel string) {
+	t.Helper()
+	var r struct {
+		TLS struct {
+			Terminated, Rules []string
+		} `json:"tls"`
+		Secrets []struct {
+			Name, From, By string
+			Hosts          []string
+		} `json:"secrets"`
+	}
+	if err := json.Unmarshal(rep, &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	slices.Sort(r.TLS.Terminated)
+	want := []string{bound, other}
+	slices.Sort(want)
+	if !slices.Equal(r.TLS.Terminated, want) || !slices.Equal(r.TLS.Rules, []string{"GET,POST " + other + "/**"}) {
+		t.Errorf("report tls: terminated %q (want %q; %s is plain HTTP, %s a tunnel), rules %q", r.TLS.Terminated, want, plain, tunnel, r.TLS.Rules)
+	}
+	if len(r.Secrets) != 1 || r.Secrets[0].Name != "GH" || !slices.Equal(r.Secrets[0].Hosts, []string{bound}) || r.Secrets[0].By != "egress proxy" {
+		t.Errorf("report secrets: %+v", r.Secrets)
+	}
+	if l := findAudit(lines, map[string]string{"event": "run_start"}); l == nil || fmt.Sprint(l["secrets"]) != "[GH]" {
+		t.Errorf("run_start does not name the secret: %v", l)
+	}
+	host := func(hp string) string { h, _, _ := net.SplitHostPort(hp); return h }
+	port := func(hp string) string { _, p, _ := net.SplitHostPort(hp); return p }
+	for _, c := range []struct {
+		want   map[string]string
+		detail string
+	}{
+		{map[string]string{"method": "GET", "host": host(bound), "port": port(bound), "path": "/a", "decision": "allow", "reason": "terminated", "rule": "<nil>"}, ""},
+		{map[string]string{"method": "GET", "host": host(other), "port": port(other), "path": "/b", "decision": "refuse", "reason": "hook-refused", "rule": "GET,POST " + other + "/**"}, "secret GH"},
+		{map[string]string{"method": "GET", "host": host(plain), "port": port(plain), "path": "/p", "decision": "refuse", "reason": "hook-refused"}, "secret GH"},
+	} {
+		c.want["event"] = "http_request"
+		l := findAudit(lines, c.want)
+		if l == nil || !strings.Contains(fmt.Sprint(l["detail"]), c.detail) {
+			t.Errorf("audit has no http_request line %v with detail %q: %v", c.want, c.detail, l)
+		}
 	}
 }
 

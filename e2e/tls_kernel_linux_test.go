@@ -164,6 +164,11 @@ func tlsRules(t *testing.T, idx int, mode ...string) {
 			}
 		}
 	}
+	// The untrusted upstream answers when its certificate is not checked:
+	// its refusal below is the verification's.
+	if resp, err := direct.Get("https://" + untrusted + "/x"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("control: direct unverified GET %s: %v", untrusted, err)
+	}
 
 	h.Handle("/simple/", simpleIndex(t))
 	controls := len(h.Requests())
@@ -258,7 +263,7 @@ echo "UNTRUSTED $(curl -s -m 10 -w ' %%{http_code}' https://%[2]s/x)"
 		a, _ := os.ReadFile(audit)
 		for _, want := range []string{
 			`"event":"http_request","method":"GET","host":"` + h.Addr.String() + `","port":8443,"path":"/repos/o/r","rule":"` + rule + `","decision":"allow"`,
-			`"method":"POST","host":"` + h.Addr.String() + `","port":8443,"path":"/repos/o/r/issues","decision":"refuse","reason":"http-rule"`,
+			`"method":"POST","host":"` + h.Addr.String() + `","port":8443,"path":"/repos/o/r/issues","decision":"refuse","reason":"http-rule","fix":"--allow-http 'POST ` + ruled + `/repos/o/r/issues'"`,
 			`"path":"/admin","decision":"refuse","reason":"http-rule"`, `"reason":"ambiguous-path"`, `"reason":"upstream-unverified"`,
 		} {
 			if !strings.Contains(string(a), want) {

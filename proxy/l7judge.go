@@ -22,6 +22,7 @@ type l7Verdict struct {
 	path      string // canonical; the raw request path when it did not normalise
 	rule      string // the rule that allowed it
 	reason    string // refusal code; "" when allowed
+	fix       string // on a refusal by the rules: the --allow-http flag that would allow it
 	status    int
 	body      string
 	canonical bool
@@ -60,9 +61,9 @@ func (p *Proxy) judgeL7(w http.ResponseWriter, r *http.Request, d *decision) (v 
 	if p.l7.rules.Covers(d.t) {
 		rule, ok := p.l7.rules.Judge(r.Method, d.t, canon)
 		if !ok {
-			v.reason, v.status = reasonHTTPRule, http.StatusForbidden
+			v.reason, v.status, v.fix = reasonHTTPRule, http.StatusForbidden, httprule.Suggest(r.Method, d.t, canon)
 			v.body = fmt.Sprintf("no --allow-http rule allows %s %s%s (rules for this host: %s)\nto allow it: add %s",
-				r.Method, hostHeader(d.t), canon, strings.Join(p.rulesFor(d.t), "; "), httprule.Suggest(r.Method, d.t, canon))
+				r.Method, hostHeader(d.t), canon, strings.Join(p.rulesFor(d.t), "; "), v.fix)
 			return v, false
 		}
 		v.rule = rule.String()
@@ -181,6 +182,7 @@ type l7AuditLine struct {
 	Decision string `json:"decision"`
 	Reason   string `json:"reason"`
 	Detail   string `json:"detail,omitempty"`
+	Fix      string `json:"fix,omitempty"` // on a refusal by the rules: the exact flag that would allow it
 }
 
 // recordL7 writes v to the audit log and counts it.
@@ -195,7 +197,7 @@ func (p *Proxy) recordL7(v *l7Verdict) {
 	}
 	if v.reason != "" {
 		p.counts.refused.Add(1)
-		line.Decision, line.Reason = "refuse", v.reason
+		line.Decision, line.Reason, line.Fix = "refuse", v.reason, v.fix
 		if v.reason == reasonHook || v.reason == reasonUnverified || v.reason == reasonUpstreamError {
 			line.Detail = v.body
 		}

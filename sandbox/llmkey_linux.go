@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/proxy/secret"
 )
@@ -85,7 +86,14 @@ func (k llmKey) meter(r *http.Request) *llmMeter {
 	if k.set == nil {
 		return nil
 	}
-	m := &llmMeter{}
+	return startMeter(r)
+}
+
+// startMeter reads the model r names (peeking at most maxLLMPeek of its
+// body, which stays readable from the start) and puts a meter for its
+// response's usage in r's context.
+func startMeter(r *http.Request) *llmMeter {
+	m := &llmMeter{start: time.Now()}
 	if r.Body != nil && r.Body != http.NoBody {
 		head, _ := io.ReadAll(io.LimitReader(r.Body, maxLLMPeek))
 		m.model = modelOf(head)
@@ -103,6 +111,7 @@ type llmMeterKey struct{}
 // llmMeter is one request's model and its response's usage.
 type llmMeter struct {
 	model string
+	start time.Time
 	usage usageMeter
 }
 

@@ -51,13 +51,17 @@ type tokenUsage struct {
 }
 
 // usageEvent is the part of a response body, or of one server-sent
-// event's data, that carries usage: at the top or under "message"
-// (Anthropic's message_start).
+// event's data, that carries usage: at the top, under "message"
+// (Anthropic's message_start) or under "response" (the Responses API's
+// response.completed).
 type usageEvent struct {
 	Usage   *tokenUsage `json:"usage"`
 	Message *struct {
 		Usage *tokenUsage `json:"usage"`
 	} `json:"message"`
+	Response *struct {
+		Usage *tokenUsage `json:"usage"`
+	} `json:"response"`
 }
 
 // usageMeter adds up what the responses it reads report. Counts only grow:
@@ -94,6 +98,9 @@ func (m *usageMeter) event(b []byte) {
 	m.add(e.Usage)
 	if e.Message != nil {
 		m.add(e.Message.Usage)
+	}
+	if e.Response != nil {
+		m.add(e.Response.Usage)
 	}
 }
 

@@ -214,7 +214,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err != nil {
 			return nil, err
 		}
-		px, err := proxy.New(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID))
+		px, err := proxy.New(withLLMMeter(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID), llmHosts(p), runID))
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
