@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,65 +256,105 @@ func (e *env) traceOnce(out string) ([]time.Duration, time.Duration, error) {
 		return nil, 0, err
 	}
 	defer f.Close()
-	// pid → exec time; pid → "+++ exited" time.
-	var srPID, bwPID, initPID, cmdPID int
-	var t [8]float64
-	exited := map[int]float64{}
-	pending := map[int]string{} // pid → an execve line strace split ("<unfinished ...>")
-	sc := bufio.NewScanner(f)
+	return readTrace(f).phases(out)
+}
+
+// traceEvents are the events of one traced run that bound its phases:
+// the first execs of sandbox-run, bwrap, init (or the sh trampoline) and
+// the command, the command's exit_group, and when each process was gone.
+type traceEvents struct {
+	srPID, bwPID, initPID, cmdPID int
+	// t holds the events' times in phase order (phaseNames's bounds):
+	// the four execs, the command's exit_group, then init, bwrap and
+	// sandbox-run gone. 0 is an event not seen.
+	t       [8]float64
+	exited  map[int]float64 // pid → its "+++ exited" time
+	pending map[int]string  // pid → an execve line strace split ("<unfinished ...>")
+}
+
+// readTrace reads strace's output from r. A line it cannot parse is
+// skipped: what is missing shows in phases.
+func readTrace(r io.Reader) *traceEvents {
+	ev := &traceEvents{exited: map[int]float64{}, pending: map[int]string{}}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		// "PID  TIMESTAMP CALL...": strace pads the pid column, so the
-		// fields are split on runs of blanks.
-		line := sc.Text()
-		fs := strings.Fields(line)
-		if len(fs) < 3 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(fs[0])
-		ts, err2 := strconv.ParseFloat(fs[1], 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		rest := strings.TrimSpace(line[strings.Index(line, fs[1])+len(fs[1]):])
-		if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
-			pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
-			continue
-		}
-		if r, ok := strings.CutPrefix(rest, "<... execve resumed>"); ok {
-			rest = pending[pid] + r
-			delete(pending, pid)
-		}
-		switch {
-		case strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "= 0"):
-			switch {
-			case srPID == 0:
-				srPID, t[0] = pid, ts
-			case bwPID == 0 && strings.Contains(rest, "bwrap"):
-				bwPID, t[1] = pid, ts
-			case initPID == 0 && (strings.Contains(rest, initArg) || strings.HasPrefix(rest, `execve("/bin/sh"`)):
-				// sandbox-run's init, or on the fast path the sh trampoline
-				initPID, t[2] = pid, ts
-			case cmdPID == 0 && strings.HasPrefix(rest, `execve("/usr/bin/true"`):
-				cmdPID, t[3] = pid, ts
-			}
-		case strings.HasPrefix(rest, "exit_group(") && pid == cmdPID && t[4] == 0:
-			t[4] = ts
-		case strings.HasPrefix(rest, "+++ exited"):
-			exited[pid] = ts
-		}
+		ev.line(sc.Text())
 	}
-	t[5], t[6], t[7] = exited[initPID], exited[bwPID], exited[srPID]
-	for i := range t {
-		if t[i] == 0 {
-			return nil, 0, fmt.Errorf("trace %s: event %d not found (pids %d %d %d %d)", out, i, srPID, bwPID, initPID, cmdPID)
+	ev.t[5], ev.t[6], ev.t[7] = ev.exited[ev.initPID], ev.exited[ev.bwPID], ev.exited[ev.srPID]
+	return ev
+}
+
+// splitTraceLine splits "PID  TIMESTAMP CALL...": strace pads the pid
+// column, so the fields are split on runs of blanks. ok is false for a
+// line that is not an event.
+func splitTraceLine(line string) (pid int, ts float64, rest string, ok bool) {
+	fs := strings.Fields(line)
+	if len(fs) < 3 {
+		return 0, 0, "", false
+	}
+	pid, err1 := strconv.Atoi(fs[0])
+	ts, err2 := strconv.ParseFloat(fs[1], 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, "", false
+	}
+	return pid, ts, strings.TrimSpace(line[strings.Index(line, fs[1])+len(fs[1]):]), true
+}
+
+// line records one line of the trace, joining an execve that strace split
+// across an "<unfinished ...>" and its "<... execve resumed>".
+func (ev *traceEvents) line(line string) {
+	pid, ts, rest, ok := splitTraceLine(line)
+	if !ok {
+		return
+	}
+	if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
+		ev.pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
+		return
+	}
+	if r, ok := strings.CutPrefix(rest, "<... execve resumed>"); ok {
+		rest = ev.pending[pid] + r
+		delete(ev.pending, pid)
+	}
+	switch {
+	case strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "= 0"):
+		ev.exec(pid, ts, rest)
+	case strings.HasPrefix(rest, "exit_group(") && pid == ev.cmdPID && ev.t[4] == 0:
+		ev.t[4] = ts
+	case strings.HasPrefix(rest, "+++ exited"):
+		ev.exited[pid] = ts
+	}
+}
+
+// exec records a successful execve: the first one is sandbox-run's, then
+// the first of bwrap, of init (or, on the fast path, the sh trampoline)
+// and of the command, each once.
+func (ev *traceEvents) exec(pid int, ts float64, call string) {
+	switch {
+	case ev.srPID == 0:
+		ev.srPID, ev.t[0] = pid, ts
+	case ev.bwPID == 0 && strings.Contains(call, "bwrap"):
+		ev.bwPID, ev.t[1] = pid, ts
+	case ev.initPID == 0 && (strings.Contains(call, initArg) || strings.HasPrefix(call, `execve("/bin/sh"`)):
+		ev.initPID, ev.t[2] = pid, ts
+	case ev.cmdPID == 0 && strings.HasPrefix(call, `execve("/usr/bin/true"`):
+		ev.cmdPID, ev.t[3] = pid, ts
+	}
+}
+
+// phases are the durations between consecutive events and the total, or
+// an error naming the first event the trace out lacks.
+func (ev *traceEvents) phases(out string) ([]time.Duration, time.Duration, error) {
+	for i := range ev.t {
+		if ev.t[i] == 0 {
+			return nil, 0, fmt.Errorf("trace %s: event %d not found (pids %d %d %d %d)", out, i, ev.srPID, ev.bwPID, ev.initPID, ev.cmdPID)
 		}
 	}
 	ph := make([]time.Duration, len(phaseNames))
 	for i := range ph {
-		ph[i] = time.Duration((t[i+1] - t[i]) * 1e9)
+		ph[i] = time.Duration((ev.t[i+1] - ev.t[i]) * 1e9)
 	}
-	return ph, time.Duration((t[7] - t[0]) * 1e9), nil
+	return ph, time.Duration((ev.t[7] - ev.t[0]) * 1e9), nil
 }
 
 // profileResult is the start-up profile.
