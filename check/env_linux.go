@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -24,133 +23,151 @@ import (
 )
 
 // environment probes what tier 1 needs on this machine and sets up one
-// real sandbox. ready says the self-test can run.
+// real sandbox. ready says the self-test can run. The sandbox is tried only
+// when bwrap, user namespaces and seccomp all passed: without one of them
+// it could only fail, and its failure would hide the cause named above it.
 func environment(ctx context.Context, binary string) (items []Item, mechanism string, ready bool) {
-	timed := func(f func() Item) {
-		start := time.Now()
-		it := f()
-		it.DurationMS = time.Since(start).Milliseconds()
-		items = append(items, it)
-	}
-	timed(func() Item {
-		var u unix.Utsname
-		unix.Uname(&u)
-		return Item{ID: "platform", Category: "host", Status: StatusOK,
-			Summary: fmt.Sprintf("%s/%s, kernel %s", runtime.GOOS, runtime.GOARCH, unix.ByteSliceToString(u.Release[:]))}
-	})
-
-	bwrapOK := true
+	items = append(items, timed(platformItem))
 	var info *bwrap.Info
-	timed(func() Item {
-		it := Item{ID: "bwrap", Category: "bwrap"}
-		path, err := exec.LookPath("bwrap")
-		if err == nil {
-			path, err = filepath.Abs(path)
-		}
-		if err == nil {
-			info, err = bwrap.Detect(ctx, path)
-		}
-		if err == nil {
-			err = info.Required()
-		}
-		if err != nil {
-			bwrapOK = false
-			it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+probe.OneLine(err.Error())
-			it.Remediation = "install bubblewrap 0.4.0 or newer (apt-get install -y bubblewrap, dnf install bubblewrap)"
-			return it
-		}
-		setuid := "not setuid"
-		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSetuid != 0 {
-			setuid = "setuid root"
-		}
-		it.Status = StatusOK
-		it.Summary = fmt.Sprintf("%s %s (%s)", path, info.Version, setuid)
-		it.Details = []string{"features: " + features(info.Features)}
-		if setuid != "not setuid" {
-			it.Status = StatusWarn
-			it.Remediation = "use a bwrap that is not setuid (chmod u-s " + path + "): sandbox-run relies on user namespaces, and a setuid bwrap is more attack surface"
-		}
+	bw := timed(func() Item {
+		var it Item
+		it, info = bwrapItem(ctx)
 		return it
 	})
-	if info != nil {
-		for _, a := range info.Advisories() {
-			items = append(items, Item{ID: "advisory/" + a.ID, Category: "bwrap", Status: StatusWarn, Summary: a.Detail, Remediation: a.Fix})
-		}
-	}
-
-	timed(func() Item {
-		it := usernsItem(bwrap.ReadHost("/proc/sys"), func() (bool, error) { return apparmor.ProfileLoaded("/") })
-		if it.Status == StatusFail {
-			bwrapOK = false
-		}
-		return it
+	items = append(items, bw)
+	items = append(items, advisoryItems(info)...)
+	userns := timed(func() Item {
+		return usernsItem(bwrap.ReadHost("/proc/sys"), func() (bool, error) { return apparmor.ProfileLoaded("/") })
 	})
-
-	timed(func() Item {
-		it := Item{ID: "seccomp", Category: "kernel"}
-		arch, err := filter.NativeArch()
-		status, _ := os.ReadFile("/proc/self/status")
-		switch {
-		case err != nil:
-			bwrapOK = false
-			it.Status, it.Summary, it.Remediation = StatusFail, "no seccomp filter for this machine: "+err.Error(), "run on x86_64 or aarch64"
-		case !bytes.Contains(status, []byte("\nSeccomp:")):
-			bwrapOK = false
-			it.Status, it.Summary, it.Remediation = StatusFail, "the kernel has no seccomp (no Seccomp: line in /proc/self/status)", "boot a kernel with CONFIG_SECCOMP_FILTER=y"
-		default:
-			prog, err := filter.Assemble(arch, filter.Options{})
-			if err != nil {
-				bwrapOK = false
-				it.Status, it.Summary, it.Remediation = StatusFail, "cannot assemble the seccomp filter: "+err.Error(), "report this as a bug in sandbox-run"
-				return it
-			}
-			it.Status = StatusOK
-			it.Summary = fmt.Sprintf("seccomp filter for %s, %d rules, %s", arch, len(filter.Rules()), prog.Digest()[:19])
-		}
-		return it
-	})
-
-	timed(func() Item {
-		it := Item{ID: "yama", Category: "kernel"}
-		scope, err := filter.YamaPtraceScope()
-		if perr := filter.CheckPtrace(scope, err); perr != nil {
-			it.Status = StatusWarn
-			if errors.Is(err, filter.ErrNoYama) {
-				it.Summary = "no Yama LSM: --ptrace is refused on this node (sandboxes never get ptrace here)"
-			} else {
-				it.Summary = fmt.Sprintf("kernel.yama.ptrace_scope is %d: --ptrace is refused on this node", scope)
-			}
-			it.Remediation = "only if agents need debuggers: boot with Yama and sysctl -w kernel.yama.ptrace_scope=1"
-			return it
-		}
-		it.Status, it.Summary = StatusOK, fmt.Sprintf("kernel.yama.ptrace_scope = %d: --ptrace may be allowed", scope)
-		return it
-	})
-
-	timed(cgroupItem)
-
-	timed(func() Item {
-		if os.Geteuid() == 0 {
-			return Item{ID: "user", Category: "host", Status: StatusOK,
-				Summary: fmt.Sprintf("running as root: the command runs as uid %d (--user to change), never as host uid 0", policy.DefaultUID)}
-		}
-		return Item{ID: "user", Category: "host", Status: StatusOK,
-			Summary: fmt.Sprintf("running as uid %d: the command runs as uid %d in its own user namespace", os.Getuid(), os.Getuid())}
-	})
-
-	items = append(items, Item{ID: "protected-paths", Category: "policy", Status: StatusOK,
-		Summary: fmt.Sprintf("Protected paths: on (%d paths and the config and hooks of every git directory held read-only where they exist; created ones quarantined after the run)", len(policy.DefaultProtected())),
-		Details: policy.DefaultProtected()})
-
-	items = append(items, landlockItem(), egressItem())
-	if !bwrapOK {
+	seccomp := timed(seccompItem)
+	items = append(items, userns, seccomp, timed(yamaItem), timed(cgroupItem), timed(userItem))
+	items = append(items, protectedPathsItem(), landlockItem(), egressItem())
+	if bw.Status == StatusFail || userns.Status == StatusFail || seccomp.Status == StatusFail {
 		return items, "none", false
 	}
-	start := time.Now()
-	it := sandboxItem(ctx, binary)
-	it.DurationMS = time.Since(start).Milliseconds()
+	it := timed(func() Item { return sandboxItem(ctx, binary) })
 	items = append(items, it)
 	return items, "bwrap", it.Status == StatusOK
+}
+
+// platformItem names the OS, architecture and kernel release, the first
+// thing a bug report about a refusal needs.
+func platformItem() Item {
+	var u unix.Utsname
+	unix.Uname(&u)
+	return Item{ID: "platform", Category: "host", Status: StatusOK,
+		Summary: fmt.Sprintf("%s/%s, kernel %s", runtime.GOOS, runtime.GOARCH, unix.ByteSliceToString(u.Release[:]))}
+}
+
+// bwrapItem finds bwrap on PATH and reads its features. The item fails when
+// no bwrap is usable, and warns when it is setuid. info is what Detect read,
+// even when bwrap is too old (its advisories still apply); nil when it could
+// not be read at all.
+func bwrapItem(ctx context.Context) (it Item, info *bwrap.Info) {
+	it = Item{ID: "bwrap", Category: "bwrap"}
+	path, err := exec.LookPath("bwrap")
+	if err == nil {
+		path, err = filepath.Abs(path)
+	}
+	if err == nil {
+		info, err = bwrap.Detect(ctx, path)
+	}
+	if err == nil {
+		err = info.Required()
+	}
+	if err != nil {
+		it.Status, it.Summary = StatusFail, "no usable bubblewrap: "+probe.OneLine(err.Error())
+		it.Remediation = "install bubblewrap 0.4.0 or newer (apt-get install -y bubblewrap, dnf install bubblewrap)"
+		return it, info
+	}
+	setuid := "not setuid"
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+		setuid = "setuid root"
+	}
+	it.Status = StatusOK
+	it.Summary = fmt.Sprintf("%s %s (%s)", path, info.Version, setuid)
+	it.Details = []string{"features: " + features(info.Features)}
+	if setuid != "not setuid" {
+		it.Status = StatusWarn
+		it.Remediation = "use a bwrap that is not setuid (chmod u-s " + path + "): sandbox-run relies on user namespaces, and a setuid bwrap is more attack surface"
+	}
+	return it, info
+}
+
+// advisoryItems turns the known advisories for the detected bwrap into
+// warnings; none when info is nil.
+func advisoryItems(info *bwrap.Info) []Item {
+	if info == nil {
+		return nil
+	}
+	var items []Item
+	for _, a := range info.Advisories() {
+		items = append(items, Item{ID: "advisory/" + a.ID, Category: "bwrap", Status: StatusWarn, Summary: a.Detail, Remediation: a.Fix})
+	}
+	return items
+}
+
+// seccompItem fails when this machine cannot get sandbox-run's seccomp
+// filter: an unsupported architecture, a kernel without seccomp, or a
+// filter that does not assemble.
+func seccompItem() Item {
+	it := Item{ID: "seccomp", Category: "kernel"}
+	arch, err := filter.NativeArch()
+	status, _ := os.ReadFile("/proc/self/status")
+	switch {
+	case err != nil:
+		it.Status, it.Summary, it.Remediation = StatusFail, "no seccomp filter for this machine: "+err.Error(), "run on x86_64 or aarch64"
+	case !bytes.Contains(status, []byte("\nSeccomp:")):
+		it.Status, it.Summary, it.Remediation = StatusFail, "the kernel has no seccomp (no Seccomp: line in /proc/self/status)", "boot a kernel with CONFIG_SECCOMP_FILTER=y"
+	default:
+		prog, err := filter.Assemble(arch, filter.Options{})
+		if err != nil {
+			it.Status, it.Summary, it.Remediation = StatusFail, "cannot assemble the seccomp filter: "+err.Error(), "report this as a bug in sandbox-run"
+			return it
+		}
+		it.Status = StatusOK
+		it.Summary = fmt.Sprintf("seccomp filter for %s, %d rules, %s", arch, len(filter.Rules()), prog.Digest()[:19])
+	}
+	return it
+}
+
+// yamaItem says whether --ptrace can be allowed on this node: only where
+// Yama restricts ptrace to descendants or tighter. It warns, never fails:
+// without Yama the sandboxes simply never get ptrace.
+func yamaItem() Item {
+	it := Item{ID: "yama", Category: "kernel"}
+	scope, err := filter.YamaPtraceScope()
+	if perr := filter.CheckPtrace(scope, err); perr != nil {
+		it.Status = StatusWarn
+		if errors.Is(err, filter.ErrNoYama) {
+			it.Summary = "no Yama LSM: --ptrace is refused on this node (sandboxes never get ptrace here)"
+		} else {
+			it.Summary = fmt.Sprintf("kernel.yama.ptrace_scope is %d: --ptrace is refused on this node", scope)
+		}
+		it.Remediation = "only if agents need debuggers: boot with Yama and sysctl -w kernel.yama.ptrace_scope=1"
+		return it
+	}
+	it.Status, it.Summary = StatusOK, fmt.Sprintf("kernel.yama.ptrace_scope = %d: --ptrace may be allowed", scope)
+	return it
+}
+
+// userItem says which uid the command will run as, so root sees that it
+// is never host uid 0.
+func userItem() Item {
+	if os.Geteuid() == 0 {
+		return Item{ID: "user", Category: "host", Status: StatusOK,
+			Summary: fmt.Sprintf("running as root: the command runs as uid %d (--user to change), never as host uid 0", policy.DefaultUID)}
+	}
+	return Item{ID: "user", Category: "host", Status: StatusOK,
+		Summary: fmt.Sprintf("running as uid %d: the command runs as uid %d in its own user namespace", os.Getuid(), os.Getuid())}
+}
+
+// protectedPathsItem lists the paths held read-only by default. It probes
+// nothing, so it is not timed.
+func protectedPathsItem() Item {
+	return Item{ID: "protected-paths", Category: "policy", Status: StatusOK,
+		Summary: fmt.Sprintf("Protected paths: on (%d paths and the config and hooks of every git directory held read-only where they exist; created ones quarantined after the run)", len(policy.DefaultProtected())),
+		Details: policy.DefaultProtected()}
 }
 
 // usernsItem judges the kernel's user-namespace settings h. loaded says

@@ -376,123 +376,22 @@ func mechanismArgs(opts RunOptions) []string {
 }
 
 // runCase runs one case: n/a checks, the positive control, the confined
-// attempt, the comparison.
+// attempt, the comparison. The confined side runs only when the control
+// reached at least one canary unconfined: otherwise a block would prove
+// nothing, and the case is untested.
 func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result {
-	exp := c.Expected(opts.Mechanism, runtime.GOOS)
-	switch {
-	case exp == ExpectNA:
-		reason := fmt.Sprintf("does not apply to %s on %s", opts.Mechanism, runtime.GOOS)
-		if why := c.Reason(opts.Mechanism, runtime.GOOS); why != "" {
-			reason += ": " + why
-		}
-		return Result{Verdict: NA, Reason: reason}
-	case len(c.Arch) > 0 && !slices.Contains(c.Arch, runtime.GOARCH):
-		return Result{Verdict: NA, Reason: "only on " + strings.Join(c.Arch, ", ")}
-	case slices.Contains(c.Requires, "root") && !fx.root:
-		return Result{Verdict: NA, Reason: "only when sandbox-run runs as root (this attempt targets root's own hole)"}
+	if r, na := fx.notApplicable(c, opts); na {
+		return r
 	}
 	dir := filepath.Join(fx.base, "cases", c.ID)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return errResult("case dir", err)
 	}
-	var stopProxy func()
-	defer func() {
-		if stopProxy != nil {
-			stopProxy()
-		}
-	}()
 	runs := map[string]probeRun{}
 	for _, side := range []string{"control", "confined"} {
-		w := filepath.Join(dir, side)
-		if err := fx.workdir(w, c.Setup); err != nil {
-			return errResult("workdir", err)
-		}
-		vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
-			"written": filepath.Join(fx.outside, "written-"+newToken()), "launchd_label": fmt.Sprintf("sbx-check-%d-%s", os.Getpid(), newToken())}
-		for k, v := range fx.vars {
-			vars[k] = v
-		}
-		args := []string{probe.Arg, c.Probe}
-		for _, a := range c.Args {
-			s, err := expand(a, vars)
-			if err != nil {
-				return Result{Verdict: Untested, Reason: "canary missing: " + err.Error()}
-			}
-			args = append(args, s)
-		}
-		var argv []string
-		if side == "control" {
-			argv = append([]string{fx.bin}, args...)
-			if c.Launch == "sigkill" {
-				// What is killed must be sandbox-run itself, at tier 0.
-				argv = append([]string{fx.bin, "run", "--sandbox", "off", "--workdir", w, "--", fx.bin}, args...)
-			}
-		} else {
-			argv = append([]string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}, mechanismArgs(opts)...)
-			switch c.Network {
-			case "proxy":
-				for _, a := range c.Allow {
-					s, err := expand(a, vars)
-					if err != nil {
-						return Result{Verdict: Untested, Reason: "canary missing: " + err.Error()}
-					}
-					argv = append(argv, "--allow-host", s)
-				}
-			case "node-proxy":
-				sock, stop, err := fx.nodeProxy(ctx, c, vars)
-				if err != nil {
-					return errResult("node proxy", err)
-				}
-				stopProxy = stop
-				argv = append(argv, "--egress-socket", sock)
-			}
-			argv = append(argv, "--", fx.bin)
-			argv = append(argv, args...)
-		}
-		pr, err := fx.launch(ctx, c, side, w, argv, vars, opts.CaseTimeout)
-		var nc *noCanaryError
-		if errors.As(err, &nc) {
-			return Result{Verdict: Untested, Reason: side + ": " + nc.Error(), Control: runs["control"].lines}
-		}
-		if err != nil {
-			return errResult(side+" run", err)
-		}
-		switch c.Judge {
-		case "survivor":
-			pr = judgeSurvivors(pr, vars["survivor_tag"], side == "control")
-		case "host-file", "host-file-late":
-			_, err := os.Lstat(vars["written"])
-			for deadline := time.Now().Add(hostFileWait); err != nil && c.Judge == "host-file-late" && time.Now().Before(deadline); {
-				time.Sleep(100 * time.Millisecond)
-				_, err = os.Lstat(vars["written"])
-			}
-			afterCase(vars)
-			pr.subs = map[string]bool{"host-file": err == nil}
-			pr.order = []string{"host-file"}
-			pr.details = map[string]string{"host-file": fmt.Sprintf("%s on the host after the run: %v", vars["written"], err == nil)}
-			os.Remove(vars["written"])
-		case "pasteboard":
-			has, err := pasteboardHas(vars["exfil_name"])
-			if err != nil {
-				pr.verdict = ""
-				pr.lines = append(pr.lines, "pasteboard not judged: "+err.Error())
-				break
-			}
-			pr.subs = map[string]bool{"pasteboard": has}
-			pr.order = []string{"pasteboard"}
-			pr.details = map[string]string{"pasteboard": fmt.Sprintf("the host's pasteboard holds %s: %v", vars["exfil_name"], has)}
-		case "port-canary":
-			// Judged in launchPortCanary, by what the canary received.
-		case "dns-log":
-			seen := fx.can.dns.asked(vars["exfil_name"])
-			pr.subs = map[string]bool{"dns": seen}
-			pr.order = []string{"dns"}
-			pr.details = map[string]string{"dns": fmt.Sprintf("DNS canary asked for %s: %v", vars["exfil_name"], seen)}
-			pr.verdict = "judged"
-		}
-		if pr.verdict == "" {
-			return Result{Verdict: Untested, Error: true, Reason: side + ": the probe printed no verdict: " + strings.Join(pr.lines, " | "),
-				Control: runs["control"].lines, Confined: pr.lines}
+		pr, fail := fx.runSide(ctx, c, opts, side, filepath.Join(dir, side), runs["control"].lines)
+		if fail != nil {
+			return *fail
 		}
 		runs[side] = pr
 		if side == "control" && !slices.ContainsFunc(pr.order, func(n string) bool { return pr.subs[n] }) {
@@ -505,6 +404,191 @@ func (fx *fixture) runCase(ctx context.Context, c Case, opts RunOptions) Result 
 		r.UntestedAttempts = untested
 	}
 	return r
+}
+
+// notApplicable returns the n/a result, and true, when c does not apply to
+// this mechanism, OS, architecture or user; such a case is never run.
+func (fx *fixture) notApplicable(c Case, opts RunOptions) (Result, bool) {
+	switch {
+	case c.Expected(opts.Mechanism, runtime.GOOS) == ExpectNA:
+		reason := fmt.Sprintf("does not apply to %s on %s", opts.Mechanism, runtime.GOOS)
+		if why := c.Reason(opts.Mechanism, runtime.GOOS); why != "" {
+			reason += ": " + why
+		}
+		return Result{Verdict: NA, Reason: reason}, true
+	case len(c.Arch) > 0 && !slices.Contains(c.Arch, runtime.GOARCH):
+		return Result{Verdict: NA, Reason: "only on " + strings.Join(c.Arch, ", ")}, true
+	case slices.Contains(c.Requires, "root") && !fx.root:
+		return Result{Verdict: NA, Reason: "only when sandbox-run runs as root (this attempt targets root's own hole)"}, true
+	}
+	return Result{}, false
+}
+
+// runSide runs one side of c (control or confined) in the fresh workdir w
+// with its own canary names, and judges what it reached. fail is the
+// case's result when the side could not be run or judged; control is the
+// control's output, kept in that result.
+func (fx *fixture) runSide(ctx context.Context, c Case, opts RunOptions, side, w string, control []string) (pr probeRun, fail *Result) {
+	if err := fx.workdir(w, c.Setup); err != nil {
+		return pr, resultOf(errResult("workdir", err))
+	}
+	vars := fx.caseVars()
+	caseArgs, err := expandAll(c.Args, vars)
+	if err != nil {
+		return pr, resultOf(canaryMissing(err))
+	}
+	args := append([]string{probe.Arg, c.Probe}, caseArgs...)
+	argv := controlArgv(c, fx.bin, w, args)
+	if side != "control" {
+		var stop func()
+		argv, stop, fail = fx.confinedArgv(ctx, c, opts, w, args, vars)
+		if fail != nil {
+			return pr, fail
+		}
+		if stop != nil {
+			defer stop()
+		}
+	}
+	pr, err = fx.launch(ctx, c, side, w, argv, vars, opts.CaseTimeout)
+	var nc *noCanaryError
+	if errors.As(err, &nc) {
+		return pr, &Result{Verdict: Untested, Reason: side + ": " + nc.Error(), Control: control}
+	}
+	if err != nil {
+		return pr, resultOf(errResult(side+" run", err))
+	}
+	pr = fx.judge(c, pr, vars, side == "control")
+	if pr.verdict == "" {
+		return pr, &Result{Verdict: Untested, Error: true, Reason: side + ": the probe printed no verdict: " + strings.Join(pr.lines, " | "),
+			Control: control, Confined: pr.lines}
+	}
+	return pr, nil
+}
+
+// caseVars are the canary names of one side of a case: fresh per side, so
+// that what the control left cannot count for the confined attempt, and
+// pid-tagged so that concurrent matrices do not share them.
+func (fx *fixture) caseVars() map[string]string {
+	vars := map[string]string{"survivor_tag": fmt.Sprintf("survivor-%d-%s", os.Getpid(), newToken()), "exfil_name": "x" + newToken() + ".exfil.test",
+		"written": filepath.Join(fx.outside, "written-"+newToken()), "launchd_label": fmt.Sprintf("sbx-check-%d-%s", os.Getpid(), newToken())}
+	for k, v := range fx.vars {
+		vars[k] = v
+	}
+	return vars
+}
+
+// expandAll expands every template in list with vars; the error names the
+// first canary that is missing.
+func expandAll(list []string, vars map[string]string) ([]string, error) {
+	var out []string
+	for _, a := range list {
+		s, err := expand(a, vars)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// canaryMissing is the untested result of a case whose template names a
+// canary this fixture does not have.
+func canaryMissing(err error) Result {
+	return Result{Verdict: Untested, Reason: "canary missing: " + err.Error()}
+}
+
+// resultOf is r as a case's early result.
+func resultOf(r Result) *Result { return &r }
+
+// controlArgv runs the probe (bin with args) unconfined. A "sigkill" case
+// kills what it launched, and that must be sandbox-run itself, at tier 0.
+func controlArgv(c Case, bin, w string, args []string) []string {
+	if c.Launch == "sigkill" {
+		return append([]string{bin, "run", "--sandbox", "off", "--workdir", w, "--", bin}, args...)
+	}
+	return append([]string{bin}, args...)
+}
+
+// confinedArgv runs the probe under the column's mechanism in w, with the
+// case's network: its allowed hosts, or a node proxy's socket, which stop
+// ends once the run is judged. fail is the case's result when the proxy
+// cannot start or an allowed host names a missing canary.
+func (fx *fixture) confinedArgv(ctx context.Context, c Case, opts RunOptions, w string, args []string, vars map[string]string) (argv []string, stop func(), fail *Result) {
+	argv = append([]string{fx.bin, "run", "--workdir", w, "--read", fx.binDir}, mechanismArgs(opts)...)
+	switch c.Network {
+	case "proxy":
+		hosts, err := expandAll(c.Allow, vars)
+		if err != nil {
+			return nil, nil, resultOf(canaryMissing(err))
+		}
+		for _, h := range hosts {
+			argv = append(argv, "--allow-host", h)
+		}
+	case "node-proxy":
+		sock, stopProxy, err := fx.nodeProxy(ctx, c, vars)
+		if err != nil {
+			return nil, nil, resultOf(errResult("node proxy", err))
+		}
+		stop = stopProxy
+		argv = append(argv, "--egress-socket", sock)
+	}
+	argv = append(argv, "--", fx.bin)
+	return append(argv, args...), stop, nil
+}
+
+// judge records, for the cases judged on the host rather than by the
+// probe's own verdict, which attempts reached their canary. Others pass
+// through unchanged.
+func (fx *fixture) judge(c Case, pr probeRun, vars map[string]string, control bool) probeRun {
+	switch c.Judge {
+	case "survivor":
+		return judgeSurvivors(pr, vars["survivor_tag"], control)
+	case "host-file", "host-file-late":
+		return judgeHostFile(pr, vars, c.Judge == "host-file-late")
+	case "pasteboard":
+		return judgePasteboard(pr, vars["exfil_name"])
+	case "port-canary":
+		// Judged in launchPortCanary, by what the canary received.
+	case "dns-log":
+		seen := fx.can.dns.asked(vars["exfil_name"])
+		pr.subs = map[string]bool{"dns": seen}
+		pr.order = []string{"dns"}
+		pr.details = map[string]string{"dns": fmt.Sprintf("DNS canary asked for %s: %v", vars["exfil_name"], seen)}
+		pr.verdict = "judged"
+	}
+	return pr
+}
+
+// judgeHostFile says whether the file vars["written"] exists on the host
+// after the run, and removes it. late waits up to hostFileWait for it: the
+// case's writer may outlive the run.
+func judgeHostFile(pr probeRun, vars map[string]string, late bool) probeRun {
+	_, err := os.Lstat(vars["written"])
+	for deadline := time.Now().Add(hostFileWait); err != nil && late && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		_, err = os.Lstat(vars["written"])
+	}
+	afterCase(vars)
+	pr.subs = map[string]bool{"host-file": err == nil}
+	pr.order = []string{"host-file"}
+	pr.details = map[string]string{"host-file": fmt.Sprintf("%s on the host after the run: %v", vars["written"], err == nil)}
+	os.Remove(vars["written"])
+	return pr
+}
+
+// judgePasteboard says whether the host's pasteboard holds name. When it
+// cannot be read the run has no verdict, and the case is untested.
+func judgePasteboard(pr probeRun, name string) probeRun {
+	has, err := pasteboardHas(name)
+	if err != nil {
+		pr.verdict = ""
+		pr.lines = append(pr.lines, "pasteboard not judged: "+err.Error())
+		return pr
+	}
+	pr.subs = map[string]bool{"pasteboard": has}
+	pr.order = []string{"pasteboard"}
+	pr.details = map[string]string{"pasteboard": fmt.Sprintf("the host's pasteboard holds %s: %v", name, has)}
+	return pr
 }
 
 func controlWhy(pr probeRun) string {

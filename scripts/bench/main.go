@@ -122,33 +122,64 @@ func main() {
 	os.Exit(code)
 }
 
-func run() int {
-	bin := flag.String("bin", "bin/sandbox-run", "sandbox-run binary")
-	srtCLI := flag.String("srt", "", "srt's dist/cli.js (empty: no srt column)")
-	srtInstallErr := flag.String("srt-error", "", "why srt could not be installed (from scripts/bench.sh)")
-	codexBin := flag.String("codex", "", "the native codex binary (empty: no codex row)")
-	codexInstallErr := flag.String("codex-error", "", "why codex could not be installed (from scripts/bench.sh)")
-	out := flag.String("out", "docs/BENCHMARKS.md", "report to write")
-	rounds := flag.Int("n", 25, "start-up rounds (each variant once per round; at least 20 for the report)")
-	extraRounds := flag.Int("extra-rounds", 75, "more rounds, alone, of the variants the goals compare by a difference of medians (raw bwrap, run, run --allow-host, the growth series below 1000 binds)")
-	quick := flag.Bool("quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
-	startupOnly := flag.Bool("startup-only", false, "measure plain exec, raw bwrap and sandbox-run only; print, write nothing")
-	size := flag.Int64("size", 256<<20, "download size in bytes")
-	netRounds := flag.Int("net-rounds", 5, "downloads per network variant")
-	latTotal := flag.Int("requests", 1000, "small GETs per network variant (in 4 interleaved batches)")
-	micro := flag.String("micro", "", "file with `go test -bench` output to include")
-	maxTime := flag.Duration("max-time", 20*time.Minute, "time bound of the whole run (checked between rounds)")
-	scaleN := flag.Int("scale-n", 50, "sandboxes started at once (section 5)")
-	scaleRounds := flag.Int("scale-rounds", 3, "bursts per scale variant")
-	conns, perConn := flag.Int("conns", 500, "concurrent connections to the node-wide proxy"), flag.Int("per-conn", 10, "sequential requests per connection")
-	loadRounds := flag.Int("load-rounds", 5, "load runs per path (interleaved)")
-	pace := flag.Int("rate", 1000, "requests per second of the paced loads (section 5)")
-	memRounds := flag.Int("mem-rounds", 5, "runs per memory variant")
-	mcpCalls := flag.Int("mcp-calls", 1000, "tools/call round trips per MCP variant (in 4 interleaved batches)")
-	traceRuns := flag.Int("trace-runs", 11, "strace'd runs for the start-up profile")
-	flag.Parse()
-	deadline := time.Now().Add(*maxTime)
+// options are bench's flags: the binaries compared and how much to measure.
+type options struct {
+	bin, srtCLI, srtInstallErr, codexBin, codexInstallErr, out, micro string
 
+	rounds, extraRounds, netRounds, latTotal, scaleN, scaleRounds    int
+	conns, perConn, loadRounds, pace, memRounds, mcpCalls, traceRuns int
+
+	quick, startupOnly bool
+	size               int64
+	maxTime            time.Duration
+}
+
+// parseOptions reads the command line into options; -quick lowers the
+// counts to a one-minute subset.
+func parseOptions() options {
+	var o options
+	flag.StringVar(&o.bin, "bin", "bin/sandbox-run", "sandbox-run binary")
+	flag.StringVar(&o.srtCLI, "srt", "", "srt's dist/cli.js (empty: no srt column)")
+	flag.StringVar(&o.srtInstallErr, "srt-error", "", "why srt could not be installed (from scripts/bench.sh)")
+	flag.StringVar(&o.codexBin, "codex", "", "the native codex binary (empty: no codex row)")
+	flag.StringVar(&o.codexInstallErr, "codex-error", "", "why codex could not be installed (from scripts/bench.sh)")
+	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "report to write")
+	flag.IntVar(&o.rounds, "n", 25, "start-up rounds (each variant once per round; at least 20 for the report)")
+	flag.IntVar(&o.extraRounds, "extra-rounds", 75, "more rounds, alone, of the variants the goals compare by a difference of medians (raw bwrap, run, run --allow-host, the growth series below 1000 binds)")
+	flag.BoolVar(&o.quick, "quick", false, "a one-minute subset: fewer rounds, sizes and growth points")
+	flag.BoolVar(&o.startupOnly, "startup-only", false, "measure plain exec, raw bwrap and sandbox-run only; print, write nothing")
+	flag.Int64Var(&o.size, "size", 256<<20, "download size in bytes")
+	flag.IntVar(&o.netRounds, "net-rounds", 5, "downloads per network variant")
+	flag.IntVar(&o.latTotal, "requests", 1000, "small GETs per network variant (in 4 interleaved batches)")
+	flag.StringVar(&o.micro, "micro", "", "file with `go test -bench` output to include")
+	flag.DurationVar(&o.maxTime, "max-time", 20*time.Minute, "time bound of the whole run (checked between rounds)")
+	flag.IntVar(&o.scaleN, "scale-n", 50, "sandboxes started at once (section 5)")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 3, "bursts per scale variant")
+	flag.IntVar(&o.conns, "conns", 500, "concurrent connections to the node-wide proxy")
+	flag.IntVar(&o.perConn, "per-conn", 10, "sequential requests per connection")
+	flag.IntVar(&o.loadRounds, "load-rounds", 5, "load runs per path (interleaved)")
+	flag.IntVar(&o.pace, "rate", 1000, "requests per second of the paced loads (section 5)")
+	flag.IntVar(&o.memRounds, "mem-rounds", 5, "runs per memory variant")
+	flag.IntVar(&o.mcpCalls, "mcp-calls", 1000, "tools/call round trips per MCP variant (in 4 interleaved batches)")
+	flag.IntVar(&o.traceRuns, "trace-runs", 11, "strace'd runs for the start-up profile")
+	flag.Parse()
+	if o.quick {
+		o.rounds = min(o.rounds, 10)
+		o.size = min(o.size, 64<<20)
+		o.netRounds = min(o.netRounds, 2)
+		o.latTotal = min(o.latTotal, 200)
+		o.scaleRounds = min(o.scaleRounds, 1)
+		o.loadRounds = min(o.loadRounds, 2)
+		o.memRounds = min(o.memRounds, 2)
+		o.mcpCalls = min(o.mcpCalls, 200)
+		o.traceRuns = min(o.traceRuns, 5)
+	}
+	return o
+}
+
+// cleanUpOnSignal runs the cleanups and exits 130 on SIGINT or SIGTERM, so
+// that an interrupted run leaves no namespace, veth or temp dir behind.
+func cleanUpOnSignal() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -157,36 +188,66 @@ func run() int {
 		runCleanups()
 		os.Exit(130)
 	}()
+}
 
-	if *quick {
-		*rounds = min(*rounds, 10)
-		*size = min(*size, 64<<20)
-		*netRounds = min(*netRounds, 2)
-		*latTotal = min(*latTotal, 200)
-		*scaleRounds = min(*scaleRounds, 1)
-		*loadRounds = min(*loadRounds, 2)
-		*memRounds = min(*memRounds, 2)
-		*mcpCalls = min(*mcpCalls, 200)
-		*traceRuns = min(*traceRuns, 5)
-	}
-	e, err := setup(*bin)
+// run is the full benchmark: every section, then the report written to
+// -out and its summary printed. Its exit code is 1 only when the setup,
+// the start-up variants or the report's file fail; a section that cannot
+// run says why in the report instead.
+func run() int {
+	o := parseOptions()
+	deadline := time.Now().Add(o.maxTime)
+	cleanUpOnSignal()
+	e, err := setup(o.bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: setup:", err)
 		return 1
 	}
-
-	if *startupOnly {
-		return startupOnlyMain(e, *rounds, deadline)
+	if o.startupOnly {
+		return startupOnlyMain(e, o.rounds, deadline)
 	}
-
-	rep := &report{quick: *quick, rounds: *rounds, info: machineInfo(e.bin), goalExtra: map[string]sample{}}
+	rep := &report{quick: o.quick, rounds: o.rounds, info: machineInfo(e.bin), goalExtra: map[string]sample{}}
 	rep.info.loadStart = loadAvg()
 	if e.tinyErr = e.buildTinyInit(); e.tinyErr != nil {
 		fmt.Fprintln(os.Stderr, "bench: tiny init:", e.tinyErr)
 	}
-	srt, err := newSRT(*srtCLI, e.srtWork, e.base)
-	if err != nil && *srtInstallErr != "" {
-		err = errors.New(*srtInstallErr)
+	srt, codex := e.competitors(o, rep)
+	if err := e.measureStartup(o, rep, srt, codex, deadline); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "bench: profile: %d traced runs\n", o.traceRuns)
+	rep.profile = e.measureProfile(o.traceRuns, deadline)
+	fmt.Fprintf(os.Stderr, "bench: memory: %d rounds\n", o.memRounds)
+	rep.mem = e.measureMemoryAll(srt, o.memRounds, deadline)
+	fmt.Fprintf(os.Stderr, "bench: mcp: %d calls per variant\n", o.mcpCalls)
+	rep.mcp = e.measureMCP(4, max(1, o.mcpCalls/4), deadline)
+	rep.netErr = e.measureNetwork(o, rep, srt, deadline)
+	if o.micro != "" {
+		b, err := os.ReadFile(o.micro)
+		if err == nil {
+			rep.micro = string(b)
+		}
+	}
+	rep.info.loadEnd = loadAvg()
+	md := rep.markdown()
+	if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Print(rep.summary())
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", o.out)
+	return 0
+}
+
+// competitors sets up srt and codex, the tools compared with sandbox-run.
+// One that cannot be set up is not measured: the report says why (the
+// install script's reason first), and rep.info names the versions of
+// those that are. Each is returned as its constructor gave it.
+func (e *env) competitors(o options, rep *report) (*srtEnv, *codexEnv) {
+	srt, err := newSRT(o.srtCLI, e.srtWork, e.base)
+	if err != nil && o.srtInstallErr != "" {
+		err = errors.New(o.srtInstallErr)
 	}
 	if err != nil {
 		rep.srtErr = err
@@ -194,10 +255,9 @@ func run() int {
 	} else {
 		rep.info.srt = srt.version
 	}
-
-	codex, err := newCodex(*codexBin, filepath.Join(".cache", "codex", "home"), e.srtWork)
-	if err != nil && *codexInstallErr != "" {
-		err = errors.New(*codexInstallErr)
+	codex, err := newCodex(o.codexBin, filepath.Join(".cache", "codex", "home"), e.srtWork)
+	if err != nil && o.codexInstallErr != "" {
+		err = errors.New(o.codexInstallErr)
 	}
 	if err != nil {
 		rep.codexErr = err
@@ -205,82 +265,77 @@ func run() int {
 	} else {
 		rep.info.codex = codex.version
 	}
+	return srt, codex
+}
 
-	vs, err := e.startupVariants(*quick, srt, codex)
+// measureStartup runs the start-up variants (and the profile's) for the
+// main rounds, interleaved, then the goal series' extra rounds. The
+// error is only that the variants could not be built.
+func (e *env) measureStartup(o options, rep *report, srt *srtEnv, codex *codexEnv, deadline time.Time) error {
+	vs, err := e.startupVariants(o.quick, srt, codex)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
+		return err
 	}
 	pvs, err := e.profileVariants()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: profile variants:", err)
 	}
 	vs = append(vs, pvs...)
-	fmt.Fprintf(os.Stderr, "bench: start-up, %d variants x %d rounds, interleaved\n", len(vs), *rounds)
-	rep.startup, rep.startupFailed = interleave(vs, *rounds, deadline)
-	if xvs := extraSeries(vs); len(xvs) > 0 && !*quick && *extraRounds > 0 {
-		fmt.Fprintf(os.Stderr, "bench: goal series, %d variants x %d more rounds, interleaved\n", len(xvs), *extraRounds)
-		times, failed := interleave(xvs, *extraRounds, deadline)
-		for name, t := range times {
-			switch name {
-			case vRaw, vSR, vSRNet:
-				// Kept apart: the table and the profile compare the
-				// main rounds' medians with each other.
-				rep.goalExtra[name] = t
-			default:
-				rep.startup[name] = append(rep.startup[name], t...)
-			}
-		}
-		for name, err := range failed {
-			rep.startupFailed[name] = err
-		}
-		rep.extraRounds = *extraRounds
+	fmt.Fprintf(os.Stderr, "bench: start-up, %d variants x %d rounds, interleaved\n", len(vs), o.rounds)
+	rep.startup, rep.startupFailed = interleave(vs, o.rounds, deadline)
+	if xvs := extraSeries(vs); len(xvs) > 0 && !o.quick && o.extraRounds > 0 {
+		fmt.Fprintf(os.Stderr, "bench: goal series, %d variants x %d more rounds, interleaved\n", len(xvs), o.extraRounds)
+		rep.addExtraRounds(interleave(xvs, o.extraRounds, deadline))
+		rep.extraRounds = o.extraRounds
 	}
-	fmt.Fprintf(os.Stderr, "bench: profile: %d traced runs\n", *traceRuns)
-	rep.profile = e.measureProfile(*traceRuns, deadline)
-	fmt.Fprintf(os.Stderr, "bench: memory: %d rounds\n", *memRounds)
-	rep.mem = e.measureMemoryAll(srt, *memRounds, deadline)
-	fmt.Fprintf(os.Stderr, "bench: mcp: %d calls per variant\n", *mcpCalls)
-	rep.mcp = e.measureMCP(4, max(1, *mcpCalls/4), deadline)
+	return nil
+}
 
+// addExtraRounds files the goal series' extra rounds: raw bwrap's, run's
+// and run --allow-host's apart in goalExtra (the table and the profile
+// compare the main rounds' medians with each other), the growth series'
+// with the main rounds.
+func (r *report) addExtraRounds(times map[string]sample, failed map[string]error) {
+	for name, t := range times {
+		switch name {
+		case vRaw, vSR, vSRNet:
+			r.goalExtra[name] = t
+		default:
+			r.startup[name] = append(r.startup[name], t...)
+		}
+	}
+	for name, err := range failed {
+		r.startupFailed[name] = err
+	}
+}
+
+// measureNetwork starts the test host and the loopback TCP proxy, then
+// measures downloads and requests, TLS, connection set-up and scale. Its
+// error is why none of them (or, for srt's host, why srt's column) could
+// be measured; nil when all ran.
+func (e *env) measureNetwork(o options, rep *report, srt *srtEnv, deadline time.Time) (netErr error) {
 	h, err := newTestHost(e.exe)
 	if err != nil {
-		rep.netErr = fmt.Errorf("test host: %w", err)
-	} else {
-		atExit(h.close)
-		p, err := startTCPProxy(e.exe, h.addr.String())
-		if err != nil {
-			rep.netErr = err
-		} else {
-			atExit(p.close)
-			if srt != nil {
-				if err := srt.setHost(e.base, e.srtWork, h.addr.Addr().String()); err != nil {
-					rep.netErr = err
-				}
-			}
-			nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h))
-			fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
-				len(nvs), *netRounds, *size>>20, *latTotal)
-			rep.net, rep.tls = e.measureNetTLS(nvs, h, *size, *netRounds, max(1, *latTotal/4), *perConn, deadline)
-			rep.connect, rep.connectFailed = e.measureConnect(h, 4, max(1, *latTotal/4), deadline)
-			rep.scale = e.measureScale(h, *scaleN, *scaleRounds, *conns, *perConn, *loadRounds, *pace, deadline)
+		return fmt.Errorf("test host: %w", err)
+	}
+	atExit(h.close)
+	p, err := startTCPProxy(e.exe, h.addr.String())
+	if err != nil {
+		return err
+	}
+	atExit(p.close)
+	if srt != nil {
+		if err := srt.setHost(e.base, e.srtWork, h.addr.Addr().String()); err != nil {
+			netErr = err
 		}
 	}
-	if *micro != "" {
-		b, err := os.ReadFile(*micro)
-		if err == nil {
-			rep.micro = string(b)
-		}
-	}
-	rep.info.loadEnd = loadAvg()
-	md := rep.markdown()
-	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
-	}
-	fmt.Print(rep.summary())
-	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", *out)
-	return 0
+	nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h))
+	fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
+		len(nvs), o.netRounds, o.size>>20, o.latTotal)
+	rep.net, rep.tls = e.measureNetTLS(nvs, h, o.size, o.netRounds, max(1, o.latTotal/4), o.perConn, deadline)
+	rep.connect, rep.connectFailed = e.measureConnect(h, 4, max(1, o.latTotal/4), deadline)
+	rep.scale = e.measureScale(h, o.scaleN, o.scaleRounds, o.conns, o.perConn, o.loadRounds, o.pace, deadline)
+	return netErr
 }
 
 // setup creates the temp tree: a workdir with the protected paths of a

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,65 +256,105 @@ func (e *env) traceOnce(out string) ([]time.Duration, time.Duration, error) {
 		return nil, 0, err
 	}
 	defer f.Close()
-	// pid → exec time; pid → "+++ exited" time.
-	var srPID, bwPID, initPID, cmdPID int
-	var t [8]float64
-	exited := map[int]float64{}
-	pending := map[int]string{} // pid → an execve line strace split ("<unfinished ...>")
-	sc := bufio.NewScanner(f)
+	return readTrace(f).phases(out)
+}
+
+// traceEvents are the events of one traced run that bound its phases:
+// the first execs of sandbox-run, bwrap, init (or the sh trampoline) and
+// the command, the command's exit_group, and when each process was gone.
+type traceEvents struct {
+	srPID, bwPID, initPID, cmdPID int
+	// t holds the events' times in phase order (phaseNames's bounds):
+	// the four execs, the command's exit_group, then init, bwrap and
+	// sandbox-run gone. 0 is an event not seen.
+	t       [8]float64
+	exited  map[int]float64 // pid → its "+++ exited" time
+	pending map[int]string  // pid → an execve line strace split ("<unfinished ...>")
+}
+
+// readTrace reads strace's output from r. A line it cannot parse is
+// skipped: what is missing shows in phases.
+func readTrace(r io.Reader) *traceEvents {
+	ev := &traceEvents{exited: map[int]float64{}, pending: map[int]string{}}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		// "PID  TIMESTAMP CALL...": strace pads the pid column, so the
-		// fields are split on runs of blanks.
-		line := sc.Text()
-		fs := strings.Fields(line)
-		if len(fs) < 3 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(fs[0])
-		ts, err2 := strconv.ParseFloat(fs[1], 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		rest := strings.TrimSpace(line[strings.Index(line, fs[1])+len(fs[1]):])
-		if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
-			pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
-			continue
-		}
-		if r, ok := strings.CutPrefix(rest, "<... execve resumed>"); ok {
-			rest = pending[pid] + r
-			delete(pending, pid)
-		}
-		switch {
-		case strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "= 0"):
-			switch {
-			case srPID == 0:
-				srPID, t[0] = pid, ts
-			case bwPID == 0 && strings.Contains(rest, "bwrap"):
-				bwPID, t[1] = pid, ts
-			case initPID == 0 && (strings.Contains(rest, initArg) || strings.HasPrefix(rest, `execve("/bin/sh"`)):
-				// sandbox-run's init, or on the fast path the sh trampoline
-				initPID, t[2] = pid, ts
-			case cmdPID == 0 && strings.HasPrefix(rest, `execve("/usr/bin/true"`):
-				cmdPID, t[3] = pid, ts
-			}
-		case strings.HasPrefix(rest, "exit_group(") && pid == cmdPID && t[4] == 0:
-			t[4] = ts
-		case strings.HasPrefix(rest, "+++ exited"):
-			exited[pid] = ts
-		}
+		ev.line(sc.Text())
 	}
-	t[5], t[6], t[7] = exited[initPID], exited[bwPID], exited[srPID]
-	for i := range t {
-		if t[i] == 0 {
-			return nil, 0, fmt.Errorf("trace %s: event %d not found (pids %d %d %d %d)", out, i, srPID, bwPID, initPID, cmdPID)
+	ev.t[5], ev.t[6], ev.t[7] = ev.exited[ev.initPID], ev.exited[ev.bwPID], ev.exited[ev.srPID]
+	return ev
+}
+
+// splitTraceLine splits "PID  TIMESTAMP CALL...": strace pads the pid
+// column, so the fields are split on runs of blanks. ok is false for a
+// line that is not an event.
+func splitTraceLine(line string) (pid int, ts float64, rest string, ok bool) {
+	fs := strings.Fields(line)
+	if len(fs) < 3 {
+		return 0, 0, "", false
+	}
+	pid, err1 := strconv.Atoi(fs[0])
+	ts, err2 := strconv.ParseFloat(fs[1], 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, "", false
+	}
+	return pid, ts, strings.TrimSpace(line[strings.Index(line, fs[1])+len(fs[1]):]), true
+}
+
+// line records one line of the trace, joining an execve that strace split
+// across an "<unfinished ...>" and its "<... execve resumed>".
+func (ev *traceEvents) line(line string) {
+	pid, ts, rest, ok := splitTraceLine(line)
+	if !ok {
+		return
+	}
+	if strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "<unfinished ...>") {
+		ev.pending[pid] = strings.TrimSuffix(rest, "<unfinished ...>")
+		return
+	}
+	if r, ok := strings.CutPrefix(rest, "<... execve resumed>"); ok {
+		rest = ev.pending[pid] + r
+		delete(ev.pending, pid)
+	}
+	switch {
+	case strings.HasPrefix(rest, "execve(") && strings.HasSuffix(rest, "= 0"):
+		ev.exec(pid, ts, rest)
+	case strings.HasPrefix(rest, "exit_group(") && pid == ev.cmdPID && ev.t[4] == 0:
+		ev.t[4] = ts
+	case strings.HasPrefix(rest, "+++ exited"):
+		ev.exited[pid] = ts
+	}
+}
+
+// exec records a successful execve: the first one is sandbox-run's, then
+// the first of bwrap, of init (or, on the fast path, the sh trampoline)
+// and of the command, each once.
+func (ev *traceEvents) exec(pid int, ts float64, call string) {
+	switch {
+	case ev.srPID == 0:
+		ev.srPID, ev.t[0] = pid, ts
+	case ev.bwPID == 0 && strings.Contains(call, "bwrap"):
+		ev.bwPID, ev.t[1] = pid, ts
+	case ev.initPID == 0 && (strings.Contains(call, initArg) || strings.HasPrefix(call, `execve("/bin/sh"`)):
+		ev.initPID, ev.t[2] = pid, ts
+	case ev.cmdPID == 0 && strings.HasPrefix(call, `execve("/usr/bin/true"`):
+		ev.cmdPID, ev.t[3] = pid, ts
+	}
+}
+
+// phases are the durations between consecutive events and the total, or
+// an error naming the first event the trace out lacks.
+func (ev *traceEvents) phases(out string) ([]time.Duration, time.Duration, error) {
+	for i := range ev.t {
+		if ev.t[i] == 0 {
+			return nil, 0, fmt.Errorf("trace %s: event %d not found (pids %d %d %d %d)", out, i, ev.srPID, ev.bwPID, ev.initPID, ev.cmdPID)
 		}
 	}
 	ph := make([]time.Duration, len(phaseNames))
 	for i := range ph {
-		ph[i] = time.Duration((t[i+1] - t[i]) * 1e9)
+		ph[i] = time.Duration((ev.t[i+1] - ev.t[i]) * 1e9)
 	}
-	return ph, time.Duration((t[7] - t[0]) * 1e9), nil
+	return ph, time.Duration((ev.t[7] - ev.t[0]) * 1e9), nil
 }
 
 // profileResult is the start-up profile.
@@ -447,16 +488,60 @@ func initTrace(bin string, args []string, n int) (time.Duration, []pkgInit, erro
 	return totals.median(), top[:min(5, len(top))], nil
 }
 
-// profileSection is "where are the milliseconds of a start?".
+// profileSection is "where are the milliseconds of a start?". Each phase
+// is a difference of two medians of section 1's interleaved rounds, so the
+// section is written only when every variant it subtracts ran.
 func (r *report) profileSection(w func(string, ...any)) {
 	w("## Where the milliseconds of a start go\n\n")
-	p := r.profile
-	plain, ver, dry, raw, sr := r.med(vPlain), r.med(vSRVer), r.med(vSRDry), r.med(vRaw), r.med(vSR)
-	rawInit, rawTiny, rawNoop, tiny := r.med(vRawInit), r.med(vRawTiny), r.med(vRawNoop), r.med(vTinyGo)
-	if plain == 0 || ver == 0 || dry == 0 || raw == 0 || sr == 0 || rawInit == 0 {
+	m := r.startMedians()
+	if m.plain == 0 || m.ver == 0 || m.dry == 0 || m.raw == 0 || m.sr == 0 || m.rawInit == 0 {
 		w("Not measured in this run (a variant failed; see section 1).\n\n")
 		return
 	}
+	r.profileVariantTable(w)
+	phaseTable(w, m)
+	initTable(w, m)
+	r.profile.inside(w, m)
+	r.profile.tracedTable(w, m.sr)
+	r.profileConclusion(w, m)
+}
+
+// startMedians are the medians of section 1 that profileSection takes
+// apart; 0 where a variant did not run.
+type startMedians struct {
+	plain, ver, dry, raw, sr, rawInit, rawTiny, rawNoop, tiny time.Duration
+}
+
+func (r *report) startMedians() startMedians {
+	return startMedians{plain: r.med(vPlain), ver: r.med(vSRVer), dry: r.med(vSRDry), raw: r.med(vRaw), sr: r.med(vSR),
+		rawInit: r.med(vRawInit), rawTiny: r.med(vRawTiny), rawNoop: r.med(vRawNoop), tiny: r.med(vTinyGo)}
+}
+
+// goStart is the Go process start of sandbox-run: `version` − plain exec.
+func (m startMedians) goStart() time.Duration { return m.ver - m.plain }
+
+// planning is flags, detection, seccomp and the plan: `--dry-run` − `version`.
+func (m startMedians) planning() time.Duration { return m.dry - m.ver }
+
+// rest is what run adds beyond planning and bwrap's own work.
+// `sandbox-run run -- true` takes the fast path: no Go init inside,
+// bwrap's PID 1 and a sh trampoline. The init rows are the cost the
+// network path adds (--allow-host, --llm-socket), and rlimits.
+func (m startMedians) rest() time.Duration { return m.sr - m.dry - (m.raw - m.plain) }
+
+// haveTiny says the tiny binary and sandbox-run-init ran under raw bwrap.
+func (m startMedians) haveTiny() bool { return m.rawTiny > 0 && m.rawNoop > 0 }
+
+// phaseRow is one phase of a start: what it is, the difference that
+// measures it, and that difference.
+type phaseRow struct {
+	what, how string
+	d         time.Duration
+}
+
+// profileVariantTable lists the variants the phases are differences of,
+// with why one failed.
+func (r *report) profileVariantTable(w func(string, ...any)) {
 	w("Measured, not estimated: the variants below ran in the interleaved rounds of section 1 (medians, %d rounds), and each "+
 		"phase is the difference of two of them. The tiny Go binary is a main package holding only `internal/initproc` "+
 		"(built for this run into a temp dir inside the module, then deleted): run with no arguments it exits at once; "+
@@ -471,72 +556,83 @@ func (r *report) profileSection(w func(string, ...any)) {
 		}
 	}
 	w("\n")
-	type row struct {
-		what, how string
-		d         time.Duration
-	}
-	goStart, planning := ver-plain, dry-ver
-	initAll := rawInit - raw
-	// `sandbox-run run -- true` takes the fast path: no Go init inside,
-	// bwrap's PID 1 and a sh trampoline. The init rows below are the cost
-	// the network path adds (--allow-host, --llm-socket), and rlimits.
-	rest := sr - dry - (raw - plain)
-	rows := []row{
-		{"fork+exec+wait of a process (the floor)", "plain exec of `true`", plain},
-		{"Go process start of sandbox-run (14 MB binary, all package inits)", "`version` − plain exec", goStart},
-		{"flags, bwrap detection (cached), seccomp assembly, planning (pathguard)", "`--dry-run` − `version`", planning},
-		{"bwrap's own set-up and teardown (namespaces, mounts, seccomp)", "raw bwrap − plain exec", raw - plain},
+}
+
+// phaseTable splits `sandbox-run run -- true` into phases that sum to it,
+// each with its share.
+func phaseTable(w func(string, ...any), m startMedians) {
+	rows := []phaseRow{
+		{"fork+exec+wait of a process (the floor)", "plain exec of `true`", m.plain},
+		{"Go process start of sandbox-run (14 MB binary, all package inits)", "`version` − plain exec", m.goStart()},
+		{"flags, bwrap detection (cached), seccomp assembly, planning (pathguard)", "`--dry-run` − `version`", m.planning()},
+		{"bwrap's own set-up and teardown (namespaces, mounts, seccomp)", "raw bwrap − plain exec", m.raw - m.plain},
 		{"the rest: the sh trampoline inside (readback, exec of `true`), the launcher's spawn of bwrap, pipes and status, wait, report, teardown, and whatever differs between its bwrap call and the raw one (binds by descriptor, --info-fd)",
-			"run − `--dry-run` − (raw − plain)", rest},
+			"run − `--dry-run` − (raw − plain)", m.rest()},
 	}
 	w("| phase | measured as | median | share of `sandbox-run run` |\n|---|---|---:|---:|\n")
 	for _, x := range rows {
-		w("| %s | %s | %s | %.0f%% |\n", x.what, x.how, ms(x.d), 100*float64(x.d)/float64(sr))
+		w("| %s | %s | %s | %.0f%% |\n", x.what, x.how, ms(x.d), 100*float64(x.d)/float64(m.sr))
 	}
-	w("| **sandbox-run run -- true** (the rows sum to it) | | **%s** | 100%% |\n\n", ms(sr))
-	haveTiny := rawTiny > 0 && rawNoop > 0
+	w("| **sandbox-run run -- true** (the rows sum to it) | | **%s** | 100%% |\n\n", ms(m.sr))
+}
+
+// initTable is what the Go init inside the sandbox costs on the network
+// path; the tiny binary's rows only where it ran.
+func initTable(w func(string, ...any), m startMedians) {
 	w("When something is forwarded (`--allow-host`, `--llm-socket`) or an rlimit needs applying, a Go init runs inside the sandbox instead of the trampoline: sandbox-run-init, which links only `internal/initproc` (sandbox-run itself where it is missing); what that costs:\n\n")
-	irows := []row{}
-	if haveTiny {
+	irows := []phaseRow{}
+	if m.haveTiny() {
 		irows = append(irows,
-			row{"init: a (tiny) Go process start inside the sandbox, beyond exec'ing `true`", "raw + tiny binary − raw", rawNoop - raw},
-			row{"init: its work (readback, signals, fork+exec of `true`, wait, status), sandbox-run-init", "raw + sandbox-run-init − raw + tiny binary", rawTiny - rawNoop},
-			row{"**the in-sandbox init in all**, sandbox-run-init", "raw + sandbox-run-init − raw", rawTiny - raw},
-			row{"what sandbox-run-init saves: sandbox-run's 14 MB binary as init instead", "raw + sandbox-run − raw + sandbox-run-init", rawInit - rawTiny})
+			phaseRow{"init: a (tiny) Go process start inside the sandbox, beyond exec'ing `true`", "raw + tiny binary − raw", m.rawNoop - m.raw},
+			phaseRow{"init: its work (readback, signals, fork+exec of `true`, wait, status), sandbox-run-init", "raw + sandbox-run-init − raw + tiny binary", m.rawTiny - m.rawNoop},
+			phaseRow{"**the in-sandbox init in all**, sandbox-run-init", "raw + sandbox-run-init − raw", m.rawTiny - m.raw},
+			phaseRow{"what sandbox-run-init saves: sandbox-run's 14 MB binary as init instead", "raw + sandbox-run − raw + sandbox-run-init", m.rawInit - m.rawTiny})
 	}
-	irows = append(irows, row{"the in-sandbox init in all, sandbox-run itself as init", "raw + sandbox-run − raw", initAll})
+	irows = append(irows, phaseRow{"the in-sandbox init in all, sandbox-run itself as init", "raw + sandbox-run − raw", m.rawInit - m.raw})
 	w("| init phase | measured as | median |\n|---|---|---:|\n")
 	for _, x := range irows {
 		w("| %s | %s | %s |\n", x.what, x.how, ms(x.d))
 	}
 	w("\n")
+}
 
-	if p != nil {
-		if p.initErr == nil && p.initTotal > 0 {
-			var parts []string
-			for _, t := range p.initTop {
-				parts = append(parts, fmt.Sprintf("%s %s", t.pkg, ms(t.d)))
-			}
-			w("Inside the Go start: `GODEBUG=inittrace=1 sandbox-run version` (%d runs) spends **%s** (median) in package "+
-				"initialisers, the largest: %s. The tiny binary's inits take %s; sandbox-run-init, the init inside the "+
-				"sandbox, links the same package and little more.\n\n", p.initRuns, ms(p.initTotal), strings.Join(parts, ", "), ms(p.tinyInitTotal))
-		} else if p.initErr != nil {
-			w("Package init times could not be traced: %s.\n\n", oneLine(p.initErr.Error()))
-		}
-		if p.detectErr == nil && p.detect > 0 {
-			w("Inside the planning row: cached bwrap detection takes %s in-process (`bwrap.Detector.Detect` with a warm cache, "+
-				"testing.Benchmark); seccomp assembly is BenchmarkAssemble below (under 0.1 ms); the rest of the %s is flag parsing "+
-				"and the plan (pathguard resolutions, placeholder and access checks, descriptor opens).\n\n", us(p.detect), ms(planning))
-		} else if p.detectErr != nil {
-			w("Cached bwrap detection could not be timed in-process: %s.\n\n", oneLine(p.detectErr.Error()))
-		}
-		if p.tinyErr != nil {
-			w("The tiny binary or sandbox-run-init is missing: %s.\n\n", oneLine(p.tinyErr.Error()))
-		} else if haveTiny && tiny > 0 {
-			w("Binary size: the tiny binary (%.1f MB) starts in %s outside the sandbox against %s for sandbox-run's (%.1f MB, `version`).\n\n",
-				float64(p.tinySize)/1e6, ms(tiny-plain), ms(goStart), float64(p.fullSize)/1e6)
-		}
+// inside looks into two rows from within the process: package init times,
+// cached bwrap detection, and the tiny binary's start against sandbox-run's.
+// Nothing when p is nil (the profile did not run).
+func (p *profileResult) inside(w func(string, ...any), m startMedians) {
+	if p == nil {
+		return
 	}
+	if p.initErr == nil && p.initTotal > 0 {
+		var parts []string
+		for _, t := range p.initTop {
+			parts = append(parts, fmt.Sprintf("%s %s", t.pkg, ms(t.d)))
+		}
+		w("Inside the Go start: `GODEBUG=inittrace=1 sandbox-run version` (%d runs) spends **%s** (median) in package "+
+			"initialisers, the largest: %s. The tiny binary's inits take %s; sandbox-run-init, the init inside the "+
+			"sandbox, links the same package and little more.\n\n", p.initRuns, ms(p.initTotal), strings.Join(parts, ", "), ms(p.tinyInitTotal))
+	} else if p.initErr != nil {
+		w("Package init times could not be traced: %s.\n\n", oneLine(p.initErr.Error()))
+	}
+	if p.detectErr == nil && p.detect > 0 {
+		w("Inside the planning row: cached bwrap detection takes %s in-process (`bwrap.Detector.Detect` with a warm cache, "+
+			"testing.Benchmark); seccomp assembly is BenchmarkAssemble below (under 0.1 ms); the rest of the %s is flag parsing "+
+			"and the plan (pathguard resolutions, placeholder and access checks, descriptor opens).\n\n", us(p.detect), ms(m.planning()))
+	} else if p.detectErr != nil {
+		w("Cached bwrap detection could not be timed in-process: %s.\n\n", oneLine(p.detectErr.Error()))
+	}
+	if p.tinyErr != nil {
+		w("The tiny binary or sandbox-run-init is missing: %s.\n\n", oneLine(p.tinyErr.Error()))
+	} else if m.haveTiny() && m.tiny > 0 {
+		w("Binary size: the tiny binary (%.1f MB) starts in %s outside the sandbox against %s for sandbox-run's (%.1f MB, `version`).\n\n",
+			float64(p.tinySize)/1e6, ms(m.tiny-m.plain), ms(m.goStart()), float64(p.fullSize)/1e6)
+	}
+}
+
+// tracedTable places the phases in strace'd runs, as shares only: strace
+// slows every traced process, so its absolute times are not a start's.
+// sr is the untraced run's median. Nothing when p is nil.
+func (p *profileResult) tracedTable(w func(string, ...any), sr time.Duration) {
 	if p != nil && len(p.traced) > 0 {
 		w("Placing the phases: `strace -f --seccomp-bpf -ttt -e trace=execve,exit_group` on %d runs (after the rounds above, "+
 			"not interleaved): the time between the exec and exit events of sandbox-run, bwrap, init and `true`. strace stops every "+
@@ -551,6 +647,13 @@ func (r *report) profileSection(w func(string, ...any)) {
 	if p != nil && p.traceErr != nil {
 		w("Traced runs: %s.\n\n", oneLine(p.traceErr.Error()))
 	}
+}
+
+// profileConclusion says what the phases mean for the 1.5x goal: the gap
+// to raw bwrap split into its phases, the init's cost on the network path
+// and the floor of this design.
+func (r *report) profileConclusion(w func(string, ...any), m startMedians) {
+	raw, sr, goStart, planning, rest := m.raw, m.sr, m.goStart(), m.planning(), m.rest()
 	gap := sr - raw
 	pct := func(d time.Duration) string { return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(gap)) }
 	w("What it says: sandbox-run adds **%s** to raw bwrap. Of that, the launcher's Go process start is %s (%s), its planning %s (%s), "+
@@ -562,11 +665,11 @@ func (r *report) profileSection(w func(string, ...any)) {
 		w(" The 1.5x goal leaves %s beyond raw bwrap; the Go start takes %s of it, planning and the rest %s.",
 			ms(budget), ms(goStart), ms(planning+rest))
 	}
-	if haveTiny && tiny > 0 {
+	if m.haveTiny() && m.tiny > 0 {
 		w(" On the network path, init is sandbox-run-init, which links only init: %s in all, against %s for sandbox-run's own binary "+
 			"as init (it saves %s); most of it is a Go runtime start inside the sandbox (%s, against %s for the tiny binary outside it), "+
 			"and init's own work is %s.",
-			ms(rawTiny-raw), ms(initAll), ms(rawInit-rawTiny), ms(rawNoop-raw), ms(tiny-plain), ms(rawTiny-rawNoop))
+			ms(m.rawTiny-raw), ms(m.rawInit-raw), ms(m.rawInit-m.rawTiny), ms(m.rawNoop-raw), ms(m.tiny-m.plain), ms(m.rawTiny-m.rawNoop))
 	}
 	if floor := r.med(vFloor); floor > 0 {
 		w(" The floor of this design, a Go launcher that only starts, fork-execs the same bwrap call with the trampoline's "+
@@ -576,5 +679,5 @@ func (r *report) profileSection(w func(string, ...any)) {
 	}
 	w(" bwrap's own %s is the floor any launcher pays. "+
 		"Each phase is a difference of two medians on a shared machine, so a phase of a millisecond or two is within the noise; "+
-		"compare it with the min/max spread of section 1.\n\n", ms(raw-plain))
+		"compare it with the min/max spread of section 1.\n\n", ms(raw-m.plain))
 }

@@ -291,11 +291,15 @@ type scaleResults struct {
 	pooled   int        // of the fds left, upstream connections idling in the proxy's pool
 	final    procSample // before it was stopped
 
-	goroutines struct {
-		baseline, peak, after int
-		pooled                int // the helper's idle upstream connections at "after"
-		err                   error
-	}
+	goroutines goroutineCounts
+}
+
+// goroutineCounts are the proxy package's goroutines under the load
+// (measureGoroutines).
+type goroutineCounts struct {
+	baseline, peak, after int
+	pooled                int // the helper's idle upstream connections at "after"
+	err                   error
 }
 
 // measureScale is section 5: bursts of n sandboxes, each fetching /ok
@@ -421,82 +425,29 @@ func hostCount(h *testHost) (int64, error) {
 
 // measureGoroutines runs the same load once against the proxy package in
 // this program's proxy-unix mode, asking it for runtime.NumGoroutine()
-// before, during (every 50 ms) and 2 s after.
+// before, during (every 50 ms) and 2 s after. `sandbox-run proxy` has no
+// way to report its goroutines, so this is the stand-in the report names.
 func (e *env) measureGoroutines(h *testHost, res *scaleResults, loadArgs []string) {
 	g := &res.goroutines
 	sock := filepath.Join(e.base, "helper-egress.sock")
-	c := exec.Command(e.exe, "proxy-unix", sock, h.addr.String())
-	c.Stderr = os.Stderr
-	c.WaitDelay = 5 * time.Second
-	in, err := c.StdinPipe()
+	hp, err := startProxyUnix(e.exe, sock, h.addr.String())
 	if err != nil {
 		g.err = err
 		return
 	}
-	outp, err := c.StdoutPipe()
-	if err != nil {
-		g.err = err
+	defer hp.stop()
+	if g.err = hp.ready(); g.err != nil {
 		return
-	}
-	if err := c.Start(); err != nil {
-		g.err = err
-		return
-	}
-	defer func() {
-		in.Close()
-		done := make(chan struct{})
-		go func() { _ = c.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = c.Process.Kill()
-			<-done
-		}
-	}()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(outp)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	read := func() (int, error) {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return 0, errors.New("proxy-unix ended")
-			}
-			return strconv.Atoi(l)
-		case <-time.After(5 * time.Second):
-			return 0, errors.New("proxy-unix did not answer")
-		}
-	}
-	select {
-	case l := <-lines:
-		if l != "ready" {
-			g.err = fmt.Errorf("proxy-unix: %q", l)
-			return
-		}
-	case <-time.After(10 * time.Second):
-		g.err = errors.New("proxy-unix did not start")
-		return
-	}
-	ask := func() (int, error) {
-		if _, err := io.WriteString(in, "g\n"); err != nil {
-			return 0, err
-		}
-		return read()
 	}
 	time.Sleep(100 * time.Millisecond)
-	if g.baseline, err = ask(); err != nil {
+	if g.baseline, err = hp.ask(); err != nil {
 		g.err = err
 		return
 	}
 	var mu sync.Mutex
 	var askErr error
-	stop := sampler(c.Process.Pid, func() {
-		n, err := ask()
+	stop := sampler(hp.cmd.Process.Pid, func() {
+		n, err := hp.ask()
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && askErr == nil {
@@ -511,12 +462,94 @@ func (e *env) measureGoroutines(h *testHost, res *scaleResults, loadArgs []strin
 		return
 	}
 	time.Sleep(2 * time.Second)
-	g.after, g.err = ask()
-	g.pooled = upstreamConns(c.Process.Pid, int(h.addr.Port()))
+	g.after, g.err = hp.ask()
+	g.pooled = upstreamConns(hp.cmd.Process.Pid, int(h.addr.Port()))
+}
+
+// proxyUnix is this program in proxy-unix mode: the proxy package on a
+// Unix socket, answering its goroutine count, one line per "g" asked.
+type proxyUnix struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string // its stdout, line by line; closed when it ends
+}
+
+// startProxyUnix starts exe's proxy-unix mode on sock, relaying to
+// upstream, and reads its output in the background. The caller must stop
+// it, ready or not.
+func startProxyUnix(exe, sock, upstream string) (*proxyUnix, error) {
+	c := exec.Command(exe, "proxy-unix", sock, upstream)
+	c.Stderr = os.Stderr
+	c.WaitDelay = 5 * time.Second
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outp, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	p := &proxyUnix{cmd: c, in: in, lines: make(chan string, 16)}
+	go func() {
+		sc := bufio.NewScanner(outp)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	return p, nil
+}
+
+// ready waits up to 10 s for the helper's "ready" line.
+func (p *proxyUnix) ready() error {
+	select {
+	case l := <-p.lines:
+		if l != "ready" {
+			return fmt.Errorf("proxy-unix: %q", l)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("proxy-unix did not start")
+	}
+}
+
+// ask asks the helper for its goroutine count and waits up to 5 s for it.
+func (p *proxyUnix) ask() (int, error) {
+	if _, err := io.WriteString(p.in, "g\n"); err != nil {
+		return 0, err
+	}
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			return 0, errors.New("proxy-unix ended")
+		}
+		return strconv.Atoi(l)
+	case <-time.After(5 * time.Second):
+		return 0, errors.New("proxy-unix did not answer")
+	}
+}
+
+// stop closes the helper's stdin, which ends it, and waits for it; it is
+// killed if it has not ended after 10 s.
+func (p *proxyUnix) stop() {
+	p.in.Close()
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
 }
 
 // ---- report -------------------------------------------------------------
 
+// scaleSection is section 5: bursts of sandboxes at once, then the
+// node-wide proxy under load (its process and goroutines).
 func (r *report) scaleSection(w func(string, ...any)) {
 	w("## 5. Scale\n\n")
 	s := r.scale
@@ -528,6 +561,25 @@ func (r *report) scaleSection(w func(string, ...any)) {
 		w("Not measured: the node-wide proxy did not start: %s\n\n", oneLine(s.nodeErr.Error()))
 		return
 	}
+	r.burstSection(w, s)
+	w("### The node-wide proxy under %d concurrent connections\n\n", s.conns)
+	r.loadTable(w)
+	if d, p := s.loads[lDirect], s.loads[lProxy]; len(d) > 0 && len(p) > 0 {
+		proxyProcess(w, s, peakOf(p))
+		if up := medianUpstream(p); up > 0 {
+			w("The test host accepted %.0f connections per proxied run for %d requests: the proxy keeps up to 512 idle upstream "+
+				"connections per host (proxy/proxy.go, maxIdleUpstreamPerHost), so %d concurrent clients of one host reuse them; a request that "+
+				"finds none idle opens a new one, and each one closed beyond the pool's room leaves a TIME_WAIT socket on the proxy's side. "+
+				"With no proxy each client reuses its one connection.\n\n", up, s.conns*s.perConn, s.conns)
+		}
+	}
+	goroutineText(w, s.goroutines)
+	r.failures(w, s.loadErr)
+}
+
+// burstSection is "n sandboxes at once": the bursts' table, how much one
+// burst takes against a sandbox alone, and each burst's failures.
+func (r *report) burstSection(w func(string, ...any), s *scaleResults) {
 	w("### %d sandboxes at once\n\n", s.n)
 	w("%d copies of `sandbox-run run --read BIN … -- sbx-bench fetch -url http://HOST:8080/ok` started at the same moment "+
 		"(one goroutine each, released together), each making one request through its proxy path to the test host of section 3: "+
@@ -538,21 +590,9 @@ func (r *report) scaleSection(w func(string, ...any)) {
 	w("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	single := burstWall(s.bursts[sSingle]).median()
 	for _, name := range []string{sBuiltin, sNode, sSingle} {
-		bs := s.bursts[name]
-		if len(bs) == 0 {
-			continue
+		if bs := s.bursts[name]; len(bs) > 0 {
+			burstRow(w, name, bs)
 		}
-		walls, each := burstWall(bs), sample{}
-		fails := 0
-		n := 0
-		for _, b := range bs {
-			each = append(each, b.each...)
-			fails += b.failures
-			n += len(b.each) + b.failures
-		}
-		per := walls.median() / time.Duration(max(1, n/len(bs)))
-		w("| %s | %d | %d of %d | %s | %s | %s | %s / %s | %s |\n", name, len(bs), fails, n, ms(walls.median()), ms(walls.min()), ms(walls.max()),
-			ms(each.median()), ms(each.max()), ms(per))
 	}
 	w("\n")
 	if b := burstWall(s.bursts[sBuiltin]).median(); b > 0 && single > 0 {
@@ -568,44 +608,64 @@ func (r *report) scaleSection(w func(string, ...any)) {
 		}
 	}
 	r.failures(w, s.burstErr)
+}
 
-	w("### The node-wide proxy under %d concurrent connections\n\n", s.conns)
-	r.loadTable(w)
-	if d, p := s.loads[lDirect], s.loads[lProxy]; len(d) > 0 && len(p) > 0 {
-		peak := procSample{}
-		for _, lr := range p {
-			peak = peak.max(lr.peak)
-		}
-		w("| `sandbox-run proxy` process | VmRSS | VmHWM | open fds | threads |\n|---|---:|---:|---:|---:|\n")
-		w("| idle, before any load | %s | %s | %d | %d |\n", mib(s.baseline.rssKB), mib(s.baseline.hwmKB), s.baseline.fds, s.baseline.threads)
-		w("| peak during the loads | %s | %s | %d | %d |\n", mib(peak.rssKB), mib(peak.hwmKB), peak.fds, peak.threads)
-		w("| when the fds were back (%s after the last load) | %s | %s | %d | %d |\n", roundDur(s.backIn), mib(s.after.rssKB), mib(s.after.hwmKB), s.after.fds, s.after.threads)
-		w("| 5 s after the last load | %s | %s | %d | %d |\n\n", mib(s.afterRSS.rssKB), mib(s.afterRSS.hwmKB), s.afterRSS.fds, s.afterRSS.threads)
-		if s.back {
-			w("Descriptors return to the baseline (%d) plus the proxy's idle upstream pool (%d established connections to the test host, "+
-				"which the pool closes after 90 s idle) %s after the clients close; ", s.baseline.fds, s.pooled, roundDur(s.backIn))
-		} else {
-			w("Descriptors did **not** return to the baseline (%d) plus the idle upstream pool (%d) within %s (%d open); ",
-				s.baseline.fds, s.pooled, roundDur(s.backIn), s.after.fds)
-		}
-		w("at the peak the proxy held %d descriptors for %d client connections (each proxied connection holds the client's and, "+
-			"while a request is in flight or an upstream connection idles in the pool, an upstream one). "+
-			"Threads are OS threads of the Go runtime, which keeps them once created; they are not a leak measure.\n\n", peak.fds, s.conns)
-		if s.afterRSS.rssKB > s.baseline.rssKB*3/2 {
-			w("RSS had not come back 5 s after the load (%s against %s idle): the Go runtime keeps freed heap and returns it to the "+
-				"kernel lazily (its background scavenger), so at this time scale RSS says how much the load needed, not whether "+
-				"anything leaked; descriptors and goroutines do.\n\n", mib(s.afterRSS.rssKB), mib(s.baseline.rssKB))
-		} else {
-			w("RSS was back near the idle level 5 s after the load (%s against %s).\n\n", mib(s.afterRSS.rssKB), mib(s.baseline.rssKB))
-		}
-		if up := medianUpstream(p); up > 0 {
-			w("The test host accepted %.0f connections per proxied run for %d requests: the proxy keeps up to 512 idle upstream "+
-				"connections per host (proxy/proxy.go, maxIdleUpstreamPerHost), so %d concurrent clients of one host reuse them; a request that "+
-				"finds none idle opens a new one, and each one closed beyond the pool's room leaves a TIME_WAIT socket on the proxy's side. "+
-				"With no proxy each client reuses its one connection.\n\n", up, s.conns*s.perConn, s.conns)
-		}
+// burstRow is one variant's row of the bursts' table, over its rounds bs
+// (at least one).
+func burstRow(w func(string, ...any), name string, bs []burstResult) {
+	walls, each := burstWall(bs), sample{}
+	fails := 0
+	n := 0
+	for _, b := range bs {
+		each = append(each, b.each...)
+		fails += b.failures
+		n += len(b.each) + b.failures
 	}
-	g := s.goroutines
+	per := walls.median() / time.Duration(max(1, n/len(bs)))
+	w("| %s | %d | %d of %d | %s | %s | %s | %s / %s | %s |\n", name, len(bs), fails, n, ms(walls.median()), ms(walls.min()), ms(walls.max()),
+		ms(each.median()), ms(each.max()), ms(per))
+}
+
+// peakOf is the peak of every figure over runs, each on its own.
+func peakOf(runs []loadRun) procSample {
+	peak := procSample{}
+	for _, lr := range runs {
+		peak = peak.max(lr.peak)
+	}
+	return peak
+}
+
+// proxyProcess is the node-wide proxy process's table (idle, at the peak,
+// after) and what it says: whether descriptors came back, and why RSS
+// need not have.
+func proxyProcess(w func(string, ...any), s *scaleResults, peak procSample) {
+	w("| `sandbox-run proxy` process | VmRSS | VmHWM | open fds | threads |\n|---|---:|---:|---:|---:|\n")
+	w("| idle, before any load | %s | %s | %d | %d |\n", mib(s.baseline.rssKB), mib(s.baseline.hwmKB), s.baseline.fds, s.baseline.threads)
+	w("| peak during the loads | %s | %s | %d | %d |\n", mib(peak.rssKB), mib(peak.hwmKB), peak.fds, peak.threads)
+	w("| when the fds were back (%s after the last load) | %s | %s | %d | %d |\n", roundDur(s.backIn), mib(s.after.rssKB), mib(s.after.hwmKB), s.after.fds, s.after.threads)
+	w("| 5 s after the last load | %s | %s | %d | %d |\n\n", mib(s.afterRSS.rssKB), mib(s.afterRSS.hwmKB), s.afterRSS.fds, s.afterRSS.threads)
+	if s.back {
+		w("Descriptors return to the baseline (%d) plus the proxy's idle upstream pool (%d established connections to the test host, "+
+			"which the pool closes after 90 s idle) %s after the clients close; ", s.baseline.fds, s.pooled, roundDur(s.backIn))
+	} else {
+		w("Descriptors did **not** return to the baseline (%d) plus the idle upstream pool (%d) within %s (%d open); ",
+			s.baseline.fds, s.pooled, roundDur(s.backIn), s.after.fds)
+	}
+	w("at the peak the proxy held %d descriptors for %d client connections (each proxied connection holds the client's and, "+
+		"while a request is in flight or an upstream connection idles in the pool, an upstream one). "+
+		"Threads are OS threads of the Go runtime, which keeps them once created; they are not a leak measure.\n\n", peak.fds, s.conns)
+	if s.afterRSS.rssKB > s.baseline.rssKB*3/2 {
+		w("RSS had not come back 5 s after the load (%s against %s idle): the Go runtime keeps freed heap and returns it to the "+
+			"kernel lazily (its background scavenger), so at this time scale RSS says how much the load needed, not whether "+
+			"anything leaked; descriptors and goroutines do.\n\n", mib(s.afterRSS.rssKB), mib(s.baseline.rssKB))
+	} else {
+		w("RSS was back near the idle level 5 s after the load (%s against %s).\n\n", mib(s.afterRSS.rssKB), mib(s.baseline.rssKB))
+	}
+}
+
+// goroutineText says what the proxy package's goroutine counts were, and
+// that they come from the in-process stand-in, not sandbox-run proxy.
+func goroutineText(w func(string, ...any), g goroutineCounts) {
 	w("Goroutines: `sandbox-run proxy` has no way to report them (no debug endpoint, no pprof), so the same load ran once against the same " +
 		"`proxy` package inside this program (`proxy-unix` mode, answering `runtime.NumGoroutine()` on request): ")
 	if g.err != nil {
@@ -615,7 +675,6 @@ func (r *report) scaleSection(w func(string, ...any)) {
 			"(an idle pooled HTTP/1 connection holds two goroutines, its read and write loops, so %d is the baseline plus the pool).\n\n",
 			g.baseline, g.peak, g.after, g.pooled, g.baseline+2*g.pooled)
 	}
-	r.failures(w, s.loadErr)
 }
 
 func burstWall(bs []burstResult) sample {
@@ -678,10 +737,7 @@ func (r *report) scaleGoals() [][3]string {
 	}
 	rows = append(rows, r.loadGoals()...)
 	if p := s.loads[lProxy]; len(p) > 0 {
-		peak := procSample{}
-		for _, lr := range p {
-			peak = peak.max(lr.peak)
-		}
+		peak := peakOf(p)
 		rows = append(rows, [3]string{"scale: proxy's fds back to baseline (+ idle upstream pool) after the load",
 			fmt.Sprintf("%d → %d → %d (%d pooled) in %s", s.baseline.fds, peak.fds, s.after.fds, s.pooled, roundDur(s.backIn)),
 			verdict(s.back, fmt.Sprintf("%d more than baseline + pool", s.after.fds-s.baseline.fds-s.pooled))})
