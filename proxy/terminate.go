@@ -155,14 +155,15 @@ type termKey struct{}
 func (s *session) newTerminator() *terminator {
 	p := s.p
 	tm := &terminator{s: s, ln: newConnQueue()}
+	sessions := tls.NewLRUClientSessionCache(256)
 	upstream := func(h2 bool) *http.Transport {
 		return &http.Transport{
 			Proxy:                 nil,
 			DialContext:           s.dialTransport,
-			TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12},
+			TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12, ClientSessionCache: sessions},
 			ForceAttemptHTTP2:     h2,
-			MaxIdleConns:          512,
-			MaxIdleConnsPerHost:   64,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
@@ -177,11 +178,16 @@ func (s *session) newTerminator() *terminator {
 		// flushed every 10 ms rather than after every read, which would
 		// make one TLS record and one write per upstream record.
 		FlushInterval: 10 * time.Millisecond,
+		BufferPool:    newCopyBuffers(copyBufferSize),
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  tm.upstreamError,
 	}
 	tm.fwd.ModifyResponse = p.respHook
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
 	tm.srv = &http.Server{
+		Protocols:         protos,
 		Handler:           http.HandlerFunc(tm.serve),
 		ReadHeaderTimeout: p.readHeaderTimeout,
 		IdleTimeout:       p.idleTimeout,
@@ -249,17 +255,30 @@ func (s *session) terminate(w http.ResponseWriter, r *http.Request, d *decision)
 		raw = &prefixConn{Conn: client, r: io.MultiReader(strings.NewReader(string(b)), client)}
 	}
 	host := d.t.Host()
-	tc := tls.Server(raw, &tls.Config{
+	gc := &gatherConn{Conn: raw}
+	tc := tls.Server(gc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return s.p.l7.ca.leaf(host)
 		},
 	})
-	s.term.conns.Store(tc, d)
-	if !s.term.ln.push(tc) {
-		s.term.conns.Delete(tc)
+	// The handshake is bounded as http.Server bounds one.
+	_ = tc.SetDeadline(time.Now().Add(s.p.readHeaderTimeout))
+	if err := tc.HandshakeContext(s.ctx); err != nil {
+		s.p.log.Debug("terminate: TLS handshake", "host", d.t.String(), "err", err)
 		tc.Close()
+		return
+	}
+	_ = tc.SetDeadline(time.Time{})
+	var c net.Conn = &termConn{tc: tc, raw: gc}
+	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+		c = &termConnH1{c.(*termConn)}
+	}
+	s.term.conns.Store(c, d)
+	if !s.term.ln.push(c) {
+		s.term.conns.Delete(c)
+		c.Close()
 	}
 }
 
@@ -323,3 +342,17 @@ func hostHeader(t target) string {
 func upstreamURL(scheme string, d *decision, canonical, rawQuery string) *url.URL {
 	return &url.URL{Scheme: scheme, Host: d.t.String(), Path: canonical, RawQuery: rawQuery}
 }
+
+// copyBufferSize is the size of the buffers a terminated response is
+// copied through.
+const copyBufferSize = 256 << 10
+
+// copyBuffers is an httputil.BufferPool of copyBufferSize buffers.
+type copyBuffers struct{ p sync.Pool }
+
+func newCopyBuffers(size int) *copyBuffers {
+	return &copyBuffers{p: sync.Pool{New: func() any { b := make([]byte, size); return &b }}}
+}
+
+func (c *copyBuffers) Get() []byte  { return *c.p.Get().(*[]byte) }
+func (c *copyBuffers) Put(b []byte) { c.p.Put(&b) }
