@@ -107,6 +107,7 @@ type tlsResults struct {
 	throughput map[string][]float64 // MiB/s per download
 	rps        map[string][]float64
 	conns, n   int
+	also       string // the name of the -also build's downloads, "" when none
 	err        error
 }
 
@@ -125,6 +126,7 @@ type tlsOpts struct {
 	rounds, conns int
 	n             int
 	only          string
+	also          string // another sandbox-run binary whose terminated downloads are interleaved too
 }
 
 func (o tlsOpts) wants(name string) bool { return o.only == "" || o.only == name }
@@ -164,20 +166,29 @@ func (e *env) measureTLS(h *testHost, o tlsOpts, deadline time.Time) *tlsResults
 // rounds (at least one).
 func (e *env) tlsDownloads(res *tlsResults, ap netip.AddrPort, caFile string, o tlsOpts, deadline time.Time) error {
 	u := fmt.Sprintf("https://%s/bytes?n=%d", ap, o.size)
+	term := []string{"--allow-http", "GET " + ap.String() + "/bytes", "--upstream-ca", caFile}
 	variants := map[string][]string{
-		tTerm:   {"--allow-http", "GET " + ap.String() + "/bytes", "--upstream-ca", caFile},
+		tTerm:   term,
 		tTunnel: {"--allow-host", ap.String(), "--env", "SSL_CERT_FILE=" + caFile},
 	}
+	bins := map[string]string{tTerm: e.bin, tTunnel: e.bin}
 	names := []string{tTerm, tTunnel}
+	if o.also != "" {
+		name := tTermAlso(o.also)
+		variants[name], bins[name] = term, o.also
+		names = append(names, name)
+		res.also = name
+	}
 	for r := 0; r < o.rounds && (r == 0 || time.Now().Before(deadline)); r++ {
 		for k := range names {
-			name := names[(k+r)%2]
+			name := names[(k+r)%len(names)]
 			if !o.wants(name) {
 				continue
 			}
 			args := append([]string{"run", "--workdir", e.work, "--read", e.binDir}, variants[name]...)
+			bin := bins[name]
 			v := netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
-				return exec.CommandContext(ctx, e.bin, append(append(args, "--", e.exe, "fetch"), a...)...)
+				return exec.CommandContext(ctx, bin, append(append(args, "--", e.exe, "fetch"), a...)...)
 			}}
 			fr, err := netRun(v, []string{"-url", u}, 3*time.Minute)
 			if err == nil && fr.Bytes != o.size {
@@ -191,6 +202,10 @@ func (e *env) tlsDownloads(res *tlsResults, ap netip.AddrPort, caFile string, o 
 	}
 	return nil
 }
+
+// tTermAlso names the terminated downloads of another build (tls-only
+// -also BIN).
+func tTermAlso(bin string) string { return tTerm + ", " + bin }
 
 // tlsLoads runs tlsLoad with a method rule and through a tunnel,
 // interleaved, in o.rounds rounds (at least one).
@@ -319,11 +334,16 @@ func (r *report) tlsSection(w func(string, ...any)) {
 	}
 	w("Downloads of %d MiB over HTTPS from the test host, inside sandbox-run, through a terminating rule and through a plain tunnel to the same host, interleaved (MiB/s):\n\n", t.size>>20)
 	w("| path | median | runs |\n|---|---|---|\n")
-	for _, name := range []string{tTerm, tTunnel} {
-		w("| %s | %.0f | %s |\n", name, medianF(t.throughput[name]), fmtFloats(t.throughput[name]))
+	for _, name := range []string{tTerm, tTunnel, t.also} {
+		if name != "" {
+			w("| %s | %.0f | %s |\n", name, medianF(t.throughput[name]), fmtFloats(t.throughput[name]))
+		}
 	}
 	if a, b := medianF(t.throughput[tTerm]), medianF(t.throughput[tTunnel]); a > 0 && b > 0 {
-		w("\nTerminated / tunnel: **%.2fx** (goal ≥ 0.7x: %s).\n", a/b, strings.Trim(verdict(a/b >= 0.7, fmt.Sprintf("by %.2fx", 0.7-a/b)), "*"))
+		w("\nTerminated / tunnel: **%.2fx** (goal ≥ 0.7x: %s).\n", a/b, strings.ReplaceAll(verdict(a/b >= 0.7, fmt.Sprintf("by %.2fx", 0.7-a/b)), "**", ""))
+	}
+	if a, b := medianF(t.throughput[t.also]), medianF(t.throughput[tTunnel]); a > 0 && b > 0 {
+		w("\nThe other build (-also) terminated / tunnel: %.2fx.\n", a/b)
 	}
 	w("\n")
 	w("Requests per second through the proxy at %d connections (each a CONNECT, a TLS handshake, then %d GETs of /ok kept alive):\n\n", t.conns, t.n)
@@ -380,8 +400,9 @@ func (e *env) measureNetTLS(nvs []netVariant, h *testHost, size int64, rounds, l
 }
 
 // tlsOnlyMain is the mode `tls-only [-bin BIN] [-size N] [-rounds N]
-// [-per-conn N] [-only PATH]`: the TLS section alone, printed, nothing
-// written.
+// [-per-conn N] [-only PATH] [-also BIN]`: the TLS section alone,
+// printed, nothing written. -also interleaves the terminated downloads of
+// another build (to compare two builds in one run).
 func tlsOnlyMain(args []string) int {
 	fs := flag.NewFlagSet("tls-only", flag.ContinueOnError)
 	bin := fs.String("bin", "bin/sandbox-run", "sandbox-run binary")
@@ -389,10 +410,19 @@ func tlsOnlyMain(args []string) int {
 	rounds := fs.Int("rounds", 4, "downloads and load runs per path")
 	perConn := fs.Int("per-conn", 10, "requests per connection")
 	only := fs.String("only", "", "measure only this path (one of the table's names), for profiling")
+	also := fs.String("also", "", "another sandbox-run binary (an older build) whose terminated downloads are interleaved with the others")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	defer runCleanups()
+	if *also != "" {
+		abs, err := filepath.Abs(*also)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -also:", err)
+			return 2
+		}
+		*also = abs
+	}
 	e, err := setup(*bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: setup:", err)
@@ -405,7 +435,7 @@ func tlsOnlyMain(args []string) int {
 		return 1
 	}
 	atExit(h.close)
-	r := &report{tls: e.measureTLS(h, tlsOpts{size: *size, rounds: *rounds, conns: 100, n: *perConn, only: *only}, deadline)}
+	r := &report{tls: e.measureTLS(h, tlsOpts{size: *size, rounds: *rounds, conns: 100, n: *perConn, only: *only, also: *also}, deadline)}
 	r.tlsSection(func(format string, a ...any) { fmt.Printf(format, a...) })
 	for _, row := range r.tlsGoals() {
 		fmt.Printf("%s: %s %s\n", row[0], row[1], strings.ReplaceAll(row[2], "**", ""))
