@@ -25,16 +25,20 @@ import (
 // holds a buffer only while it gathers.
 type gatherConn struct {
 	net.Conn
+	bufs   *sync.Pool // of *[]byte, gatherSize capacity (newGatherBufs)
 	mu     sync.Mutex
 	gather bool
-	buf    *[]byte // from gatherBufs while gathering
+	buf    *[]byte // from bufs while gathering
 }
 
 // gatherSize bounds the bytes gathered into one write: four full TLS
 // records and their overhead.
 const gatherSize = 4 * (16<<10 + 256)
 
-var gatherBufs = sync.Pool{New: func() any { b := make([]byte, 0, gatherSize); return &b }}
+// newGatherBufs is the buffer pool of the gatherConns of one terminator.
+func newGatherBufs() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, 0, gatherSize); return &b }}
+}
 
 func (c *gatherConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
@@ -43,7 +47,7 @@ func (c *gatherConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	if c.buf == nil {
-		c.buf = gatherBufs.Get().(*[]byte)
+		c.buf = c.bufs.Get().(*[]byte)
 	}
 	if len(*c.buf)+len(p) > gatherSize {
 		if err := c.flushLocked(); err != nil {
@@ -70,7 +74,7 @@ func (c *gatherConn) end() error {
 	c.gather = false
 	err := c.flushLocked()
 	if c.buf != nil {
-		gatherBufs.Put(c.buf)
+		c.bufs.Put(c.buf)
 		c.buf = nil
 	}
 	return err

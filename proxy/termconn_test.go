@@ -32,7 +32,7 @@ func tlsPair(t *testing.T, gather bool) (w io.Writer, cc *countConn, done <-chan
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
 	cc = &countConn{Conn: a}
-	gc := &gatherConn{Conn: cc}
+	gc := &gatherConn{Conn: cc, bufs: newGatherBufs()}
 	srv := tls.Server(gc, &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return ca.leaf("example.test") }})
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)

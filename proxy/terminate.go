@@ -146,7 +146,8 @@ type terminator struct {
 	h1    *http.Transport // upstream connections for HTTP/1.1 clients
 	h2    *http.Transport // and for HTTP/2 clients (ALPN h2 asked of the upstream)
 	fwd   *httputil.ReverseProxy
-	conns sync.Map // *tls.Conn -> *decision (the CONNECT's)
+	conns sync.Map   // *termConn or *termConnH1 -> *decision (the CONNECT's)
+	bufs  *sync.Pool // gatherConn's buffers
 }
 
 type termKey struct{}
@@ -154,7 +155,7 @@ type termKey struct{}
 // newTerminator starts serving terminated connections; stop ends it.
 func (s *session) newTerminator() *terminator {
 	p := s.p
-	tm := &terminator{s: s, ln: newConnQueue()}
+	tm := &terminator{s: s, ln: newConnQueue(), bufs: newGatherBufs()}
 	sessions := tls.NewLRUClientSessionCache(256)
 	upstream := func(h2 bool) *http.Transport {
 		return &http.Transport{
@@ -231,9 +232,13 @@ func (tm *terminator) RoundTrip(r *http.Request) (*http.Response, error) {
 // terminate answers an allowed CONNECT to a terminated host: it takes the
 // client's connection, completes the TLS handshake with a certificate of
 // the run CA for the CONNECT's host (whatever name the client's SNI
-// says), and hands the connection to the terminator's server, whose
-// requests are judged one by one. No upstream connection is opened here:
-// each forwarded request dials (or reuses) one through the checked dialer.
+// says) within the proxy's ReadHeaderTimeout (a client that does not
+// finish it is closed, as http.Server closes one), and hands the
+// connection to the terminator's server as a termConn: served as HTTP/2
+// when the client chose h2 (by its preface), as HTTP/1.1 otherwise;
+// either way its requests are judged one by one. No upstream connection
+// is opened here: each forwarded request dials (or reuses) one through
+// the checked dialer.
 func (s *session) terminate(w http.ResponseWriter, r *http.Request, d *decision) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
@@ -255,7 +260,7 @@ func (s *session) terminate(w http.ResponseWriter, r *http.Request, d *decision)
 		raw = &prefixConn{Conn: client, r: io.MultiReader(strings.NewReader(string(b)), client)}
 	}
 	host := d.t.Host()
-	gc := &gatherConn{Conn: raw}
+	gc := &gatherConn{Conn: raw, bufs: s.term.bufs}
 	tc := tls.Server(gc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},
