@@ -146,7 +146,8 @@ type terminator struct {
 	h1    *http.Transport // upstream connections for HTTP/1.1 clients
 	h2    *http.Transport // and for HTTP/2 clients (ALPN h2 asked of the upstream)
 	fwd   *httputil.ReverseProxy
-	conns sync.Map // *tls.Conn -> *decision (the CONNECT's)
+	conns sync.Map   // *termConn or *termConnH1 -> *decision (the CONNECT's)
+	bufs  *sync.Pool // gatherConn's buffers
 }
 
 type termKey struct{}
@@ -154,15 +155,16 @@ type termKey struct{}
 // newTerminator starts serving terminated connections; stop ends it.
 func (s *session) newTerminator() *terminator {
 	p := s.p
-	tm := &terminator{s: s, ln: newConnQueue()}
+	tm := &terminator{s: s, ln: newConnQueue(), bufs: newGatherBufs()}
+	sessions := tls.NewLRUClientSessionCache(256)
 	upstream := func(h2 bool) *http.Transport {
 		return &http.Transport{
 			Proxy:                 nil,
 			DialContext:           s.dialTransport,
-			TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12},
+			TLSClientConfig:       &tls.Config{RootCAs: p.l7.roots, MinVersion: tls.VersionTLS12, ClientSessionCache: sessions},
 			ForceAttemptHTTP2:     h2,
-			MaxIdleConns:          512,
-			MaxIdleConnsPerHost:   64,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
@@ -177,11 +179,16 @@ func (s *session) newTerminator() *terminator {
 		// flushed every 10 ms rather than after every read, which would
 		// make one TLS record and one write per upstream record.
 		FlushInterval: 10 * time.Millisecond,
+		BufferPool:    newCopyBuffers(copyBufferSize),
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler:  tm.upstreamError,
 	}
 	tm.fwd.ModifyResponse = p.respHook
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
 	tm.srv = &http.Server{
+		Protocols:         protos,
 		Handler:           http.HandlerFunc(tm.serve),
 		ReadHeaderTimeout: p.readHeaderTimeout,
 		IdleTimeout:       p.idleTimeout,
@@ -225,9 +232,13 @@ func (tm *terminator) RoundTrip(r *http.Request) (*http.Response, error) {
 // terminate answers an allowed CONNECT to a terminated host: it takes the
 // client's connection, completes the TLS handshake with a certificate of
 // the run CA for the CONNECT's host (whatever name the client's SNI
-// says), and hands the connection to the terminator's server, whose
-// requests are judged one by one. No upstream connection is opened here:
-// each forwarded request dials (or reuses) one through the checked dialer.
+// says) within the proxy's ReadHeaderTimeout (a client that does not
+// finish it is closed, as http.Server closes one), and hands the
+// connection to the terminator's server as a termConn: served as HTTP/2
+// when the client chose h2 (by its preface), as HTTP/1.1 otherwise;
+// either way its requests are judged one by one. No upstream connection
+// is opened here: each forwarded request dials (or reuses) one through
+// the checked dialer.
 func (s *session) terminate(w http.ResponseWriter, r *http.Request, d *decision) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
@@ -249,17 +260,30 @@ func (s *session) terminate(w http.ResponseWriter, r *http.Request, d *decision)
 		raw = &prefixConn{Conn: client, r: io.MultiReader(strings.NewReader(string(b)), client)}
 	}
 	host := d.t.Host()
-	tc := tls.Server(raw, &tls.Config{
+	gc := &gatherConn{Conn: raw, bufs: s.term.bufs}
+	tc := tls.Server(gc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return s.p.l7.ca.leaf(host)
 		},
 	})
-	s.term.conns.Store(tc, d)
-	if !s.term.ln.push(tc) {
-		s.term.conns.Delete(tc)
+	// The handshake is bounded as http.Server bounds one.
+	_ = tc.SetDeadline(time.Now().Add(s.p.readHeaderTimeout))
+	if err := tc.HandshakeContext(s.ctx); err != nil {
+		s.p.log.Debug("terminate: TLS handshake", "host", d.t.String(), "err", err)
 		tc.Close()
+		return
+	}
+	_ = tc.SetDeadline(time.Time{})
+	var c net.Conn = &termConn{tc: tc, raw: gc}
+	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+		c = &termConnH1{c.(*termConn)}
+	}
+	s.term.conns.Store(c, d)
+	if !s.term.ln.push(c) {
+		s.term.conns.Delete(c)
+		c.Close()
 	}
 }
 
@@ -323,3 +347,17 @@ func hostHeader(t target) string {
 func upstreamURL(scheme string, d *decision, canonical, rawQuery string) *url.URL {
 	return &url.URL{Scheme: scheme, Host: d.t.String(), Path: canonical, RawQuery: rawQuery}
 }
+
+// copyBufferSize is the size of the buffers a terminated response is
+// copied through.
+const copyBufferSize = 256 << 10
+
+// copyBuffers is an httputil.BufferPool of copyBufferSize buffers.
+type copyBuffers struct{ p sync.Pool }
+
+func newCopyBuffers(size int) *copyBuffers {
+	return &copyBuffers{p: sync.Pool{New: func() any { b := make([]byte, size); return &b }}}
+}
+
+func (c *copyBuffers) Get() []byte  { return *c.p.Get().(*[]byte) }
+func (c *copyBuffers) Put(b []byte) { c.p.Put(&b) }

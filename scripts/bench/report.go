@@ -162,6 +162,7 @@ func (r *report) goals() [][3]string {
 				verdict(add < time.Millisecond, "by "+us(add-time.Millisecond))})
 		}
 	}
+	rows = append(rows, r.tlsGoals()...)
 	rows = append(rows, r.transparentGoals()...)
 	rows = append(rows, r.scaleGoals()...)
 	if row, ok := r.memGoal(); ok {

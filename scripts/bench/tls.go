@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +107,7 @@ type tlsResults struct {
 	throughput map[string][]float64 // MiB/s per download
 	rps        map[string][]float64
 	conns, n   int
+	also       string // the name of the -also build's downloads, "" when none
 	err        error
 }
 
@@ -116,9 +118,22 @@ const (
 	rTunnel = "proxy, tunnel"
 )
 
+// tlsOpts shape the TLS section: download size and rounds, the load's
+// connections and requests per connection, and only (when not empty) the
+// one path to measure, for profiling it alone (tls-only -only).
+type tlsOpts struct {
+	size          int64
+	rounds, conns int
+	n             int
+	only          string
+	also          string // another sandbox-run binary whose terminated downloads are interleaved too
+}
+
+func (o tlsOpts) wants(name string) bool { return o.only == "" || o.only == name }
+
 // measureTLS starts serve-tls beside the test host and runs both series.
-func (e *env) measureTLS(h *testHost, size int64, rounds, conns, n int, deadline time.Time) *tlsResults {
-	res := &tlsResults{size: size, throughput: map[string][]float64{}, rps: map[string][]float64{}, conns: conns, n: n}
+func (e *env) measureTLS(h *testHost, o tlsOpts, deadline time.Time) *tlsResults {
+	res := &tlsResults{size: o.size, throughput: map[string][]float64{}, rps: map[string][]float64{}, conns: o.conns, n: o.n}
 	caFile := filepath.Join(e.binDir, "tls-host-ca.pem") // read-only inside, outside every writable dir
 	ap := netip.AddrPortFrom(h.addr.Addr(), tlsPort)
 	srv := exec.Command("ip", "netns", "exec", h.ns, e.exe, "serve-tls", ap.String(), caFile)
@@ -134,47 +149,81 @@ func (e *env) measureTLS(h *testHost, size int64, rounds, conns, n int, deadline
 		res.err = fmt.Errorf("serve-tls: %w", err)
 		return res
 	}
-	u := fmt.Sprintf("https://%s/bytes?n=%d", ap, size)
-	variants := map[string][]string{
-		tTerm:   {"--allow-http", "GET " + ap.String() + "/bytes", "--upstream-ca", caFile},
-		tTunnel: {"--allow-host", ap.String(), "--env", "SSL_CERT_FILE=" + caFile},
-	}
-	names := []string{tTerm, tTunnel}
-	for r := 0; r < rounds && (r == 0 || time.Now().Before(deadline)); r++ {
-		for k := range names {
-			name := names[(k+r)%2]
-			args := append([]string{"run", "--workdir", e.work, "--read", e.binDir}, variants[name]...)
-			v := netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
-				return exec.CommandContext(ctx, e.bin, append(append(args, "--", e.exe, "fetch"), a...)...)
-			}}
-			fr, err := netRun(v, []string{"-url", u}, 3*time.Minute)
-			if err == nil && fr.Bytes != size {
-				err = fmt.Errorf("got %d bytes, want %d", fr.Bytes, size)
-			}
-			if err != nil {
-				res.err = fmt.Errorf("%s: %w", name, err)
-				return res
-			}
-			res.throughput[name] = append(res.throughput[name], float64(fr.Bytes)/(1<<20)/fr.Seconds)
-		}
+	if res.err = e.tlsDownloads(res, ap, caFile, o, deadline); res.err != nil {
+		return res
 	}
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	for r := 0; r < rounds && (r == 0 || time.Now().Before(deadline)); r++ {
-		for _, rule := range []bool{r%2 == 0, r%2 != 0} {
-			rps, err := tlsLoad(ap, caPEM, rule, conns, n)
-			if err != nil {
-				res.err = err
-				return res
+	res.err = tlsLoads(res, ap, caPEM, o, deadline)
+	return res
+}
+
+// tlsDownloads fetches o.size bytes over HTTPS inside sandbox-run through
+// a terminating rule and through a tunnel, interleaved, in o.rounds
+// rounds (at least one).
+func (e *env) tlsDownloads(res *tlsResults, ap netip.AddrPort, caFile string, o tlsOpts, deadline time.Time) error {
+	u := fmt.Sprintf("https://%s/bytes?n=%d", ap, o.size)
+	term := []string{"--allow-http", "GET " + ap.String() + "/bytes", "--upstream-ca", caFile}
+	variants := map[string][]string{
+		tTerm:   term,
+		tTunnel: {"--allow-host", ap.String(), "--env", "SSL_CERT_FILE=" + caFile},
+	}
+	bins := map[string]string{tTerm: e.bin, tTunnel: e.bin}
+	names := []string{tTerm, tTunnel}
+	if o.also != "" {
+		name := tTermAlso(o.also)
+		variants[name], bins[name] = term, o.also
+		names = append(names, name)
+		res.also = name
+	}
+	for r := 0; r < o.rounds && (r == 0 || time.Now().Before(deadline)); r++ {
+		for k := range names {
+			name := names[(k+r)%len(names)]
+			if !o.wants(name) {
+				continue
 			}
+			args := append([]string{"run", "--workdir", e.work, "--read", e.binDir}, variants[name]...)
+			bin := bins[name]
+			v := netVariant{name, func(ctx context.Context, a []string) *exec.Cmd {
+				return exec.CommandContext(ctx, bin, append(append(args, "--", e.exe, "fetch"), a...)...)
+			}}
+			fr, err := netRun(v, []string{"-url", u}, 3*time.Minute)
+			if err == nil && fr.Bytes != o.size {
+				err = fmt.Errorf("got %d bytes, want %d", fr.Bytes, o.size)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			res.throughput[name] = append(res.throughput[name], float64(fr.Bytes)/(1<<20)/fr.Seconds)
+		}
+	}
+	return nil
+}
+
+// tTermAlso names the terminated downloads of another build (tls-only
+// -also BIN).
+func tTermAlso(bin string) string { return tTerm + ", " + bin }
+
+// tlsLoads runs tlsLoad with a method rule and through a tunnel,
+// interleaved, in o.rounds rounds (at least one).
+func tlsLoads(res *tlsResults, ap netip.AddrPort, caPEM []byte, o tlsOpts, deadline time.Time) error {
+	for r := 0; r < o.rounds && (r == 0 || time.Now().Before(deadline)); r++ {
+		for _, rule := range []bool{r%2 == 0, r%2 != 0} {
 			name := map[bool]string{true: rRule, false: rTunnel}[rule]
+			if !o.wants(name) {
+				continue
+			}
+			rps, err := tlsLoad(ap, caPEM, rule, o.conns, o.n)
+			if err != nil {
+				return err
+			}
 			res.rps[name] = append(res.rps[name], rps)
 		}
 	}
-	return res
+	return nil
 }
 
 // tlsLoad runs the egress proxy in this process on a Unix socket, with a
@@ -285,21 +334,51 @@ func (r *report) tlsSection(w func(string, ...any)) {
 	}
 	w("Downloads of %d MiB over HTTPS from the test host, inside sandbox-run, through a terminating rule and through a plain tunnel to the same host, interleaved (MiB/s):\n\n", t.size>>20)
 	w("| path | median | runs |\n|---|---|---|\n")
-	for _, name := range []string{tTerm, tTunnel} {
-		w("| %s | %.0f | %s |\n", name, medianF(t.throughput[name]), fmtFloats(t.throughput[name]))
+	for _, name := range []string{tTerm, tTunnel, t.also} {
+		if name != "" {
+			w("| %s | %.0f | %s |\n", name, medianF(t.throughput[name]), fmtFloats(t.throughput[name]))
+		}
 	}
-	ratio := medianF(t.throughput[tTerm]) / medianF(t.throughput[tTunnel])
-	verdict := "met"
-	if ratio < 0.7 {
-		verdict = "missed"
+	if a, b := medianF(t.throughput[tTerm]), medianF(t.throughput[tTunnel]); a > 0 && b > 0 {
+		w("\nTerminated / tunnel: **%.2fx** (goal ≥ 0.7x: %s).\n", a/b, strings.ReplaceAll(verdict(a/b >= 0.7, fmt.Sprintf("by %.2fx", 0.7-a/b)), "**", ""))
 	}
-	w("\nTerminated / tunnel: **%.2fx** (goal ≥ 0.7x: %s).\n\n", ratio, verdict)
+	if a, b := medianF(t.throughput[t.also]), medianF(t.throughput[tTunnel]); a > 0 && b > 0 {
+		w("\nThe other build (-also) terminated / tunnel: %.2fx.\n", a/b)
+	}
+	w("\n")
 	w("Requests per second through the proxy at %d connections (each a CONNECT, a TLS handshake, then %d GETs of /ok kept alive):\n\n", t.conns, t.n)
 	w("| path | median req/s | runs |\n|---|---|---|\n")
 	for _, name := range []string{rRule, rTunnel} {
 		w("| %s | %.0f | %s |\n", name, medianF(t.rps[name]), fmtFloats(t.rps[name]))
 	}
+	if a, b := medianF(t.rps[rRule]), medianF(t.rps[rTunnel]); a > 0 && b > 0 {
+		w("\nMethod rule / tunnel: **%.2fx** (no goal set).\n", a/b)
+	}
 	w("\n")
+}
+
+// tlsGoals are the TLS section's rows of the summary: the download ratio
+// against its goal, and requests per second with a method rule against a
+// tunnel (no goal set), each with the medians it divides.
+func (r *report) tlsGoals() [][3]string {
+	t := r.tls
+	if t == nil {
+		return nil
+	}
+	const dl, rps = "TLS: terminated download ≥ 0.7x a tunnel to the same host", "TLS: req/s with a method rule vs a tunnel, 100 connections (no goal set)"
+	if t.err != nil {
+		why := "failed: " + oneLine(t.err.Error())
+		return [][3]string{{dl, "not measured", why}, {rps, "not measured", why}}
+	}
+	var rows [][3]string
+	if a, b := medianF(t.throughput[tTerm]), medianF(t.throughput[tTunnel]); a > 0 && b > 0 {
+		rows = append(rows, [3]string{dl, fmt.Sprintf("%.2fx (%.0f / %.0f MiB/s, medians of %d)", a/b, a, b, len(t.throughput[tTerm])),
+			verdict(a/b >= 0.7, fmt.Sprintf("by %.2fx", 0.7-a/b))})
+	}
+	if a, b := medianF(t.rps[rRule]), medianF(t.rps[rTunnel]); a > 0 && b > 0 {
+		rows = append(rows, [3]string{rps, fmt.Sprintf("%.2fx (%.0f / %.0f req/s, medians of %d)", a/b, a, b, len(t.rps[rRule])), "—"})
+	}
+	return rows
 }
 
 func fmtFloats(xs []float64) string {
@@ -317,21 +396,33 @@ func fmtFloats(xs []float64) string {
 func (e *env) measureNetTLS(nvs []netVariant, h *testHost, size int64, rounds, latN, perConn int, deadline time.Time) (*netResults, *tlsResults) {
 	r := measureNet(nvs, h, size, rounds, 4, latN, deadline)
 	fmt.Fprintf(os.Stderr, "bench: TLS termination: %d downloads per path, 100 connections\n", rounds)
-	return &r, e.measureTLS(h, size, rounds, 100, perConn, deadline)
+	return &r, e.measureTLS(h, tlsOpts{size: size, rounds: rounds, conns: 100, n: perConn}, deadline)
 }
 
 // tlsOnlyMain is the mode `tls-only [-bin BIN] [-size N] [-rounds N]
-// [-per-conn N]`: the TLS section alone, printed, nothing written.
+// [-per-conn N] [-only PATH] [-also BIN]`: the TLS section alone,
+// printed, nothing written. -also interleaves the terminated downloads of
+// another build (to compare two builds in one run).
 func tlsOnlyMain(args []string) int {
 	fs := flag.NewFlagSet("tls-only", flag.ContinueOnError)
 	bin := fs.String("bin", "bin/sandbox-run", "sandbox-run binary")
 	size := fs.Int64("size", 64<<20, "download size in bytes")
 	rounds := fs.Int("rounds", 4, "downloads and load runs per path")
 	perConn := fs.Int("per-conn", 10, "requests per connection")
+	only := fs.String("only", "", "measure only this path (one of the table's names), for profiling")
+	also := fs.String("also", "", "another sandbox-run binary (an older build) whose terminated downloads are interleaved with the others")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	defer runCleanups()
+	if *also != "" {
+		abs, err := filepath.Abs(*also)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -also:", err)
+			return 2
+		}
+		*also = abs
+	}
 	e, err := setup(*bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: setup:", err)
@@ -344,8 +435,11 @@ func tlsOnlyMain(args []string) int {
 		return 1
 	}
 	atExit(h.close)
-	r := &report{tls: e.measureTLS(h, *size, *rounds, 100, *perConn, deadline)}
+	r := &report{tls: e.measureTLS(h, tlsOpts{size: *size, rounds: *rounds, conns: 100, n: *perConn, only: *only, also: *also}, deadline)}
 	r.tlsSection(func(format string, a ...any) { fmt.Printf(format, a...) })
+	for _, row := range r.tlsGoals() {
+		fmt.Printf("%s: %s %s\n", row[0], row[1], strings.ReplaceAll(row[2], "**", ""))
+	}
 	if r.tls.err != nil {
 		return 1
 	}
