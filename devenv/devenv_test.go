@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -47,7 +48,7 @@ func TestGatherIdentityOnly(t *testing.T) {
 	work := t.TempDir()
 	lookup := func(k string) (string, bool) { v, ok := map[string]string{"HOME": home}[k]; return v, ok }
 	p := policy.Policy{Workdir: work}
-	f := Gather(p, lookup, nil)
+	f := Gather(pathguard.NewResolver(), p, lookup, nil)
 	if f.Identity != (Identity{"From Home", "h@example.org", "trunk"}) {
 		t.Fatalf("identity %+v", f.Identity)
 	}
@@ -82,7 +83,7 @@ func TestGatherRefusesWritable(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, ".cargo", "bin"), 0o755)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\nname = planted\n"), 0o644)
 	lookup := func(k string) (string, bool) { v, ok := map[string]string{"HOME": home}[k]; return v, ok }
-	f := Gather(policy.Policy{Workdir: work}, lookup, nil)
+	f := Gather(nil, policy.Policy{Workdir: work}, lookup, nil)
 	if f.Identity != (Identity{}) {
 		t.Errorf("identity read from a writable directory: %+v", f.Identity)
 	}
@@ -92,7 +93,7 @@ func TestGatherRefusesWritable(t *testing.T) {
 		}
 	}
 	// Control: the same files outside the writable set are read.
-	f = Gather(policy.Policy{Workdir: t.TempDir()}, lookup, nil)
+	f = Gather(pathguard.NewResolver(), policy.Policy{Workdir: t.TempDir()}, lookup, nil)
 	if f.Identity.Name != "planted" {
 		t.Errorf("control: identity not read outside the writable set: %+v (%v)", f.Identity, f.Skipped)
 	}
@@ -117,7 +118,7 @@ func TestToolchains(t *testing.T) {
 	vars := map[string]string{"HOME": home, "GOROOT": goroot, "PATH": "/usr/bin"}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	p := policy.Policy{Workdir: t.TempDir()}
-	f := Gather(p, lookup, nil)
+	f := Gather(nil, p, lookup, nil)
 	f.Apply(&p)
 	wantBins := []string{filepath.Join(goroot, "bin"), filepath.Join(home, ".cargo/bin"), filepath.Join(home, ".volta/bin"),
 		filepath.Join(home, ".pyenv/shims"), filepath.Join(home, ".nvm/versions/node/v20.1.0/bin")}
@@ -141,7 +142,7 @@ func TestToolchains(t *testing.T) {
 		t.Errorf("PATH: %v", env)
 	}
 	// Unreachable by the sandbox's uid: left out and named.
-	f = Gather(policy.Policy{Workdir: t.TempDir()}, lookup, func(string) bool { return false })
+	f = Gather(pathguard.NewResolver(), policy.Policy{Workdir: t.TempDir()}, lookup, func(string) bool { return false })
 	if len(f.Toolchains) != 0 || len(f.Skipped) != 5 {
 		t.Errorf("unreachable toolchains: carried %v, skipped %v", f.Toolchains, f.Skipped)
 	}
@@ -149,10 +150,10 @@ func TestToolchains(t *testing.T) {
 
 func TestReachable(t *testing.T) {
 	d := t.TempDir() // 0700
-	if Reachable(d) {
+	if Reachable(nil, d) {
 		t.Errorf("%s (0700) reported reachable by others", d)
 	}
-	if !Reachable("/usr/bin") {
+	if !Reachable(pathguard.NewResolver(), "/usr/bin") {
 		t.Errorf("/usr/bin reported unreachable")
 	}
 }

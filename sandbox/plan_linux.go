@@ -124,13 +124,14 @@ func resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
 // sizeOption that it knows --size. On error, everything the partial plan
 // holds is released.
 func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*plan, error) {
-	return newLendingPlan(p, own, byFD, fdBase, uid, gid, sizeOption, "")
+	return newLendingPlan(nil, p, own, byFD, fdBase, uid, gid, sizeOption, "")
 }
 
 // newLendingPlan is newPlan for a run that lends lent's owner to uid/gid
-// (--map-owner; "" for none): lent need not be writable for uid/gid.
-func newLendingPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
-	f, g, err := gatherFacts(p, own, uid, gid, lent)
+// (--map-owner; "" for none): lent need not be writable for uid/gid. Its
+// walks go through rv's memo (nil: none).
+func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
+	f, g, err := gatherFacts(rv, p, own, uid, gid, lent)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +162,8 @@ func newLendingPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, g
 // paths and the writable dirs (but own) for sockets and FIFOs and walks
 // the writable dirs for git directories. It refuses what cannot be laid
 // out safely; it opens nothing and mounts nothing.
-func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hostFacts, *pathguard.Guard, error) {
-	g, err := pathguard.New(p.Writable())
+func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid int, lent string) (*hostFacts, *pathguard.Guard, error) {
+	g, err := rv.Guard(p.Writable())
 	if err != nil {
 		if werr := writableMissing(p); werr != nil {
 			return nil, nil, werr
@@ -172,7 +173,7 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hos
 	// A writable directory named through a symlink would be mounted at its
 	// real path, not where the caller (and the command's cwd) named it.
 	for _, w := range p.Writable() {
-		if r, err := pathguard.Resolve(w); err == nil && r.Exists && r.Path != w {
+		if r, err := rv.Resolve(w); err == nil && r.Exists && r.Path != w {
 			return nil, nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
 				"pass the real path, --workdir "+r.Path+" (or --write)")
 		}

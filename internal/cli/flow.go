@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"io"
 	"os"
 
@@ -65,8 +66,10 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		}
 	}
 	p, err := f.policy(os.Getwd)
+	// One memo of path walks for devenv and the plan (pathguard.Resolver).
+	rv := pathguard.NewResolver()
 	if err == nil && f.devEnv {
-		devenv.Gather(p, os.LookupEnv, otherUID()).Apply(&p)
+		devenv.Gather(rv, p, os.LookupEnv, otherUID(rv)).Apply(&p)
 	}
 	if err == nil {
 		err = p.Validate()
@@ -89,6 +92,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		LookupEnv:  os.LookupEnv,
 		Init:       initBinary(),
 		MapOwner:   f.mapOwner,
+		Resolver:   rv,
 	}
 	if pr.opts.Image, err = f.image.source(); err != nil {
 		return nil, failClient(stdio, err), true
