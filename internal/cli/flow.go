@@ -65,9 +65,11 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 			return nil, failClient(stdio, err), true
 		}
 	}
-	p, err := f.policy(os.Getwd)
-	// One memo of path walks for devenv and the plan (pathguard.Resolver).
+	// One memo of path walks for the workdir, devenv and the plan
+	// (pathguard.Resolver).
 	rv := pathguard.NewResolver()
+	f.walks = rv
+	p, err := f.policy(os.Getwd)
 	if err == nil && f.devEnv {
 		devenv.Gather(rv, p, os.LookupEnv, otherUID(rv)).Apply(&p)
 	}
