@@ -41,6 +41,9 @@ func Gather(rv *pathguard.Resolver, p policy.Policy, lookup func(string) (string
 	f.Identity, f.Skipped = readIdentity(g, lookup)
 	home, _ := lookup("HOME")
 	for _, t := range candidates(rv, env(lookup)) {
+		if fi, err := rv.Stat(t.Bin); err != nil || !fi.IsDir() {
+			continue // not installed: nothing to say
+		}
 		t.Show = slices.DeleteFunc(slices.Clone(t.Show), func(d string) bool { _, err := rv.Stat(d); return err != nil })
 		why := unfit(rv, t, p, home, reachable)
 		switch {

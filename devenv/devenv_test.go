@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -168,5 +169,36 @@ func TestSmall(t *testing.T) {
 	}
 	if !small(d, 5) {
 		t.Errorf("5 entries reported over 5")
+	}
+}
+
+// TestGatherLooksEachPathUpOnce counts Gather's lookups through its
+// Resolver for a fixed home, so the count follows from the paths alone:
+// each existing component once, each absent one once per time it is asked
+// for (absence is not remembered).
+func TestGatherLooksEachPathUpOnce(t *testing.T) {
+	r, err := pathguard.Resolve(t.TempDir())
+	if err != nil || !r.Exists {
+		t.Fatalf("resolve the temporary directory: %v", err)
+	}
+	home := r.Path
+	for _, d := range []string{"work", "go/bin", ".cargo/bin", ".rustup"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]string{"HOME": home, "GOROOT": filepath.Join(home, "go"), "PATH": ""}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	rv := pathguard.NewResolver()
+	f := Gather(rv, policy.Policy{Workdir: filepath.Join(home, "work")}, lookup, nil)
+	if len(f.Toolchains) != 2 {
+		t.Fatalf("carried %+v, skipped %v; want go and cargo", f.Toolchains, f.Skipped)
+	}
+	// "/" and home's components; work, go, go/bin, .cargo, .cargo/bin,
+	// .rustup; absent: .config (git's XDG file), .gitconfig, .volta,
+	// .pyenv, .nvm, .local (fnm).
+	want := 1 + strings.Count(home, "/") + 6 + 6
+	if got := rv.Calls(); got != want {
+		t.Errorf("Gather made %d lookups, want %d (each path once)", got, want)
 	}
 }
