@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,10 +27,12 @@ type Found struct {
 // XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL, GOROOT, CARGO_HOME, ... and PATH).
 // reachable says whether the sandbox's uid can list a host directory and
 // reach it (as root the command runs as another uid); nil means it can.
-// Gather refuses nothing: what it cannot carry safely it leaves out.
-func Gather(p policy.Policy, lookup func(string) (string, bool), reachable func(string) bool) Found {
+// Gather refuses nothing: what it cannot carry safely it leaves out. Its
+// walks go through rv's memo (nil: none), which the caller may share with
+// the rest of the run's plan.
+func Gather(rv *pathguard.Resolver, p policy.Policy, lookup func(string) (string, bool), reachable func(string) bool) Found {
 	var f Found
-	g, err := pathguard.New(p.Writable())
+	g, err := rv.Guard(p.Writable())
 	if err != nil {
 		// The run itself will refuse these writable directories.
 		f.Skipped = append(f.Skipped, "everything: "+err.Error())
@@ -39,9 +40,12 @@ func Gather(p policy.Policy, lookup func(string) (string, bool), reachable func(
 	}
 	f.Identity, f.Skipped = readIdentity(g, lookup)
 	home, _ := lookup("HOME")
-	for _, t := range candidates(env(lookup)) {
-		t.Show = slices.DeleteFunc(slices.Clone(t.Show), func(d string) bool { _, err := os.Stat(d); return err != nil })
-		why := unfit(t, p, home, reachable)
+	for _, t := range candidates(rv, env(lookup)) {
+		if fi, err := rv.Stat(t.Bin); err != nil || !fi.IsDir() {
+			continue // not installed: nothing to say
+		}
+		t.Show = slices.DeleteFunc(slices.Clone(t.Show), func(d string) bool { _, err := rv.Stat(d); return err != nil })
+		why := unfit(rv, t, p, home, reachable)
 		switch {
 		case why == "":
 			f.Toolchains = append(f.Toolchains, t)
@@ -54,12 +58,12 @@ func Gather(p policy.Policy, lookup func(string) (string, bool), reachable func(
 
 // unfit says why t cannot be carried into a run of p ("absent" when it is
 // not installed), "" when it can.
-func unfit(t Toolchain, p policy.Policy, home string, reachable func(string) bool) string {
-	if fi, err := os.Stat(t.Bin); err != nil || !fi.IsDir() {
+func unfit(rv *pathguard.Resolver, t Toolchain, p policy.Policy, home string, reachable func(string) bool) string {
+	if fi, err := rv.Stat(t.Bin); err != nil || !fi.IsDir() {
 		return "absent"
 	}
 	for _, d := range append([]string{t.Bin}, t.Show...) {
-		r, err := pathguard.Resolve(d)
+		r, err := rv.Resolve(d)
 		if err != nil || !r.Exists {
 			return "cannot be resolved"
 		}
@@ -179,10 +183,15 @@ func IdentityKeys(env map[string]string) []string {
 // Reachable is the reachable of Gather for a run whose command runs as
 // another uid than the caller (as root): from mode bits, every directory
 // from / to d must be searchable by others and d listable by them. ACLs
-// are not read.
-func Reachable(d string) bool {
+// are not read. The directories are looked up through rv's memo (nil:
+// none): Gather passes a resolved d, whose ancestors its own walk has
+// just looked up.
+func Reachable(rv *pathguard.Resolver, d string) bool {
+	if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+		return false
+	}
 	for p := d; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
+		fi, err := rv.Stat(p)
 		if err != nil || fi.Mode().Perm()&0o001 == 0 {
 			return false
 		}

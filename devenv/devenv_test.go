@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -47,7 +49,7 @@ func TestGatherIdentityOnly(t *testing.T) {
 	work := t.TempDir()
 	lookup := func(k string) (string, bool) { v, ok := map[string]string{"HOME": home}[k]; return v, ok }
 	p := policy.Policy{Workdir: work}
-	f := Gather(p, lookup, nil)
+	f := Gather(pathguard.NewResolver(), p, lookup, nil)
 	if f.Identity != (Identity{"From Home", "h@example.org", "trunk"}) {
 		t.Fatalf("identity %+v", f.Identity)
 	}
@@ -82,7 +84,7 @@ func TestGatherRefusesWritable(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, ".cargo", "bin"), 0o755)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\nname = planted\n"), 0o644)
 	lookup := func(k string) (string, bool) { v, ok := map[string]string{"HOME": home}[k]; return v, ok }
-	f := Gather(policy.Policy{Workdir: work}, lookup, nil)
+	f := Gather(nil, policy.Policy{Workdir: work}, lookup, nil)
 	if f.Identity != (Identity{}) {
 		t.Errorf("identity read from a writable directory: %+v", f.Identity)
 	}
@@ -92,7 +94,7 @@ func TestGatherRefusesWritable(t *testing.T) {
 		}
 	}
 	// Control: the same files outside the writable set are read.
-	f = Gather(policy.Policy{Workdir: t.TempDir()}, lookup, nil)
+	f = Gather(pathguard.NewResolver(), policy.Policy{Workdir: t.TempDir()}, lookup, nil)
 	if f.Identity.Name != "planted" {
 		t.Errorf("control: identity not read outside the writable set: %+v (%v)", f.Identity, f.Skipped)
 	}
@@ -117,7 +119,7 @@ func TestToolchains(t *testing.T) {
 	vars := map[string]string{"HOME": home, "GOROOT": goroot, "PATH": "/usr/bin"}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	p := policy.Policy{Workdir: t.TempDir()}
-	f := Gather(p, lookup, nil)
+	f := Gather(nil, p, lookup, nil)
 	f.Apply(&p)
 	wantBins := []string{filepath.Join(goroot, "bin"), filepath.Join(home, ".cargo/bin"), filepath.Join(home, ".volta/bin"),
 		filepath.Join(home, ".pyenv/shims"), filepath.Join(home, ".nvm/versions/node/v20.1.0/bin")}
@@ -141,7 +143,7 @@ func TestToolchains(t *testing.T) {
 		t.Errorf("PATH: %v", env)
 	}
 	// Unreachable by the sandbox's uid: left out and named.
-	f = Gather(policy.Policy{Workdir: t.TempDir()}, lookup, func(string) bool { return false })
+	f = Gather(pathguard.NewResolver(), policy.Policy{Workdir: t.TempDir()}, lookup, func(string) bool { return false })
 	if len(f.Toolchains) != 0 || len(f.Skipped) != 5 {
 		t.Errorf("unreachable toolchains: carried %v, skipped %v", f.Toolchains, f.Skipped)
 	}
@@ -149,10 +151,10 @@ func TestToolchains(t *testing.T) {
 
 func TestReachable(t *testing.T) {
 	d := t.TempDir() // 0700
-	if Reachable(d) {
+	if Reachable(nil, d) {
 		t.Errorf("%s (0700) reported reachable by others", d)
 	}
-	if !Reachable("/usr/bin") {
+	if !Reachable(pathguard.NewResolver(), "/usr/bin") {
 		t.Errorf("/usr/bin reported unreachable")
 	}
 }
@@ -167,5 +169,36 @@ func TestSmall(t *testing.T) {
 	}
 	if !small(d, 5) {
 		t.Errorf("5 entries reported over 5")
+	}
+}
+
+// TestGatherLooksEachPathUpOnce counts Gather's lookups through its
+// Resolver for a fixed home, so the count follows from the paths alone:
+// each existing component once, each absent one once per time it is asked
+// for (absence is not remembered).
+func TestGatherLooksEachPathUpOnce(t *testing.T) {
+	r, err := pathguard.Resolve(t.TempDir())
+	if err != nil || !r.Exists {
+		t.Fatalf("resolve the temporary directory: %v", err)
+	}
+	home := r.Path
+	for _, d := range []string{"work", "go/bin", ".cargo/bin", ".rustup"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]string{"HOME": home, "GOROOT": filepath.Join(home, "go"), "PATH": ""}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	rv := pathguard.NewResolver()
+	f := Gather(rv, policy.Policy{Workdir: filepath.Join(home, "work")}, lookup, nil)
+	if len(f.Toolchains) != 2 {
+		t.Fatalf("carried %+v, skipped %v; want go and cargo", f.Toolchains, f.Skipped)
+	}
+	// "/" and home's components; work, go, go/bin, .cargo, .cargo/bin,
+	// .rustup; absent: .config (git's XDG file), .gitconfig, .volta,
+	// .pyenv, .nvm, .local (fnm).
+	want := 1 + strings.Count(home, "/") + 6 + 6
+	if got := rv.Calls(); got != want {
+		t.Errorf("Gather made %d lookups, want %d (each path once)", got, want)
 	}
 }

@@ -59,7 +59,7 @@ func readIdentity(g *pathguard.Guard, lookup func(string) (string, bool)) (id Id
 // directory and is then opened without following any link, so a link
 // swapped in after the check fails rather than leads elsewhere.
 func readHostFile(g *pathguard.Guard, p string) (string, error) {
-	r, err := pathguard.Resolve(p)
+	r, err := g.Resolver().Resolve(p)
 	if err != nil {
 		return "", err
 	}

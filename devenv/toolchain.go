@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // Toolchain is one toolchain directory carried in: Bin goes on PATH, Show
@@ -35,7 +37,7 @@ func (e env) dirOf(k, home, def string) string {
 // installs itself; which exist is for find to decide. It reads the
 // environment and, for nvm and fnm, the caller's PATH and the manager's
 // default alias.
-func candidates(e env) []Toolchain {
+func candidates(rv *pathguard.Resolver, e env) []Toolchain {
 	home, _ := e("HOME")
 	var out []Toolchain
 	goroot := e.dirOf("GOROOT", "", "")
@@ -57,10 +59,10 @@ func candidates(e env) []Toolchain {
 	if p := e.dirOf("PYENV_ROOT", home, ".pyenv"); p != "" {
 		out = append(out, Toolchain{Name: "pyenv", Bin: filepath.Join(p, "shims"), Show: []string{p}})
 	}
-	if n := nodeVersion(e, e.dirOf("NVM_DIR", home, ".nvm"), "versions/node", "alias/default"); n != "" {
+	if n := nodeVersion(rv, e, e.dirOf("NVM_DIR", home, ".nvm"), "versions/node", "alias/default"); n != "" {
 		out = append(out, Toolchain{Name: "nvm", Bin: filepath.Join(n, "bin"), Show: []string{n}})
 	}
-	if n := nodeVersion(e, e.dirOf("FNM_DIR", home, ".local/share/fnm"), "node-versions", "aliases/default"); n != "" {
+	if n := nodeVersion(rv, e, e.dirOf("FNM_DIR", home, ".local/share/fnm"), "node-versions", "aliases/default"); n != "" {
 		out = append(out, Toolchain{Name: "fnm", Bin: filepath.Join(n, "bin"), Show: []string{n}})
 	}
 	return out
@@ -70,14 +72,14 @@ func candidates(e env) []Toolchain {
 // the node version a manager rooted at root selects: the first directory
 // on the caller's PATH that resolves under root/versions, else what the
 // manager's default alias names. "" when there is none.
-func nodeVersion(e env, root, versions, alias string) string {
+func nodeVersion(rv *pathguard.Resolver, e env, root, versions, alias string) string {
 	if root == "" {
 		return ""
 	}
 	vroot := filepath.Join(root, versions) + "/"
 	// One stat when the manager is absent (the common case) instead of
 	// resolving every directory on PATH.
-	if fi, err := os.Stat(vroot); err != nil || !fi.IsDir() {
+	if fi, err := rv.Stat(strings.TrimSuffix(vroot, "/")); err != nil || !fi.IsDir() {
 		return ""
 	}
 	path, _ := e("PATH")

@@ -89,6 +89,13 @@
 //     must bind by path and report "binds by path: race window".
 //     Destinations have no fd form in bwrap: the writable set must not be
 //     written by anyone else until bwrap has mounted.
+//   - A [Resolver] (one memo of Lstat and Readlink for the walks of one
+//     plan) moves "when they run" back to when a walk of the plan first
+//     reached each component, milliseconds earlier. Nothing above depends
+//     on the walk being recent: [Resolution.Open] and the host-file openers
+//     read no memo, so a stale one makes them fail, never act elsewhere;
+//     binds by path and destinations already had a window, now slightly
+//     longer. Absent components are not remembered.
 //   - Over-refusal is accepted: a link target is also checked as spelled
 //     (joined lexically), which may name a writable path the kernel would
 //     not actually reach.

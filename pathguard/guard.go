@@ -66,10 +66,12 @@ func (e *EscapeError) Error() string {
 func (e *EscapeError) Is(target error) bool { return target == ErrEscape }
 
 // Guard holds the writable set of one run. It is immutable after [New] and
-// safe for concurrent use. It re-walks the file system on every check and
-// caches nothing.
+// safe for concurrent use. It re-walks the path on every check: a Guard
+// from [New] caches nothing, one from [Resolver.Guard] walks through that
+// Resolver's memo (one snapshot for the whole plan).
 type Guard struct {
 	dirs []writableDir
+	rv   *Resolver // nil: no memo
 }
 
 // writableDir is one writable directory in both of its spellings.
@@ -90,9 +92,15 @@ type writableDir struct {
 // choose, so it could point the writable bind anywhere. An empty list gives a
 // Guard that refuses nothing.
 func New(writable []string) (*Guard, error) {
-	g := &Guard{dirs: make([]writableDir, 0, len(writable))}
+	return (*Resolver)(nil).Guard(writable)
+}
+
+// Guard is [New] for a Guard whose walks, New's own included, go through
+// rv's memo.
+func (rv *Resolver) Guard(writable []string) (*Guard, error) {
+	g := &Guard{dirs: make([]writableDir, 0, len(writable)), rv: rv}
 	for _, w := range writable {
-		r, err := Resolve(w)
+		r, err := rv.Resolve(w)
 		if err != nil {
 			return nil, fmt.Errorf("pathguard: writable dir: %w", err)
 		}
@@ -141,7 +149,7 @@ func (g *Guard) Writable() []Resolution {
 // wrapped. On success, open the Resolution with [Resolution.Open] and bind
 // the descriptor, not the path.
 func (g *Guard) CheckRead(src string) (Resolution, error) {
-	r, err := Resolve(src)
+	r, err := g.rv.Resolve(src)
 	if err != nil {
 		return Resolution{}, fmt.Errorf("pathguard: read bind: %w", err)
 	}
@@ -164,7 +172,7 @@ func (g *Guard) CheckRead(src string) (Resolution, error) {
 // must not be written by anyone else until bwrap has mounted (see the
 // package doc).
 func (g *Guard) CheckDest(dst string) error {
-	r, err := Resolve(dst)
+	r, err := g.rv.Resolve(dst)
 	if err != nil {
 		return fmt.Errorf("pathguard: mount destination: %w", err)
 	}
@@ -173,6 +181,10 @@ func (g *Guard) CheckDest(dst string) error {
 	}
 	return nil
 }
+
+// Resolver returns the Resolver g walks through (nil: none), so that the
+// other walks of the same plan share its memo.
+func (g *Guard) Resolver() *Resolver { return g.rv }
 
 // spelling is one way of writing a writable directory.
 type spelling struct {

@@ -30,7 +30,7 @@ var ErrUntrusted = errors.New("pathguard: not owned by this user or writable by 
 // link at all, so that a path outside the writable set changed after the
 // check fails rather than leads elsewhere.
 func (g *Guard) CheckHost(p string) error {
-	r, err := Resolve(p)
+	r, err := g.rv.Resolve(p)
 	if err != nil {
 		return fmt.Errorf("pathguard: host file: %w", err)
 	}

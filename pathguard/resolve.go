@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -77,18 +76,11 @@ type step struct {
 //
 // The result describes the file system at the time of the walk. Binding by
 // the path string afterwards is racy; use [Resolution.Open] to pin the inode.
+//
+// Resolve remembers nothing; [Resolver.Resolve] shares one memo across the
+// walks of a plan.
 func Resolve(p string) (Resolution, error) {
-	if err := checkPath(p); err != nil {
-		return Resolution{}, err
-	}
-	if filepath.Separator != '/' {
-		return Resolution{}, fmt.Errorf("pathguard: resolve %s: %w", p, errors.ErrUnsupported)
-	}
-	r, err := walk(p)
-	if err != nil {
-		return Resolution{}, fmt.Errorf("pathguard: resolve %s: %w", p, err)
-	}
-	return r, nil
+	return (*Resolver)(nil).Resolve(p)
 }
 
 // checkPath refuses a path that is not absolute and clean.
@@ -129,11 +121,12 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// walk does the work of Resolve on a checked path. Errors are returned bare
+// walk does the work of Resolve on a checked path, through rv's memo (nil:
+// none). Errors are returned bare
 // (Resolve adds the context); their errno is kept.
-func walk(p string) (Resolution, error) {
+func walk(rv *Resolver, p string) (Resolution, error) {
 	var r Resolution
-	rootFi, err := os.Lstat("/")
+	rootFi, err := rv.lstat("/")
 	if err != nil {
 		return r, err
 	}
@@ -153,7 +146,7 @@ func walk(p string) (Resolution, error) {
 			continue
 		}
 		next := join(cur, name)
-		fi, err := os.Lstat(next)
+		fi, err := rv.lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
 			return absent(r, next, todo)
 		}
@@ -165,7 +158,7 @@ func walk(p string) (Resolution, error) {
 			if links > maxSymlinks {
 				return r, &fs.PathError{Op: "follow", Path: next, Err: syscall.ELOOP}
 			}
-			target, err := os.Readlink(next)
+			target, err := rv.readlink(next)
 			if err != nil {
 				return r, err
 			}
@@ -190,7 +183,7 @@ func walk(p string) (Resolution, error) {
 		cur, curFi = next, fi
 	}
 	if curFi == nil { // the walk ended on a ".."
-		if curFi, err = os.Lstat(cur); err != nil {
+		if curFi, err = rv.lstat(cur); err != nil {
 			return r, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/ociimage"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -97,7 +98,7 @@ func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
 
 // tools finds and vets bwrap and assembles the seccomp program.
 func (r *bwRun) tools(ctx context.Context) error {
-	path, err := findBwrap(r.opts.BwrapPath, r.p.Writable())
+	path, err := findBwrap(r.opts.Resolver, r.opts.BwrapPath, r.p.Writable())
 	if err != nil {
 		return err
 	}
@@ -155,12 +156,18 @@ func (r *bwRun) protection(context.Context) error {
 	r.p = p
 	r.runID = newRunID()
 	features := r.info.Features
+	rv := r.opts.Resolver
+	if len(own) > 0 {
+		// prepareState has just made (or set aside and made again) the
+		// session's and caches' directories: walk them afresh.
+		rv = pathguard.NewResolver()
+	}
 	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.protect, func() (*plan, error) {
 		lent := ""
 		if r.opts.MapOwner {
 			lent = p.Workdir
 		}
-		return newLendingPlan(p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
+		return newLendingPlan(rv, p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
 	})
 	if err != nil {
 		return err

@@ -109,7 +109,7 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gi
 		return env
 	}
 	path, err := gitHintSource(cache)
-	if err != nil || accessibleAs(path, uid, gid, false, nil) != nil {
+	if err != nil || accessibleVia(pl.guard.Resolver(), path, uid, gid, false, nil) != nil {
 		return env
 	}
 	r, err := pl.guard.CheckRead(path)

@@ -177,7 +177,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err := checkTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
 		return err
 	}
-	path, err := findTool(toolRunsc, g.opts.RunscPath, p.Writable())
+	path, err := findTool(g.opts.Resolver, toolRunsc, g.opts.RunscPath, p.Writable())
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func resolveImage(ctx context.Context, p policy.Policy, opts Options) (*ociimage
 	if err != nil {
 		return nil, imageErr(err)
 	}
-	podman, err := findTool(toolPodman, src.Podman, p.Writable())
+	podman, err := findTool(opts.Resolver, toolPodman, src.Podman, p.Writable())
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func TestGatheredFactsMatchModel(t *testing.T) {
 	}
 	sandboxtest.SocketInode(t, filepath.Join(w, "sub", "dev.sock"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	got, _, err := gatherFacts(p, nil, os.Getuid(), os.Getgid(), "")
+	got, _, err := gatherFacts(nil, p, nil, os.Getuid(), os.Getgid(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -124,13 +125,14 @@ func resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
 // sizeOption that it knows --size. On error, everything the partial plan
 // holds is released.
 func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*plan, error) {
-	return newLendingPlan(p, own, byFD, fdBase, uid, gid, sizeOption, "")
+	return newLendingPlan(nil, p, own, byFD, fdBase, uid, gid, sizeOption, "")
 }
 
 // newLendingPlan is newPlan for a run that lends lent's owner to uid/gid
-// (--map-owner; "" for none): lent need not be writable for uid/gid.
-func newLendingPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
-	f, g, err := gatherFacts(p, own, uid, gid, lent)
+// (--map-owner; "" for none): lent need not be writable for uid/gid. Its
+// walks go through rv's memo (nil: none).
+func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
+	f, g, err := gatherFacts(rv, p, own, uid, gid, lent)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +163,8 @@ func newLendingPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, g
 // paths and the writable dirs (but own) for sockets and FIFOs and walks
 // the writable dirs for git directories. It refuses what cannot be laid
 // out safely; it opens nothing and mounts nothing.
-func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hostFacts, *pathguard.Guard, error) {
-	g, err := pathguard.New(p.Writable())
+func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid int, lent string) (*hostFacts, *pathguard.Guard, error) {
+	g, err := rv.Guard(p.Writable())
 	if err != nil {
 		if werr := writableMissing(p); werr != nil {
 			return nil, nil, werr
@@ -172,7 +174,7 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hos
 	// A writable directory named through a symlink would be mounted at its
 	// real path, not where the caller (and the command's cwd) named it.
 	for _, w := range p.Writable() {
-		if r, err := pathguard.Resolve(w); err == nil && r.Exists && r.Path != w {
+		if r, err := rv.Resolve(w); err == nil && r.Exists && r.Path != w {
 			return nil, nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
 				"pass the real path, --workdir "+r.Path+" (or --write)")
 		}
@@ -195,7 +197,7 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hos
 	for _, w := range writable {
 		// The lent directory is written as its owner (--map-owner):
 		// only the way to it is checked.
-		if err := accessibleAs(w, uid, gid, w != lent, searchable); err != nil {
+		if err := accessibleVia(rv, w, uid, gid, w != lent, searchable); err != nil {
 			if w != p.Workdir {
 				err = notLendable(err, w, uid, gid)
 			}
@@ -219,16 +221,21 @@ func gatherFacts(p policy.Policy, own []string, uid, gid int, lent string) (*hos
 
 // gatherSystem learns which systemPaths the host has, which of them are
 // symbolic links (and to what), and vets the others as read-only sources.
+//
+// Their kinds come from one listing of / (kinds) instead of an lstat each;
+// when / cannot be listed, each is lstat'ed. Either way a directory is then
+// walked by CheckRead and pinned by Resolution.Open, as before.
 func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
+	var ks kinds
 	for _, sp := range systemPaths {
-		fi, err := os.Lstat(sp)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		kind, err := systemKind(&ks, sp)
 		if err != nil {
 			return setupErr("cannot inspect "+sp, err.Error(), "check the host's root file system")
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
+		if kind == kindMissing {
+			continue
+		}
+		if kind == kindLink {
 			t, err := os.Readlink(sp)
 			if err != nil {
 				return setupErr("cannot read link "+sp, err.Error(), "check the host's root file system")
@@ -243,6 +250,24 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 		f.system = append(f.system, systemFact{path: sp, res: r})
 	}
 	return nil
+}
+
+// systemKind is the kind of the system path sp, from ks's listing of its
+// parent, else from an lstat whose errors other than ENOENT are returned.
+func systemKind(ks *kinds, sp string) (entryKind, error) {
+	if kind, ok := ks.lookup(sp); ok {
+		return kind, nil
+	}
+	fi, err := os.Lstat(sp)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return kindMissing, nil
+	case err != nil:
+		return kindMissing, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return kindLink, nil
+	}
+	return kindFile, nil
 }
 
 // gatherProc learns which of procReadOnly and procHidden the host's /proc
@@ -287,12 +312,18 @@ func (f *hostFacts) gatherProc() {
 // the directories already found searchable in this run, so that many binds
 // under one tree stat its ancestors once.
 func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool) error {
+	return accessibleVia(nil, p, uid, gid, write, searchable)
+}
+
+// accessibleVia is accessibleAs looking the directories up through rv's
+// memo (nil: none), which the plan's walks have mostly filled already.
+func accessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, searchable map[string]bool) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
 	check := func(path string, want uint32) (bool, error) {
-		var st unix.Stat_t
-		if err := unix.Stat(path, &st); err != nil {
+		st, err := statVia(rv, path)
+		if err != nil {
 			return false, err
 		}
 		mode := st.Mode & 0o777
@@ -338,6 +369,25 @@ func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool
 		}
 	}
 	return nil
+}
+
+// statVia is stat(2) of path through rv's memo (nil, or a path that is not
+// absolute and clean: the system call itself).
+func statVia(rv *pathguard.Resolver, path string) (*syscall.Stat_t, error) {
+	if rv != nil && filepath.IsAbs(path) && filepath.Clean(path) == path {
+		fi, err := rv.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return st, nil
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, err
+	}
+	return &syscall.Stat_t{Mode: st.Mode, Uid: st.Uid, Gid: st.Gid}, nil
 }
 
 // writableMissing names the flag and the fix when a writable directory is

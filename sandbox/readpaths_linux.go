@@ -71,7 +71,7 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 	if err := vetRead(src, r); err != nil {
 		return err
 	}
-	if err := accessibleAs(r.Path, uid, gid, false, searchable); err != nil {
+	if err := accessibleVia(g.Resolver(), r.Path, uid, gid, false, searchable); err != nil {
 		return err
 	}
 	res, seen := f.scan.done[r.Path]

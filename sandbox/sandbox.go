@@ -108,6 +108,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/refusals"
 )
@@ -291,6 +292,11 @@ type Options struct {
 	// Image, when its Ref is set, runs the command in that container
 	// image's file system under gVisor (see ImageSource).
 	Image ImageSource
+	// Resolver is the memo of the plan's path walks (see
+	// pathguard.Resolver): the caller may pass the one it checked the
+	// policy's paths with (devenv.Gather), so that the plan walks each
+	// host directory once. nil: Run makes a new one.
+	Resolver *pathguard.Resolver
 	// protect tunes the protection of the writable directories for
 	// in-package tests (zero: as every run has it). Only Linux's
 	// mechanisms protect paths this way.
@@ -660,6 +666,9 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, err
 	}
 	p = p.WithDefaults()
+	if opts.Resolver == nil {
+		opts.Resolver = pathguard.NewResolver()
+	}
 	if err := checkHost(p, opts); err != nil {
 		return nil, err
 	}
@@ -953,7 +962,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 		}
 		p = filepath.Clean(p)
 		out := []string{p}
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+		if r, ok := resolvedPath(opts.Resolver, p); ok && r != p {
 			out = append(out, r)
 		}
 		return out
@@ -967,6 +976,18 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 	return h
 }
 
+// resolvedPath is filepath.EvalSymlinks of p through rv's memo (nil: none):
+// the path p resolves to, and whether it exists. A p that is not absolute
+// and clean is resolved by EvalSymlinks itself.
+func resolvedPath(rv *pathguard.Resolver, p string) (string, bool) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		r, err := filepath.EvalSymlinks(p)
+		return r, err == nil
+	}
+	r, err := rv.Resolve(p)
+	return r.Path, err == nil && r.Exists
+}
+
 // checkHost refuses a writable directory of p that exposes the system or
 // the caller's own state (policy.Host.CheckWritable), at either spelling:
 // as given and resolved.
@@ -976,7 +997,7 @@ func checkHost(p policy.Policy, opts Options) error {
 		if err := h.CheckWritable(w, w); err != nil {
 			return err
 		}
-		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+		if r, ok := resolvedPath(opts.Resolver, w); ok && r != w {
 			if err := h.CheckWritable(w, r); err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -51,14 +52,15 @@ var (
 )
 
 // findBwrap resolves the bwrap to use, refusing one inside a writable dir.
-func findBwrap(want string, writable []string) (string, error) {
-	return findTool(toolBwrap, want, writable)
+func findBwrap(rv *pathguard.Resolver, want string, writable []string) (string, error) {
+	return findTool(rv, toolBwrap, want, writable)
 }
 
 // findTool resolves a mechanism's binary: want, or t.name on PATH; one
 // that lies in a writable directory (as named or resolved) is refused:
-// the command could replace it for the next run.
-func findTool(t tool, want string, writable []string) (string, error) {
+// the command could replace it for the next run. Links are resolved
+// through rv's memo (nil: none).
+func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (string, error) {
 	path := want
 	if path == "" {
 		var err error
@@ -71,13 +73,13 @@ func findTool(t tool, want string, writable []string) (string, error) {
 	if err != nil {
 		return "", &SetupError{What: t.name + " path " + path, Why: err.Error(), Fix: "pass an absolute " + t.flag + " PATH"}
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := resolveTool(rv, abs)
 	if err != nil {
 		return "", &SetupError{What: t.name + " not found at " + abs, Why: errText(err), Fix: strings.Replace(t.install, ", dnf install bubblewrap", "", 1)}
 	}
 	for _, w := range writable {
-		wr, err := filepath.EvalSymlinks(w)
-		if err != nil {
+		wr, ok := resolvedPath(rv, w)
+		if !ok {
 			wr = w
 		}
 		for _, cand := range []string{abs, real} {
@@ -89,6 +91,19 @@ func findTool(t tool, want string, writable []string) (string, error) {
 		}
 	}
 	return real, nil
+}
+
+// resolveTool is filepath.EvalSymlinks of the absolute, clean abs through
+// rv's memo: a missing abs is an error wrapping fs.ErrNotExist.
+func resolveTool(rv *pathguard.Resolver, abs string) (string, error) {
+	r, err := rv.Resolve(abs)
+	if err != nil {
+		return "", err
+	}
+	if !r.Exists {
+		return "", &fs.PathError{Op: "lstat", Path: r.Path, Err: fs.ErrNotExist}
+	}
+	return r.Path, nil
 }
 
 func reasonOf(s string) string {

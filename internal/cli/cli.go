@@ -148,6 +148,7 @@ func fail(w io.Writer, err error) int {
 
 type runFlags struct {
 	fs                          *pflag.FlagSet
+	walks                       *pathguard.Resolver // the invocation's memo of path walks; nil: none
 	workdir                     string
 	write, read, protect, env   []string
 	passEnv, allowHost, llmEnv  []string

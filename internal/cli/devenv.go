@@ -8,15 +8,17 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
-// otherUID is devenv.Reachable when the command runs as another uid than
-// sandbox-run (as root it runs as --user or 65534), nil otherwise.
-func otherUID() func(string) bool {
+// otherUID is devenv.Reachable through rv's memo when the command runs as
+// another uid than sandbox-run (as root it runs as --user or 65534), nil
+// otherwise.
+func otherUID(rv *pathguard.Resolver) func(string) bool {
 	if os.Geteuid() == 0 {
-		return devenv.Reachable
+		return func(d string) bool { return devenv.Reachable(rv, d) }
 	}
 	return nil
 }

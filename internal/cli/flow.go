@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"io"
 	"os"
 
@@ -64,9 +65,13 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 			return nil, failClient(stdio, err), true
 		}
 	}
+	// One memo of path walks for the workdir, devenv and the plan
+	// (pathguard.Resolver).
+	rv := pathguard.NewResolver()
+	f.walks = rv
 	p, err := f.policy(os.Getwd)
 	if err == nil && f.devEnv {
-		devenv.Gather(p, os.LookupEnv, otherUID()).Apply(&p)
+		devenv.Gather(rv, p, os.LookupEnv, otherUID(rv)).Apply(&p)
 	}
 	if err == nil {
 		err = p.Validate()
@@ -89,6 +94,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 		LookupEnv:  os.LookupEnv,
 		Init:       initBinary(),
 		MapOwner:   f.mapOwner,
+		Resolver:   rv,
 	}
 	if pr.opts.Image, err = f.image.source(); err != nil {
 		return nil, failClient(stdio, err), true

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -157,7 +159,7 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		if err == nil {
 			// $PWD may name the directory through a symlink; the sandbox
 			// binds the directory itself, at its real path.
-			wd, err = filepath.EvalSymlinks(wd)
+			wd, err = realDir(f.walks, wd)
 		}
 		if err != nil {
 			return p, fmt.Errorf("cannot read the current directory: %w; fix: pass --workdir DIR", err)
@@ -165,6 +167,19 @@ func (f *runFlags) policy(getwd func() (string, error)) (policy.Policy, error) {
 		p.Workdir = wd
 	}
 	return f.applySettingsAndPresets(p)
+}
+
+// realDir is filepath.EvalSymlinks of the directory wd, through rv's memo
+// when wd is absolute and clean (as Getwd gives it).
+func realDir(rv *pathguard.Resolver, wd string) (string, error) {
+	if rv == nil || !filepath.IsAbs(wd) || filepath.Clean(wd) != wd {
+		return filepath.EvalSymlinks(wd)
+	}
+	r, err := rv.Resolve(wd)
+	if err == nil && !r.Exists {
+		err = &fs.PathError{Op: "lstat", Path: r.Path, Err: fs.ErrNotExist}
+	}
+	return r.Path, err
 }
 
 // absPaths makes each path of a repeatable --flag absolute. Paths from
