@@ -86,13 +86,21 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Everything CI runs. SANDBOX_REQUIRE=1 turns every "cannot run bwrap here"
-# skip into a failure.
+# skip into a failure. The fuzzers (a fixed time each, CPU-bound) run beside
+# the race lane (mostly waiting on sandboxes), not after it; the fuzzers'
+# output is printed when both have ended, and either failing fails the run.
 test: deps mcp-deps build vet lint
 	@if [ "$$(id -u)" = 0 ]; then scripts/container-rootfs.sh >/dev/null; fi
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestSoak$$' ./...
 	$(MAKE) --no-print-directory soak
-	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory test-race
+	@log=$$(mktemp); \
+	$(MAKE) --no-print-directory fuzz >"$$log" 2>&1 & fuzz=$$!; \
+	race=0; $(MAKE) --no-print-directory test-race || race=$$?; \
+	f=0; wait $$fuzz || f=$$?; \
+	echo "== make fuzz (its output)"; cat "$$log"; rm -f "$$log"; \
+	[ $$f -eq 0 ] || echo "make fuzz failed ($$f)"; \
+	[ $$race -eq 0 ] || echo "make test-race failed ($$race)"; \
+	[ $$f -eq 0 ] && [ $$race -eq 0 ]
 
 # The node proxy under 500 clients for 60 s and 20,000 requests (root: the
 # upstream is a test host in a network namespace), verbose so that its
