@@ -326,12 +326,14 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// The terminator exists before the first connection is served: a
+	// CONNECT that found it nil would be tunnelled past the L7 rules.
 	if p.l7 != nil {
 		s.term = s.newTerminator()
 		defer s.term.stop()
 	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 
 	var err error
 	select {

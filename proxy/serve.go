@@ -69,7 +69,11 @@ func (s *session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		writeConnectRefusal(w, r, d)
 		return
 	}
-	if s.term != nil && s.p.l7.terminates(d.t) {
+	if s.p.l7.terminates(d.t) {
+		if s.term == nil { // Serve makes it before it serves; never tunnel past the rules
+			writeResponse(w, failedResponse(r, "CONNECT "+r.URL.Host, errors.New("the TLS terminator is not running")))
+			return
+		}
 		s.terminate(w, r, d)
 		return
 	}

@@ -45,6 +45,9 @@ const (
 	reasonHook          = "hook-refused"        // Config.RequestHook refused
 	reasonUnverified    = "upstream-unverified" // the upstream's certificate did not verify
 	reasonUpstreamError = "upstream-failed"     // any other upstream failure
+	// reasonTerminatedDirect: a transparent (non-proxy) connection to a
+	// host the proxy terminates, which would pass its rules unjudged.
+	reasonTerminatedDirect = "terminated-direct"
 )
 
 // l7 is what the proxy needs to terminate TLS and judge requests: fixed

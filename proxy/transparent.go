@@ -54,6 +54,15 @@ func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort)
 	p := t.s.p
 	d := p.decideAddr(name, dst)
 	d.method = "TCP"
+	if d.refusal == nil && p.l7.terminates(d.t) {
+		// A host the proxy terminates (an --allow-http rule or a
+		// --secret names it) is reached only through the proxy, which
+		// judges each request: a direct connection would carry requests
+		// past the rules.
+		d.refusal = &refusal{reason: reasonTerminatedDirect, status: http.StatusForbidden,
+			rule: d.t.String() + " has --allow-http rules or a --secret: only requests through the proxy are judged",
+			fix:  "connect through the proxy (HTTPS_PROXY is set inside; curl, git, pip and npm use it)"}
+	}
 	p.record(d)
 	if d.refusal != nil {
 		return nil, refusedErr(d.refusal)

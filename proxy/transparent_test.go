@@ -108,3 +108,43 @@ func TestDecideAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestTransparentTerminatedRefused: a host the proxy terminates (an
+// --allow-http rule names it) is refused to a transparent connection,
+// which would carry requests past the rules, with the reason and the way
+// through the proxy named. Control: the same host allowed by --allow-host
+// alone is dialled (refused only by the dial, not by the judge).
+func TestTransparentTerminatedRefused(t *testing.T) {
+	dst := netip.MustParseAddrPort("93.184.216.34:443")
+	for _, c := range []struct {
+		cfg    Config
+		reason string
+	}{
+		{Config{HTTPRules: []string{"GET api.test/repos/**"}}, reasonTerminatedDirect},
+		{Config{Allow: []string{"api.test"}}, ""},
+	} {
+		p, err := New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.ownAddrs = func() ([]netip.Addr, error) { return nil, nil }
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := p.Transparent(ctx)
+		// The control's dial goes nowhere: an address of TEST-NET that the
+		// dialer is stopped from reaching by an already cancelled context.
+		dctx, dcancel := context.WithCancel(ctx)
+		dcancel()
+		conn, err := tr.Dial(dctx, "api.test", dst)
+		cancel()
+		if conn != nil {
+			conn.Close()
+		}
+		var r *Refused
+		switch {
+		case c.reason != "" && (!errors.As(err, &r) || r.Reason != c.reason || !strings.Contains(r.Fix, "proxy")):
+			t.Errorf("%v: %v, want a %s refusal that names the proxy", c.cfg, err, c.reason)
+		case c.reason == "" && errors.As(err, &r):
+			t.Errorf("control %v: refused %s by the judge, want it dialled", c.cfg, r.Reason)
+		}
+	}
+}
