@@ -80,17 +80,8 @@ next:
 func TestTransparentTCP(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t)
-	h := sandboxtest.NewTestHost(t, 2)
-	w := sandboxtest.WorkDir(t)
+	h, w, hp := oddPortHost(t)
 	odd := sandboxtest.OddPort
-	hp := fmt.Sprintf("%s:%d", h.Addr, odd)
-
-	t.Run("control: unconfined reaches the service", func(t *testing.T) {
-		r := unconfined(t, w, rawTCP(h.Addr.String(), odd))
-		if !strings.Contains(r.stdout, sandboxtest.OddGreeting) {
-			t.Fatalf("the odd-port service is unreachable unconfined (untested): %q %q", r.stdout, r.stderr)
-		}
-	})
 	t.Run("allowed by address", func(t *testing.T) {
 		audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
 		r := sandboxed(t, w, rawTCP(h.Addr.String(), odd), "--allow-host", hp, "--audit", audit)
@@ -280,4 +271,21 @@ func TestTransparentReport(t *testing.T) {
 	if !named {
 		t.Errorf("landlock's losses do not name transparent egress: %+v", v.Losses)
 	}
+}
+
+// oddPortHost starts a test host (index 2) whose odd-port service
+// greets, and runs the control every transparent TCP test shares: from
+// an unconfined process the service is reached. It returns the host, a
+// workdir and the service's host:port.
+func oddPortHost(t *testing.T) (sandboxtest.TestHost, string, string) {
+	t.Helper()
+	h := sandboxtest.NewTestHost(t, 2)
+	w := sandboxtest.WorkDir(t)
+	t.Run("control: unconfined reaches the service", func(t *testing.T) {
+		r := unconfined(t, w, rawTCP(h.Addr.String(), sandboxtest.OddPort))
+		if !strings.Contains(r.stdout, sandboxtest.OddGreeting) {
+			t.Fatalf("the odd-port service is unreachable unconfined (untested): %q %q", r.stdout, r.stderr)
+		}
+	})
+	return h, w, fmt.Sprintf("%s:%d", h.Addr, sandboxtest.OddPort)
 }
