@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestCheckHost(t *testing.T) {
@@ -416,5 +417,59 @@ func TestChildDir(t *testing.T) {
 		if _, err := d.ChildDir(bad, uid, gid); err == nil {
 			t.Errorf("ChildDir(%q) accepted", bad)
 		}
+	}
+}
+
+// TestListenUnixNeverShowsUmaskMode: the socket appears at its path only
+// with the mode asked for; nothing watching the directory sees it there
+// first with the umask's mode and then changed (CI once stat'ed a proxy's
+// socket in that window and found 0755). The control binds and chmods at
+// the final name, as a naive listener does, and the watch must see that
+// change, or the case is untested.
+func TestListenUnixNeverShowsUmaskMode(t *testing.T) {
+	attribAt := func(dir, name string, listen func(p string) (net.Listener, error)) bool {
+		t.Helper()
+		fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_ATTRIB|syscall.IN_CREATE|syscall.IN_MOVED_TO); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := listen(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		buf := make([]byte, 64<<10)
+		n, _ := syscall.Read(fd, buf)
+		seen := false
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			b := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+int(ev.Len)]
+			if strings.TrimRight(string(b), "\x00") == name && ev.Mask&syscall.IN_ATTRIB != 0 {
+				seen = true
+			}
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+		}
+		return seen
+	}
+	dir := t.TempDir()
+	naive := func(p string) (net.Listener, error) {
+		ln, err := net.Listen("unix", p)
+		if err == nil {
+			err = os.Chmod(p, 0o660)
+		}
+		return ln, err
+	}
+	if !attribAt(dir, "naive.sock", naive) {
+		t.Fatal("control: a chmod at the final name was not seen (untested)")
+	}
+	if attribAt(dir, "p.sock", func(p string) (net.Listener, error) { return ListenUnixAs(p, 0o660, -1, os.Getegid()) }) {
+		t.Error("ListenUnix changed the socket's mode or owner at its final name")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
 	}
 }

@@ -56,18 +56,32 @@ func ListenUnixAs(p string, perm os.FileMode, uid, gid int) (net.Listener, error
 		}
 		unix.Unlinkat(dfd, name, 0)
 	}
-	ln, err := net.Listen("unix", via)
+	// Bound under a private name and moved into place once its mode and
+	// owner are set, so that nobody who watches p ever finds the socket
+	// there with the umask's mode (a client that connected in that window
+	// would be refused, or let in, by a mode nobody asked for).
+	tmp := fmt.Sprintf(".%s.%d.%d", name, os.Getpid(), time.Now().UnixNano())
+	ln, err := net.Listen("unix", "/proc/self/fd/"+strconv.Itoa(dfd)+"/"+tmp)
 	if err != nil {
 		return nil, &fs.PathError{Op: "listen", Path: p, Err: errors.Unwrap(err)}
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	l := &unixListener{Listener: ln, dfd: dfd, name: name}
+	l := &unixListener{Listener: ln, dfd: dfd, name: tmp}
+	ok = true // from here l.Close closes dfd
 	if err := l.chmod(p, perm, uid, gid); err != nil {
 		l.Close()
-		ok = true // l.Close closed dfd
 		return nil, err
 	}
-	ok = true
+	// RENAME_NOREPLACE: a socket someone else bound at p since the probe
+	// above is theirs, never replaced.
+	if err := unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE); err != nil {
+		l.Close()
+		if errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("pathguard: %s: %w", p, ErrInUse)
+		}
+		return nil, &fs.PathError{Op: "rename", Path: p, Err: err}
+	}
+	l.name = name
 	return l, nil
 }
 
