@@ -77,12 +77,14 @@ func (r *bwRun) start() (*bwProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gateW *os.File
+	// The gate the command waits at until the watch opens it (onReady):
+	// the trampoline's in the init slot, fd 7; init's after the binds.
+	gateR, gateW, err := r.pipe()
+	if err != nil {
+		return nil, err
+	}
 	if r.fast {
-		// The init slot, fd 7, is the trampoline's gate.
-		if self, gateW, err = r.pipe(); err != nil {
-			return nil, err
-		}
+		self = gateR
 	}
 	if err := cloexecInherited(); err != nil {
 		return nil, err
@@ -96,8 +98,8 @@ func (r *bwRun) start() (*bwProc, error) {
 	o := r.opts
 	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
 	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.files...)
-	if r.nw != nil && r.nw.tun != nil {
-		files = append(files, r.nw.tun.gateR) // init's gate (command sets GateFD)
+	if !r.fast {
+		files = append(files, gateR) // init's gate (command sets GateFD)
 	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	stream, err := r.forkBwrap(files, bp)
@@ -112,13 +114,8 @@ func (r *bwRun) start() (*bwProc, error) {
 	for _, f := range []*os.File{argsR, statusW, infoW, capW, secR} {
 		f.Close()
 	}
-	if r.fast {
-		self.Close()
-	}
+	gateR.Close()
 	r.pl.close()
-	if r.nw != nil && r.nw.tun != nil {
-		r.nw.tun.gateR.Close()
-	}
 	go func() {
 		argsW.Write(stream)
 		argsW.Close()
@@ -275,7 +272,7 @@ type bwWatch struct {
 	relayDone chan struct{}
 	statusCh  chan *initproc.Status
 	pidCh     chan bwInfo
-	readyCh   chan struct{} // the trampoline waits at its gate
+	readyCh   chan struct{} // the trampoline or init waits at its gate
 
 	initPID int // the sandbox's PID 1 as the host sees it
 	seenUID int // its host uid, -1 unread
@@ -321,15 +318,16 @@ func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
 }
 
 // readStatus reads the status of init (one JSON line) or of the
-// trampoline (its first line, "ready" at the gate, is passed on at once);
-// nil when there is none (the sandbox never got that far).
+// trampoline; the first line of either, "ready" at the gate, is passed
+// on at once. It sends nil when there is none (the sandbox never got
+// that far).
 func (w *bwWatch) readStatus() {
 	br := bufio.NewReader(io.LimitReader(w.bp.statusR, 1<<20))
-	var head []byte
-	if w.r.fast {
-		head, _ = br.ReadBytes('\n')
-		if string(bytes.TrimSpace(head)) == "ready" {
-			w.readyCh <- struct{}{}
+	head, _ := br.ReadBytes('\n')
+	if string(bytes.TrimSpace(head)) == "ready" {
+		w.readyCh <- struct{}{}
+		if !w.r.fast {
+			head = nil
 		}
 	}
 	rest, _ := io.ReadAll(br)
@@ -352,8 +350,10 @@ func (w *bwWatch) readStatus() {
 	}
 }
 
-// onReady reads the kernel's view of the trampoline waiting at its gate
-// and opens the gate, or keeps it shut and ends the sandbox.
+// onReady sets the inotify ceiling while the command's process waits at
+// its gate and opens the gate; on the fast path it first reads the
+// kernel's view of the trampoline there, and keeps the gate shut and
+// ends the sandbox when that is not what the plan says.
 func (w *bwWatch) onReady() {
 	w.readyCh = nil
 	defer w.bp.gate.Close()
@@ -364,6 +364,14 @@ func (w *bwWatch) onReady() {
 	if w.initPID <= 0 {
 		w.gateErr = errors.New("bwrap did not report the sandbox's PID 1")
 		unix.Kill(w.bp.pid, unix.SIGKILL)
+		return
+	}
+	if !w.r.fast {
+		// Init runs, so the user namespace the command will have is
+		// complete (bwrap has written its maps): the ceiling holds from
+		// the command's first instruction.
+		w.setInotify()
+		w.bp.gate.WriteString("go\n")
 		return
 	}
 	tpid := commandPID(w.initPID)
@@ -444,9 +452,6 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 		if w.readOOM(commandPID(w.initPID)) != nil {
 			w.readOOM(w.initPID)
 		}
-		// init does not wait: setInotify checks what the sandbox
-		// already holds.
-		w.setInotify()
 	}
 	for _, s := range w.pending {
 		w.send(s)
@@ -501,7 +506,7 @@ func (w *bwWatch) loop() {
 // setInotify sets the inotify ceiling in the sandbox's user namespace.
 // The ceiling is a default no flag asked for, so one that cannot be held
 // (bwrap cannot join the namespace, as in a container without
-// CAP_SYS_PTRACE; or the command held more before init's path set it)
+// CAP_SYS_PTRACE)
 // does not end the run: it is kept in w.inotifyLost, and the report names
 // the ceiling as not held, with why.
 func (w *bwWatch) setInotify() {

@@ -193,9 +193,6 @@ func (r *bwRun) network(ctx context.Context) error {
 	if err := nw.planTransparent(); err != nil {
 		return err
 	}
-	if nw.tun != nil {
-		r.undo.push(nw.tun.close)
-	}
 	return nil
 }
 
@@ -279,12 +276,11 @@ func (r *bwRun) command(context.Context) error {
 	// An image's command is found in the image's tree by init, not on
 	// the host's paths the fast path resolves it against.
 	r.fast = len(initCfg.Forward)+len(initCfg.Publish) == 0 && !shimOnly && !initCfg.TTY && r.img == nil
-	if r.nw != nil && r.nw.tun != nil {
-		// Init's go-ahead, after every bind descriptor (see start).
-		initCfg.GateFD = fdBinds + len(r.pl.files)
-	}
 	head := []string{r.path, "--args", fmt.Sprint(fdArgs), "--"}
 	if !r.fast {
+		// Init's go-ahead, after every bind descriptor (see start): the
+		// watch opens it once init runs (onReady).
+		initCfg.GateFD = fdBinds + len(r.pl.files)
 		initCfg.Rlimits = r.lim.Rlimits
 		r.argv = append(append(head, fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg), initCfg.Args()...)
 		return nil

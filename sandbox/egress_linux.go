@@ -30,9 +30,7 @@ var (
 // transparent is a run's transparent egress, planned before bwrap starts
 // and attached when the network namespace helper hands over the device
 // (startTransparent).
-type transparent struct {
-	gateR, gateW *os.File // init waits on gateR until the device is served
-}
+type transparent struct{}
 
 // planTransparent decides whether the run gets transparent egress: with
 // the built-in proxy (its allow-list is the policy the netstack asks)
@@ -53,11 +51,7 @@ func (n *network) planTransparent() error {
 	if err := n.bindResolver(); err != nil {
 		return err
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
-	}
-	n.tun = &transparent{gateR: r, gateW: w}
+	n.tun = &transparent{}
 	n.egress = Transparent{Enabled: true}
 	return nil
 }
@@ -93,11 +87,10 @@ func tunUnusable(err error) string {
 }
 
 // attachTransparent starts the netstack over the sandbox's TUN device f
-// (which it owns from then on) with the built-in proxy's judgement, and
-// opens init's gate.
+// (which it owns from then on) with the built-in proxy's judgement. It
+// is served before bwrap's watch opens init's gate (onReady), so the
+// command's first connection finds it.
 func (n *network) attachTransparent(f *os.File, log *slog.Logger) error {
-	t := n.tun
-	defer t.gateW.Close()
 	fd, err := dupNonblock(f)
 	if err != nil {
 		return setupErr("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
@@ -108,7 +101,7 @@ func (n *network) attachTransparent(f *os.File, log *slog.Logger) error {
 		return setupErr("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
 	}
 	n.serve(st.Serve, log, "netstack")
-	return t.open()
+	return nil
 }
 
 // netstackConfig is the netstack of a run's transparent egress over the
@@ -127,22 +120,13 @@ func (n *network) netstackConfig(fd int, mtu uint32, vnet bool, log *slog.Logger
 	}
 }
 
-// loseTransparent records that the device could not be made (why), and
-// opens init's gate: transparent egress is lost, not the run. The command
+// loseTransparent records that the device could not be made (why):
+// transparent egress is lost, not the run. The command
 // starts with the proxy alone, in bwrap's own empty network namespace,
 // and the report says why (n.egress).
 func (n *network) loseTransparent(why string, log *slog.Logger) error {
 	n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + why + "): only the HTTP proxy variables work"}
 	log.Warn("transparent egress lost", "why", why)
-	defer n.tun.gateW.Close()
-	return n.tun.open()
-}
-
-// open lets init start the command.
-func (t *transparent) open() error {
-	if _, err := t.gateW.WriteString("go\n"); err != nil {
-		return setupErr("cannot start the command", "init's gate: "+err.Error(), "report this as a bug in sandbox-run")
-	}
 	return nil
 }
 
@@ -164,14 +148,6 @@ func dupNonblock(f *os.File) (int, error) {
 }
 
 func (t *transparent) String() string { return fmt.Sprintf("transparent egress via %s", tunName) }
-
-// close releases both ends of init's gate (start closes the child's end
-// once bwrap holds it; attachTransparent or loseTransparent the other
-// once it has spoken).
-func (t *transparent) close() {
-	t.gateR.Close()
-	t.gateW.Close()
-}
 
 // transparentReport is the report's Transparent of a bwrap run.
 func (n *network) transparentReport() *Transparent {

@@ -23,13 +23,14 @@ const inotifyTimeout = 10 * time.Second
 // single-threaded process, which a Go program is not: so a second bwrap,
 // the caller's (the namespace's owner, or root), joins it (--userns) with
 // that one capability and runs the sysctl script, which reads both values
-// back. It runs once the sandbox's first process has started (bwrap has
-// written the namespace's maps by then; before, the helper's uid may not
-// be mapped and bwrap fails with EOVERFLOW). Then it counts the instances
-// the sandbox already holds: on init's path the command may have started
-// before the ceiling was set, and more than the ceiling held then would
-// be kept; that fails too. A sandbox that has already ended (its PID 1
-// gone: a short command) holds nothing, and that is no failure.
+// back. It runs while the sandbox's first process (init, or the fast
+// path's trampoline) waits at its gate: bwrap has written the
+// namespace's maps by then (before, the helper's uid may not be mapped
+// and bwrap fails with EOVERFLOW), and the command has not started. Then
+// it counts the instances the sandbox already holds, which should be
+// none: more than the ceiling held then would be kept, and that fails
+// too. A sandbox that has already ended (its PID 1 gone) holds nothing,
+// and that is no failure.
 func (r *bwRun) setInotify(ctx context.Context, pid int) error {
 	if r.inotify == (limits.Inotify{}) {
 		return nil

@@ -81,6 +81,10 @@ func Main(args []string) int {
 		return 125
 	}
 	if c.GateFD > 2 {
+		// "ready" first: the launcher knows init runs (so the user
+		// namespace the command will have is complete) and sets what it
+		// sets from outside, such as the inotify ceiling, before "go".
+		status.WriteString("ready\n")
 		if err := waitGate(c.GateFD); err != nil {
 			report(Status{Error: err.Error(), Exit: 125})
 			return 125
@@ -360,7 +364,7 @@ func waitGate(fd int) error {
 	b := make([]byte, 3)
 	n, _ := io.ReadFull(f, b)
 	if string(b[:n]) != "go\n" {
-		return errors.New("the launcher did not set up the sandbox's network (init's gate closed)")
+		return errors.New("the launcher did not let the command start (init's gate closed)")
 	}
 	return nil
 }

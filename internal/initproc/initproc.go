@@ -148,10 +148,12 @@ type Config struct {
 	// foreground job.
 	TTY bool
 	// GateFD, when above 2, is a descriptor init reads before it starts
-	// the command: "go" lets it start; anything else (an end of file:
-	// the launcher gave up) ends init with status 125 and the command
-	// never runs. The launcher uses it to set up the sandbox's network
-	// (transparent egress) from outside first.
+	// the command, after it wrote "ready" and a newline on the status
+	// descriptor: "go" lets it start; anything else (an end of file: the
+	// launcher gave up) ends init with status 125 and the command never
+	// runs. The launcher uses it to set up from outside what must hold
+	// before the command's first instruction: the sandbox's network
+	// (transparent egress) and the inotify ceiling of its user namespace.
 	GateFD int
 	// Tun, when set, asks init to make the TUN device of transparent
 	// egress itself (tier 2, where the device is gVisor's and cannot be
