@@ -63,32 +63,9 @@ func Main(args []string) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, f := range c.Forward {
-		if err := startForward(ctx, f); err != nil {
-			report(Status{Error: err.Error(), Exit: 125})
-			return 125
-		}
-	}
-	for _, f := range c.Publish {
-		if err := forwarder.Publish(ctx, f.Socket, f.Port); err != nil {
-			report(Status{Error: err.Error(), Exit: 125})
-			return 125
-		}
-	}
-
-	if err := setUpTun(c.Tun); err != nil {
+	if err := prepare(ctx, c, status); err != nil {
 		report(Status{Error: err.Error(), Exit: 125})
 		return 125
-	}
-	if c.GateFD > 2 {
-		// "ready" first: the launcher knows init runs (so the user
-		// namespace the command will have is complete) and sets what it
-		// sets from outside, such as the inotify ceiling, before "go".
-		status.WriteString("ready\n")
-		if err := waitGate(c.GateFD); err != nil {
-			report(Status{Error: err.Error(), Exit: 125})
-			return 125
-		}
 	}
 	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
@@ -105,6 +82,33 @@ func Main(args []string) int {
 	report(st)
 	go relay(sigs, pid)
 	return reap(pid)
+}
+
+// prepare does what must be in place before the command starts: the
+// forwarders, the published ports, the TUN device, and, with a gate,
+// "ready" on status and the launcher's "go".
+func prepare(ctx context.Context, c Config, status *os.File) error {
+	for _, f := range c.Forward {
+		if err := startForward(ctx, f); err != nil {
+			return err
+		}
+	}
+	for _, f := range c.Publish {
+		if err := forwarder.Publish(ctx, f.Socket, f.Port); err != nil {
+			return err
+		}
+	}
+	if err := setUpTun(c.Tun); err != nil {
+		return err
+	}
+	if c.GateFD <= 2 {
+		return nil
+	}
+	// "ready" first: the launcher knows init runs (so the user namespace
+	// the command will have is complete) and sets what it sets from
+	// outside, such as the inotify ceiling, before "go".
+	status.WriteString("ready\n")
+	return waitGate(c.GateFD)
 }
 
 // start starts the command as c says, with the real standard error, and
