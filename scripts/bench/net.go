@@ -85,6 +85,11 @@ type fetchResult struct {
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`
 	LatNS   []int64 `json:"lat_ns"`
+	// CPU is not fetch's own: netRun fills it with the CPU time of the
+	// variant's process tree (the command it started and every
+	// descendant waited for: for transparent egress, sandbox-run and the
+	// client inside; the test host and a separate proxy not counted).
+	CPU time.Duration `json:"-"`
 }
 
 // fetchMain is the hidden mode `fetch -url URL -n N`: N sequential GETs
@@ -358,6 +363,7 @@ func netRun(v netVariant, fetchArgs []string, timeout time.Duration) (fetchResul
 	if err := json.Unmarshal(line, &r); err != nil {
 		return fetchResult{}, fmt.Errorf("fetch output %q: %v (stderr: %s)", out.String(), err, lastLines(stderr.String(), 5))
 	}
+	r.CPU = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 	return r, nil
 }
 
@@ -366,6 +372,7 @@ func netRun(v netVariant, fetchArgs []string, timeout time.Duration) (fetchResul
 type netResults struct {
 	size       int64
 	throughput map[string][]float64
+	cpuPerGiB  map[string][]float64 // CPU seconds of the process tree per GiB (fetchResult.CPU)
 	latency    map[string]sample
 	failed     map[string]error
 }
@@ -375,7 +382,7 @@ type netResults struct {
 // the variants; every fetch is bounded by a timeout, the whole by the
 // deadline (checked between rounds).
 func measureNet(vs []netVariant, h *testHost, size int64, rounds, latRounds, latN int, deadline time.Time) netResults {
-	res := netResults{size: size, throughput: map[string][]float64{}, latency: map[string]sample{}, failed: map[string]error{}}
+	res := netResults{size: size, throughput: map[string][]float64{}, cpuPerGiB: map[string][]float64{}, latency: map[string]sample{}, failed: map[string]error{}}
 	dl := []string{"-url", h.url(fmt.Sprintf("/bytes?n=%d", size))}
 	for r := 0; r < rounds; r++ {
 		if r > 0 && time.Now().After(deadline) {
@@ -396,6 +403,7 @@ func measureNet(vs []netVariant, h *testHost, size int64, rounds, latRounds, lat
 				continue
 			}
 			res.throughput[v.name] = append(res.throughput[v.name], float64(fr.Bytes)/(1<<20)/fr.Seconds)
+			res.cpuPerGiB[v.name] = append(res.cpuPerGiB[v.name], fr.CPU.Seconds()/(float64(fr.Bytes)/(1<<30)))
 		}
 	}
 	lat := []string{"-url", h.url("/ok"), "-n", fmt.Sprint(latN)}

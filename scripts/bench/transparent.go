@@ -228,11 +228,13 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 		return 1
 	}
 	direct := median(res.throughput[nDirect])
-	fmt.Printf("%-72s %12s %12s %12s %8s  (n=%d, interleaved)\n", "download", "median MiB/s", "min", "max", "/direct", rounds)
+	fmt.Printf("%-72s %12s %12s %12s %8s %10s  (n=%d, interleaved)\n", "download", "median MiB/s", "min", "max", "/direct", "CPU s/GiB", rounds)
 	for _, v := range vs {
 		t := res.throughput[v.name]
-		fmt.Printf("%-72s %12.0f %12.0f %12.0f %7.2fx\n", v.name, median(t), slices.Min(t), slices.Max(t), median(t)/direct)
+		fmt.Printf("%-72s %12.0f %12.0f %12.0f %7.2fx %10.2f\n", v.name, median(t), slices.Min(t), slices.Max(t), median(t)/direct, median(res.cpuPerGiB[v.name]))
 	}
+	fmt.Println("(CPU s/GiB: median CPU time of the variant's process tree per GiB: the client's, and sandbox-run's for transparent egress;\n" +
+		" the test host's and the straight-through proxy's not counted. On a loaded machine it moves less than the throughput.)")
 	fmt.Printf("%-72s %12s %12s %12s\n", "connection set-up", "p50", "p99", "max")
 	for _, name := range append([]string{nDirect, nTransparent}, names(bins)...) {
 		t := conn[name]
