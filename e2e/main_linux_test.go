@@ -35,7 +35,15 @@ func runEnv(t *testing.T, env []string, stdin string, args ...string) result {
 // runBin is runEnv with the sandbox-run binary sbx.
 func runBin(t *testing.T, sbx string, env []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return runBinWithin(t, 60*time.Second, sbx, env, stdin, args...)
+}
+
+// runBinWithin is runBin bounded by d: past it sandbox-run is killed and
+// the test fails saying so (a bound, not a time asserted: it keeps a
+// hung run from holding the suite).
+func runBinWithin(t *testing.T, d time.Duration, sbx string, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	c := exec.CommandContext(ctx, sbx, args...)
 	c.Env = append(os.Environ(), env...)
@@ -43,6 +51,9 @@ func runBin(t *testing.T, sbx string, env []string, stdin string, args ...string
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	err := c.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("sandbox-run %v did not end within the test's bound of %v and was killed; stdout %q, stderr %q", args, d, o.String(), e.String())
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode() // -1 if sandbox-run itself died of a signal

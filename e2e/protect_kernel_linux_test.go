@@ -42,7 +42,9 @@ func inSandbox(t *testing.T, env []string, w, script string, extra ...string) re
 	t.Helper()
 	args := append([]string{"run", "--workdir", w}, extra...)
 	args = append(args, "--", "sh", "-c", script)
-	return runEnv(t, env, "", args...)
+	// Real tools (a cold go build, npm) under a loaded CI machine's two
+	// cores took more than runEnv's 60 s once.
+	return runBinWithin(t, 240*time.Second, bin, env, "", args...)
 }
 
 // hostGit runs the host's git in dir as a user would (safe.directory
