@@ -162,7 +162,7 @@ func (r *bwRun) protection(context.Context) error {
 		// session's and caches' directories: walk them afresh.
 		rv = pathguard.NewResolver()
 	}
-	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.protect, func() (*plan, error) {
+	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() (*plan, error) {
 		lent := ""
 		if r.opts.MapOwner {
 			lent = p.Workdir
