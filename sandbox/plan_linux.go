@@ -210,7 +210,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	// large tree are mostly the kernel listing directories: they run side
 	// by side. Their errors are reported in the same order as before.
 	scanned := make(chan error, 1)
-	go func() { scanned <- f.scanWritable(writable, own, defaultScanLimits) }()
+	go func() { scanned <- f.scanWritable(rv, writable, own, defaultScanLimits) }()
 	perr := f.gatherProtect(p, g, writable)
 	serr := <-scanned
 	if err := cmp.Or(perr, serr); err != nil {

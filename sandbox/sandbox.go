@@ -972,7 +972,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
-	h.Own = hostOwn(p.UID)
+	h.Own = hostOwn(opts.Resolver, p.UID)
 	return h
 }
 

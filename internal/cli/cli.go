@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -387,8 +388,14 @@ func runOutcome(stdio IO, af *auditFile, res *sandbox.Result, err error) (code i
 }
 
 // checkWorkdir says in plain words why the workdir cannot be used.
-func checkWorkdir(wd string) error {
-	fi, err := os.Stat(wd)
+func checkWorkdir(rv *pathguard.Resolver, wd string) error {
+	var fi fs.FileInfo
+	var err error
+	if filepath.IsAbs(wd) && filepath.Clean(wd) == wd {
+		fi, err = rv.Stat(wd) // the walk of the workdir, in the memo
+	} else {
+		fi, err = os.Stat(wd)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("workdir %s does not exist; fix: create it (mkdir -p %s) or pass --workdir DIR", wd, wd)
