@@ -302,6 +302,26 @@ func TestOpenPrivateDir(t *testing.T) {
 	if _, err := os.Stat(at(root, "real/sandbox-run")); err == nil {
 		t.Error("made a directory through a link")
 	}
+	// Nor when what it leads to exists and is trusted (openTrusted's
+	// case): control, the same directory by its real path opens, and
+	// holds what was written there.
+	d, err = OpenPrivateDir(at(root, "real/sandbox-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.WriteFile("e.json", []byte("ok"))
+	d.Close()
+	if d, err = OpenPrivateDir(at(root, "real/sandbox-run")); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if b, err := d.ReadFile("e.json"); err != nil || string(b) != "ok" {
+		t.Errorf("reopened: %q %v, want what was written", b, err)
+	}
+	d.Close()
+	if d, err := OpenPrivateDir(at(root, "via/sandbox-run")); err == nil {
+		d.Close()
+		t.Error("opened an existing private dir through a link")
+	}
 }
 
 // As root, a directory of another owner is untrusted and rebuilt.
