@@ -320,6 +320,10 @@ type Options struct {
 type InitBinary struct {
 	Path    string
 	BuildID string
+	// Beside, when Path is empty, names the file in this executable's
+	// directory that Path is; it is looked up only when a run needs an
+	// init, so a run that needs none reads nothing for it.
+	Beside string
 }
 
 // Result is the outcome of a run whose sandbox was set up.

@@ -534,11 +534,8 @@ func initBinary() sandbox.InitBinary {
 	if InitBuildID == "" {
 		return sandbox.InitBinary{}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return sandbox.InitBinary{}
-	}
-	return sandbox.InitBinary{Path: filepath.Join(filepath.Dir(exe), "sandbox-run-init"), BuildID: InitBuildID}
+	// Found beside this executable only when a run needs an init.
+	return sandbox.InitBinary{Beside: "sandbox-run-init", BuildID: InitBuildID}
 }
 
 // dataDir is where sandbox-run keeps sessions' homes and shared caches:
