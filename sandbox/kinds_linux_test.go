@@ -79,3 +79,33 @@ func TestAbsentBelow(t *testing.T) {
 		t.Error("a path not below w was skipped")
 	}
 }
+
+// TestKindsSeededByTheWalk: the git walk keeps the listing of each
+// writable directory it starts from, and kinds seeded with it answers
+// from that listing without listing the directory again: a file removed
+// after the walk is still a file to the seeded kinds (the plan's one
+// snapshot), while unseeded kinds, the control, looks and finds it gone.
+func TestKindsSeededByTheWalk(t *testing.T) {
+	d := t.TempDir()
+	f := filepath.Join(d, ".bashrc")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(d, "sub"), 0o700)
+	g := findGit([]string{d}, walkBounds{})
+	if len(g.tops) != 1 || len(g.tops[d]) != 2 {
+		t.Fatalf("walk kept %v, want the two entries of %s", g.tops, d)
+	}
+	os.Remove(f)
+	var seeded, fresh kinds
+	seeded.seed(d, g.tops[d])
+	if k := seeded.kind(f); k != kindFile {
+		t.Errorf("seeded: %v, want the walk's file", k)
+	}
+	if k := seeded.kind(filepath.Join(d, "sub")); k != kindDir {
+		t.Errorf("seeded sub: %v, want a directory", k)
+	}
+	if k := fresh.kind(f); k != kindMissing {
+		t.Errorf("control, unseeded: %v, want missing", k)
+	}
+}

@@ -52,6 +52,9 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 		pf.links[l], _ = os.Readlink(l)
 	}
 	var ks kinds
+	for dir, ents := range finds.tops {
+		ks.seed(dir, ents) // the writable dirs, listed once for both
+	}
 	record := func(p string) entryKind {
 		k := ks.kind(p)
 		pf.kinds[p] = k
@@ -178,6 +181,9 @@ func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *git
 		pf.links[l], _ = os.Readlink(l)
 	}
 	var ks kinds
+	for dir, ents := range finds.tops {
+		ks.seed(dir, ents)
+	}
 	kindOf := func(p string) entryKind {
 		k := ks.kind(p)
 		if k == kindLink {

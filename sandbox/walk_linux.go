@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ type gitFinds struct {
 	dirs   []string
 	files  []string
 	links  []string // .git entries that are symbolic links
+	// tops are the listings of the walk's starting directories (those of
+	// at most kindsBound entries), for kinds to answer from (kinds.seed).
+	tops   map[string]dirents
 	report WalkReport
 	seen   map[string]bool
 	more   int // reasons past maxSkipped
@@ -86,6 +90,12 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 		}
 		g.report.Dirs++
 		g.report.Entries += len(names)
+		if it.depth == 0 && len(names) <= kindsBound {
+			if g.tops == nil {
+				g.tops = map[string]dirents{}
+			}
+			g.tops[it.path] = slices.Clone(names) // l reuses names' array
+		}
 		own := filepath.Base(it.path) == ".git"
 		for _, r := range gitAt(it.path, names) {
 			g.addRepo(r, writable)
