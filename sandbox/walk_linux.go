@@ -18,9 +18,9 @@ import (
 // at any directory of the walk, see gitAt, and every directory named .git),
 // and .git files and links.
 type gitFinds struct {
-	dirs   []string
-	files  []string
-	links  []string // .git entries that are symbolic links
+	dirs  []string
+	files []string
+	links []string // .git entries that are symbolic links
 	// tops are the listings of the walk's starting directories (those of
 	// at most kindsBound entries), for kinds to answer from (kinds.seed).
 	tops   map[string]dirents
