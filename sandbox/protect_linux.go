@@ -43,8 +43,8 @@ type protection struct {
 // walk), the kind of every path the layout asks about (recorded as it
 // asks, never following a link) and the resolution of every path it binds
 // onto itself, vetted like any bind destination.
-func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string) error {
-	finds := findGit(writable, walkBounds{})
+func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string, tops topListings) error {
+	finds := findGitFrom(writable, walkBounds{}, tops)
 	pf := &f.prot
 	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
 	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}

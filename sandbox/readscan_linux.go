@@ -81,6 +81,12 @@ func (e *ScanBoundError) Error() string {
 // is a socket or FIFO itself. The root itself is looked up through rv,
 // the plan's memo (nil: none).
 func scanSpecial(rv *pathguard.Resolver, root string, lim scanLimits) (scanResult, error) {
+	return scanSpecialFrom(rv, root, lim, nil)
+}
+
+// scanSpecialFrom is scanSpecial from top, root already opened and
+// listed (nil: none).
+func scanSpecialFrom(rv *pathguard.Resolver, root string, lim scanLimits, top *topListing) (scanResult, error) {
 	start := time.Now()
 	var res scanResult
 	fi, err := rv.Lstat(root)
@@ -103,7 +109,7 @@ func scanSpecial(rv *pathguard.Resolver, root string, lim scanLimits) (scanResul
 				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.name), kind: k})
 			}
 			return nil
-		})
+		}, top)
 		if err != nil {
 			return res, err
 		}

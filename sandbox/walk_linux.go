@@ -48,6 +48,13 @@ type gitFinds struct {
 // walk lists and tests; one outside is not the command's to write. gitDirs
 // gives the same answer for one starting directory.
 func findGit(writable []string, b walkBounds) *gitFinds {
+	return findGitFrom(writable, b, nil)
+}
+
+// findGitFrom is findGit with the writable directories' listings that
+// tops holds (the plan's, shared with the socket scan) taken from there
+// instead of listed again.
+func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 	b = b.orDefault()
 	g := &gitFinds{seen: map[string]bool{}}
 	start := time.Now()
@@ -73,7 +80,10 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 				len(queue)-i, strings.Join(rest, ", "), g.report.Entries, b.entries))
 			break
 		}
-		names, err := l.readNamesMax(it.path, left)
+		names, err := tops.names(it.path, it.depth, left)
+		if names == nil && err == nil {
+			names, err = l.readNamesMax(it.path, left)
+		}
 		if errors.Is(err, errTooMany) {
 			g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", it.path, left, b.entries))
 			g.report.Entries = b.entries
@@ -187,6 +197,57 @@ func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 	case mode.IsRegular():
 		g.files = append(g.files, p)
 	}
+}
+
+// topListing is a writable directory opened (O_RDONLY|O_DIRECTORY|
+// O_NOFOLLOW, as the walks open it) and listed once for the plan's walks:
+// the git walk and the socket scan both start from it.
+type topListing struct {
+	fd   int
+	ents dirents
+	err  error // the open or the listing failed: each walk looks itself
+}
+
+// topListings are the plan's tops, by path.
+type topListings map[string]*topListing
+
+// listTops opens and lists each of dirs, up to bound entries each.
+func listTops(dirs []string, bound int) topListings {
+	tops := topListings{}
+	var l lister
+	for _, d := range dirs {
+		t := &topListing{fd: -1}
+		tops[d] = t
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.err = err
+			continue
+		}
+		t.fd = fd
+		ents, err := l.list(fd, bound)
+		t.ents, t.err = append(dirents{}, ents...), err // not nil: listed, if empty
+	}
+	return tops
+}
+
+// close closes every top's descriptor.
+func (tops topListings) close() {
+	for _, t := range tops {
+		if t.fd >= 0 {
+			unix.Close(t.fd)
+		}
+	}
+}
+
+// names is the listing of dir when it is a top (depth 0) listed within
+// left entries; nil, nil otherwise (the walk lists it itself, with its
+// own errors).
+func (tops topListings) names(dir string, depth, left int) (dirents, error) {
+	t := tops[dir]
+	if depth != 0 || t == nil || t.err != nil || len(t.ents) > left {
+		return nil, nil
+	}
+	return t.ents, nil
 }
 
 // readNames lists a directory's entries with their types (from getdents:
