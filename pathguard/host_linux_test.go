@@ -2,6 +2,7 @@ package pathguard
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -168,6 +169,46 @@ func TestOpenFileRefusesNonRegular(t *testing.T) {
 		if err := WriteFile(p, []byte("x"), 0o644); !errors.Is(err, ErrNotRegular) {
 			t.Errorf("WriteFile %s: %v, want ErrNotRegular", p, err)
 		}
+	}
+}
+
+// Without O_CREATE, an existing file takes openExisting's way: the same
+// refusals as the way through its directory (a FIFO is not opened, so
+// nothing blocks; a directory, a device, a link at p or among its parents
+// are refused), and a regular file, the control, is read.
+func TestOpenFileExisting(t *testing.T) {
+	root := tempRoot(t)
+	build(t, root, "d/", "real/", "real/f", "via => $R/real", "link => $R/real/f")
+	os.WriteFile(at(root, "real/f"), []byte("content"), 0o600)
+	fifo := at(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, at(root, "d"), "/dev/null", at(root, "link"), at(root, "via/f")} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenFile(p, os.O_RDONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: opened", p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: open blocked", p)
+		}
+	}
+	f, err := OpenFile(at(root, "real/f"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || string(b) != "content" {
+		t.Errorf("read %q, %v; want the file's content", b, err)
 	}
 }
 
