@@ -80,31 +80,9 @@ func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 				len(queue)-i, strings.Join(rest, ", "), g.report.Entries, b.entries))
 			break
 		}
-		names, err := tops.names(it.path, it.depth, left)
-		if names == nil && err == nil {
-			names, err = l.readNamesMax(it.path, left)
-		}
-		if errors.Is(err, errTooMany) {
-			g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", it.path, left, b.entries))
-			g.report.Entries = b.entries
+		names, ok := g.list(&l, tops, it.path, it.depth, left, b)
+		if !ok {
 			continue
-		}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-			// Gone, or no longer a directory (a writable dir removed
-			// since its run): nothing there for git to read.
-			continue
-		}
-		if err != nil {
-			g.incomplete(it.path + ": " + errText(err))
-			continue
-		}
-		g.report.Dirs++
-		g.report.Entries += len(names)
-		if it.depth == 0 && len(names) <= kindsBound {
-			if g.tops == nil {
-				g.tops = map[string]dirents{}
-			}
-			g.tops[it.path] = slices.Clone(names) // l reuses names' array
 		}
 		own := filepath.Base(it.path) == ".git"
 		for _, r := range gitAt(it.path, names) {
@@ -134,6 +112,40 @@ func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 	g.report.GitDirs = len(g.dirs)
 	g.report.Micros = time.Since(start).Microseconds()
 	return g
+}
+
+// list is findGit's listing of dir (at depth, within left entries of
+// b): from tops for a writable dir listed there, else by l. ok is false
+// when there is nothing to walk: over the bound or unreadable (recorded
+// as incomplete), or gone.
+func (g *gitFinds) list(l *lister, tops topListings, dir string, depth, left int, b walkBounds) (dirents, bool) {
+	names, err := tops.names(dir, depth, left)
+	if names == nil && err == nil {
+		names, err = l.readNamesMax(dir, left)
+	}
+	if errors.Is(err, errTooMany) {
+		g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", dir, left, b.entries))
+		g.report.Entries = b.entries
+		return nil, false
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		// Gone, or no longer a directory (a writable dir removed
+		// since its run): nothing there for git to read.
+		return nil, false
+	}
+	if err != nil {
+		g.incomplete(dir + ": " + errText(err))
+		return nil, false
+	}
+	g.report.Dirs++
+	g.report.Entries += len(names)
+	if depth == 0 && len(names) <= kindsBound {
+		if g.tops == nil {
+			g.tops = map[string]dirents{}
+		}
+		g.tops[dir] = slices.Clone(names) // l reuses names' array
+	}
+	return names, true
 }
 
 // gitPart says whether name, in a git directory, is one of the parts
