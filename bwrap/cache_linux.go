@@ -30,6 +30,10 @@ import (
 type Detector struct {
 	// CacheDir is where entries live; empty disables the cache.
 	CacheDir string
+	// Resolver, when set, is the memo the caller looked path up through
+	// (a plan's): the identity is read from it instead of a stat of its
+	// own. It must have walked path as it is to be run.
+	Resolver *pathguard.Resolver
 }
 
 type cacheEntry struct {
@@ -41,7 +45,7 @@ type cacheEntry struct {
 // same binary was seen before. A cache that cannot be opened safely (a
 // link among CacheDir's parents) costs a probe, never the run.
 func (d Detector) Detect(ctx context.Context, path string) (*Info, error) {
-	key, ok := identity(path)
+	key, ok := identity(d.Resolver, path)
 	if !ok || d.CacheDir == "" {
 		return Detect(ctx, path)
 	}
@@ -75,10 +79,24 @@ func (d Detector) Detect(ctx context.Context, path string) (*Info, error) {
 	return info, nil
 }
 
-func identity(path string) (string, bool) {
+// identity is the cache key of the bwrap at path: a digest of its path
+// and stat(2) identity, read through rv when set.
+func identity(rv *pathguard.Resolver, path string) (string, bool) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return "", false
+	if rv == nil {
+		if err := syscall.Stat(path, &st); err != nil {
+			return "", false
+		}
+	} else {
+		fi, err := rv.Stat(path)
+		if err != nil {
+			return "", false
+		}
+		sp, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", false
+		}
+		st = *sp
 	}
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))

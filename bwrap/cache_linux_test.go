@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // fakeBwrap writes a script that answers --version and --help like bwrap
@@ -96,5 +98,44 @@ func chmod(t *testing.T, p string, m os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(p, m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Through a Resolver that already walked the binary, Detect keys its
+// cache as a stat of its own does (an entry written without one is used
+// with one, and no probe runs) and looks nothing up again; replacing the
+// binary still misses the cache for a Resolver that walks it afresh.
+func TestDetectorResolverIdentity(t *testing.T) {
+	dir := t.TempDir()
+	path, calls := fakeBwrap(t, dir)
+	cache := filepath.Join(dir, "cache")
+	if _, err := (Detector{CacheDir: cache}).Detect(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if n := probes(t, calls); n != 2 {
+		t.Fatalf("first Detect: %d probes, want 2 (--version, --help)", n)
+	}
+	rv := pathguard.NewResolver()
+	if _, err := rv.Resolve(path); err != nil {
+		t.Fatal(err)
+	}
+	before := rv.Calls()
+	if _, err := (Detector{CacheDir: cache, Resolver: rv}).Detect(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if n := probes(t, calls); n != 2 {
+		t.Errorf("Detect through the Resolver probed again (%d probes): its key differs from stat's", n)
+	}
+	if got := rv.Calls() - before; got != 0 {
+		t.Errorf("Detect looked the walked binary up %d more times, want 0", got)
+	}
+	// Control: a new binary in its place misses the cache.
+	os.Remove(path)
+	fakeBwrap(t, dir)
+	if _, err := (Detector{CacheDir: cache, Resolver: pathguard.NewResolver()}).Detect(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if n := probes(t, calls); n != 4 {
+		t.Errorf("a replaced binary: %d probes in all, want 4 (the cache missed)", n)
 	}
 }

@@ -59,34 +59,38 @@ type Host struct {
 // pass a directory of their own making).
 func ReadHost(procSys string) Host {
 	h := ReadSysctls(procSys)
+	h.AppArmorRestrictUserns = readSysctl(procSys, "kernel/apparmor_restrict_unprivileged_userns")
 	h.Seccomp = seccompMode(filepath.Join(filepath.Dir(procSys), "self", "status"))
 	h.ProcCovered = procCovered(filepath.Join(filepath.Dir(procSys), "self", "mountinfo"))
 	return h
 }
 
-// ReadSysctls reads only Host's three sysctls from a /proc/sys tree, all
-// that Preflight looks at; Seccomp is -1 (not read) and ProcCovered "".
-// Use it before bwrap runs and ReadHost once bwrap has failed: Seccomp and
-// ProcCovered serve only Diagnose, and a run that succeeds need not read
-// its own status and mount table for them.
+// ReadSysctls reads only the two sysctls Preflight looks at from a
+// /proc/sys tree; AppArmorRestrictUserns and Seccomp are -1 (not read)
+// and ProcCovered "". Use it before bwrap runs and ReadHost once bwrap
+// has failed: the other fields serve only Diagnose, and a run that
+// succeeds need not read them.
 func ReadSysctls(procSys string) Host {
-	read := func(rel string) int {
-		b, err := os.ReadFile(filepath.Join(procSys, rel))
-		if err != nil {
-			return -1
-		}
-		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return -1
-		}
-		return v
-	}
 	return Host{
-		MaxUserNamespaces:       read("user/max_user_namespaces"),
-		UnprivilegedUsernsClone: read("kernel/unprivileged_userns_clone"),
-		AppArmorRestrictUserns:  read("kernel/apparmor_restrict_unprivileged_userns"),
+		MaxUserNamespaces:       readSysctl(procSys, "user/max_user_namespaces"),
+		UnprivilegedUsernsClone: readSysctl(procSys, "kernel/unprivileged_userns_clone"),
+		AppArmorRestrictUserns:  -1,
 		Seccomp:                 -1,
 	}
+}
+
+// readSysctl reads the integer sysctl rel below procSys; -1 when it is
+// missing or not an integer.
+func readSysctl(procSys, rel string) int {
+	b, err := os.ReadFile(filepath.Join(procSys, rel))
+	if err != nil {
+		return -1
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // procCovered reads a mountinfo file and returns the mount points below

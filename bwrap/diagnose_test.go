@@ -114,9 +114,13 @@ func TestReadHost(t *testing.T) {
 	if h := ReadHost(filepath.Join(dir, "sys")); h.Seccomp != 2 {
 		t.Errorf("ReadHost with self/status: Seccomp = %d, want 2", h.Seccomp)
 	}
-	// The same tree, the sysctls alone: the diagnosis-only fields stay
-	// unread.
-	if h := ReadSysctls(filepath.Join(dir, "sys")); h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: 1, Seccomp: -1}) {
-		t.Errorf("ReadSysctls = %+v, want the sysctls, Seccomp -1 and no ProcCovered", h)
+	// The same tree, Preflight's sysctls alone: the diagnosis-only fields
+	// (AppArmor's restriction included) stay unread; ReadHost, the
+	// control, read it above.
+	if h := ReadSysctls(filepath.Join(dir, "sys")); h != (Host{MaxUserNamespaces: 0, UnprivilegedUsernsClone: -1, AppArmorRestrictUserns: -1, Seccomp: -1}) {
+		t.Errorf("ReadSysctls = %+v, want Preflight's two sysctls, the rest -1 and no ProcCovered", h)
+	}
+	if h := ReadHost(filepath.Join(dir, "sys")); h.AppArmorRestrictUserns != 1 {
+		t.Errorf("ReadHost: AppArmorRestrictUserns = %d, want 1", h.AppArmorRestrictUserns)
 	}
 }

@@ -2,6 +2,7 @@ package pathguard
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -171,6 +172,46 @@ func TestOpenFileRefusesNonRegular(t *testing.T) {
 	}
 }
 
+// Without O_CREATE, an existing file takes openExisting's way: the same
+// refusals as the way through its directory (a FIFO is not opened, so
+// nothing blocks; a directory, a device, a link at p or among its parents
+// are refused), and a regular file, the control, is read.
+func TestOpenFileExisting(t *testing.T) {
+	root := tempRoot(t)
+	build(t, root, "d/", "real/", "real/f", "via => $R/real", "link => $R/real/f")
+	os.WriteFile(at(root, "real/f"), []byte("content"), 0o600)
+	fifo := at(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, at(root, "d"), "/dev/null", at(root, "link"), at(root, "via/f")} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenFile(p, os.O_RDONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: opened", p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: open blocked", p)
+		}
+	}
+	f, err := OpenFile(at(root, "real/f"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || string(b) != "content" {
+		t.Errorf("read %q, %v; want the file's content", b, err)
+	}
+}
+
 func TestOpenFileAndWriteFileWork(t *testing.T) {
 	root := tempRoot(t)
 	p := at(root, "a.jsonl")
@@ -301,6 +342,26 @@ func TestOpenPrivateDir(t *testing.T) {
 	}
 	if _, err := os.Stat(at(root, "real/sandbox-run")); err == nil {
 		t.Error("made a directory through a link")
+	}
+	// Nor when what it leads to exists and is trusted (openTrusted's
+	// case): control, the same directory by its real path opens, and
+	// holds what was written there.
+	d, err = OpenPrivateDir(at(root, "real/sandbox-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.WriteFile("e.json", []byte("ok"))
+	d.Close()
+	if d, err = OpenPrivateDir(at(root, "real/sandbox-run")); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if b, err := d.ReadFile("e.json"); err != nil || string(b) != "ok" {
+		t.Errorf("reopened: %q %v, want what was written", b, err)
+	}
+	d.Close()
+	if d, err := OpenPrivateDir(at(root, "via/sandbox-run")); err == nil {
+		d.Close()
+		t.Error("opened an existing private dir through a link")
 	}
 }
 

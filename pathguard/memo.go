@@ -88,6 +88,16 @@ func (rv *Resolver) Stat(p string) (fs.FileInfo, error) {
 	return r.final, nil
 }
 
+// Lstat is [os.Lstat] of an absolute, clean p through the memo: what is
+// at p itself (a link is not followed), as the memo's snapshot has it.
+// Nothing is remembered of a missing p.
+func (rv *Resolver) Lstat(p string) (fs.FileInfo, error) {
+	if err := checkPath(p); err != nil {
+		return nil, err
+	}
+	return rv.lstat(p)
+}
+
 // lstat is os.Lstat through the memo.
 func (rv *Resolver) lstat(p string) (fs.FileInfo, error) {
 	if rv == nil {

@@ -103,7 +103,7 @@ func (r *bwRun) tools(ctx context.Context) error {
 		return err
 	}
 	r.path = path
-	if r.info, err = (bwrap.Detector{CacheDir: r.opts.BwrapCache}).Detect(ctx, path); err != nil {
+	if r.info, err = (bwrap.Detector{CacheDir: r.opts.BwrapCache, Resolver: r.opts.Resolver}).Detect(ctx, path); err != nil {
 		return &SetupError{What: "cannot use bwrap " + path, Why: err.Error(),
 			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
 	}
@@ -162,7 +162,7 @@ func (r *bwRun) protection(context.Context) error {
 		// session's and caches' directories: walk them afresh.
 		rv = pathguard.NewResolver()
 	}
-	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.Audit, r.opts.protect, func() (*plan, error) {
+	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() (*plan, error) {
 		lent := ""
 		if r.opts.MapOwner {
 			lent = p.Workdir

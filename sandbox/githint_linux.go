@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -108,8 +108,9 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gi
 	if _, err := os.Stat("/usr/bin/git"); err != nil {
 		return env
 	}
-	path, err := gitHintSource(cache)
-	if err != nil || accessibleVia(pl.guard.Resolver(), path, uid, gid, false, nil) != nil {
+	rv := pl.guard.Resolver()
+	path, err := gitHintSource(rv, cache)
+	if err != nil || accessibleVia(rv, path, uid, gid, false, nil) != nil {
 		return env
 	}
 	r, err := pl.guard.CheckRead(path)
@@ -150,32 +151,37 @@ func viaGitHint(name, resolved string, env []string) string {
 // it by a parallel run writing the same script or a newer binary writing
 // another (bwrap before 0.9 resolves a descriptor's path before it binds,
 // and fails on a deleted one). Its directory must be this user's own and
-// no link.
-func gitHintSource(cache string) (string, error) {
+// no link. Existing files are looked up through rv, the plan's memo, so
+// that the bind's checks that follow find them there.
+func gitHintSource(rv *pathguard.Resolver, cache string) (string, error) {
 	if os.Geteuid() == 0 {
-		return publishGitHint("/run/sandbox-run", 0o755)
+		return publishGitHint(rv, "/run/sandbox-run", 0o755)
 	}
 	if cache == "" {
 		return "", os.ErrNotExist
 	}
-	return publishGitHint(filepath.Join(cache, "bin"), 0o700)
+	return publishGitHint(rv, filepath.Join(cache, "bin"), 0o700)
 }
 
 // publishGitHint is gitHintSource in dir, made with mode when missing.
-func publishGitHint(dir string, mode os.FileMode) (string, error) {
-	if err := os.MkdirAll(dir, mode); err != nil {
+func publishGitHint(rv *pathguard.Resolver, dir string, mode os.FileMode) (string, error) {
+	fi, err := rv.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			return "", err
+		}
+		fi, err = rv.Lstat(dir)
+	}
+	if err != nil {
 		return "", err
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return "", err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
 		return "", fmt.Errorf("%s is not a directory of this user's, closed to others", dir)
 	}
 	sum := sha256.Sum256([]byte(gitHintScript))
 	path := filepath.Join(dir, "git-hint-"+hex.EncodeToString(sum[:6]))
-	if isGitHint(path) {
+	if isGitHint(rv, path) {
 		return path, nil
 	}
 	tmp, err := os.CreateTemp(dir, ".git-hint-*")
@@ -197,7 +203,7 @@ func publishGitHint(dir string, mode os.FileMode) (string, error) {
 		return "", err
 	}
 	// Ours, or a parallel run's with the same name: either way, the script.
-	if !isGitHint(path) {
+	if !isGitHint(rv, path) {
 		return "", fmt.Errorf("%s is not the hint wrapper", path)
 	}
 	return path, nil
@@ -205,9 +211,9 @@ func publishGitHint(dir string, mode os.FileMode) (string, error) {
 
 // isGitHint reports whether path is a regular file, mode 0755, holding
 // gitHintScript.
-func isGitHint(path string) bool {
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o777 != 0o755 {
+func isGitHint(rv *pathguard.Resolver, path string) bool {
+	fi, err := rv.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 {
 		return false
 	}
 	b, err := os.ReadFile(path)

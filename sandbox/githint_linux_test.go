@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // fdDeleted reports whether the file behind fd has lost its name: what
@@ -36,7 +38,7 @@ func TestGitHintSourceParallel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			path, err := publishGitHint(dir, 0o700)
+			path, err := publishGitHint(pathguard.NewResolver(), dir, 0o700) // a Resolver per run, as runs have
 			if err != nil {
 				errs[i] = err
 				return

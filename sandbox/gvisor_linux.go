@@ -216,7 +216,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// on the directory has ended (its lines on stderr; the report's
 	// quarantined list is bwrap's only).
 	runID := newRunID()
-	pl, pend, err := startProtection(p, g.opts.BwrapCache, runID, g.opts.Audit, g.opts.protect, func() (*plan, error) {
+	pl, pend, err := startProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.protect, func() (*plan, error) {
 		return newPlan(p, own, false, 0, hostUID, hostGID, true)
 	})
 	if err != nil {

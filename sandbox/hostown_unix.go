@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // ownDir returns policy.Host.Own for a caller whose own directories are
@@ -15,9 +18,16 @@ import (
 // writable inside). A directory is the caller's alone when it is a real
 // directory (not a link), owned by one of them and writable by no group
 // and no one else: then no other user or service can put a socket in it.
-func ownDir(owners ...int) func(string) error {
+// An absolute, clean dir is looked up through rv, the plan's memo.
+func ownDir(rv *pathguard.Resolver, owners ...int) func(string) error {
 	return func(dir string) error {
-		fi, err := os.Lstat(dir)
+		var fi fs.FileInfo
+		var err error
+		if filepath.IsAbs(dir) && filepath.Clean(dir) == dir {
+			fi, err = rv.Lstat(dir)
+		} else {
+			fi, err = os.Lstat(dir)
+		}
 		if err != nil {
 			return err
 		}
@@ -43,13 +53,13 @@ func ownDir(owners ...int) func(string) error {
 }
 
 // hostOwn is ownDir for this process and policy uid (the sandbox's when
-// root).
-func hostOwn(sandboxUID int) func(string) error {
+// root), through rv.
+func hostOwn(rv *pathguard.Resolver, sandboxUID int) func(string) error {
 	euid := os.Geteuid()
 	if euid == 0 {
-		return ownDir(euid, sandboxUID)
+		return ownDir(rv, euid, sandboxUID)
 	}
-	return ownDir(euid)
+	return ownDir(rv, euid)
 }
 
 func kindOf(m fs.FileMode) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -14,7 +15,7 @@ import (
 // openInit opens the binary bwrap executes as init: opts.Init when it is
 // usable (usableInit), otherwise this one (O_PATH).
 func (r *bwRun) openInit() (*os.File, error) {
-	if ib := r.opts.Init; ib.Path != "" {
+	if ib := initPath(r.opts.Init); ib.Path != "" {
 		f, err := usableInit(ib, r.pl.guard, r.uid, r.gid)
 		if err == nil {
 			r.log.Debug("init", "binary", f.Name())
@@ -28,6 +29,19 @@ func (r *bwRun) openInit() (*os.File, error) {
 	}
 	r.log.Debug("init", "binary", self.Name())
 	return self, nil
+}
+
+// initPath is ib with Path set from Beside when it is empty: the file of
+// that name beside this executable; Path stays empty when the executable
+// cannot be found.
+func initPath(ib InitBinary) InitBinary {
+	if ib.Path != "" || ib.Beside == "" {
+		return ib
+	}
+	if exe, err := os.Executable(); err == nil {
+		ib.Path = filepath.Join(filepath.Dir(exe), ib.Beside)
+	}
+	return ib
 }
 
 // usableInit opens ib.Path for bwrap to execute as init, if it is the

@@ -98,7 +98,8 @@ func legacyJournalDir(cache string) string { return filepath.Join(cache, "runs")
 // writeJournal records run runID's start state and returns the journal's
 // path.
 func writeJournal(dir, runID string, writable []string, pr protection) (string, error) {
-	j, err := newJournal(runID, writable, pr)
+	var me self
+	j, err := newJournal(runID, &me, writable, pr)
 	if err != nil {
 		return "", err
 	}
@@ -119,9 +120,10 @@ func writeJournalIn(d *pathguard.Dir, dir string, j journal) (string, error) {
 	return filepath.Join(dir, j.RunID+".json"), saveJournal(d, j.RunID+".json", &j)
 }
 
-// newJournal is run runID's start state, as its journal records it.
-func newJournal(runID string, writable []string, pr protection) (journal, error) {
-	start, boot, err := selfStart()
+// newJournal is run runID's start state, as its journal records it; me
+// is this process, read once per run.
+func newJournal(runID string, me *self, writable []string, pr protection) (journal, error) {
+	start, boot, err := me.get()
 	if err != nil {
 		return journal{}, err
 	}
@@ -177,7 +179,7 @@ func lockJournals(dir string) (*pathguard.Dir, func(), error) {
 // bounded by the walk's bounds.
 const lockWait = 30 * time.Second
 
-// settleJournals handles the journals of runs that are over (self, the caller's
+// settleJournals handles the journals of runs that are over (own, the caller's
 // own journal, counts as over): a journal whose writable directories no
 // live run shares is neutralised into q and removed; one that still shares
 // them waits, marked ended. The caller holds the lock.
@@ -185,7 +187,7 @@ const lockWait = 30 * time.Second
 // Only journals this user wrote are read: a directory or a journal that
 // another uid owns, or that others may write, is ignored (pathguard.Dir).
 // A missing directory (the legacy one, usually) is not made.
-func settleJournals(dir, self string, q *quarantine) {
+func settleJournals(dir, own string, q *quarantine) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -194,17 +196,14 @@ func settleJournals(dir, self string, q *quarantine) {
 		return
 	}
 	defer d.Close()
-	settleIn(d, dir, self, q)
+	settleIn(d, dir, own, new(self), q)
 }
 
 // settleIn is settleJournals in d, the directory dir already open (under
-// its lock).
-func settleIn(d *pathguard.Dir, dir, self string, q *quarantine) {
+// its lock); me is this process, read (once per run) only when d holds a
+// journal.
+func settleIn(d *pathguard.Dir, dir, own string, me *self, q *quarantine) {
 	names, err := d.Names()
-	if err != nil {
-		return
-	}
-	_, boot, err := selfStart()
 	if err != nil {
 		return
 	}
@@ -213,6 +212,10 @@ func settleIn(d *pathguard.Dir, dir, self string, q *quarantine) {
 	for _, name := range names {
 		if !strings.HasSuffix(name, ".json") {
 			continue
+		}
+		_, boot, err := me.get()
+		if err != nil {
+			return
 		}
 		b, err := d.ReadFile(name)
 		if err != nil {
@@ -223,7 +226,7 @@ func settleIn(d *pathguard.Dir, dir, self string, q *quarantine) {
 			continue
 		}
 		paths[j] = name
-		if filepath.Join(dir, name) != self && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
+		if filepath.Join(dir, name) != own && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
 			live = append(live, j)
 		} else {
 			over = append(over, j)
@@ -312,6 +315,26 @@ func removeEmpty(p string) {
 func alive(pid int, start uint64) bool {
 	s, err := procStart(pid)
 	return err == nil && s == start
+}
+
+// self is this process as journals name it: its start time and the
+// boot's id, read once (selfStart) when first asked for. The zero value
+// is ready to use; a run keeps one for its journal and its settles.
+type self struct {
+	read  bool
+	start uint64
+	boot  string
+	err   error
+}
+
+// get returns the start time and the boot's id, reading them the first
+// time; an error is kept and returned again.
+func (s *self) get() (uint64, string, error) {
+	if !s.read {
+		s.start, s.boot, s.err = selfStart()
+		s.read = true
+	}
+	return s.start, s.boot, s.err
 }
 
 // selfStart returns this process's start time and the boot's id.

@@ -56,6 +56,19 @@ func (k *kinds) lookup(p string) (entryKind, bool) {
 	return names[name], true
 }
 
+// seed gives k the listing ents of dir that a walk of the same plan
+// already made (findGit's tops), so that dir is not listed again: the
+// same snapshot as a listing of its own, taken a moment earlier.
+func (k *kinds) seed(dir string, ents dirents) {
+	if len(ents) > kindsBound {
+		return
+	}
+	if k.dirs == nil {
+		k.dirs = map[string]map[string]entryKind{}
+	}
+	k.dirs[filepath.Clean(dir)] = kindsOf(ents)
+}
+
 // listDir maps the names in dir to their kinds; nil when dir cannot be
 // listed or holds more than kindsBound entries.
 func (k *kinds) listDir(dir string) map[string]entryKind {
@@ -68,6 +81,11 @@ func (k *kinds) listDir(dir string) map[string]entryKind {
 	if err != nil {
 		return nil
 	}
+	return kindsOf(ents)
+}
+
+// kindsOf maps a listing's names to their kinds.
+func kindsOf(ents dirents) map[string]entryKind {
 	out := make(map[string]entryKind, len(ents))
 	for _, e := range ents {
 		switch {

@@ -25,7 +25,7 @@ func (r *llRun) protectPaths() error {
 	cache, runID := r.opts.BwrapCache, r.report.RunID
 	writable := r.p.Writable()
 	var pr protection
-	pend, err := startJournal(cache, runID, r.opts.Audit, r.opts.protect, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() ([]string, protection, func(), error) {
 		acts, finds, err := protectActions(r.p, writable, r.own)
 		if err != nil {
 			return nil, protection{}, nil, err

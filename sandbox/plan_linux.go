@@ -206,12 +206,16 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	}
 	f.prot.own = own
 	// The two walks of the writable dirs, for git directories (f.prot,
-	// f.gits) and for sockets and FIFOs (f.wscan), share nothing and on a
-	// large tree are mostly the kernel listing directories: they run side
-	// by side. Their errors are reported in the same order as before.
+	// f.gits) and for sockets and FIFOs (f.wscan), share each writable
+	// dir's own opening and listing (tops, made first) and nothing below
+	// it; on a large tree they are mostly the kernel listing directories:
+	// they run side by side. Their errors are reported in the same order
+	// as before.
+	tops := listTops(writable, max(walkMaxEntries, defaultScanLimits.entries))
+	defer tops.close()
 	scanned := make(chan error, 1)
-	go func() { scanned <- f.scanWritable(writable, own, defaultScanLimits) }()
-	perr := f.gatherProtect(p, g, writable)
+	go func() { scanned <- f.scanWritable(rv, writable, own, defaultScanLimits, tops) }()
+	perr := f.gatherProtect(p, g, writable, tops)
 	serr := <-scanned
 	if err := cmp.Or(perr, serr); err != nil {
 		return nil, nil, err

@@ -43,8 +43,8 @@ type protection struct {
 // walk), the kind of every path the layout asks about (recorded as it
 // asks, never following a link) and the resolution of every path it binds
 // onto itself, vetted like any bind destination.
-func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string) error {
-	finds := findGit(writable, walkBounds{})
+func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string, tops topListings) error {
+	finds := findGitFrom(writable, walkBounds{}, tops)
 	pf := &f.prot
 	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
 	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}
@@ -52,6 +52,9 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 		pf.links[l], _ = os.Readlink(l)
 	}
 	var ks kinds
+	for dir, ents := range finds.tops {
+		ks.seed(dir, ents) // the writable dirs, listed once for both
+	}
 	record := func(p string) entryKind {
 		k := ks.kind(p)
 		pf.kinds[p] = k
@@ -178,6 +181,9 @@ func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *git
 		pf.links[l], _ = os.Readlink(l)
 	}
 	var ks kinds
+	for dir, ents := range finds.tops {
+		ks.seed(dir, ents)
+	}
 	kindOf := func(p string) entryKind {
 		k := ks.kind(p)
 		if k == kindLink {
@@ -225,6 +231,12 @@ type pendingProtection struct {
 	bounds  walkBounds
 	sweep   *WalkReport
 	noGuard bool // protectHooks.noGuard
+	// me is this process as the run's journal names it, read once for
+	// the journal and both settles.
+	me self
+	// dryUndo, set for a dry run, undoes its set-up at finish: a dry run
+	// keeps no journal, settles nothing and starts no guard.
+	dryUndo func()
 }
 
 // startProtection sweeps what ended runs left to neutralise, builds the
@@ -232,9 +244,9 @@ type pendingProtection struct {
 // lock, so that no run starts on a path another one is quarantining.
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
-func startProtection(p policy.Policy, cache, runID string, audit io.Writer, h protectHooks, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+func startProtection(p policy.Policy, cache, runID string, dry bool, audit io.Writer, h protectHooks, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
 	var pl *plan
-	pend, err := startJournal(cache, runID, audit, h, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, dry, audit, h, func() ([]string, protection, func(), error) {
 		var err error
 		if pl, err = mk(); err != nil {
 			return nil, protection{}, nil, err
@@ -253,8 +265,22 @@ func startProtection(p policy.Policy, cache, runID string, audit io.Writer, h pr
 // through mk (its writable directories, its protection and how to undo
 // the set-up) and records the run's journal; then it starts the live
 // guard, whose neutralisations go to audit as they happen.
-func startJournal(cache, runID string, audit io.Writer, h protectHooks, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
+//
+// A dry run (dry) only sets the run up through mk: it takes no lock,
+// settles no journal, writes none and starts no guard, since no command
+// runs to write anything; so it changes nothing in the writable
+// directories (what ended runs left there waits for the next real run).
+// Its finish only undoes mk's set-up.
+func startJournal(cache, runID string, dry bool, audit io.Writer, h protectHooks, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
 	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache), bounds: h.bounds, noGuard: h.noGuard}
+	if dry {
+		_, _, undo, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		pend.dryUndo = undo
+		return pend, nil
+	}
 	if pend.jdir == "" {
 		writable, pr, _, err := mk()
 		if err != nil {
@@ -271,14 +297,14 @@ func startJournal(cache, runID string, audit io.Writer, h protectHooks, mk func(
 	}
 	defer unlock()
 	q := pend.quarantine()
-	settleIn(jd, pend.jdir, "", q)
+	settleIn(jd, pend.jdir, "", &pend.me, q)
 	settleJournals(legacyJournalDir(cache), "", q)
 	pend.started, pend.sweep = q.items, q.sweep
 	writable, pr, undo, err := mk()
 	if err != nil {
 		return nil, err
 	}
-	j, err := newJournal(runID, writable, pr)
+	j, err := newJournal(runID, &pend.me, writable, pr)
 	if err == nil {
 		pend.jpath, err = writeJournalIn(jd, pend.jdir, j)
 	}
@@ -349,6 +375,10 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 		return
 	}
 	pend.finished = true
+	if pend.dryUndo != nil {
+		pend.dryUndo()
+		return
+	}
 	// The guard stops first: from here on the settle alone acts.
 	guard, live := pend.stopGuard()
 	q := pend.quarantine()
@@ -373,7 +403,7 @@ func (pend *pendingProtection) finish(res *Result, stderr *os.File) {
 			}
 			return
 		}
-		settleIn(jd, pend.jdir, pend.jpath, q)
+		settleIn(jd, pend.jdir, pend.jpath, &pend.me, q)
 		unlock()
 	}
 	if res != nil {

@@ -77,7 +77,7 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 	res, seen := f.scan.done[r.Path]
 	if !seen {
 		lim.usedEntries, lim.usedCovered = f.scan.entries, len(f.scan.covered)
-		res, err = scanSpecial(r.Path, lim)
+		res, err = scanSpecial(g.Resolver(), r.Path, lim)
 		f.scan.entries += res.entries
 		f.scan.elapsed += res.elapsed
 		if f.scan.done == nil {

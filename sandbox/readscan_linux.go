@@ -3,9 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // A read-only bind does not stop a service from being used: connect() on a
@@ -77,11 +78,18 @@ func (e *ScanBoundError) Error() string {
 // scanSpecial searches the tree at root (a real path) for sockets and
 // FIFOs with walkTree, whose bounds and rules it shares, and returns each
 // one found. A root that is not a directory is returned as found when it
-// is a socket or FIFO itself.
-func scanSpecial(root string, lim scanLimits) (scanResult, error) {
+// is a socket or FIFO itself. The root itself is looked up through rv,
+// the plan's memo (nil: none).
+func scanSpecial(rv *pathguard.Resolver, root string, lim scanLimits) (scanResult, error) {
+	return scanSpecialFrom(rv, root, lim, nil)
+}
+
+// scanSpecialFrom is scanSpecial from top, root already opened and
+// listed (nil: none).
+func scanSpecialFrom(rv *pathguard.Resolver, root string, lim scanLimits, top *topListing) (scanResult, error) {
 	start := time.Now()
 	var res scanResult
-	fi, err := os.Lstat(root)
+	fi, err := rv.Lstat(root)
 	if err != nil {
 		return res, err
 	}
@@ -101,7 +109,7 @@ func scanSpecial(root string, lim scanLimits) (scanResult, error) {
 				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.name), kind: k})
 			}
 			return nil
-		})
+		}, top)
 		if err != nil {
 			return res, err
 		}

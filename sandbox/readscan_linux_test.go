@@ -36,7 +36,7 @@ func specialTree(t *testing.T) (root, outside string) {
 
 func TestScanSpecial(t *testing.T) {
 	root, _ := specialTree(t)
-	res, err := scanSpecial(root, defaultScanLimits)
+	res, err := scanSpecial(nil, root, defaultScanLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestScanSpecialSiblings(t *testing.T) {
 		sandboxtest.SocketInode(t, filepath.Join(d, "x", "s"))
 		want = append(want, fmt.Sprintf("d%d/s", i), fmt.Sprintf("d%d/x/s", i))
 	}
-	res, err := scanSpecial(root, defaultScanLimits)
+	res, err := scanSpecial(nil, root, defaultScanLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestScanSpecialBounds(t *testing.T) {
 		{"all within", scanLimits{entries: 7, depth: 3, covered: 3}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := scanSpecial(root, tt.lim)
+			_, err := scanSpecial(nil, root, tt.lim)
 			var be *ScanBoundError
 			switch {
 			case tt.bound == "" && err != nil:
@@ -135,7 +135,7 @@ func TestScanSpecialUnlistable(t *testing.T) {
 			sandboxtest.SocketInode(t, filepath.Join(d, "s"))
 			os.Chmod(d, tt.mode)
 			t.Cleanup(func() { os.Chmod(d, 0o700) })
-			_, err := scanSpecial(root, defaultScanLimits)
+			_, err := scanSpecial(nil, root, defaultScanLimits)
 			if (err == nil) != tt.ok {
 				t.Fatalf("mode %v: error %v, want ok=%v", tt.mode, err, tt.ok)
 			}

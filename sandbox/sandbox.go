@@ -320,6 +320,10 @@ type Options struct {
 type InitBinary struct {
 	Path    string
 	BuildID string
+	// Beside, when Path is empty, names the file in this executable's
+	// directory that Path is; it is looked up only when a run needs an
+	// init, so a run that needs none reads nothing for it.
+	Beside string
 }
 
 // Result is the outcome of a run whose sandbox was set up.
@@ -972,7 +976,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
-	h.Own = hostOwn(p.UID)
+	h.Own = hostOwn(opts.Resolver, p.UID)
 	return h
 }
 

@@ -64,7 +64,7 @@ func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (s
 	path := want
 	if path == "" {
 		var err error
-		path, err = exec.LookPath(t.name)
+		path, err = lookPath(t.name, os.Getenv("PATH"), isExecutable)
 		if err != nil {
 			return "", &SetupError{What: t.name + " not found", Why: "no " + t.name + " on PATH", Fix: t.install}
 		}
@@ -91,6 +91,49 @@ func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (s
 		}
 	}
 	return real, nil
+}
+
+// lookPath is exec.LookPath(name) with PATH as path, each directory
+// tried once: a directory named again on PATH (a profile that prepends
+// what is already there) was already found not to hold name, so trying
+// it again changes nothing but the cost. The first match wins and must be
+// an executable file, as LookPath checks it; one in a relative directory
+// is refused with exec.ErrDot, as LookPath refuses it. check is the test
+// of one file (isExecutable).
+func lookPath(name, path string, check func(string) error) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	tried := map[string]bool{}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if tried[p] {
+			continue
+		}
+		tried[p] = true
+		file := p
+		if !filepath.IsAbs(p) {
+			file = "./" + p // a name with a slash is checked, not searched
+		}
+		if check(file) != nil {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			return "", &exec.Error{Name: name, Err: exec.ErrDot}
+		}
+		return p, nil
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// isExecutable is exec.LookPath's test of one file: it exists, is not a
+// directory, and the effective ids may execute it.
+func isExecutable(file string) error {
+	_, err := exec.LookPath(file)
+	return err
 }
 
 // resolveTool is filepath.EvalSymlinks of the absolute, clean abs through

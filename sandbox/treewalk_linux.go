@@ -32,14 +32,22 @@ type treeVisitor func(rel string, ents dirents) error
 // search of --read paths and writable dirs is a visitor (scanSpecial);
 // another search (git directories) can be a second visitor of the same
 // walk, which then costs one getdents pass for both.
-func walkTree(root string, lim scanLimits, visit treeVisitor) (int, error) {
+//
+// top, when set, is root already opened and listed (a tops entry of the
+// plan): its descriptor and listing are used instead of opening and
+// listing root again.
+func walkTree(root string, lim scanLimits, visit treeVisitor, top *topListing) (int, error) {
+	w := walker{root: root, lim: lim, visit: visit}
+	if top != nil && top.err == nil {
+		err := w.dir(top.fd, "", 1, top.ents)
+		return w.entries, err
+	}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
-	w := walker{root: root, lim: lim, visit: visit}
 	defer unix.Close(fd)
-	err = w.dir(fd, "", 1)
+	err = w.dir(fd, "", 1, nil)
 	return w.entries, err
 }
 
@@ -52,8 +60,10 @@ type walker struct {
 }
 
 // dir reads the directory open at fd (the caller closes fd), shows it to
-// the visitor, and descends into its subdirectories.
-func (w *walker) dir(fd int, rel string, depth int) error {
+// the visitor, and descends into its subdirectories. pre, when not nil,
+// is the directory's listing already made (walkTree's top): it is not
+// listed again, and is bounded as a listing of its own would be.
+func (w *walker) dir(fd int, rel string, depth int, pre dirents) error {
 	if depth > w.lim.depth {
 		return &ScanBoundError{Path: w.root, Bound: "depth", Limit: w.lim.depth}
 	}
@@ -61,7 +71,12 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 	if left < 1 {
 		left = 1 // any entry at all is over the bound
 	}
-	all, err := w.l.list(fd, left)
+	all, err := pre, error(nil)
+	if pre == nil {
+		all, err = w.l.list(fd, left)
+	} else if len(pre) > left {
+		err = errTooMany
+	}
 	if errors.Is(err, errTooMany) {
 		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
 	}
@@ -99,7 +114,7 @@ func (w *walker) sub(parent int, name, rel string, depth int) error {
 	switch {
 	case err == nil:
 		defer unix.Close(fd)
-		return w.dir(fd, rel, depth+1)
+		return w.dir(fd, rel, depth+1, nil)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 		return nil
 	case errors.Is(err, unix.EACCES):

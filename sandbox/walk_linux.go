@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,9 +18,12 @@ import (
 // at any directory of the walk, see gitAt, and every directory named .git),
 // and .git files and links.
 type gitFinds struct {
-	dirs   []string
-	files  []string
-	links  []string // .git entries that are symbolic links
+	dirs  []string
+	files []string
+	links []string // .git entries that are symbolic links
+	// tops are the listings of the walk's starting directories (those of
+	// at most kindsBound entries), for kinds to answer from (kinds.seed).
+	tops   map[string]dirents
 	report WalkReport
 	seen   map[string]bool
 	more   int // reasons past maxSkipped
@@ -44,6 +48,13 @@ type gitFinds struct {
 // walk lists and tests; one outside is not the command's to write. gitDirs
 // gives the same answer for one starting directory.
 func findGit(writable []string, b walkBounds) *gitFinds {
+	return findGitFrom(writable, b, nil)
+}
+
+// findGitFrom is findGit with the writable directories' listings that
+// tops holds (the plan's, shared with the socket scan) taken from there
+// instead of listed again.
+func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 	b = b.orDefault()
 	g := &gitFinds{seen: map[string]bool{}}
 	start := time.Now()
@@ -69,23 +80,10 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 				len(queue)-i, strings.Join(rest, ", "), g.report.Entries, b.entries))
 			break
 		}
-		names, err := l.readNamesMax(it.path, left)
-		if errors.Is(err, errTooMany) {
-			g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", it.path, left, b.entries))
-			g.report.Entries = b.entries
+		names, ok := g.list(&l, tops, it.path, it.depth, left, b)
+		if !ok {
 			continue
 		}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-			// Gone, or no longer a directory (a writable dir removed
-			// since its run): nothing there for git to read.
-			continue
-		}
-		if err != nil {
-			g.incomplete(it.path + ": " + errText(err))
-			continue
-		}
-		g.report.Dirs++
-		g.report.Entries += len(names)
 		own := filepath.Base(it.path) == ".git"
 		for _, r := range gitAt(it.path, names) {
 			g.addRepo(r, writable)
@@ -114,6 +112,40 @@ func findGit(writable []string, b walkBounds) *gitFinds {
 	g.report.GitDirs = len(g.dirs)
 	g.report.Micros = time.Since(start).Microseconds()
 	return g
+}
+
+// list is findGit's listing of dir (at depth, within left entries of
+// b): from tops for a writable dir listed there, else by l. ok is false
+// when there is nothing to walk: over the bound or unreadable (recorded
+// as incomplete), or gone.
+func (g *gitFinds) list(l *lister, tops topListings, dir string, depth, left int, b walkBounds) (dirents, bool) {
+	names, err := tops.names(dir, depth, left)
+	if names == nil && err == nil {
+		names, err = l.readNamesMax(dir, left)
+	}
+	if errors.Is(err, errTooMany) {
+		g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", dir, left, b.entries))
+		g.report.Entries = b.entries
+		return nil, false
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		// Gone, or no longer a directory (a writable dir removed
+		// since its run): nothing there for git to read.
+		return nil, false
+	}
+	if err != nil {
+		g.incomplete(dir + ": " + errText(err))
+		return nil, false
+	}
+	g.report.Dirs++
+	g.report.Entries += len(names)
+	if depth == 0 && len(names) <= kindsBound {
+		if g.tops == nil {
+			g.tops = map[string]dirents{}
+		}
+		g.tops[dir] = slices.Clone(names) // l reuses names' array
+	}
+	return names, true
 }
 
 // gitPart says whether name, in a git directory, is one of the parts
@@ -177,6 +209,57 @@ func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 	case mode.IsRegular():
 		g.files = append(g.files, p)
 	}
+}
+
+// topListing is a writable directory opened (O_RDONLY|O_DIRECTORY|
+// O_NOFOLLOW, as the walks open it) and listed once for the plan's walks:
+// the git walk and the socket scan both start from it.
+type topListing struct {
+	fd   int
+	ents dirents
+	err  error // the open or the listing failed: each walk looks itself
+}
+
+// topListings are the plan's tops, by path.
+type topListings map[string]*topListing
+
+// listTops opens and lists each of dirs, up to bound entries each.
+func listTops(dirs []string, bound int) topListings {
+	tops := topListings{}
+	var l lister
+	for _, d := range dirs {
+		t := &topListing{fd: -1}
+		tops[d] = t
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.err = err
+			continue
+		}
+		t.fd = fd
+		ents, err := l.list(fd, bound)
+		t.ents, t.err = append(dirents{}, ents...), err // not nil: listed, if empty
+	}
+	return tops
+}
+
+// close closes every top's descriptor.
+func (tops topListings) close() {
+	for _, t := range tops {
+		if t.fd >= 0 {
+			unix.Close(t.fd)
+		}
+	}
+}
+
+// names is the listing of dir when it is a top (depth 0) listed within
+// left entries; nil, nil otherwise (the walk lists it itself, with its
+// own errors).
+func (tops topListings) names(dir string, depth, left int) (dirents, error) {
+	t := tops[dir]
+	if depth != 0 || t == nil || t.err != nil || len(t.ents) > left {
+		return nil, nil
+	}
+	return t.ents, nil
 }
 
 // readNames lists a directory's entries with their types (from getdents:

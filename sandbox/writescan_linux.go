@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+
+	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
 // scanWritable searches every writable directory (but own, sandbox-run's
@@ -26,7 +28,7 @@ import (
 // Non-guarantee: a socket or FIFO made in a writable directory after the
 // search (by a host process while the run goes on: a tmux or fsmonitor
 // started later) is reachable from inside.
-func (f *hostFacts) scanWritable(writable, own []string, lim scanLimits) error {
+func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string, lim scanLimits, tops topListings) error {
 	for _, w := range writable {
 		if slices.ContainsFunc(writable, func(o string) bool { return o != w && within(w, o) }) {
 			continue
@@ -35,7 +37,7 @@ func (f *hostFacts) scanWritable(writable, own []string, lim scanLimits) error {
 			continue
 		}
 		lim.usedEntries, lim.usedCovered = f.wscan.entries, len(f.scan.covered)+len(f.wscan.covered)
-		res, err := scanSpecial(w, lim)
+		res, err := scanSpecialFrom(rv, w, lim, tops[w])
 		f.wscan.entries += res.entries
 		f.wscan.elapsed += res.elapsed
 		if f.wscan.done == nil {

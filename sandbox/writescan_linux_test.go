@@ -79,7 +79,7 @@ func TestPlanWritableBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &hostFacts{}
 			f.scan.covered = make([]string, tt.used)
-			err := f.scanWritable([]string{w}, nil, tt.lim)
+			err := f.scanWritable(nil, []string{w}, nil, tt.lim, nil)
 			var se *SetupError
 			switch {
 			case tt.want == "" && err != nil:

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -387,8 +388,14 @@ func runOutcome(stdio IO, af *auditFile, res *sandbox.Result, err error) (code i
 }
 
 // checkWorkdir says in plain words why the workdir cannot be used.
-func checkWorkdir(wd string) error {
-	fi, err := os.Stat(wd)
+func checkWorkdir(rv *pathguard.Resolver, wd string) error {
+	var fi fs.FileInfo
+	var err error
+	if filepath.IsAbs(wd) && filepath.Clean(wd) == wd {
+		fi, err = rv.Stat(wd) // the walk of the workdir, in the memo
+	} else {
+		fi, err = os.Stat(wd)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("workdir %s does not exist; fix: create it (mkdir -p %s) or pass --workdir DIR", wd, wd)
@@ -527,11 +534,8 @@ func initBinary() sandbox.InitBinary {
 	if InitBuildID == "" {
 		return sandbox.InitBinary{}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return sandbox.InitBinary{}
-	}
-	return sandbox.InitBinary{Path: filepath.Join(filepath.Dir(exe), "sandbox-run-init"), BuildID: InitBuildID}
+	// Found beside this executable only when a run needs an init.
+	return sandbox.InitBinary{Beside: "sandbox-run-init", BuildID: InitBuildID}
 }
 
 // dataDir is where sandbox-run keeps sessions' homes and shared caches:

@@ -7,6 +7,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -69,7 +70,9 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 	// (pathguard.Resolver).
 	rv := pathguard.NewResolver()
 	f.walks = rv
-	p, err := f.policy(os.Getwd)
+	// getcwd(2) gives the real path in one call; os.Getwd stats "." and
+	// $PWD to keep $PWD's spelling, which realDir resolves away anyway.
+	p, err := f.policy(syscall.Getwd)
 	if err == nil && f.devEnv {
 		devenv.Gather(rv, p, os.LookupEnv, otherUID(rv)).Apply(&p)
 	}
@@ -108,7 +111,7 @@ func (f *runFlags) prepare(args []string, stdio IO, sigs <-chan os.Signal, sc su
 // checkHost checks the workdir and the host files, runs sc.beforeAudit
 // and opens --audit (not for --dry-run, which runs nothing).
 func (f *runFlags) checkHost(pr *prepared, sc subcommand) error {
-	if err := checkWorkdir(pr.p.Workdir); err != nil {
+	if err := checkWorkdir(pr.opts.Resolver, pr.p.Workdir); err != nil {
 		return err
 	}
 	if err := f.hostFiles(pr.p); err != nil {

@@ -127,10 +127,14 @@ func delegated(dir string) error {
 }
 
 // enableControllers turns on memory and pids for dir's children where dir
-// offers them; failures are left for Enabled and Create to report.
+// offers them; failures are left for Enabled and Create to report. What
+// dir offers is read only when one of them is off.
 func enableControllers(dir string) {
-	avail := words(filepath.Join(dir, "cgroup.controllers"))
 	on := words(filepath.Join(dir, "cgroup.subtree_control"))
+	if on["memory"] && on["pids"] {
+		return
+	}
+	avail := words(filepath.Join(dir, "cgroup.controllers"))
 	for _, c := range []string{"memory", "pids"} {
 		if avail[c] && !on[c] {
 			writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c)

@@ -368,6 +368,12 @@ type profileResult struct {
 	fullSize  int64
 	tinyErr   error
 
+	// File system calls (strace -f -c -e trace=%file) of `run --dry-run
+	// -- true` in the workdir and of `version`: a count, the same on a
+	// loaded machine, so planning's cost is tracked without a clock.
+	dryCalls, versionCalls int
+	callsErr               error
+
 	initRuns      int
 	initTotal     time.Duration // package inits of `sandbox-run version`, median
 	tinyInitTotal time.Duration // the same for the tiny binary
@@ -405,6 +411,10 @@ func (e *env) measureProfile(n int, deadline time.Time) *profileResult {
 			p.traced = append(p.traced, total)
 		}
 	}
+	p.dryCalls, p.callsErr = e.fileCalls("run", "--dry-run", "--", "true")
+	if p.callsErr == nil {
+		p.versionCalls, p.callsErr = e.fileCalls("version")
+	}
 	p.initRuns = 11
 	p.initTotal, p.initTop, p.initErr = initTrace(e.bin, []string{"version"}, p.initRuns)
 	if e.tinyErr == nil && p.initErr == nil {
@@ -435,6 +445,36 @@ func (e *env) measureProfile(n int, deadline time.Time) *profileResult {
 		p.detect = time.Duration(r.NsPerOp())
 	}
 	return p
+}
+
+// fileCalls counts the file system calls of sandbox-run with args, run in
+// the workdir: strace -f -c -e trace=%file, its summary's total.
+func (e *env) fileCalls(args ...string) (int, error) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		return 0, fmt.Errorf("strace not found: %w", err)
+	}
+	out := filepath.Join(e.base, "strace-calls.txt")
+	c := exec.Command("strace", append([]string{"-f", "-c", "-o", out, "-e", "trace=%file", e.bin}, args...)...)
+	c.Dir = e.work
+	if b, err := c.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("strace sandbox-run %s: %w: %s", strings.Join(args, " "), err, lastLines(string(b), 3))
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return 0, err
+	}
+	return straceTotal(string(b))
+}
+
+// straceTotal is the calls column of strace -c's "total" line.
+func straceTotal(summary string) (int, error) {
+	for _, line := range strings.Split(summary, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && f[len(f)-1] == "total" {
+			return strconv.Atoi(f[3])
+		}
+	}
+	return 0, fmt.Errorf("no total in strace's summary:\n%s", lastLines(summary, 5))
 }
 
 // pkgInit is one package's init time, from GODEBUG=inittrace=1.
@@ -500,6 +540,7 @@ func (r *report) profileSection(w func(string, ...any)) {
 	}
 	r.profileVariantTable(w)
 	phaseTable(w, m)
+	r.profile.callsLine(w)
 	initTable(w, m)
 	r.profile.inside(w, m)
 	r.profile.tracedTable(w, m.sr)
@@ -574,6 +615,17 @@ func phaseTable(w func(string, ...any), m startMedians) {
 		w("| %s | %s | %s | %.0f%% |\n", x.what, x.how, ms(x.d), 100*float64(x.d)/float64(m.sr))
 	}
 	w("| **sandbox-run run -- true** (the rows sum to it) | | **%s** | 100%% |\n\n", ms(m.sr))
+}
+
+// callsLine is planning's cost as a count: the file system calls of
+// `run --dry-run` beyond `version`'s (the goal is at most 80).
+func (p *profileResult) callsLine(w func(string, ...any)) {
+	if p.callsErr != nil {
+		w("Planning's file system calls: not counted (%v).\n\n", p.callsErr)
+		return
+	}
+	w("Planning's file system calls (`strace -f -c -e trace=%%file`, in the workdir): `run --dry-run -- true` %d, `version` %d: **%d** for planning (goal: at most 80; a count, the same on any load).\n\n",
+		p.dryCalls, p.versionCalls, p.dryCalls-p.versionCalls)
 }
 
 // initTable is what the Go init inside the sandbox costs on the network
