@@ -95,3 +95,30 @@ func TestTermConnSmallWrites(t *testing.T) {
 		t.Fatalf("the client read %d bytes, want %d in order", len(got), len(want))
 	}
 }
+
+// TestTermConnWriteBehindError: once the client is gone, a write behind
+// fails, at the latest a few writes later (each write waits for room
+// behind the one before); the control, with the client reading, writes
+// as many without an error.
+func TestTermConnWriteBehindError(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 64<<10)
+	for _, gone := range []bool{false, true} {
+		w, _, done := tlsPair(t, true)
+		tc := w.(*termConn)
+		if gone {
+			tc.tc.NetConn().(*gatherConn).Conn.(*countConn).Conn.Close()
+		}
+		var err error
+		for i := 0; i < 64 && err == nil; i++ {
+			_, err = w.Write(payload)
+		}
+		switch {
+		case !gone && err != nil:
+			t.Fatalf("control: a write to a reading client failed: %v", err)
+		case gone && err == nil:
+			t.Fatal("64 writes of 64 KiB to a closed socket all succeeded")
+		}
+		tc.Close()
+		<-done
+	}
+}
