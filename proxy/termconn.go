@@ -160,12 +160,14 @@ func (c termConnH1) ConnectionState() tls.ConnectionState { return c.tc.Connecti
 // written through (one record, at once, no goroutine), as are the
 // requests' small answers.
 //
-// Bytes go out in the order of the writes. A write may return before its
+// Bytes go out in the order of the writes, each write's whole, as a
+// tls.Conn's (concurrent writes wait for each other). A write may return before its
 // bytes are on the socket, as a kernel's socket buffer would: an error
 // sending them is returned by every later write, and by none earlier.
 type writeBehind struct {
 	c     *termConn
 	bufs  *sync.Pool // of *[]byte, maxBehind capacity
+	wmu   sync.Mutex // held by a write from start to end: writes never interleave
 	mu    sync.Mutex
 	space sync.Cond // on mu: room in the buffer, the sender done, or an error
 	buf   *[]byte   // written and not yet taken by the sender; nil when none
@@ -185,13 +187,19 @@ func newBehindBufs() *sync.Pool {
 }
 
 func (w *writeBehind) write(b []byte) (int, error) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
 	w.mu.Lock()
 	if w.err == nil && !w.busy && w.buf == nil && len(b) < 16<<10 {
 		w.busy = true
 		w.mu.Unlock()
 		err := w.c.send(b)
 		w.mu.Lock()
-		w.done(err)
+		if err == nil && w.buf != nil {
+			go w.sendAll() // another goroutine wrote behind this one: still busy
+		} else {
+			w.done(err)
+		}
 		w.mu.Unlock()
 		if err != nil {
 			return 0, err

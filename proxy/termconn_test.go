@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -120,5 +121,47 @@ func TestTermConnWriteBehindError(t *testing.T) {
 		}
 		tc.Close()
 		<-done
+	}
+}
+
+// TestTermConnConcurrentWrites: writes from many goroutines at once, small
+// and large, arrive each whole (never interleaved with another) and all.
+func TestTermConnConcurrentWrites(t *testing.T) {
+	w, _, done := tlsPair(t, true)
+	sizes := []int{100, 300 << 10, 5, 20 << 10, 16<<10 - 1, 64 << 10, 1, 600 << 10}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, n := range sizes {
+				if _, err := w.Write(bytes.Repeat([]byte{byte(g*len(sizes) + i + 1)}, n)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.(io.Closer).Close()
+	got := <-done
+	seen := map[byte]int{}
+	for len(got) > 0 {
+		v, n := got[0], 1
+		for n < len(got) && got[n] == v {
+			n++
+		}
+		if _, dup := seen[v]; dup || v == 0 {
+			t.Fatalf("write %d arrived in pieces (or is unknown)", v)
+		}
+		seen[v] = n
+		got = got[n:]
+	}
+	for g := range 8 {
+		for i, n := range sizes {
+			if v := byte(g*len(sizes) + i + 1); seen[v] != n {
+				t.Errorf("write %d: %d bytes arrived, want %d", v, seen[v], n)
+			}
+		}
 	}
 }
