@@ -90,34 +90,52 @@ func (c *gatherConn) flushLocked() error {
 }
 
 // termConn is a terminated client connection after its handshake: a
-// tls.Conn whose Write sends the records of each call in one write. It
-// is not a *tls.Conn and has no ConnectionState: http.Server serves it as
-// a plain connection (HTTP/2 by its preface, see newTerminator), while
-// termConnH1 adds ConnectionState for HTTP/1.1, so that Request.TLS is
-// set.
+// tls.Conn written behind (writeBehind), whose large writes go to the
+// socket in one write per four records (gatherConn). It is not a
+// *tls.Conn and has no ConnectionState: http.Server serves it as a plain
+// connection (HTTP/2 by its preface, see newTerminator), while termConnH1
+// adds ConnectionState for HTTP/1.1, so that Request.TLS is set.
 type termConn struct {
 	tc  *tls.Conn
 	raw *gatherConn
+	w   writeBehind
+}
+
+func newTermConn(tc *tls.Conn, raw *gatherConn, bufs *sync.Pool) *termConn {
+	c := &termConn{tc: tc, raw: raw}
+	c.w.c, c.w.bufs = c, bufs
+	c.w.space.L = &c.w.mu
+	return c
 }
 
 func (c *termConn) Read(b []byte) (int, error) { return c.tc.Read(b) }
 
-// Write sends b as crypto/tls does, in as few writes to the socket as
-// gatherConn allows: one per four records. A b that fits one record is
-// written as it is.
-func (c *termConn) Write(b []byte) (int, error) {
+// Write hands b to writeBehind (see there).
+func (c *termConn) Write(b []byte) (int, error) { return c.w.write(b) }
+
+// send encrypts b and writes it to the socket: a b that fits one record
+// as crypto/tls writes it, a larger one gathered.
+func (c *termConn) send(b []byte) error {
 	if len(b) <= 16<<10 {
-		return c.tc.Write(b)
+		_, err := c.tc.Write(b)
+		return err
 	}
 	c.raw.begin()
-	n, err := c.tc.Write(b)
-	if ferr := c.raw.end(); err == nil && ferr != nil {
-		return 0, ferr
+	_, err := c.tc.Write(b)
+	if ferr := c.raw.end(); err == nil {
+		err = ferr
 	}
-	return n, err
+	return err
 }
 
-func (c *termConn) Close() error                       { return c.tc.Close() }
+// Close sends what is still buffered (waiting at most closeFlushTimeout
+// for a client that does not read), then closes the tls.Conn, which sends
+// its close_notify.
+func (c *termConn) Close() error {
+	c.w.close()
+	return c.tc.Close()
+}
+
 func (c *termConn) LocalAddr() net.Addr                { return c.tc.LocalAddr() }
 func (c *termConn) RemoteAddr() net.Addr               { return c.tc.RemoteAddr() }
 func (c *termConn) SetDeadline(t time.Time) error      { return c.tc.SetDeadline(t) }
@@ -128,3 +146,136 @@ func (c *termConn) SetWriteDeadline(t time.Time) error { return c.tc.SetWriteDea
 type termConnH1 struct{ *termConn }
 
 func (c termConnH1) ConnectionState() tls.ConnectionState { return c.tc.ConnectionState() }
+
+// writeBehind is a termConn's writer. An HTTP/2 server writes a response
+// one frame (16 KiB for most clients) at a time, each write waiting for
+// the last; written through, each frame is two TLS records (the frame
+// header makes it a few bytes longer than one) and a write to the socket,
+// and the next frame waits for it. Here a write of at least one record's
+// size is copied into a buffer (at most maxBehind bytes; a write that
+// finds it full waits for room) and returns; one goroutine at a time, made
+// when there is something to send, encrypts and sends everything buffered,
+// in as few records and socket writes as it can, and ends when the buffer
+// is empty. A smaller write, when nothing is buffered or being sent, is
+// written through (one record, at once, no goroutine), as are the
+// requests' small answers.
+//
+// Bytes go out in the order of the writes, each write's whole, as a
+// tls.Conn's (concurrent writes wait for each other). A write may return before its
+// bytes are on the socket, as a kernel's socket buffer would: an error
+// sending them is returned by every later write, and by none earlier.
+type writeBehind struct {
+	c     *termConn
+	bufs  *sync.Pool // of *[]byte, maxBehind capacity
+	wmu   sync.Mutex // held by a write from start to end: writes never interleave
+	mu    sync.Mutex
+	space sync.Cond // on mu: room in the buffer, the sender done, or an error
+	buf   *[]byte   // written and not yet taken by the sender; nil when none
+	busy  bool      // a sender (goroutine or write-through) is sending
+	err   error     // the first error sending, or net.ErrClosed after close
+}
+
+// maxBehind bounds the bytes a termConn buffers: sixteen records.
+const maxBehind = 256 << 10
+
+// closeFlushTimeout bounds how long close waits for buffered bytes to go
+// out (crypto/tls waits as long for its close_notify).
+const closeFlushTimeout = 5 * time.Second
+
+func newBehindBufs() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, 0, maxBehind); return &b }}
+}
+
+func (w *writeBehind) write(b []byte) (int, error) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.mu.Lock()
+	if w.err == nil && !w.busy && w.buf == nil && len(b) < 16<<10 {
+		w.busy = true
+		w.mu.Unlock()
+		err := w.c.send(b)
+		w.mu.Lock()
+		if err == nil && w.buf != nil {
+			go w.sendAll() // another goroutine wrote behind this one: still busy
+		} else {
+			w.done(err)
+		}
+		w.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	defer w.mu.Unlock()
+	n := 0
+	for len(b) > 0 {
+		for w.err == nil && w.buf != nil && len(*w.buf) == maxBehind {
+			w.space.Wait()
+		}
+		if w.err != nil {
+			return n, w.err
+		}
+		if w.buf == nil {
+			w.buf = w.bufs.Get().(*[]byte)
+		}
+		k := min(len(b), maxBehind-len(*w.buf))
+		*w.buf = append(*w.buf, b[:k]...)
+		b, n = b[k:], n+k
+		if !w.busy {
+			w.busy = true
+			go w.sendAll()
+		}
+	}
+	return n, nil
+}
+
+// sendAll is the sender: it sends the buffer until it finds it empty.
+func (w *writeBehind) sendAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.buf != nil && w.err == nil {
+		b := w.buf
+		w.buf = nil
+		w.space.Broadcast()
+		w.mu.Unlock()
+		err := w.c.send(*b)
+		*b = (*b)[:0]
+		w.bufs.Put(b)
+		w.mu.Lock()
+		if err != nil {
+			w.err = err
+		}
+	}
+	w.done(nil)
+}
+
+// done ends a send (mu held): records err, drops what can no longer be
+// sent, and wakes the writers and close.
+func (w *writeBehind) done(err error) {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	if w.err != nil && w.buf != nil {
+		*w.buf = (*w.buf)[:0]
+		w.bufs.Put(w.buf)
+		w.buf = nil
+	}
+	w.busy = false
+	w.space.Broadcast()
+}
+
+// close waits until what was written is sent (or sending failed), at most
+// closeFlushTimeout, and makes every later write fail with net.ErrClosed.
+func (w *writeBehind) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy && w.err == nil {
+		_ = w.c.tc.SetWriteDeadline(time.Now().Add(closeFlushTimeout))
+	}
+	for w.busy && w.err == nil {
+		w.space.Wait()
+	}
+	if w.err == nil {
+		w.err = net.ErrClosed
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -48,7 +49,7 @@ func tlsPair(t *testing.T, gather bool) (w io.Writer, cc *countConn, done <-chan
 	if !gather {
 		return srv, cc, out
 	}
-	return &termConn{tc: srv, raw: gc}, cc, out
+	return newTermConn(srv, gc, newBehindBufs()), cc, out
 }
 
 // TestTermConnGathers: a write of many records reaches the socket in one
@@ -62,8 +63,8 @@ func TestTermConnGathers(t *testing.T) {
 		if n, err := w.Write(payload); err != nil || n != len(payload) {
 			t.Fatalf("gather=%v: write: %d, %v", gather, n, err)
 		}
-		writes := cc.writes.Load() - before
-		w.(io.Closer).Close()
+		w.(io.Closer).Close() // sends what is written behind, then close_notify
+		writes := cc.writes.Load() - before - 1
 		if got := <-done; !bytes.Equal(got, payload) {
 			t.Fatalf("gather=%v: the client read %d bytes, not the %d written", gather, len(got), len(payload))
 		}
@@ -93,5 +94,74 @@ func TestTermConnSmallWrites(t *testing.T) {
 	w.(io.Closer).Close()
 	if got := <-done; !bytes.Equal(got, want) {
 		t.Fatalf("the client read %d bytes, want %d in order", len(got), len(want))
+	}
+}
+
+// TestTermConnWriteBehindError: once the client is gone, a write behind
+// fails, at the latest a few writes later (each write waits for room
+// behind the one before); the control, with the client reading, writes
+// as many without an error.
+func TestTermConnWriteBehindError(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 64<<10)
+	for _, gone := range []bool{false, true} {
+		w, _, done := tlsPair(t, true)
+		tc := w.(*termConn)
+		if gone {
+			tc.tc.NetConn().(*gatherConn).Conn.(*countConn).Conn.Close()
+		}
+		var err error
+		for i := 0; i < 64 && err == nil; i++ {
+			_, err = w.Write(payload)
+		}
+		switch {
+		case !gone && err != nil:
+			t.Fatalf("control: a write to a reading client failed: %v", err)
+		case gone && err == nil:
+			t.Fatal("64 writes of 64 KiB to a closed socket all succeeded")
+		}
+		tc.Close()
+		<-done
+	}
+}
+
+// TestTermConnConcurrentWrites: writes from many goroutines at once, small
+// and large, arrive each whole (never interleaved with another) and all.
+func TestTermConnConcurrentWrites(t *testing.T) {
+	w, _, done := tlsPair(t, true)
+	sizes := []int{100, 300 << 10, 5, 20 << 10, 16<<10 - 1, 64 << 10, 1, 600 << 10}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, n := range sizes {
+				if _, err := w.Write(bytes.Repeat([]byte{byte(g*len(sizes) + i + 1)}, n)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.(io.Closer).Close()
+	got := <-done
+	seen := map[byte]int{}
+	for len(got) > 0 {
+		v, n := got[0], 1
+		for n < len(got) && got[n] == v {
+			n++
+		}
+		if _, dup := seen[v]; dup || v == 0 {
+			t.Fatalf("write %d arrived in pieces (or is unknown)", v)
+		}
+		seen[v] = n
+		got = got[n:]
+	}
+	for g := range 8 {
+		for i, n := range sizes {
+			if v := byte(g*len(sizes) + i + 1); seen[v] != n {
+				t.Errorf("write %d: %d bytes arrived, want %d", v, seen[v], n)
+			}
+		}
 	}
 }

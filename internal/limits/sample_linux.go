@@ -121,7 +121,7 @@ func sample(ctx context.Context, w walker, l Limits, interval IntervalFunc) (<-c
 				return
 			case <-t.C:
 			}
-			if st, err := startTime(rootPID); err != nil || st != start {
+			if st, err := w.startTime(); err != nil || st != start {
 				return
 			}
 			began := time.Now()
@@ -205,6 +205,7 @@ type walker struct {
 	// anonOnly leaves shmem out of resident memory (SampleGVisor): the
 	// tree's shared memory is counted by the descriptors held (held).
 	anonOnly bool
+	dents    []byte // getdents' buffer (names)
 }
 
 // sample walks the tree and measures it; l decides what is read.
@@ -272,12 +273,10 @@ func (w *walker) held() int64 {
 // yet, adding them to seen.
 func (w *walker) heldByFD(p int, shm bool, seen map[[2]uint64]bool) int64 {
 	dir := "/proc/" + strconv.Itoa(p) + "/fd/"
-	f, err := os.Open(dir)
+	names, err := w.names(dir, maxFDs)
 	if err != nil {
 		return 0 // gone, or not ours to read
 	}
-	names, _ := f.Readdirnames(maxFDs)
-	f.Close()
 	var sum int64
 	var lbuf [64]byte
 	for _, n := range names {
@@ -309,14 +308,14 @@ func (w *walker) walk() {
 	}
 	for i := 0; i < len(w.procs) && len(w.procs) < maxTree; i++ {
 		p := w.procs[i]
-		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		tasks, err := w.names("/proc/"+strconv.Itoa(p)+"/task", maxTree)
 		if err != nil {
 			continue // exited
 		}
 		for _, t := range tasks {
-			b, err := w.read("/proc/" + strconv.Itoa(p) + "/task/" + t.Name() + "/children")
+			b, err := w.read("/proc/" + strconv.Itoa(p) + "/task/" + t + "/children")
 			if errors.Is(err, fs.ErrNotExist) && p == w.root && i == 0 {
-				if _, serr := os.Stat("/proc/" + strconv.Itoa(p) + "/task/" + t.Name()); serr == nil {
+				if _, serr := os.Stat("/proc/" + strconv.Itoa(p) + "/task/" + t); serr == nil {
 					w.scan = true
 					w.walkByScan(seen)
 					return
@@ -335,17 +334,17 @@ func (w *walker) walk() {
 
 // walkByScan builds the tree from the parent pid of every process.
 func (w *walker) walkByScan(seen map[int]bool) {
-	ents, err := os.ReadDir("/proc")
+	ents, err := w.names("/proc", maxTree*4)
 	if err != nil {
 		return
 	}
 	kids := map[int][]int{}
 	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
+		p, err := strconv.Atoi(e)
 		if err != nil {
 			continue
 		}
-		b, err := w.read("/proc/" + e.Name() + "/stat")
+		b, err := w.read("/proc/" + e + "/stat")
 		if err != nil {
 			continue
 		}
@@ -441,27 +440,82 @@ func (w *walker) cpu(p int) time.Duration {
 	return time.Duration(ticks) * time.Second / userHZ
 }
 
+// read reads path into w.buf. It makes only the system calls it needs
+// (open, read, close): os.Open would also try to register each /proc file
+// with the poller, which it cannot be, and allocate a File, on every file
+// of every sample. A read error after open ends the contents, as EOF
+// does.
 func (w *walker) read(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	if w.buf == nil {
 		w.buf = make([]byte, 16<<10)
 	}
+	b, err := readFile(path, w.buf)
+	w.buf = b[:cap(b)]
+	return b, err
+}
+
+func readFile(path string, buf []byte) ([]byte, error) {
+	fd, err := open(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf = buf[:cap(buf)]
 	n := 0
 	for {
-		m, err := f.Read(w.buf[n:])
+		if n == len(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4<<10))...)
+		}
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			return buf[:n], nil
+		}
 		n += m
-		if err != nil || m == 0 {
+	}
+}
+
+// open opens path read-only (with flags), retrying on EINTR; the error
+// is an *fs.PathError, so errors.Is(err, fs.ErrNotExist) works.
+func open(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|flags, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// names lists the entries of the directory dir, at most limit of them,
+// without . and .., in the order the kernel gives them, with only the
+// system calls it needs (see read).
+func (w *walker) names(dir string, limit int) ([]string, error) {
+	fd, err := open(dir, unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if w.dents == nil {
+		w.dents = make([]byte, 8<<10)
+	}
+	var names []string
+	for len(names) < limit {
+		n, err := unix.Getdents(fd, w.dents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
 			break
 		}
-		if n == len(w.buf) {
-			w.buf = append(w.buf, make([]byte, len(w.buf))...)
-		}
+		_, _, names = unix.ParseDirent(w.dents[:n], limit-len(names), names)
 	}
-	return w.buf[:n], nil
+	return names, nil
 }
 
 // statFields returns the fields of /proc/PID/stat after the command name
@@ -477,7 +531,15 @@ func statFields(b []byte) []string {
 // startTime returns field 22 of /proc/PID/stat, the process's start time
 // since boot, which tells a process from a later one with the same pid.
 func startTime(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return startTimeOf(readFile("/proc/"+strconv.Itoa(pid)+"/stat", make([]byte, 1<<10)))
+}
+
+// startTime is startTime(w.root), read into w's buffer.
+func (w *walker) startTime() (string, error) {
+	return startTimeOf(w.read("/proc/" + strconv.Itoa(w.root) + "/stat"))
+}
+
+func startTimeOf(b []byte, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}

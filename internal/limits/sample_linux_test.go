@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -209,5 +210,18 @@ func TestTree(t *testing.T) {
 	}
 	if g := Tree(1 << 30); len(g) != 1 {
 		t.Errorf("Tree of a pid that is not there = %v, want only itself", g)
+	}
+}
+
+// BenchmarkSample measures one sample of this test's own process tree
+// with a memory limit (what Sample does on each tick): the system calls
+// per sample are what it costs.
+func BenchmarkSample(b *testing.B) {
+	w := walker{root: os.Getpid(), tmpfs: []string{"/tmp", "/dev/shm"}}
+	l := Limits{Memory: 1 << 50, Pids: 1 << 20}
+	for b.Loop() {
+		if u := w.sample(l); u.Procs < 1 {
+			b.Fatal("no process sampled")
+		}
 	}
 }
