@@ -54,7 +54,7 @@ func landlockMain() int {
 	status := os.NewFile(llFdStatus, "status")
 	fail := func(what string, err error) int {
 		fmt.Fprintf(status, "error %s: %v\n", what, err)
-		return 125
+		return ExitSetup
 	}
 	var spec landlockSpec
 	b, err := io.ReadAll(io.LimitReader(os.NewFile(llFdSpec, "spec"), 16<<20))

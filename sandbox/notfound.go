@@ -16,7 +16,7 @@ import (
 // (shown, nil when the mechanism cannot say), or both. A name with a slash,
 // or one the host does not have either, keeps "command not found".
 func explainNotFound(e *ExecError, p policy.Policy, lookup func(string) (string, bool), shown func(string) bool) {
-	if e.Code != 127 || strings.Contains(e.Command, "/") || lookup == nil {
+	if e.Code != ExitNotFound || strings.Contains(e.Command, "/") || lookup == nil {
 		return
 	}
 	hostPATH, _ := lookup("PATH")

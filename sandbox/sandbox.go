@@ -106,6 +106,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -203,7 +204,7 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 
 // ExitTimeout is the exit status of a run that the policy's Timeout ended.
-const ExitTimeout = 124
+const ExitTimeout = exitcode.Timeout
 
 // limitError means a resource limit ended the whole sandbox (Run reports
 // it by the limit's class).
