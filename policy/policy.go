@@ -619,40 +619,6 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// CacheVars lists, per cache name, the variables that point the tool at
-// its cache directory DIR: as a suffix after DIR ("" for DIR itself).
-var cacheVars = map[string]map[string]string{
-	"npm":   {"npm_config_cache": ""},
-	"pip":   {"PIP_CACHE_DIR": ""},
-	"go":    {"GOMODCACHE": "/mod", "GOCACHE": "/build"},
-	"cargo": {"CARGO_HOME": ""},
-	"uv":    {"UV_CACHE_DIR": ""},
-}
-
-// CacheNames returns the cache names Caches accepts, sorted.
-func CacheNames() []string {
-	out := make([]string, 0, len(cacheVars))
-	for k := range cacheVars {
-		out = append(out, k)
-	}
-	sortStrings(out)
-	return out
-}
-
-// CacheEnv returns the variables that point the tool name at its cache
-// directory dir (nil for an unknown name).
-func CacheEnv(name, dir string) map[string]string {
-	vars, ok := cacheVars[name]
-	if !ok {
-		return nil
-	}
-	out := make(map[string]string, len(vars))
-	for k, suffix := range vars {
-		out[k] = dir + suffix
-	}
-	return out
-}
-
 // maxSessionName bounds a session name: it is one path component.
 const maxSessionName = 64
 
@@ -682,7 +648,7 @@ func (p Policy) validateHome() error {
 	}
 	seen := map[string]bool{}
 	for _, c := range p.Caches {
-		if _, ok := cacheVars[c]; !ok {
+		if _, ok := LookupPackageManager(c); !ok {
 			return invalid("cache", fmt.Sprintf("%q is not a cache sandbox-run knows", c), "name one of "+strings.Join(CacheNames(), ", "))
 		}
 		if seen[c] {

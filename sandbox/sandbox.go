@@ -870,8 +870,8 @@ func setupErr(what, why, fix string) error { return &SetupError{What: what, Why:
 // fetch. Loopback is left out (NO_PROXY): the LLM channel lives there, and
 // the proxy would refuse loopback anyway.
 func setProxyEnv(env map[string]string, url string) {
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-		"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
+	for _, k := range append([]string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"},
+		policy.ProxyVars()...) {
 		env[k] = url
 	}
 	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
@@ -879,12 +879,14 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NODE_USE_ENV_PROXY"] = "1"
 }
 
-// offlineEnv lists the variables a run without egress sets, so that
+// offlineEnv returns the variables a run without egress sets, so that
 // package managers fail at once with their own error instead of retrying a
 // network that is not there (npm's default retries take over a minute, pip's
 // several seconds; MCP clients give up after 30). They go into the command's
 // environment below the policy's own Env, which overrides any of them, and
-// are named in the report's environment like every other variable.
+// are named in the report's environment like every other variable. The
+// package managers' are their Offline and Quiet settings in policy's one
+// table (policy.OfflineEnv):
 //
 //   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
 //     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
@@ -895,20 +897,14 @@ func setProxyEnv(env map[string]string, url string) {
 //   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
 //   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
 //     terminal (git itself does not retry).
-var offlineEnv = map[string]string{
-	"npm_config_offline":            "true",
-	"npm_config_fetch_retries":      "0",
-	"npm_config_update_notifier":    "false",
-	"PIP_RETRIES":                   "0",
-	"PIP_DISABLE_PIP_VERSION_CHECK": "1",
-	"UV_OFFLINE":                    "1",
-	"CARGO_NET_OFFLINE":             "true",
-	"GOPROXY":                       "off",
-	"GIT_TERMINAL_PROMPT":           "0",
+func offlineEnv() map[string]string {
+	env := policy.OfflineEnv()
+	env["GIT_TERMINAL_PROMPT"] = "0"
+	return env
 }
 
 func setOfflineEnv(env map[string]string) {
-	for k, v := range offlineEnv {
+	for k, v := range offlineEnv() {
 		env[k] = v
 	}
 }
