@@ -255,9 +255,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"90s\": %w", err)
 	}
-	v, err := ParseDuration(s)
+	v, err := parseDuration(s)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "policy: "))
+		return err
 	}
 	*d = Duration(v)
 	return nil
@@ -274,15 +274,20 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	s := fmt.Sprintf("policy: %s: %s", e.Field, e.Reason)
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return s
+	return fmt.Sprintf("policy: %s: %s", e.Field, e.Detail())
 }
 
 // Is matches ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Detail is the error without the field's name: the reason and the fix,
+// for a caller that names the field its own way (a settings key).
+func (e *InvalidError) Detail() string {
+	if e.Fix == "" {
+		return e.Reason
+	}
+	return e.Reason + "; fix: " + e.Fix
+}
 
 func invalid(field, reason, fix string) error {
 	return &InvalidError{Field: field, Reason: reason, Fix: fix}

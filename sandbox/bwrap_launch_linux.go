@@ -580,7 +580,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 		rep.Readback = readbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
 		rep.Exit = &Exit{Code: st.Exit, Class: execClass(st.Exit)}
-		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: reasonOf(st.Error)}
+		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: st.Reason}
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
 		// RLIMIT_NPROC.

@@ -329,7 +329,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		r.Exit = &Exit{Code: status.Exit, Class: execClass(status.Exit)}
-		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: reasonOf(status.Error)}
+		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
 	case status != nil:
 		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:

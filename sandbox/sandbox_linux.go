@@ -107,13 +107,6 @@ func resolveTool(rv *pathguard.Resolver, abs string) (string, error) {
 	return r.Path, nil
 }
 
-func reasonOf(s string) string {
-	if i := strings.LastIndex(s, ": "); i >= 0 {
-		return s[i+2:]
-	}
-	return s
-}
-
 func waitCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
 		return exitcode.OfSignal(int(ws.Signal()))

@@ -114,7 +114,8 @@ func start(c Config, rb *Readback) (int, Status) {
 		if errors.Is(err, fs.ErrPermission) {
 			code = exitcode.NotExecutable
 		}
-		return 0, Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb}
+		why := lookError(err)
+		return 0, Status{Error: c.Command[0] + ": " + why, Reason: why, Exit: code, Readback: rb}
 	}
 	// syscall.ForkExec rather than os.StartProcess: the latter first forks
 	// a throwaway child to probe pidfd support, a cost on every launch.
@@ -141,7 +142,7 @@ func start(c Config, rb *Readback) (int, Status) {
 		if errors.Is(err, fs.ErrNotExist) {
 			code = exitcode.NotFound
 		}
-		return 0, Status{Error: c.Command[0] + ": " + err.Error(), Exit: code, Readback: rb}
+		return 0, Status{Error: c.Command[0] + ": " + err.Error(), Reason: err.Error(), Exit: code, Readback: rb}
 	}
 	return pid, Status{Started: true, Readback: rb}
 }

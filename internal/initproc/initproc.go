@@ -60,8 +60,11 @@ func Modes() map[string]func(args []string) int {
 
 // Status is what init reports on its status descriptor, as one JSON line.
 type Status struct {
-	Started  bool      `json:"started"`
-	Error    string    `json:"error,omitempty"`
+	Started bool   `json:"started"`
+	Error   string `json:"error,omitempty"`
+	// Reason is why the command could not start (Exit 126 or 127),
+	// without its name: what Error says after "NAME: ".
+	Reason   string    `json:"reason,omitempty"`
 	Exit     int       `json:"exit,omitempty"`
 	Readback *Readback `json:"readback,omitempty"`
 }
