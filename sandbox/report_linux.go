@@ -13,7 +13,8 @@ import (
 // What only the Linux mechanisms put in a report: bwrap's diagnosis,
 // init's read-back and the inotify ceiling.
 
-// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
+// bwrapErr is bwrap's own diagnosis as a SetupError (the same type,
+// fault.Error, with bwrap's as its cause); other errors pass.
 func bwrapErr(err error) error {
 	var be *bwrap.SetupError
 	if errors.As(err, &be) {

@@ -107,6 +107,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -119,32 +120,16 @@ import (
 var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
 
 // ErrSetup marks a sandbox that could not be set up; the command did not
-// run. Every *SetupError matches it.
-var ErrSetup = errors.New("sandbox: setup failed")
+// run. Every *SetupError matches it (it is fault.ErrSetup, which bwrap's
+// and apparmor's refusals match too).
+var ErrSetup = fault.ErrSetup
 
-// SetupError says what failed, why and the fix, in one line. Err, when
-// set, is the typed error of the package that found the cause (a
-// *bwrap.SetupError from bwrap's own diagnosis), reachable with errors.As.
-type SetupError struct {
-	What, Why, Fix string
-	Err            error
-}
-
-func (e *SetupError) Error() string {
-	s := e.What
-	if e.Why != "" {
-		s += ": " + e.Why
-	}
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-// Is matches ErrSetup.
-func (e *SetupError) Is(target error) bool { return target == ErrSetup }
-
-func (e *SetupError) Unwrap() error { return e.Err }
+// SetupError says what failed, why and the fix, in one line
+// ("what: why; fix: fix"). It is sandbox-run's one such type
+// (internal/fault.Error): bwrap.SetupError and apparmor.Error are the
+// same. Err, when set, is the typed error of the package that found the
+// cause (a *pathguard.EscapeError), reachable with errors.As.
+type SetupError = fault.Error
 
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
