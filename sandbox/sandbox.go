@@ -478,48 +478,13 @@ type Report struct {
 // Readback is the kernel's view of the sandbox's confinement just before
 // the command started: read by sandbox-run's init from inside, or, on
 // bwrap's fast path (no init: bwrap's PID 1 and a sh trampoline), by
-// sandbox-run from the host through /proc/PID of the trampoline, the
-// process that becomes the command, while it waits for sandbox-run's go.
-type Readback struct {
-	// PID is the reader's pid inside: init's (1 with a PID namespace) or
-	// the trampoline's (2, a child of bwrap's PID 1); -1 when unread.
-	PID int `json:"pid"`
-	// UID and GID are the ids it runs as (bwrap maps them to the same
-	// ids inside as on the host); -1 when unread.
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
-	NoNewPrivs int `json:"no_new_privs"`
-	// Seccomp is its Seccomp field (2: filter mode).
-	Seccomp int `json:"seccomp"`
-	// CapEff and CapBnd are the effective and bounding capability sets,
-	// hex as the kernel writes them ("0000000000000000": none).
-	CapEff string `json:"cap_eff"`
-	CapBnd string `json:"cap_bnd"`
-	// UIDMap is its uid_map, fields joined by single spaces: the whole
-	// file as init reads it inside, or its first line as the host reads
-	// it on the fast path (the second field then the host's uid); ""
-	// when unread.
-	UIDMap string `json:"uid_map"`
-	// Namespaces maps a namespace's name to its link (net:[4026...]);
-	// nil when unread. Where sandbox-run may not read the sandbox's links
-	// (root without CAP_SYS_PTRACE, in a container), a namespace is the
-	// inode bwrap reported in the same form, and the user namespace
-	// "user:uid_map=" and the first line of the command's own uid_map,
-	// present only when that differs from sandbox-run's. A namespace
-	// missing here was not shown to be the sandbox's own.
-	Namespaces map[string]string `json:"namespaces"`
-	// Kernel is what the kernel serving the command says it is; read only
-	// under gvisor (tier 2), nil otherwise.
-	Kernel *Kernel `json:"kernel,omitempty"`
-}
+// sandbox-run from the host through /proc/PID of the trampoline. It is
+// init's own type (what init writes on its status line is what the report
+// holds), named here for callers; its fields are documented there.
+type Readback = initproc.Readback
 
 // Kernel is the kernel as the command sees it: under gVisor, gVisor's.
-type Kernel struct {
-	Uname       string `json:"uname"`        // sysname release version machine
-	ProcVersion string `json:"proc_version"` // first line of /proc/version
-	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
-}
+type Kernel = initproc.Kernel
 
 // LandlockReport is what --sandbox landlock set up.
 type LandlockReport struct {
