@@ -25,6 +25,20 @@ import (
 // it cannot accept.
 var ErrInvalidEntry = errors.New("invalid allow-list entry")
 
+// EntryError is one entry Parse refuses: the entry as given and why.
+type EntryError struct{ Entry, Why string }
+
+func (e *EntryError) Error() string { return "allowlist: " + e.Detail() }
+
+// Detail is the error without the package's name, for a caller that
+// names the flag or key its own way.
+func (e *EntryError) Detail() string {
+	return fmt.Sprintf("%s %q: %s", ErrInvalidEntry, e.Entry, e.Why)
+}
+
+// Is matches ErrInvalidEntry.
+func (e *EntryError) Is(target error) bool { return target == ErrInvalidEntry }
+
 // List is a validated allow list. The zero value allows nothing. Only
 // Parse makes a non-empty one.
 type List struct {
@@ -94,7 +108,7 @@ func Parse(entries []string) (List, error) {
 	for _, raw := range entries {
 		e, err := parseEntry(raw)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("allowlist: %w %q: %s", ErrInvalidEntry, raw, err))
+			errs = append(errs, &EntryError{Entry: raw, Why: err.Error()})
 			continue
 		}
 		list.entries = append(list.entries, e)

@@ -43,6 +43,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // Where the facts live, relative to the root directory.
@@ -67,26 +69,13 @@ var parserPaths = []string{"/usr/sbin/apparmor_parser", "/sbin/apparmor_parser"}
 const maxProfile = 1 << 20
 
 // ErrRefused marks every refusal and failure of setup. Callers exit 125.
-var ErrRefused = errors.New("apparmor setup refused")
+// It is fault.ErrSetup, the sentinel of every refusal.
+var ErrRefused = fault.ErrSetup
 
-// Error says what could not be done, why, and the fix, in one line.
-type Error struct {
-	What, Why, Fix string
-}
-
-func (e *Error) Error() string {
-	s := e.What
-	if e.Why != "" {
-		s += ": " + e.Why
-	}
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-// Is matches ErrRefused.
-func (e *Error) Is(target error) bool { return target == ErrRefused }
+// Error says what could not be done, why, and the fix, in one line: it is
+// sandbox-run's one such type (internal/fault.Error), the same as
+// sandbox.SetupError.
+type Error = fault.Error
 
 // Host is what Decide decides from. ReadHost fills it from a root
 // directory; tests may build one by hand.

@@ -1,37 +1,23 @@
 package bwrap
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // ErrSetup marks a sandbox that could not be set up. Callers exit 125.
-var ErrSetup = errors.New("sandbox setup failed")
+// It is fault.ErrSetup, the sentinel of every refusal.
+var ErrSetup = fault.ErrSetup
 
-// SetupError says what failed, why, and how to fix it, in one line.
-type SetupError struct {
-	What string
-	Why  string
-	Fix  string
-}
-
-func (e *SetupError) Error() string {
-	s := e.What
-	if e.Why != "" {
-		s += ": " + e.Why
-	}
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-// Is matches ErrSetup.
-func (e *SetupError) Is(target error) bool { return target == ErrSetup }
+// SetupError says what failed, why, and how to fix it, in one line: it is
+// sandbox-run's one such type (internal/fault.Error), the same as
+// sandbox.SetupError.
+type SetupError = fault.Error
 
 // Host holds the kernel settings that decide whether bwrap can create its
 // namespaces. -1 means the setting does not exist on this kernel.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
@@ -359,9 +360,10 @@ func endReason(res *sandbox.Result, err error) string {
 		return "it did not start"
 	case endedBy(res, sandbox.ClassTimedOut):
 		return "the timeout ended it"
-	case res.ExitCode > 128:
-		return fmt.Sprintf("it was killed by signal %d", res.ExitCode-128)
 	default:
+		if sig, ok := exitcode.Signal(res.ExitCode); ok {
+			return fmt.Sprintf("it was killed by signal %d", sig)
+		}
 		return fmt.Sprintf("it exited with status %d", res.ExitCode)
 	}
 }

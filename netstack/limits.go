@@ -61,9 +61,23 @@ const (
 	minBuffer = 16 << 10
 )
 
-// ErrConnLimit is wrapped by the error Config.Refused gets for a
-// connection reset because MaxConns were already open.
+// ErrConnLimit is matched (errors.Is) by the error Config.Refused gets for
+// a connection reset because MaxConns were already open: a
+// *ConnLimitError.
 var ErrConnLimit = errors.New("netstack: too many connections at once")
+
+// ConnLimitError is a connection reset because Max were already open.
+type ConnLimitError struct{ Max int }
+
+func (e *ConnLimitError) Error() string { return "netstack: " + e.Why() }
+
+// Why says why the connection was reset, without the package's prefix.
+func (e *ConnLimitError) Why() string {
+	return fmt.Sprintf("too many connections at once (%d open, the most transparent egress relays)", e.Max)
+}
+
+// Is matches ErrConnLimit.
+func (e *ConnLimitError) Is(target error) bool { return target == ErrConnLimit }
 
 // withDefaults fills the zero fields and clamps BufferMax.
 func (l Limits) withDefaults() Limits {

@@ -64,7 +64,8 @@ type Config struct {
 	Limits Limits
 	// Refused, if set, is told of each connection the stack resets by
 	// its own Limits (not the policy's: Dial's refusals are Dial's to
-	// record); err wraps ErrConnLimit. It must not block.
+	// record); err is a *ConnLimitError (errors.Is ErrConnLimit). It must
+	// not block.
 	Refused func(name string, dst netip.AddrPort, err error)
 	Logger  *slog.Logger
 }
@@ -198,7 +199,7 @@ func (st *Stack) forward(r *tcp.ForwarderRequest) {
 	}
 	name := st.names.get(dst.Addr())
 	if !st.conns.take() {
-		err := fmt.Errorf("%w (%d open, the most transparent egress relays)", ErrConnLimit, st.lim.MaxConns)
+		err := &ConnLimitError{Max: st.lim.MaxConns}
 		st.log.Debug("netstack: connection refused", "dst", dst, "err", err)
 		if st.cfg.Refused != nil {
 			st.cfg.Refused(name, dst, err)

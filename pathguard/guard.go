@@ -37,29 +37,37 @@ type EscapeError struct {
 }
 
 // Error returns one line: the bind, the link followed, the writable dir and
-// what to do about it.
+// what to do about it ("pathguard: WHY: FIX", see Reason).
 func (e *EscapeError) Error() string {
+	why, fix := e.Reason()
+	return "pathguard: " + why + ": " + fix
+}
+
+// Reason returns why the bind is refused (the bind, the link followed, the
+// writable dir) and the fix, apart, for a caller that says them in its
+// own shape.
+func (e *EscapeError) Reason() (why, fix string) {
 	via := ""
 	if e.Link != "" {
 		via = fmt.Sprintf(" through symlink %s -> %s", e.Link, e.Target)
 	}
 	switch e.Kind {
 	case KindDest:
-		return fmt.Sprintf("pathguard: mount destination %s passes%s inside writable dir %s, which bwrap would follow: remove the link before the run",
-			e.Bind, via, e.Writable)
+		return fmt.Sprintf("mount destination %s passes%s inside writable dir %s, which bwrap would follow", e.Bind, via, e.Writable),
+			"remove the link before the run"
 	case KindWritable:
-		return fmt.Sprintf("pathguard: writable dir %s is reached%s inside writable dir %s: name the link's target directly, or remove the link",
-			e.Bind, via, e.Writable)
+		return fmt.Sprintf("writable dir %s is reached%s inside writable dir %s", e.Bind, via, e.Writable),
+			"name the link's target directly, or remove the link"
 	case KindHost:
-		return fmt.Sprintf("pathguard: host file %s reaches writable dir %s%s, where the sandboxed command can replace it: name a file outside every --workdir and --write dir",
-			e.Bind, e.Writable, via)
+		return fmt.Sprintf("host file %s reaches writable dir %s%s, where the sandboxed command can replace it", e.Bind, e.Writable, via),
+			"name a file outside every --workdir and --write dir"
 	}
 	if e.Link == "" {
-		return fmt.Sprintf("pathguard: read bind %s lies inside writable dir %s: bind a path outside writable dirs, or stop making %s writable",
-			e.Bind, e.Writable, e.Writable)
+		return fmt.Sprintf("read bind %s lies inside writable dir %s", e.Bind, e.Writable),
+			fmt.Sprintf("bind a path outside writable dirs, or stop making %s writable", e.Writable)
 	}
-	return fmt.Sprintf("pathguard: read bind %s reaches writable dir %s%s: remove the link or bind its target directly, outside writable dirs",
-		e.Bind, e.Writable, via)
+	return fmt.Sprintf("read bind %s reaches writable dir %s%s", e.Bind, e.Writable, via),
+		"remove the link or bind its target directly, outside writable dirs"
 }
 
 // Is reports whether target is [ErrEscape].

@@ -255,9 +255,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"90s\": %w", err)
 	}
-	v, err := ParseDuration(s)
+	v, err := parseDuration(s)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "policy: "))
+		return err
 	}
 	*d = Duration(v)
 	return nil
@@ -274,15 +274,20 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	s := fmt.Sprintf("policy: %s: %s", e.Field, e.Reason)
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return s
+	return fmt.Sprintf("policy: %s: %s", e.Field, e.Detail())
 }
 
 // Is matches ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Detail is the error without the field's name: the reason and the fix,
+// for a caller that names the field its own way (a settings key).
+func (e *InvalidError) Detail() string {
+	if e.Fix == "" {
+		return e.Reason
+	}
+	return e.Reason + "; fix: " + e.Fix
+}
 
 func invalid(field, reason, fix string) error {
 	return &InvalidError{Field: field, Reason: reason, Fix: fix}
@@ -619,40 +624,6 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// CacheVars lists, per cache name, the variables that point the tool at
-// its cache directory DIR: as a suffix after DIR ("" for DIR itself).
-var cacheVars = map[string]map[string]string{
-	"npm":   {"npm_config_cache": ""},
-	"pip":   {"PIP_CACHE_DIR": ""},
-	"go":    {"GOMODCACHE": "/mod", "GOCACHE": "/build"},
-	"cargo": {"CARGO_HOME": ""},
-	"uv":    {"UV_CACHE_DIR": ""},
-}
-
-// CacheNames returns the cache names Caches accepts, sorted.
-func CacheNames() []string {
-	out := make([]string, 0, len(cacheVars))
-	for k := range cacheVars {
-		out = append(out, k)
-	}
-	sortStrings(out)
-	return out
-}
-
-// CacheEnv returns the variables that point the tool name at its cache
-// directory dir (nil for an unknown name).
-func CacheEnv(name, dir string) map[string]string {
-	vars, ok := cacheVars[name]
-	if !ok {
-		return nil
-	}
-	out := make(map[string]string, len(vars))
-	for k, suffix := range vars {
-		out[k] = dir + suffix
-	}
-	return out
-}
-
 // maxSessionName bounds a session name: it is one path component.
 const maxSessionName = 64
 
@@ -682,7 +653,7 @@ func (p Policy) validateHome() error {
 	}
 	seen := map[string]bool{}
 	for _, c := range p.Caches {
-		if _, ok := cacheVars[c]; !ok {
+		if _, ok := LookupPackageManager(c); !ok {
 			return invalid("cache", fmt.Sprintf("%q is not a cache sandbox-run knows", c), "name one of "+strings.Join(CacheNames(), ", "))
 		}
 		if seen[c] {

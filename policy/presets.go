@@ -24,8 +24,10 @@ type Preset struct {
 }
 
 // presets is the one table of registry and API hosts: the --preset flag,
-// profiles' "presets", `sandbox-run presets` and the no-network note after
-// a package manager failed offline (internal/cli) all read it.
+// profiles' "presets", `sandbox-run presets`, and through the package
+// managers' table (PackageManager.Preset) the no-network note after a
+// package manager failed offline (internal/cli) and wrap's launchers all
+// read it.
 var presets = []Preset{
 	{Name: "npm", What: "the npm registry (npm, npx, pnpm, yarn)", Hosts: []string{"registry.npmjs.org"}},
 	{Name: "pip", What: "PyPI (pip, uv)", Hosts: []string{"pypi.org", "files.pythonhosted.org"}},

@@ -226,7 +226,7 @@ func (s *settingsRun) finishHosts() {
 			continue
 		}
 		if _, err := allowlist.Parse([]string{a.host}); err != nil {
-			s.refuse(&SettingsError{Key: a.key, Reason: strings.TrimPrefix(err.Error(), "allowlist: "), Fix: allowHostFix})
+			s.refuse(&SettingsError{Key: a.key, Reason: entryDetail(err), Fix: allowHostFix})
 			continue
 		}
 		if d, ok := s.deniedBy(a.host); ok {

@@ -1,8 +1,8 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 )
 
 // systemReadable are the directories every Linux sandbox mounts
@@ -18,6 +18,15 @@ func SystemReadable() []string { return append([]string(nil), systemReadable...)
 // writable, and nothing of the host's.
 var privateTmp = []string{"/tmp", "/private/tmp"}
 
+// invalidDetail is an *InvalidError's Detail (its text without the
+// field), or the text of another error.
+func invalidDetail(err error) string {
+	if ie := (*InvalidError)(nil); errors.As(err, &ie) {
+		return ie.Detail()
+	}
+	return err.Error()
+}
+
 // finishWrite adds allowWrite paths as writable directories and
 // denyWrite paths as protected paths.
 func (s *settingsRun) finishWrite() {
@@ -29,7 +38,7 @@ func (s *settingsRun) finishWrite() {
 			s.note(e.key, StatusHeld, "%q lies in %s, writable already", e.spelled, w)
 		default:
 			if err := (Host{Home: nonEmpty(s.base.Home)}).CheckWritable(e.spelled, e.path); err != nil {
-				s.refuse(&SettingsError{Key: e.key, Reason: strings.TrimPrefix(err.Error(), "policy: write: "), Fix: "remove the entry or name a project directory"})
+				s.refuse(&SettingsError{Key: e.key, Reason: invalidDetail(err), Fix: "remove the entry or name a project directory"})
 				continue
 			}
 			s.p.Write = appendNew(s.p.Write, e.path)

@@ -24,10 +24,20 @@ import (
 // powers of 1000 and half as powers of 1024, and a limit must mean one
 // thing. So are fractions, signs, spaces and values over 2^62.
 func ParseSize(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("policy: %w", err)
+	}
+	return n, nil
+}
+
+// parseSize is ParseSize with an error that does not name the package,
+// for a caller that names the field instead (a profile's).
+func parseSize(s string) (int64, error) {
 	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	unit := s[len(digits):]
 	bad := func(why string) (int64, error) {
-		return 0, fmt.Errorf("policy: size %q: %s; write a whole number of bytes with an optional unit K, M, G or T (KiB, MiB, GiB, TiB: powers of 1024), such as 512M", s, why)
+		return 0, fmt.Errorf("size %q: %s; write a whole number of bytes with an optional unit K, M, G or T (KiB, MiB, GiB, TiB: powers of 1024), such as 512M", s, why)
 	}
 	if digits == "" || strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return bad("not a whole number")
@@ -59,9 +69,19 @@ func ParseSize(s string) (int64, error) {
 // flags and profiles alike: Go's syntax ("90s", "1m30s", "500ms", "2h").
 // A bare number without a unit is refused, except "0".
 func ParseDuration(s string) (time.Duration, error) {
+	d, err := parseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("policy: %w", err)
+	}
+	return d, nil
+}
+
+// parseDuration is ParseDuration with an error that does not name the
+// package, for a caller that names the field instead.
+func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("policy: duration %q: want a number with a unit, such as 90s, 10m or 1h30m", s)
+		return 0, fmt.Errorf("duration %q: want a number with a unit, such as 90s, 10m or 1h30m", s)
 	}
 	return d, nil
 }
@@ -89,12 +109,12 @@ func profileSizes(b []byte) ([]byte, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("field %q: %w", f, err)
 		}
-		n, err := ParseSize(s)
+		n, err := parseSize(s)
 		if f == "memory" && s == "none" {
 			n, err = NoMemoryLimit, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("field %q: %s", f, strings.TrimPrefix(err.Error(), "policy: "))
+			return nil, fmt.Errorf("field %q: %w", f, err)
 		}
 		m[f] = json.RawMessage(strconv.FormatInt(n, 10))
 		changed = true

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,15 @@ func (p Policy) validateEnv() error {
 // allowHostFix is the fix of every refused allow-list entry.
 const allowHostFix = "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"
 
+// entryDetail is an *allowlist.EntryError's Detail (its text without the
+// package's name), or the text of another error.
+func entryDetail(err error) string {
+	if ee := (*allowlist.EntryError)(nil); errors.As(err, &ee) {
+		return ee.Detail()
+	}
+	return err.Error()
+}
+
 // validateNet checks the allow-list, entry by entry as allowlist.Parse
 // reads it (the first bad entry is named), and the sockets.
 func (p Policy) validateNet() error {
@@ -163,7 +173,7 @@ func (p Policy) validateNet() error {
 			return invalid("allow-host", "empty entry", "name a host, *.domain, host:port or an IP")
 		}
 		if _, err := allowlist.Parse([]string{h}); err != nil {
-			return invalid("allow-host", strings.TrimPrefix(err.Error(), "allowlist: "), AllowHostFix(h))
+			return invalid("allow-host", entryDetail(err), AllowHostFix(h))
 		}
 	}
 	for _, s := range []struct{ field, path string }{{"egress-socket", p.EgressSocket}, {"llm-socket", p.LLMSocket}} {

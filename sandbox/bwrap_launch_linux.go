@@ -344,7 +344,7 @@ func (w *bwWatch) readStatus() {
 	default:
 		s, err := initproc.DecodeStatus(b)
 		if err != nil {
-			s = initproc.Status{Error: err.Error(), Exit: 125}
+			s = initproc.Status{Error: err.Error(), Exit: ExitSetup}
 		}
 		w.statusCh <- &s
 	}
@@ -558,7 +558,7 @@ func (w *bwWatch) readback(rep *Report) {
 // bwrap killed from outside, or a sandbox that never started (a setup
 // error naming bwrap's own cause).
 func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
-	code := 125
+	code := ExitSetup
 	if w.ex.err == nil {
 		code = waitCode(w.ex.ws)
 	}
@@ -574,18 +574,18 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	// has ended the sandbox with it; the command's status is lost.
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
-		rep.Exit = &Exit{Code: 125, Class: ClassMechanismKilled}
-		return &Result{ExitCode: 125, Report: rep}, &killedError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+		rep.Exit = &Exit{Code: ExitSetup, Class: ClassMechanismKilled}
+		return &Result{ExitCode: ExitSetup, Report: rep}, &killedError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
 	switch {
 	case st != nil && st.Started:
 		return r.ended(ctx, w, rep, code, limit)
-	case st != nil && (st.Exit == 126 || st.Exit == 127):
+	case st != nil && (st.Exit == ExitNotExecutable || st.Exit == ExitNotFound):
 		rep.Readback = readbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
 		rep.Exit = &Exit{Code: st.Exit, Class: execClass(st.Exit)}
-		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: reasonOf(st.Error)}
+		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: st.Reason}
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
 		// RLIMIT_NPROC.

@@ -210,7 +210,7 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
 	s, err := initproc.DecodeStatus([]byte(strings.TrimSpace(string(b))))
 	if err != nil {
-		s = initproc.Status{Error: err.Error(), Exit: 125}
+		s = initproc.Status{Error: err.Error(), Exit: ExitSetup}
 	}
 	out <- &s
 }
@@ -275,7 +275,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	}
 	<-relayDone
 	g.deleteState()
-	code := 125
+	code := ExitSetup
 	var ee *exec.ExitError
 	if waitErr == nil {
 		code = 0
@@ -325,11 +325,11 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 			return &Result{ExitCode: code, Report: r}, ctxErr(ctx)
 		}
 		return &Result{ExitCode: code, Report: r}, nil
-	case status != nil && (status.Exit == 126 || status.Exit == 127):
+	case status != nil && (status.Exit == ExitNotExecutable || status.Exit == ExitNotFound):
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		r.Exit = &Exit{Code: status.Exit, Class: execClass(status.Exit)}
-		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: reasonOf(status.Error)}
+		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
 	case status != nil:
 		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:

@@ -469,9 +469,9 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	rep := &r.report
 	path, err := lookPathIn(cmd[0], r.spec.Env)
 	if err != nil {
-		code := 127
+		code := ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
-			code = 126
+			code = ExitNotExecutable
 		}
 		return &Result{ExitCode: code, Report: *rep}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
@@ -516,7 +516,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	if err != nil {
 		killTree(pid)
 		c.Wait()
-		return 125, "", setupErr("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
+		return ExitSetup, "", setupErr("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
 	}
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)

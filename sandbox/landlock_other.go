@@ -18,5 +18,5 @@ func landlockMechanism(policy.Policy, []string, Options) (mechanism, error) {
 
 func landlockMain() int {
 	os.Stderr.WriteString("sandbox-run: landlock: exists only on Linux\n")
-	return 125
+	return ExitSetup
 }

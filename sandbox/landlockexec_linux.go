@@ -54,7 +54,7 @@ func landlockMain() int {
 	status := os.NewFile(llFdStatus, "status")
 	fail := func(what string, err error) int {
 		fmt.Fprintf(status, "error %s: %v\n", what, err)
-		return 125
+		return ExitSetup
 	}
 	var spec landlockSpec
 	b, err := io.ReadAll(io.LimitReader(os.NewFile(llFdSpec, "spec"), 16<<20))
@@ -122,20 +122,14 @@ func confine(spec landlockSpec) error {
 
 // readbackLine is what holds on the shim's thread just before exec:
 // NoNewPrivs and Seccomp from /proc/thread-self/status, and whether "/" is
-// closed to it (Landlock in force: / itself is granted to no rule).
+// closed to it (Landlock in force: / itself is granted to no rule). The
+// status is read as init reads its own (initproc.Readback.ParseStatus).
 func readbackLine() string {
-	nnp, sc := "-1", "-1"
+	rb := initproc.Readback{NoNewPrivs: -1, Seccomp: -1}
 	if b, err := os.ReadFile("/proc/thread-self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, ":")
-			switch k {
-			case "NoNewPrivs":
-				nnp = strings.TrimSpace(v)
-			case "Seccomp":
-				sc = strings.TrimSpace(v)
-			}
-		}
+		rb.ParseStatus(b)
 	}
+	nnp, sc := strconv.Itoa(rb.NoNewPrivs), strconv.Itoa(rb.Seccomp)
 	root := "open"
 	if fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		unix.Close(fd)

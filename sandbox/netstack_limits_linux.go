@@ -1,10 +1,10 @@
 package sandbox
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/sandbox-run/sandbox-run/netstack"
 	"github.com/sandbox-run/sandbox-run/refusals"
@@ -40,6 +40,9 @@ func (n *network) netstackRefused(name string, dst netip.AddrPort, err error) {
 	const reason = "connection-limit"
 	auditEvent(n.audit, n.runID, "egress", map[string]any{"method": "TCP", "host": host, "port": int(dst.Port()),
 		"ip": dst.Addr().String(), "decision": "refuse", "reason": reason, "why": err.Error()})
-	n.refused.Add(refusals.Refusal{Kind: refusals.KindConnect, Host: host, Port: int(dst.Port()), Reason: reason,
-		Why: strings.TrimPrefix(err.Error(), "netstack: ")})
+	why := err.Error()
+	if le := (*netstack.ConnLimitError)(nil); errors.As(err, &le) {
+		why = le.Why()
+	}
+	n.refused.Add(refusals.Refusal{Kind: refusals.KindConnect, Host: host, Port: int(dst.Port()), Reason: reason, Why: why})
 }

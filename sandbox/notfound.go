@@ -16,7 +16,7 @@ import (
 // (shown, nil when the mechanism cannot say), or both. A name with a slash,
 // or one the host does not have either, keeps "command not found".
 func explainNotFound(e *ExecError, p policy.Policy, lookup func(string) (string, bool), shown func(string) bool) {
-	if e.Code != 127 || strings.Contains(e.Command, "/") || lookup == nil {
+	if e.Code != ExitNotFound || strings.Contains(e.Command, "/") || lookup == nil {
 		return
 	}
 	hostPATH, _ := lookup("PATH")
@@ -62,13 +62,6 @@ func explainNotFound(e *ExecError, p policy.Policy, lookup func(string) (string,
 	e.Fix = strings.Join(fix, " and ") + toolchainHint(e.Command, pathDir, !onInside)
 }
 
-// toolchainCache maps a toolchain's commands to the --cache that keeps
-// their downloads between runs.
-var toolchainCache = map[string]string{
-	"go": "go", "gofmt": "go", "cargo": "cargo", "rustc": "cargo", "rustup": "cargo",
-	"npm": "npm", "npx": "npm", "node": "npm", "pip": "pip", "pip3": "pip", "python": "pip", "python3": "pip", "uv": "uv",
-}
-
 // toolchainHint adds to a not-found fix what --dev-env (on by default)
 // would have done for dir, and the --cache that goes with the command.
 func toolchainHint(cmd, dir string, offPath bool) string {
@@ -76,8 +69,8 @@ func toolchainHint(cmd, dir string, offPath bool) string {
 	if offPath {
 		h += " (--dev-env, on unless --dev-env=false, puts known toolchain directories such as " + dir + " on PATH when the sandbox's uid can reach them)"
 	}
-	if c, ok := toolchainCache[cmd]; ok {
-		h += "; add --cache " + c + " to keep its downloads between runs"
+	if m, ok := policy.CommandOf(cmd); ok {
+		h += "; add --cache " + m.Name + " to keep its downloads between runs"
 	}
 	return h
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -216,10 +217,10 @@ func ctxErr(ctx context.Context) error {
 
 func exitCode(st *os.ProcessState) int {
 	if st == nil {
-		return 125
+		return ExitSetup
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return exitcode.OfSignal(int(ws.Signal()))
 	}
 	return st.ExitCode()
 }

@@ -422,13 +422,8 @@ func writableMissing(p policy.Policy) error {
 func guardErr(err error) error {
 	var ee *pathguard.EscapeError
 	if errors.As(err, &ee) {
-		// pathguard's line ends in ": <fix>"; keep our what/why/fix shape.
-		msg := strings.TrimPrefix(ee.Error(), "pathguard: ")
-		why, fix := msg, ""
-		if i := strings.LastIndex(msg, ": "); i >= 0 {
-			why, fix = msg[:i], msg[i+2:]
-		}
-		return &SetupError{What: "refused", Why: why, Fix: fix}
+		why, fix := ee.Reason()
+		return &SetupError{What: "refused", Why: why, Fix: fix, Err: err}
 	}
 	return setupErr("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -69,12 +70,12 @@ const (
 	ClassSweepIncomplete ExitClass = "sweep_incomplete" // 125: the command ended, but the sweep after it could not walk everything
 )
 
-// ExitCode is the table of the exit statuses sandbox-run itself gives (the
-// CLI contract): every other status is the command's own.
+// The exit statuses sandbox-run itself gives (the CLI contract), from
+// internal/exitcode's one table: every other status is the command's own.
 const (
-	ExitSetup         = 125 // refused or not set up (the command never ran), or the mechanism killed
-	ExitNotExecutable = 126
-	ExitNotFound      = 127
+	ExitSetup         = exitcode.Setup // refused or not set up (the command never ran), or the mechanism killed
+	ExitNotExecutable = exitcode.NotExecutable
+	ExitNotFound      = exitcode.NotFound
 )
 
 // execClass is the class of a command that could not be started: code is
@@ -204,7 +205,7 @@ func classify(code int, class ExitClass) *Exit {
 	if class != "" {
 		return &Exit{Code: code, Class: class}
 	}
-	if code > 128 && code < 128+65 {
+	if _, ok := exitcode.Signal(code); ok {
 		return &Exit{Code: code, Class: ClassSignaled}
 	}
 	return &Exit{Code: code, Class: ClassExited}

@@ -13,7 +13,8 @@ import (
 // What only the Linux mechanisms put in a report: bwrap's diagnosis,
 // init's read-back and the inotify ceiling.
 
-// bwrapErr is bwrap's own diagnosis as a SetupError; other errors pass.
+// bwrapErr is bwrap's own diagnosis as a SetupError (the same type,
+// fault.Error, with bwrap's as its cause); other errors pass.
 func bwrapErr(err error) error {
 	var be *bwrap.SetupError
 	if errors.As(err, &be) {
@@ -22,17 +23,18 @@ func bwrapErr(err error) error {
 	return err
 }
 
-// readbackOf is init's read-back as the report's; nil for nil.
+// readbackOf is a copy of init's read-back for the report (the same
+// type; Namespaces shared); nil for nil.
 func readbackOf(rb *initproc.Readback) *Readback {
 	if rb == nil {
 		return nil
 	}
-	out := &Readback{PID: rb.PID, UID: rb.UID, GID: rb.GID, NoNewPrivs: rb.NoNewPrivs, Seccomp: rb.Seccomp,
-		CapEff: rb.CapEff, CapBnd: rb.CapBnd, UIDMap: rb.UIDMap, Namespaces: rb.Namespaces}
+	out := *rb
 	if k := rb.Kernel; k != nil {
-		out.Kernel = &Kernel{Uname: k.Uname, ProcVersion: k.ProcVersion, Dmesg: k.Dmesg}
+		kc := *k
+		out.Kernel = &kc
 	}
-	return out
+	return &out
 }
 
 // inotifyLost names the inotify ceiling as not held in rep (enforced

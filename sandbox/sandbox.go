@@ -106,6 +106,8 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -118,32 +120,16 @@ import (
 var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
 
 // ErrSetup marks a sandbox that could not be set up; the command did not
-// run. Every *SetupError matches it.
-var ErrSetup = errors.New("sandbox: setup failed")
+// run. Every *SetupError matches it (it is fault.ErrSetup, which bwrap's
+// and apparmor's refusals match too).
+var ErrSetup = fault.ErrSetup
 
-// SetupError says what failed, why and the fix, in one line. Err, when
-// set, is the typed error of the package that found the cause (a
-// *bwrap.SetupError from bwrap's own diagnosis), reachable with errors.As.
-type SetupError struct {
-	What, Why, Fix string
-	Err            error
-}
-
-func (e *SetupError) Error() string {
-	s := e.What
-	if e.Why != "" {
-		s += ": " + e.Why
-	}
-	if e.Fix != "" {
-		s += "; fix: " + e.Fix
-	}
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-// Is matches ErrSetup.
-func (e *SetupError) Is(target error) bool { return target == ErrSetup }
-
-func (e *SetupError) Unwrap() error { return e.Err }
+// SetupError says what failed, why and the fix, in one line
+// ("what: why; fix: fix"). It is sandbox-run's one such type
+// (internal/fault.Error): bwrap.SetupError and apparmor.Error are the
+// same. Err, when set, is the typed error of the package that found the
+// cause (a *pathguard.EscapeError), reachable with errors.As.
+type SetupError = fault.Error
 
 // ExecError means the sandbox was set up but the command could not be
 // started: Code is 127 (not found) or 126 (not executable).
@@ -203,7 +189,7 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 
 // ExitTimeout is the exit status of a run that the policy's Timeout ended.
-const ExitTimeout = 124
+const ExitTimeout = exitcode.Timeout
 
 // limitError means a resource limit ended the whole sandbox (Run reports
 // it by the limit's class).
@@ -496,48 +482,13 @@ type Report struct {
 // Readback is the kernel's view of the sandbox's confinement just before
 // the command started: read by sandbox-run's init from inside, or, on
 // bwrap's fast path (no init: bwrap's PID 1 and a sh trampoline), by
-// sandbox-run from the host through /proc/PID of the trampoline, the
-// process that becomes the command, while it waits for sandbox-run's go.
-type Readback struct {
-	// PID is the reader's pid inside: init's (1 with a PID namespace) or
-	// the trampoline's (2, a child of bwrap's PID 1); -1 when unread.
-	PID int `json:"pid"`
-	// UID and GID are the ids it runs as (bwrap maps them to the same
-	// ids inside as on the host); -1 when unread.
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
-	NoNewPrivs int `json:"no_new_privs"`
-	// Seccomp is its Seccomp field (2: filter mode).
-	Seccomp int `json:"seccomp"`
-	// CapEff and CapBnd are the effective and bounding capability sets,
-	// hex as the kernel writes them ("0000000000000000": none).
-	CapEff string `json:"cap_eff"`
-	CapBnd string `json:"cap_bnd"`
-	// UIDMap is its uid_map, fields joined by single spaces: the whole
-	// file as init reads it inside, or its first line as the host reads
-	// it on the fast path (the second field then the host's uid); ""
-	// when unread.
-	UIDMap string `json:"uid_map"`
-	// Namespaces maps a namespace's name to its link (net:[4026...]);
-	// nil when unread. Where sandbox-run may not read the sandbox's links
-	// (root without CAP_SYS_PTRACE, in a container), a namespace is the
-	// inode bwrap reported in the same form, and the user namespace
-	// "user:uid_map=" and the first line of the command's own uid_map,
-	// present only when that differs from sandbox-run's. A namespace
-	// missing here was not shown to be the sandbox's own.
-	Namespaces map[string]string `json:"namespaces"`
-	// Kernel is what the kernel serving the command says it is; read only
-	// under gvisor (tier 2), nil otherwise.
-	Kernel *Kernel `json:"kernel,omitempty"`
-}
+// sandbox-run from the host through /proc/PID of the trampoline. It is
+// init's own type (what init writes on its status line is what the report
+// holds), named here for callers; its fields are documented there.
+type Readback = initproc.Readback
 
 // Kernel is the kernel as the command sees it: under gVisor, gVisor's.
-type Kernel struct {
-	Uname       string `json:"uname"`        // sysname release version machine
-	ProcVersion string `json:"proc_version"` // first line of /proc/version
-	Dmesg       string `json:"dmesg"`        // first line of the kernel log, "" when unreadable
-}
+type Kernel = initproc.Kernel
 
 // LandlockReport is what --sandbox landlock set up.
 type LandlockReport struct {
@@ -873,8 +824,8 @@ func setupErr(what, why, fix string) error { return &SetupError{What: what, Why:
 // fetch. Loopback is left out (NO_PROXY): the LLM channel lives there, and
 // the proxy would refuse loopback anyway.
 func setProxyEnv(env map[string]string, url string) {
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-		"npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
+	for _, k := range append([]string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"},
+		policy.ProxyVars()...) {
 		env[k] = url
 	}
 	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
@@ -882,12 +833,14 @@ func setProxyEnv(env map[string]string, url string) {
 	env["NODE_USE_ENV_PROXY"] = "1"
 }
 
-// offlineEnv lists the variables a run without egress sets, so that
+// offlineEnv returns the variables a run without egress sets, so that
 // package managers fail at once with their own error instead of retrying a
 // network that is not there (npm's default retries take over a minute, pip's
 // several seconds; MCP clients give up after 30). They go into the command's
 // environment below the policy's own Env, which overrides any of them, and
-// are named in the report's environment like every other variable.
+// are named in the report's environment like every other variable. The
+// package managers' are their Offline and Quiet settings in policy's one
+// table (policy.OfflineEnv):
 //
 //   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
 //     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
@@ -898,20 +851,14 @@ func setProxyEnv(env map[string]string, url string) {
 //   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
 //   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
 //     terminal (git itself does not retry).
-var offlineEnv = map[string]string{
-	"npm_config_offline":            "true",
-	"npm_config_fetch_retries":      "0",
-	"npm_config_update_notifier":    "false",
-	"PIP_RETRIES":                   "0",
-	"PIP_DISABLE_PIP_VERSION_CHECK": "1",
-	"UV_OFFLINE":                    "1",
-	"CARGO_NET_OFFLINE":             "true",
-	"GOPROXY":                       "off",
-	"GIT_TERMINAL_PROMPT":           "0",
+func offlineEnv() map[string]string {
+	env := policy.OfflineEnv()
+	env["GIT_TERMINAL_PROMPT"] = "0"
+	return env
 }
 
 func setOfflineEnv(env map[string]string) {
-	for k, v := range offlineEnv {
+	for k, v := range offlineEnv() {
 		env[k] = v
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -149,16 +150,9 @@ func resolveTool(rv *pathguard.Resolver, abs string) (string, error) {
 	return r.Path, nil
 }
 
-func reasonOf(s string) string {
-	if i := strings.LastIndex(s, ": "); i >= 0 {
-		return s[i+2:]
-	}
-	return s
-}
-
 func waitCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return exitcode.OfSignal(int(ws.Signal()))
 	}
 	return ws.ExitStatus()
 }
@@ -345,13 +339,12 @@ func firstExceeded(ctx context.Context, chans []<-chan limits.Exceeded) <-chan l
 // did and what the kernel left behind.
 func classifyLimit(lim limits.Plan, cg *limits.Cgroup, code int, killedBy limits.Kind) limits.Kind {
 	ev := limits.Evidence{Killed: killedBy, CPULimit: lim.Limits.CPUTime}
-	if code > 128 {
-		ev.Signal = code - 128
-	}
+	sig, signaled := exitcode.Signal(code)
+	ev.Signal = sig
 	if cg != nil {
 		if e, err := cg.Events(); err == nil {
 			ev.OOMKills = e.OOMKills + e.OOMGroupKills
-			if killedBy == limits.None && e.Kind() != limits.None && code > 128 {
+			if killedBy == limits.None && e.Kind() != limits.None && signaled {
 				ev.Killed = e.Kind()
 			}
 		}

@@ -80,7 +80,7 @@ func decodeTrampoline(b []byte) *initproc.Status {
 		case "started":
 			s.Started = true
 		case "error:":
-			s.Error, s.Exit = strings.TrimSpace(v), 125
+			s.Error, s.Exit = strings.TrimSpace(v), ExitSetup
 		}
 	}
 	return s
@@ -276,9 +276,9 @@ func resolveCommand(name, workdir string, env []string, visible []string, uid, g
 		}
 	}
 	if errors.Is(found, fs.ErrPermission) {
-		return "", &ExecError{Code: 126, Command: name, Reason: "not executable (for uid " + strconv.Itoa(uid) + ")"}
+		return "", &ExecError{Code: ExitNotExecutable, Command: name, Reason: "not executable (for uid " + strconv.Itoa(uid) + ")"}
 	}
-	return "", &ExecError{Code: 127, Command: name, Reason: "command not found"}
+	return "", &ExecError{Code: ExitNotFound, Command: name, Reason: "command not found"}
 }
 
 func executableBy(p string, fi fs.FileInfo, uid, gid int) bool {

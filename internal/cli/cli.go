@@ -25,9 +25,9 @@ import (
 // Exit statuses of sandbox-run run, beyond the command's own.
 const (
 	ExitTimeout       = sandbox.ExitTimeout // --timeout ended the run
-	ExitRefused       = 125                 // sandbox-run refused or could not set up
-	ExitNotExecutable = 126
-	ExitNotFound      = 127
+	ExitRefused       = sandbox.ExitSetup   // sandbox-run refused or could not set up
+	ExitNotExecutable = sandbox.ExitNotExecutable
+	ExitNotFound      = sandbox.ExitNotFound
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=...".

@@ -16,12 +16,6 @@ import (
 // fails at once on its own).
 type netTool struct{ hosts, settings string }
 
-var (
-	npmTool = netTool{presetHosts("npm"), "npm_config_offline=true, npm_config_fetch_retries=0"}
-	pipTool = netTool{presetHosts("pip"), "PIP_RETRIES=0"}
-	uvTool  = netTool{presetHosts("pip"), "UV_OFFLINE=1"}
-)
-
 // presetHosts spells a preset's hosts (policy's one table of registry
 // hosts) as the --allow-host flags that allow them.
 func presetHosts(name string) string {
@@ -29,13 +23,22 @@ func presetHosts(name string) string {
 	return strings.Join(p.Hosts, " --allow-host ")
 }
 
-// netTools are the common package managers and fetchers by program name.
-var netTools = map[string]netTool{
-	"npm": npmTool, "npx": npmTool, "pnpm": npmTool, "yarn": npmTool,
-	"pip": pipTool, "pip3": pipTool, "uv": uvTool, "uvx": uvTool,
-	"go":    {presetHosts("go"), "GOPROXY=off"},
-	"cargo": {presetHosts("cargo"), "CARGO_NET_OFFLINE=true"},
-	"git":   {"github.com (the remote's host)", ""}, "curl": {"HOST", ""}, "wget": {"HOST", ""},
+// netToolNamed returns what the note says of the program name: a package
+// manager's fetcher from policy's one table of package managers (its
+// preset's hosts, its offline settings), else one of the fetchers that
+// are no package manager.
+func netToolNamed(name string) (netTool, bool) {
+	if m, ok := policy.FetcherOf(name); ok {
+		return netTool{presetHosts(m.Preset), strings.Join(m.Offline, ", ")}, true
+	}
+	t, ok := otherNetTools[name]
+	return t, ok
+}
+
+// otherNetTools are the common fetchers that are no package manager, by
+// program name.
+var otherNetTools = map[string]netTool{
+	"git": {"github.com (the remote's host)", ""}, "curl": {"HOST", ""}, "wget": {"HOST", ""},
 }
 
 // netToolOf names the tool cmd runs: its program, or the module of
@@ -45,7 +48,7 @@ func netToolOf(cmd []string) (string, netTool, bool) {
 	if strings.HasPrefix(name, "python") && len(cmd) > 2 && cmd[1] == "-m" {
 		name = cmd[2]
 	}
-	t, ok := netTools[name]
+	t, ok := netToolNamed(name)
 	if ok && name == "git" && !gitNetwork[gitSubcommand(cmd[1:])] {
 		// git config, commit, status...: a failure there is not the
 		// network's.

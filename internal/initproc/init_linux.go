@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
@@ -30,7 +31,7 @@ func Main(args []string) int {
 		// No status descriptor to speak on: bwrap's stderr reaches the
 		// outer sandbox-run, which reports a setup failure.
 		os.Stderr.WriteString("sandbox-run init: " + err.Error() + "\n")
-		return 125
+		return exitcode.Setup
 	}
 	// Nothing above 2 may reach the command: whatever bwrap or the caller
 	// left open is closed at exec. The status and stderr descriptors are
@@ -41,7 +42,7 @@ func Main(args []string) int {
 	status, err := statusOf(c)
 	if err != nil {
 		os.Stderr.WriteString("sandbox-run init: " + err.Error() + "\n")
-		return 125
+		return exitcode.Setup
 	}
 	stderr := os.NewFile(uintptr(c.StderrFD), "stderr")
 	report := func(s Status) {
@@ -50,22 +51,22 @@ func Main(args []string) int {
 		status.Close()
 	}
 	if os.Getpid() != 1 {
-		report(Status{Error: "init is not PID 1 of its own PID namespace", Exit: 125})
-		return 125
+		report(Status{Error: "init is not PID 1 of its own PID namespace", Exit: exitcode.Setup})
+		return exitcode.Setup
 	}
 	// The host's OOM killer ends the sandbox before anything of the
 	// host's: init and the command it starts, which inherits the value.
 	// The launcher reads it back from the host.
 	if err := limits.RaiseOOMScore(); err != nil {
-		report(Status{Error: err.Error(), Exit: 125})
-		return 125
+		report(Status{Error: err.Error(), Exit: exitcode.Setup})
+		return exitcode.Setup
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := prepare(ctx, c, status); err != nil {
-		report(Status{Error: err.Error(), Exit: 125})
-		return 125
+		report(Status{Error: err.Error(), Exit: exitcode.Setup})
+		return exitcode.Setup
 	}
 	rb := readback(c.StatusSocket != "")
 	// Signals are caught before the command starts so that none sent
@@ -117,11 +118,12 @@ func prepare(ctx context.Context, c Config, status *os.File) error {
 func start(c Config, rb *Readback) (int, Status) {
 	path, err := exec.LookPath(c.Command[0])
 	if err != nil {
-		code := 127
+		code := exitcode.NotFound
 		if errors.Is(err, fs.ErrPermission) {
-			code = 126
+			code = exitcode.NotExecutable
 		}
-		return 0, Status{Error: c.Command[0] + ": " + lookError(err), Exit: code, Readback: rb}
+		why := lookError(err)
+		return 0, Status{Error: c.Command[0] + ": " + why, Reason: why, Exit: code, Readback: rb}
 	}
 	// syscall.ForkExec rather than os.StartProcess: the latter first forks
 	// a throwaway child to probe pidfd support, a cost on every launch.
@@ -144,11 +146,11 @@ func start(c Config, rb *Readback) (int, Status) {
 	exe, argv := execPlan(c.Rlimits, path, c.Command, unix.Access("/bin/sh", unix.X_OK) == nil)
 	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil {
-		code := 126
+		code := exitcode.NotExecutable
 		if errors.Is(err, fs.ErrNotExist) {
-			code = 127
+			code = exitcode.NotFound
 		}
-		return 0, Status{Error: c.Command[0] + ": " + err.Error(), Exit: code, Readback: rb}
+		return 0, Status{Error: c.Command[0] + ": " + err.Error(), Reason: err.Error(), Exit: code, Readback: rb}
 	}
 	return pid, Status{Started: true, Readback: rb}
 }
@@ -174,7 +176,7 @@ func reap(pid int) int {
 			continue
 		}
 		if err != nil {
-			return 125
+			return exitcode.Setup
 		}
 		if got != pid {
 			continue // an orphan reparented to init
@@ -183,7 +185,7 @@ func reap(pid int) int {
 		case ws.Exited():
 			return ws.ExitStatus()
 		case ws.Signaled():
-			return 128 + int(ws.Signal())
+			return exitcode.OfSignal(int(ws.Signal()))
 		}
 	}
 }
@@ -268,7 +270,7 @@ func startForward(ctx context.Context, f Forward) error {
 func ExecMain(args []string) int {
 	if len(args) < 3 {
 		os.Stderr.WriteString("sandbox-run exec: usage\n")
-		return 125
+		return exitcode.Setup
 	}
 	rl, err := parseRlimits(args[0])
 	var x *limits.Exec
@@ -281,7 +283,7 @@ func ExecMain(args []string) int {
 	}
 	if err != nil {
 		os.Stderr.WriteString("sandbox-run exec: " + err.Error() + "\n")
-		return 125
+		return exitcode.Setup
 	}
 	signal.Ignore(unix.SIGXFSZ)
 	// Nothing above 2 reaches the command, whatever the shim inherited
@@ -302,16 +304,16 @@ func ExecMain(args []string) int {
 func ExecFailed(prefix, name string, failed limits.Resource, errno syscall.Errno) int {
 	w := os.Stderr
 	w.WriteString(prefix)
-	code := 126
+	code := exitcode.NotExecutable
 	switch {
 	case failed != "":
 		w.WriteString("rlimit ")
 		w.WriteString(string(failed))
-		code = 125
+		code = exitcode.Setup
 	default:
 		w.WriteString(name)
 		if errno == unix.ENOENT {
-			code = 127
+			code = exitcode.NotFound
 		}
 	}
 	w.WriteString(": ")

@@ -60,26 +60,54 @@ func Modes() map[string]func(args []string) int {
 
 // Status is what init reports on its status descriptor, as one JSON line.
 type Status struct {
-	Started  bool      `json:"started"`
-	Error    string    `json:"error,omitempty"`
+	Started bool   `json:"started"`
+	Error   string `json:"error,omitempty"`
+	// Reason is why the command could not start (Exit 126 or 127),
+	// without its name: what Error says after "NAME: ".
+	Reason   string    `json:"reason,omitempty"`
 	Exit     int       `json:"exit,omitempty"`
 	Readback *Readback `json:"readback,omitempty"`
 }
 
-// Readback is the kernel's own view of the sandbox: read from inside by
-// init, or from the host (sandbox.readTrampoline) on the fast path.
+// Readback is the kernel's view of the sandbox's confinement just before
+// the command started: read by init from inside, or, on bwrap's fast path
+// (no init: bwrap's PID 1 and a sh trampoline), by sandbox-run from the
+// host through /proc/PID of the trampoline, the process that becomes the
+// command, while it waits for sandbox-run's go. It is the one read-back
+// type: init writes it on its status line and the report holds it
+// (sandbox.Readback names it); its fields are part of the report's
+// contract (its JSON Schema reads these comments).
 type Readback struct {
-	PID        int               `json:"pid"`
-	UID        int               `json:"uid"`
-	GID        int               `json:"gid"`
-	NoNewPrivs int               `json:"no_new_privs"`
-	Seccomp    int               `json:"seccomp"`
-	CapEff     string            `json:"cap_eff"`
-	CapBnd     string            `json:"cap_bnd"`
-	UIDMap     string            `json:"uid_map"`
+	// PID is the reader's pid inside: init's (1 with a PID namespace) or
+	// the trampoline's (2, a child of bwrap's PID 1); -1 when unread.
+	PID int `json:"pid"`
+	// UID and GID are the ids it runs as (bwrap maps them to the same
+	// ids inside as on the host); -1 when unread.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// NoNewPrivs is /proc/self/status's NoNewPrivs (1: set).
+	NoNewPrivs int `json:"no_new_privs"`
+	// Seccomp is its Seccomp field (2: filter mode).
+	Seccomp int `json:"seccomp"`
+	// CapEff and CapBnd are the effective and bounding capability sets,
+	// hex as the kernel writes them ("0000000000000000": none).
+	CapEff string `json:"cap_eff"`
+	CapBnd string `json:"cap_bnd"`
+	// UIDMap is its uid_map, fields joined by single spaces: the whole
+	// file as init reads it inside, or its first line as the host reads
+	// it on the fast path (the second field then the host's uid); ""
+	// when unread.
+	UIDMap string `json:"uid_map"`
+	// Namespaces maps a namespace's name to its link (net:[4026...]);
+	// nil when unread. Where sandbox-run may not read the sandbox's links
+	// (root without CAP_SYS_PTRACE, in a container), a namespace is the
+	// inode bwrap reported in the same form, and the user namespace
+	// "user:uid_map=" and the first line of the command's own uid_map,
+	// present only when that differs from sandbox-run's. A namespace
+	// missing here was not shown to be the sandbox's own.
 	Namespaces map[string]string `json:"namespaces"`
-	// Kernel is what the kernel serving the command says it is; read
-	// only in status-socket mode (tier 2), nil otherwise.
+	// Kernel is what the kernel serving the command says it is; read only
+	// under gvisor (tier 2), nil otherwise.
 	Kernel *Kernel `json:"kernel,omitempty"`
 }
 

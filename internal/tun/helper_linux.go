@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 )
 
 // HelperAttr is the part of the helper's SysProcAttr that makes its
@@ -56,7 +58,7 @@ func HelperMain(args []string) int {
 	h, err := parseHelper(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox-run: network namespace helper:", err)
-		return 125
+		return exitcode.Setup
 	}
 	unix.CloseOnExec(h.Sock)
 	ppid := os.Getppid()
@@ -73,7 +75,7 @@ func HelperMain(args []string) int {
 	}
 	err = unix.Exec(h.Argv[0], h.Argv, []string{})
 	fmt.Fprintf(os.Stderr, "sandbox-run: cannot execute %s: %v\n", h.Argv[0], err)
-	return 125
+	return exitcode.Setup
 }
 
 // prepareHelper makes lo and the device, then leaves every privilege

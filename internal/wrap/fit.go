@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // Server is one MCP server as a client's config declares it.
@@ -35,18 +37,22 @@ type Outcome struct {
 }
 
 // launcher is what a server's launcher needs from the network and which
-// shared cache speeds it up.
+// shared cache speeds it up: the hosts of its package manager's preset,
+// and its cache, both from policy's one table of package managers.
 type launcher struct {
 	hosts []string
 	cache string
 }
 
-var (
-	npmLauncher  = launcher{hosts: []string{"registry.npmjs.org"}, cache: "npm"}
-	pypiHosts    = []string{"pypi.org", "files.pythonhosted.org"}
-	goLauncher   = launcher{hosts: []string{"proxy.golang.org", "sum.golang.org"}, cache: "go"}
-	enginesNames = map[string]bool{"docker": true, "podman": true, "nerdctl": true}
-)
+// launcherFor is the launcher of the package manager whose cache is
+// called name.
+func launcherFor(name string) launcher {
+	m, _ := policy.LookupPackageManager(name)
+	p, _ := policy.LookupPreset(m.Preset)
+	return launcher{hosts: p.Hosts, cache: m.Name}
+}
+
+var enginesNames = map[string]bool{"docker": true, "podman": true, "nerdctl": true}
 
 // launcherOf names what command and args need: the registry a package
 // runner fetches the server from. ok is false for a plain program, which
@@ -61,13 +67,13 @@ func launcherOf(command string, args []string) (l launcher, ok bool) {
 	case base == "npx" || base == "bunx",
 		base == "npm" && (first == "exec" || first == "x"),
 		(base == "pnpm" || base == "yarn") && first == "dlx":
-		return npmLauncher, true
+		return launcherFor("npm"), true
 	case base == "uvx", base == "uv" && (first == "run" || first == "tool"):
-		return launcher{hosts: pypiHosts, cache: "uv"}, true
+		return launcherFor("uv"), true
 	case base == "pipx":
-		return launcher{hosts: pypiHosts, cache: "pip"}, true
+		return launcherFor("pip"), true
 	case base == "go" && first == "run":
-		return goLauncher, true
+		return launcherFor("go"), true
 	}
 	return launcher{}, false
 }
