@@ -15,7 +15,7 @@ import (
 // the network and MCP stacks: they must stay small, auditable leaves.
 func TestImportFences(t *testing.T) {
 	banned := []string{"net/http", "github.com/elazarl/goproxy", "github.com/mark3labs/mcp-go"}
-	for _, pkg := range []string{"./policy", "./allowlist", "./httprule", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./apparmor"} {
+	for _, pkg := range []string{"./policy", "./allowlist", "./httprule", "./filter", "./pathguard", "./bwrap", "./gvisor", "./internal/initproc", "./forwarder", "./landlock", "./internal/apparmor"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
@@ -132,7 +132,7 @@ func TestImportGraph(t *testing.T) {
 // mechanism. Known breaks are listed with the issue that removes them.
 func TestImportRules(t *testing.T) {
 	g := importGraph(t)
-	leaves := []string{"allowlist", "pathguard", "forwarder", "filter", "apparmor", "landlock", "internal/limits", "internal/fault", "internal/exitcode"}
+	leaves := []string{"allowlist", "pathguard", "forwarder", "filter", "internal/apparmor", "landlock", "internal/limits", "internal/fault", "internal/exitcode"}
 	shared := []string{"internal/fault"}
 	mechanisms := []string{"bwrap", "gvisor", "landlock", "seatbelt"}
 	known := map[string]string{
@@ -196,4 +196,53 @@ func importGraph(t *testing.T) map[string][]string {
 		slices.Sort(imps)
 	}
 	return g
+}
+
+// TestPublicPackages keeps the public surface to the packages a library
+// user or another tool needs (issue 35): every other package is under
+// internal/. A new public package is a decision: add it here with why.
+func TestPublicPackages(t *testing.T) {
+	public := map[string]string{
+		".":                    "the escape matrix (egress-cases.json), embedded",
+		"policy":               "the one value describing what a sandbox may do",
+		"allowlist":            "the allow-list syntax policy's values are written in",
+		"httprule":             "the --allow-http rules policy's values are written in",
+		"sandbox":              "running a command under a policy, and its report",
+		"mcp":                  "the MCP relay as a library",
+		"proxy":                "the egress proxy a node runs (sandbox-run proxy)",
+		"proxy/secret":         "the phantom tokens a proxy swaps",
+		"bwrap":                "the policy as bubblewrap's arguments",
+		"seatbelt":             "the policy as a Seatbelt profile",
+		"landlock":             "the policy as a Landlock ruleset",
+		"gvisor":               "the policy as an OCI spec for runsc",
+		"pathguard":            "path resolution without following links",
+		"filter":               "the seccomp deny-list",
+		"forwarder":            "the loopback-to-socket relay inside the sandbox",
+		"cmd/sandbox-run":      "the command",
+		"cmd/sandbox-run-init": "the sandbox's init",
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mod = "github.com/sandbox-run/sandbox-run"
+	seen := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, mod), "/")
+		if rel == "" {
+			rel = "."
+		}
+		if rel == "internal" || strings.HasPrefix(rel, "internal/") || strings.Contains(rel, "/internal/") || rel == "e2e" || strings.HasPrefix(rel, "scripts/") {
+			continue
+		}
+		seen[rel] = true
+		if public[rel] == "" {
+			t.Errorf("%s is public: move it under internal/, or name here why a library user needs it", rel)
+		}
+	}
+	for rel := range public {
+		if !seen[rel] {
+			t.Errorf("%s is listed as public but is not a package", rel)
+		}
+	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/apparmor"
+	"github.com/sandbox-run/sandbox-run/internal/apparmor"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/netstack"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/netstack"
 )
 
 // hogConns is how many connections the hostile command opens: well over

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
 // RefusalHeader is the response header that carries the reason code of a

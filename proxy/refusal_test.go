@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
 // TestRefusalNamesFix: every refusal names the exact flag that allows it

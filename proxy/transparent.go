@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
 // Refused is the error Transparent.Dial and Proxy.Lookup return when the

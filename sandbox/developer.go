@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/internal/devenv"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/netstack"
+	"github.com/sandbox-run/sandbox-run/internal/netstack"
 )
 
 // The sandbox's side of transparent egress: its address on the TUN

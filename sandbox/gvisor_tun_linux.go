@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/netstack"
+	"github.com/sandbox-run/sandbox-run/internal/netstack"
 )
 
 // Transparent egress under gVisor. The sandbox's network is gVisor's

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
-	"github.com/sandbox-run/sandbox-run/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 

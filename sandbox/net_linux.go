@@ -17,9 +17,9 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
-	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // Where the forwarded sockets appear inside, and the loopback ports init

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/sandbox-run/sandbox-run/netstack"
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/netstack"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
 // The netstack's bounds for a run (netstack.Limits), and how a

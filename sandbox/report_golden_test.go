@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"os"
 	"path/filepath"
 	"reflect"

@@ -24,7 +24,7 @@
 # Steps, each recorded in the output directory it prints:
 #   1. sw_vers, uname -m, the Go version;
 #   2. build sandbox-run;
-#   3. go test ./seatbelt/ ./check/ ./internal/matrix/ with SANDBOX_REQUIRE=1 (the profile's
+#   3. go test ./seatbelt/ ./internal/check/ ./internal/matrix/ with SANDBOX_REQUIRE=1 (the profile's
 #      golden files and fuzz seeds, and TestEscapeMatrixSeatbelt: every case
 #      under Seatbelt, failing on any escape the matrix does not expect),
 #      and the sandbox package's reachability test;
@@ -84,8 +84,8 @@ if ! go build -o "$out/sandbox-run" ./cmd/sandbox-run >"$out/build.txt" 2>&1; th
 	exit 1
 fi
 
-echo "== go test ./seatbelt/ ./check/ ./internal/matrix/ (SANDBOX_REQUIRE=1)"
-if SANDBOX_REQUIRE=1 go test -count=1 -v ./seatbelt/ ./check/ >"$out/go-test.txt" 2>&1 &&
+echo "== go test ./seatbelt/ ./internal/check/ ./internal/matrix/ (SANDBOX_REQUIRE=1)"
+if SANDBOX_REQUIRE=1 go test -count=1 -v ./seatbelt/ ./internal/check/ >"$out/go-test.txt" 2>&1 &&
 	SANDBOX_REQUIRE=1 go test -count=1 -v -run 'TestReachableAs' ./sandbox/ >>"$out/go-test.txt" 2>&1; then
 	grep -E '^(ok|FAIL|---)|held, ' "$out/go-test.txt" | grep -v -- '--- PASS' | tail -40
 else

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sandbox-run/sandbox-run/check"
+	"github.com/sandbox-run/sandbox-run/internal/check"
 )
 
 // checkCmd is sandbox-run check [--json] [--full]: exit 0 at tier 1, 1

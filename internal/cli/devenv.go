@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
-	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/internal/devenv"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"

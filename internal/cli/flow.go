@@ -3,7 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/sandbox-run/sandbox-run/devenv"
+	"github.com/sandbox-run/sandbox-run/internal/devenv"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"io"
 	"os"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sandbox-run/sandbox-run/apparmor"
+	"github.com/sandbox-run/sandbox-run/internal/apparmor"
 )
 
 // setupCmd is sandbox-run setup [--dry-run]: on Ubuntu 24.04 or later

@@ -50,7 +50,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/refusals"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
 // MaxMessage bounds one message each way, as OpenSSH's agent bounds its

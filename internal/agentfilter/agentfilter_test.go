@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
-	"github.com/sandbox-run/sandbox-run/refusals"
 )
 
 // agentFixture is a real ssh-agent holding one key, and the filter in
