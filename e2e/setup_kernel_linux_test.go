@@ -54,7 +54,7 @@ func TestSetupRefusesThisHost(t *testing.T) {
 func fakeUbuntu(t *testing.T, osRelease string) string {
 	t.Helper()
 	root := sandboxtest.WorkDir(t)
-	profile, err := os.ReadFile("../apparmor/testdata/bwrap-userns-restrict")
+	profile, err := os.ReadFile("../internal/apparmor/testdata/bwrap-userns-restrict")
 	if err != nil {
 		t.Fatal(err)
 	}
