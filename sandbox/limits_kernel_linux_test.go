@@ -34,9 +34,10 @@ type limitProbe struct {
 }
 
 type probeOutcome struct {
-	res *Result
-	err error
-	out string
+	res    *Result
+	err    error
+	out    string
+	stderr string // the command's, for a failure's message
 }
 
 // The values the table sets; the probes exceed them.
@@ -148,10 +149,10 @@ except OSError as e:
 func wantLimitExit(t *testing.T, o probeOutcome, kind limits.Kind) *Exit {
 	t.Helper()
 	if o.err != nil || o.res == nil || o.res.Report.Exit == nil {
-		t.Fatalf("want the sandbox ended by %s: res %+v err %v, out %q", kind, o.res, o.err, o.out)
+		t.Fatalf("want the sandbox ended by %s: res %+v err %v, out %q, stderr %q", kind, o.res, o.err, o.out, o.stderr)
 	}
 	if e := o.res.Report.Exit; e.Class != limitClass(kind) || !strings.Contains(e.Reason, "exceeded") {
-		t.Fatalf("report exit %+v, want class %s with its reason; out %q", e, limitClass(kind), o.out)
+		t.Fatalf("report exit %+v, want class %s with its reason; out %q, stderr %q", e, limitClass(kind), o.out, o.stderr)
 	}
 	return o.res.Report.Exit
 }
@@ -188,13 +189,20 @@ func runProbeFor(t *testing.T, p policy.Policy, script string, ib InitBinary, d 
 		t.Fatal(err)
 	}
 	defer out.Close()
-	null, _ := os.Open(os.DevNull)
-	defer null.Close()
+	errOut, err := os.CreateTemp(t.TempDir(), "err")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errOut.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
-	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: null, Init: ib})
+	res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: out, Stderr: errOut, Init: ib})
 	b, _ := os.ReadFile(out.Name())
-	return probeOutcome{res: res, err: err, out: string(b)}
+	e, _ := os.ReadFile(errOut.Name())
+	if len(e) > 2048 {
+		e = e[len(e)-2048:]
+	}
+	return probeOutcome{res: res, err: err, out: string(b), stderr: string(e)}
 }
 
 // reported returns how the report says the named limit is held, "" if it
