@@ -1,17 +1,5 @@
 package sandbox
 
-// Transparent is what the report says of transparent egress: whether
-// any TCP connection of the command (no proxy variables needed) goes out
-// through the host side's netstack, judged like the HTTP proxy's, and
-// if not, why (the mechanism cannot have it, or the run cannot).
-type Transparent struct {
-	// Enabled is set when any TCP connection inside goes out through
-	// sandbox-run's TUN device and resolver, judged like the proxy's.
-	Enabled bool `json:"transparent"`
-	// Reason says why it is not, when it is not.
-	Reason string `json:"reason,omitempty"`
-}
-
 // Why the mechanisms without a TUN device on the host side have no
 // transparent egress: only tools that use the proxy variables get out.
 const (

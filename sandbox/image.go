@@ -14,14 +14,3 @@ type ImageSource struct {
 	// like BwrapPath when it lies in a writable directory.
 	Podman string
 }
-
-// ImageReport names the image a run's root file system came from.
-type ImageReport struct {
-	// Reference is the image as given (NAME or NAME@sha256:…).
-	Reference string `json:"reference"`
-	// Digest is the pinned digest, else the manifest digest podman
-	// reports for the stored image.
-	Digest string `json:"digest"`
-	// ID is podman's image ID (its config's digest): the tree that ran.
-	ID string `json:"id"`
-}

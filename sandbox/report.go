@@ -15,61 +15,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// Protection is one protection of a run: whether it was configured and,
-// where the kernel's own view could be read from inside the sandbox,
-// whether that view confirms it. Verified is nil when nothing could be read
-// back for it; the report never turns "configured" into "verified" by
-// assumption.
-type Protection struct {
-	// Name is the protection: user_namespace, no_new_privs, seccomp,
-	// capabilities_dropped, ...
-	Name string `json:"name"`
-	// Configured is set when sandbox-run asked for it.
-	Configured bool `json:"configured"`
-	// Verified is what the read-back from inside says: true confirmed,
-	// false contradicted, null not read.
-	Verified *bool `json:"verified"`
-	// Detail says what was read back, or why nothing was.
-	Detail string `json:"detail,omitempty"`
-}
-
-// Exit classifies how a run ended. A report without one is of a run whose
-// command never started, or of a dry run.
-type Exit struct {
-	// Code is the exit status sandbox-run exits with (see ExitCode).
-	Code int `json:"code"`
-	// Class says how the run ended (see the ExitClass constants).
-	Class ExitClass `json:"class"`
-	// Reason says in one line why sandbox-run ended the command (a limit,
-	// the timeout, ctx, the mechanism killed); "" when it ended on its own
-	// or could not be started.
-	Reason string `json:"reason,omitempty"`
-	// Usage and Limit are what the limit that ended the run measured and
-	// allowed (bytes of memory, tasks, nanoseconds of CPU time); 0 for
-	// any other end, or when the kernel ended it before a measure.
-	Usage int64 `json:"usage,omitempty"`
-	Limit int64 `json:"limit,omitempty"`
-}
-
-// ExitClass names how a run ended, in one style (snake case) across
-// mechanisms.
-type ExitClass string
-
-// The classes of Exit. Each maps to exit codes as ExitCode says.
-const (
-	ClassExited          ExitClass = "exited"           // the command's own status
-	ClassSignaled        ExitClass = "signaled"         // 128+N: a signal N that no limit explains
-	ClassTimedOut        ExitClass = "timed_out"        // 124: the policy's timeout ended the sandbox
-	ClassMemoryLimit     ExitClass = "memory_limit"     // 128+9: --memory ended the sandbox
-	ClassPidsLimit       ExitClass = "pids_limit"       // 128+9: --pids ended the sandbox
-	ClassCPULimit        ExitClass = "cpu_limit"        // 128+9 or 128+24: --cpu-time ended the sandbox
-	ClassNotFound        ExitClass = "not_found"        // 127: the command was not found inside
-	ClassNotExecutable   ExitClass = "not_executable"   // 126: found, but not executable inside
-	ClassMechanismKilled ExitClass = "mechanism_killed" // 125: the mechanism was killed from outside
-	ClassCancelled       ExitClass = "cancelled"        // the caller's ctx ended the sandbox (128+9)
-	ClassSweepIncomplete ExitClass = "sweep_incomplete" // 125: the command ended, but the sweep after it could not walk everything
-)
-
 // The exit statuses sandbox-run itself gives (the CLI contract), from
 // internal/exitcode's one table: every other status is the command's own.
 const (
@@ -124,7 +69,7 @@ func environmentDigest(r *Report) string {
 	}{
 		V: digestVersion, Tier: r.Tier, Mechanism: r.Mechanism, Platform: r.Platform,
 		Network: r.Network, HostUID: r.HostUID, HostGID: r.HostGID, TmpSize: r.TmpSize, ShmSize: tmpfsSize(r.Tmpfs, "/dev/shm"),
-		Allow: sorted(r.AllowHosts), HTTP: r.TLS.rules(), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
+		Allow: sorted(r.AllowHosts), HTTP: tlsRules(r.TLS), Writable: sorted(r.Writable), ReadOnly: sorted(r.ReadOnly),
 		Protected: sorted(append(append(append([]string(nil), r.Protected...), r.Watched...), r.Copied...)), EnvNames: sorted(r.EnvNames), Limits: r.Limits, TimeoutSec: r.TimeoutSec,
 	}
 	if r.Seccomp != nil {
@@ -144,53 +89,6 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
-
-// TmpfsReport is one file system in memory that the sandbox mounts.
-type TmpfsReport struct {
-	// Path is where it is mounted inside.
-	Path string `json:"path"`
-	// Size is the ceiling in bytes; 0 means none (see Enforced).
-	Size int64 `json:"size"`
-	// Enforced says how the ceiling is held: the tmpfs size= option set
-	// through bwrap --size, read-only, or "none: ..." with the reason.
-	Enforced string `json:"enforced"`
-}
-
-// ReadScanReport is the search of the --read paths (read_scan) or of the
-// writable directories (write_scan) for Unix sockets and FIFOs, which no
-// mount flag stops the command from using.
-type ReadScanReport struct {
-	// Paths is how many paths were searched, Entries how many entries
-	// were looked at, Seconds how long that took.
-	Paths   int     `json:"paths"`
-	Entries int     `json:"entries"`
-	Seconds float64 `json:"seconds"`
-	// Covered lists, as seen inside, each socket and FIFO found; each one
-	// has /dev/null bound over it. One made after the search is not covered.
-	Covered []string `json:"covered,omitempty"`
-}
-
-// Limit is one resource limit and how it was enforced.
-type Limit struct {
-	// Name is the limit: memory, pids, nofile, fsize, cpu_time, core,
-	// tmp_size, inotify_instances, inotify_watches, ...
-	Name string `json:"name"`
-	// Value is the limit as a number in its unit (bytes, count,
-	// seconds) or "none".
-	Value    string `json:"value"`
-	Enforced string `json:"enforced"` // cgroup, rlimit, sampled, timer, none
-	// Source says where the value comes from: "default" for a ceiling
-	// every run has unless told otherwise (memory, pids, the inotify
-	// ceilings), "policy" for one a flag or profile set; "" for core
-	// dumps, which are always off.
-	Source string `json:"source,omitempty"`
-}
-
-// The sources of a Limit's value.
-const (
-	SourceDefault = "default"
-	SourcePolicy  = "policy"
-)
 
 // sourceOf is SourceDefault when the policy leaves v at zero.
 func sourceOf(v int64) string {
@@ -289,4 +187,12 @@ func tmpfsSize(ts []TmpfsReport, path string) int64 {
 		}
 	}
 	return 0
+}
+
+// tlsRules is the TLS rules in force, sorted; nil-safe, for the digest.
+func tlsRules(t *TLSReport) []string {
+	if t == nil {
+		return nil
+	}
+	return sorted(t.Rules)
 }

@@ -4,23 +4,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// SecretReport is one credential kept outside the sandbox, as the report
-// names it: never its value.
-type SecretReport struct {
-	// Name is the variable that holds the placeholder inside.
-	Name string `json:"name"`
-	// Hosts are the hosts the proxy swaps the value in for, over TLS
-	// only; empty for an LLM key added by the LLM relay.
-	Hosts []string `json:"hosts,omitempty"`
-	// From is where the value was read: env:VAR or file:PATH.
-	From string `json:"from"`
-	// InBody: request bodies are swapped too.
-	InBody bool `json:"in_body,omitempty"`
-	// By is what puts the value into requests: "egress proxy" or
-	// "llm relay".
-	By string `json:"by"`
-}
-
 // secretsReport lists p's secrets and its LLM key for the report.
 func secretsReport(p policy.Policy) []SecretReport {
 	var out []SecretReport
