@@ -472,7 +472,7 @@ var systemTrees = []string{"/etc", "/boot", "/proc", "/sys", "/dev"}
 // mktemp -d. The /private spellings are macOS's.
 type sharedPlace struct {
 	dir, what string
-	within    bool
+	Within    bool
 }
 
 var sharedPlaces = []sharedPlace{
@@ -557,7 +557,7 @@ func checkSystem(named, d string) error {
 		}
 	}
 	for _, s := range systemTrees {
-		if within(d, s) && !within(d, "/dev/shm") {
+		if Within(d, s) && !Within(d, "/dev/shm") {
 			return invalid(writableField, fmt.Sprintf("%s lies in %s, a system directory, and cannot be writable", named, s),
 				"use a job directory of its own")
 		}
@@ -573,9 +573,9 @@ func (h Host) checkShared(named, d string) error {
 		switch {
 		case d == sp.dir:
 			return invalid(writableField, fmt.Sprintf("%s is shared by the host's users and services: it holds %s, which the command could reach or impersonate", named, sp.what), fix)
-		case !within(d, sp.dir):
+		case !Within(d, sp.dir):
 			continue
-		case sp.within:
+		case sp.Within:
 			return invalid(writableField, fmt.Sprintf("%s lies in %s, which holds %s", named, sp.dir, sp.what), fix)
 		case h.Own != nil:
 			first, _, _ := strings.Cut(d[len(sp.dir)+1:], "/")
@@ -599,25 +599,26 @@ func (h Host) checkOwnState(named, d string) error {
 		switch {
 		case d == home:
 			return invalid(writableField, fmt.Sprintf("%s is your home directory: the command could write your shell, git and tool settings (~/.bash_login, ~/.gitconfig)", named), fix)
-		case within(home, d):
+		case Within(home, d):
 			return invalid(writableField, fmt.Sprintf("%s holds your home directory %s", named, home), fix)
-		case within(d, home):
+		case Within(d, home):
 			if first, _, _ := strings.Cut(d[len(home)+1:], "/"); strings.HasPrefix(first, ".") {
 				return invalid(writableField, fmt.Sprintf("%s lies in %s, a dot-directory of your home where settings, keys and caches live", named, home+"/"+first), fix)
 			}
 		}
 	}
 	for _, st := range h.State {
-		if st != "" && (within(d, st) || within(st, d)) {
+		if st != "" && (Within(d, st) || Within(st, d)) {
 			return invalid(writableField, fmt.Sprintf("%s is, holds or lies in sandbox-run's own state %s (its bwrap detection cache, run journals, sessions' homes and shared caches)", named, st), fix)
 		}
 	}
 	return nil
 }
 
-// within reports whether p is dir or lies below it, comparing whole
-// components. Both are absolute and clean.
-func within(p, dir string) bool {
+// Within reports whether p is dir or lies below it, comparing whole
+// components. Both are absolute and clean (as a checked Policy's paths
+// are); for other spellings the answer is not defined.
+func Within(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}

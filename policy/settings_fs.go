@@ -85,7 +85,7 @@ func (s *settingsRun) finishRead() {
 
 func (s *settingsRun) inWritable(p string) (string, bool) {
 	for _, w := range s.p.Writable() {
-		if w != "" && within(p, w) {
+		if w != "" && Within(p, w) {
 			return w, true
 		}
 	}
@@ -100,7 +100,7 @@ func (s *settingsRun) mounted() []string {
 
 func (s *settingsRun) inMounted(p string) (string, bool) {
 	for _, m := range s.mounted() {
-		if m != "" && within(p, m) {
+		if m != "" && Within(p, m) {
 			return m, true
 		}
 	}
@@ -110,12 +110,12 @@ func (s *settingsRun) inMounted(p string) (string, bool) {
 // mountedUnder names a mounted path inside p that no allowRead reopens.
 func (s *settingsRun) mountedUnder(p string) (string, bool) {
 	for _, m := range s.mounted() {
-		if m == "" || !within(m, p) {
+		if m == "" || !Within(m, p) {
 			continue
 		}
 		reopened := false
 		for _, a := range s.allowRead {
-			if within(m, a.path) {
+			if Within(m, a.path) {
 				reopened = true
 			}
 		}

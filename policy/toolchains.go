@@ -27,7 +27,7 @@ func (p Policy) validateToolchains() error {
 			return invalid("toolchains", fmt.Sprintf("%q is not a clean directory without ':'", d), "name the directory by its clean absolute path")
 		}
 		for _, w := range p.Writable() {
-			if within(d, filepath.Clean(w)) {
+			if Within(d, filepath.Clean(w)) {
 				return invalid("toolchains", fmt.Sprintf("%q lies in the writable directory %s", d, w),
 					"install the toolchain outside every --workdir and --write dir, or leave it out of toolchains")
 			}

@@ -98,7 +98,7 @@ func (p Policy) validateProtect() error {
 		if pr == "." || strings.HasPrefix(filepath.Clean(pr), "..") {
 			return invalid("protect", fmt.Sprintf("%q does not name a path inside a writable directory", pr), "name a path such as .envrc")
 		}
-		if filepath.IsAbs(pr) && p.Session == "" && !insideAny(filepath.Clean(pr), cleanAll(p.Writable())) {
+		if filepath.IsAbs(pr) && p.Session == "" && !InsideAny(filepath.Clean(pr), cleanAll(p.Writable())) {
 			return invalid("protect", fmt.Sprintf("%s is not inside a writable directory", pr),
 				"protect paths inside --workdir, a --write dir or --home, or name one relative to them such as .envrc")
 		}
@@ -112,11 +112,11 @@ func (p Policy) validateProtect() error {
 	return nil
 }
 
-// insideAny reports whether p (absolute, clean) is one of dirs or lies in
-// one.
-func insideAny(p string, dirs []string) bool {
+// InsideAny reports whether p (absolute, clean) is one of dirs or lies in
+// one (see Within).
+func InsideAny(p string, dirs []string) bool {
 	for _, d := range dirs {
-		if within(p, d) {
+		if Within(p, d) {
 			return true
 		}
 	}

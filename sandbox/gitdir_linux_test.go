@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // gitLayout is one way to lay out repositories: make builds it under root
@@ -321,7 +322,7 @@ func sweepCovers(t *testing.T, root string) {
 		repos, _ := gitDirs(p)
 		for _, r := range repos {
 			for _, x := range []string{r.dir, r.common} {
-				if within(x, root) && !slices.Contains(g.dirs, x) {
+				if policy.Within(x, root) && !slices.Contains(g.dirs, x) {
 					t.Errorf("git in %s uses %s, which the sweep does not find (found %v)", p, x, g.dirs)
 				}
 			}

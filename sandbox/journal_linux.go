@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // A journal records what a run found at its start in its writable
@@ -262,7 +263,7 @@ func overlaps(j *journal, live []*journal) bool {
 	for _, l := range live {
 		for _, a := range j.Writable {
 			for _, b := range l.Writable {
-				if within(a, b) || within(b, a) {
+				if policy.Within(a, b) || policy.Within(b, a) {
 					return true
 				}
 			}

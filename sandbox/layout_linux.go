@@ -165,7 +165,7 @@ func layoutPath(w, rel string, kindOf func(string) entryKind, add func(string, h
 func owner(p string, writable []string) string {
 	best := ""
 	for _, w := range writable {
-		if within(p, w) && len(w) > len(best) {
+		if policy.Within(p, w) && len(w) > len(best) {
 			best = w
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -523,7 +524,7 @@ func (g *liveGuard) dotGit(p string) {
 // that now exists, or the link on the way to it.
 func (g *liveGuard) protectedAt(p string) {
 	for _, wp := range g.watched {
-		if within(wp, p) {
+		if policy.Within(wp, p) {
 			g.act(func() {
 				g.q.moveAt(g.owner(wp), wp, "created during the run where a protected path was missing; moved as it appeared")
 			})

@@ -56,7 +56,7 @@ func checkLayout(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) 
 	// Nothing else is writable but pins of existing directories inside a
 	// writable dir, onto themselves.
 	for i, m := range ms {
-		if m.Kind == bwrap.Bind && (m.Src != m.Dst || !insideAny(m.Dst, l.writable)) {
+		if m.Kind == bwrap.Bind && (m.Src != m.Dst || !policy.InsideAny(m.Dst, l.writable)) {
 			t.Errorf("mount %d: writable bind %+v is not a writable dir or a pin inside one", i, m)
 		}
 	}
@@ -107,7 +107,7 @@ func checkLayoutFDs(t *testing.T, l *layout, feat bwrap.Features) {
 	t.Helper()
 	next := l.fdBase
 	for i, m := range l.mounts {
-		vetted := (m.Kind == bwrap.Bind || m.Kind == bwrap.ROBind) && m.Src != "/dev/null" && !within(m.Src, "/proc")
+		vetted := (m.Kind == bwrap.Bind || m.Kind == bwrap.ROBind) && m.Src != "/dev/null" && !policy.Within(m.Src, "/proc")
 		switch {
 		case !feat.BindFD && m.FD >= 0:
 			t.Errorf("mount %d %+v: by descriptor, but bwrap lacks --bind-fd", i, m)
@@ -249,7 +249,7 @@ func TestGatheredFactsMatchModel(t *testing.T) {
 		}
 		var out []bwrap.Mount
 		for _, m := range l.mounts {
-			if within(m.Dst, w) {
+			if policy.Within(m.Dst, w) {
 				out = append(out, m)
 			}
 		}
@@ -319,7 +319,7 @@ func TestLayoutProtectCoverage(t *testing.T) {
 		}
 		checkLayout(t, p, l, fs.feat)
 		for _, w := range want {
-			held := slices.ContainsFunc(l.protected, func(h string) bool { return within(w, h) })
+			held := slices.ContainsFunc(l.protected, func(h string) bool { return policy.Within(w, h) })
 			if !held && !slices.Contains(l.watched, w) {
 				t.Fatalf("tree %d %v: %s neither held nor watched (protected %v, watched %v)", i, kinds, w, l.protected, l.watched)
 			}

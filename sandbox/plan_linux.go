@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -428,23 +427,6 @@ func guardErr(err error) error {
 	return setupErr("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
 }
 
-func insideAny(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if within(p, d) {
-			return true
-		}
-	}
-	return false
-}
-
-// within reports whether p is w or lies below it, component-wise.
-func within(p, w string) bool {
-	if p == w || w == "/" {
-		return true
-	}
-	return strings.HasPrefix(p, w+"/")
-}
-
 func errText(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -459,7 +441,7 @@ func shownInside(p policy.Policy) func(string) bool {
 	dirs := append(append(append([]string(nil), systemPaths...), p.Writable()...), p.Read...)
 	return func(path string) bool {
 		for _, d := range dirs {
-			if within(path, d) {
+			if policy.Within(path, d) {
 				return true
 			}
 		}

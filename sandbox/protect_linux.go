@@ -111,9 +111,9 @@ func splitOwn(writable, ownDirs []string) (named, own []string) {
 func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf func(string) entryKind) ([]holdAction, error) {
 	named, own := splitOwn(writable, pf.own)
 	for _, name := range p.Protect {
-		if filepath.IsAbs(name) && !insideAny(name, named) {
+		if filepath.IsAbs(name) && !policy.InsideAny(name, named) {
 			why := "not inside a writable directory"
-			if insideAny(name, own) {
+			if policy.InsideAny(name, own) {
 				why = "it lies in a session's home or a shared cache, whose protected names sandbox-run does not hold (its own state, read by no host tool)"
 			}
 			return nil, setupErr("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
@@ -150,14 +150,14 @@ func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(stri
 	var dirs, files [2][]string
 	for _, d := range gitDirs {
 		i := 0
-		if insideAny(d, own) {
+		if policy.InsideAny(d, own) {
 			i = 1
 		}
 		dirs[i] = append(dirs[i], d)
 	}
 	for _, f := range gitFiles {
 		i := 0
-		if insideAny(f, own) {
+		if policy.InsideAny(f, own) {
 			i = 1
 		}
 		files[i] = append(files[i], f)

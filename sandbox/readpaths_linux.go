@@ -40,7 +40,7 @@ func readCoversOwn(p string) (string, bool) {
 		}
 	}
 	for _, o := range ownSubtrees {
-		if within(p, o) {
+		if policy.Within(p, o) {
 			return o, true
 		}
 	}

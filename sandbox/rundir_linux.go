@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // sweepRunDirs removes the directories in tmp named prefix+PID.START-...
@@ -82,7 +84,7 @@ func startSweep(tmp, prefix string, owner int) (wait func()) {
 func checkTmpdir(writable []string, held string) error {
 	tmp := os.TempDir()
 	for _, t := range []string{tmp, resolved(tmp)} {
-		if insideAny(t, writable) || insideAny(t, resolvedAll(writable)) {
+		if policy.InsideAny(t, writable) || policy.InsideAny(t, resolvedAll(writable)) {
 			return setupErr("TMPDIR "+tmp+" lies in a writable directory", held+" would be in the command's reach",
 				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
 		}

@@ -84,7 +84,7 @@ func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (s
 			wr = w
 		}
 		for _, cand := range []string{abs, real} {
-			if within(cand, w) || within(cand, wr) {
+			if policy.Within(cand, w) || policy.Within(cand, wr) {
 				return "", &SetupError{What: t.name + " " + abs + " lies in writable directory " + w,
 					Why: "the sandboxed command could replace it for the next run",
 					Fix: "use a " + t.name + " outside every --workdir and --write dir, such as /usr/bin/" + t.name}

@@ -40,7 +40,7 @@ func upstreamRoots(p policy.Policy) (*x509.CertPool, error) {
 		return nil, nil
 	}
 	w := p.Writable()
-	if insideAny(p.UpstreamCA, w) || insideAny(resolved(p.UpstreamCA), resolvedAll(w)) {
+	if policy.InsideAny(p.UpstreamCA, w) || policy.InsideAny(resolved(p.UpstreamCA), resolvedAll(w)) {
 		return nil, setupErr("--upstream-ca "+p.UpstreamCA, "lies in a writable directory of the run, where the command could change it",
 			"keep the CA file outside every --workdir and --write dir")
 	}

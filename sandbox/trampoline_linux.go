@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // The fast path. When nothing is forwarded and no rlimit beyond core
@@ -225,7 +226,7 @@ func commandPID(pid int) int {
 func resolveCommand(name, workdir string, env []string, visible []string, uid, gid int) (string, error) {
 	isVisible := func(p string) bool {
 		for _, v := range visible {
-			if within(p, v) {
+			if policy.Within(p, v) {
 				return true
 			}
 		}

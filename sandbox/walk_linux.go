@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,7 +189,7 @@ func (g *gitFinds) add(d string) {
 // addRepo records r's git and common directory, those inside writable.
 func (g *gitFinds) addRepo(r gitRepo, writable []string) {
 	for _, d := range []string{r.dir, r.common} {
-		if insideAny(d, writable) {
+		if policy.InsideAny(d, writable) {
 			g.add(d)
 		}
 	}
@@ -201,7 +202,7 @@ func (g *gitFinds) addRepo(r gitRepo, writable []string) {
 func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 	switch {
 	case mode.IsDir():
-		if insideAny(p, writable) {
+		if policy.InsideAny(p, writable) {
 			g.add(p)
 		}
 	case mode&fs.ModeSymlink != 0:

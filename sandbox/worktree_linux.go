@@ -33,7 +33,7 @@ func OutsideRepos(p policy.Policy) []OutsideRepo {
 			continue
 		}
 		r := repoOf(g)
-		if !insideAny(r.common, p.Writable()) {
+		if !policy.InsideAny(r.common, p.Writable()) {
 			out = append(out, OutsideRepo{Worktree: w, Repo: r.common})
 		}
 	}

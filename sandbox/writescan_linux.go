@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // scanWritable searches every writable directory (but own, sandbox-run's
@@ -30,7 +31,7 @@ import (
 // started later) is reachable from inside.
 func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string, lim scanLimits, tops topListings) error {
 	for _, w := range writable {
-		if slices.ContainsFunc(writable, func(o string) bool { return o != w && within(w, o) }) {
+		if slices.ContainsFunc(writable, func(o string) bool { return o != w && policy.Within(w, o) }) {
 			continue
 		}
 		if _, seen := f.wscan.done[w]; seen || slices.Contains(own, w) {

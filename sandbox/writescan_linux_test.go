@@ -33,7 +33,7 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	defer pl.close()
 	lastBind := -1
 	for i, m := range pl.mounts {
-		if m.Src != "/dev/null" && within(m.Dst, w) {
+		if m.Src != "/dev/null" && policy.Within(m.Dst, w) {
 			lastBind = i
 		}
 	}
@@ -48,7 +48,7 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	if len(pl.wscan.covered) != len(want) {
 		t.Errorf("covered %q, want the %d of %q once each", pl.wscan.covered, len(want), want)
 	}
-	if slices.ContainsFunc(pl.mounts, func(m bwrap.Mount) bool { return within(m.Dst, outside) }) {
+	if slices.ContainsFunc(pl.mounts, func(m bwrap.Mount) bool { return policy.Within(m.Dst, outside) }) {
 		t.Errorf("the link to %s was followed", outside)
 	}
 	rep := pl.wscan.report(len(pl.writable))

@@ -289,7 +289,7 @@ func pathRules(rp profilePaths, rule func(...node), comment func(string)) {
 		rule(sym("allow"), sym("file-read*"), list(sym("subpath"), str(w)))
 		filter := []node{sym("require-all"), list(sym("subpath"), str(w))}
 		for _, pr := range rp.protected {
-			if within(pr, w) {
+			if policy.Within(pr, w) {
 				filter = append(filter, list(sym("require-not"), list(sym("subpath"), str(pr))))
 			}
 		}
@@ -337,9 +337,4 @@ func checkOptions(opts Options) error {
 		}
 	}
 	return nil
-}
-
-// within reports whether p is dir or lies below it (both clean).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

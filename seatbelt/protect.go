@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // The protected paths are matched with regular expressions, not subpath
@@ -196,7 +198,7 @@ func rootRegex(w string) string {
 func rootOf(p string, writable []string) string {
 	best := ""
 	for _, w := range writable {
-		if within(p, w) && len(w) > len(best) {
+		if policy.Within(p, w) && len(w) > len(best) {
 			best = w
 		}
 	}

@@ -68,11 +68,11 @@ func unfit(rv *pathguard.Resolver, t Toolchain, p policy.Policy, home string, re
 			return "cannot be resolved"
 		}
 		for _, w := range p.Writable() {
-			if within(r.Path, w) || within(w, r.Path) || within(d, w) || within(w, d) {
+			if policy.Within(r.Path, w) || policy.Within(w, r.Path) || policy.Within(d, w) || policy.Within(w, d) {
 				return "overlaps the writable directory " + w
 			}
 		}
-		if filepath.IsAbs(home) && within(filepath.Clean(home), d) {
+		if filepath.IsAbs(home) && policy.Within(filepath.Clean(home), d) {
 			return "would show the whole home directory"
 		}
 		if reachable != nil && !reachable(r.Path) {
@@ -103,11 +103,6 @@ func small(d string, max int) bool {
 		return nil
 	})
 	return err == nil && n <= max
-}
-
-// within reports whether p is dir or lies under it.
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // systemShown are the host paths every mechanism shows read-only.
@@ -145,7 +140,7 @@ func (f Found) Apply(p *policy.Policy) {
 // shown reports whether d is a system path or under one of read.
 func shown(d string, read []string) bool {
 	for _, s := range append(append([]string(nil), systemShown...), read...) {
-		if within(d, s) {
+		if policy.Within(d, s) {
 			return true
 		}
 	}
