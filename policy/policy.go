@@ -472,7 +472,7 @@ var systemTrees = []string{"/etc", "/boot", "/proc", "/sys", "/dev"}
 // mktemp -d. The /private spellings are macOS's.
 type sharedPlace struct {
 	dir, what string
-	Within    bool
+	within    bool
 }
 
 var sharedPlaces = []sharedPlace{
@@ -575,7 +575,7 @@ func (h Host) checkShared(named, d string) error {
 			return invalid(writableField, fmt.Sprintf("%s is shared by the host's users and services: it holds %s, which the command could reach or impersonate", named, sp.what), fix)
 		case !Within(d, sp.dir):
 			continue
-		case sp.Within:
+		case sp.within:
 			return invalid(writableField, fmt.Sprintf("%s lies in %s, which holds %s", named, sp.dir, sp.what), fix)
 		case h.Own != nil:
 			first, _, _ := strings.Cut(d[len(sp.dir)+1:], "/")
