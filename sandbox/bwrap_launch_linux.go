@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/tun"
@@ -55,7 +56,7 @@ func (r *bwRun) launch(ctx context.Context) (*Result, error) {
 func (r *bwRun) pipe() (*os.File, *os.File, error) {
 	rd, wr, err := os.Pipe()
 	if err != nil {
-		return nil, nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+		return nil, nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
 	r.undo.push(func() { rd.Close(); wr.Close() })
 	return rd, wr, nil
@@ -92,7 +93,7 @@ func (r *bwRun) start() (*bwProc, error) {
 	// The filter is a few kilobytes, far below a pipe's buffer, so it is
 	// written whole before bwrap starts and bwrap reads it to EOF.
 	if _, err := secW.Write(r.prog.Bytes()); err != nil {
-		return nil, setupErr("cannot pass the seccomp filter", err.Error(), "report this as a bug in sandbox-run")
+		return nil, fault.New("cannot pass the seccomp filter", err.Error(), "report this as a bug in sandbox-run")
 	}
 	secW.Close()
 	o := r.opts
@@ -108,7 +109,7 @@ func (r *bwRun) start() (*bwProc, error) {
 		if errors.As(err, &se) {
 			return nil, err // --map-owner's own, already one line
 		}
-		return nil, setupErr("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
+		return nil, fault.New("cannot start bwrap", err.Error(), "check that "+r.argv[0]+" is executable")
 	}
 	// The child holds its ends now; ours would keep EOF from ever coming.
 	for _, f := range []*os.File{argsR, statusW, infoW, capW, secR} {
@@ -133,7 +134,7 @@ func (r *bwRun) forkBwrap(files []*os.File, bp *bwProc) ([]byte, error) {
 		streamNet, err = bwrap.Encode(r.argsNet)
 	}
 	if err != nil {
-		return nil, setupErr("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
+		return nil, fault.New("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
 	}
 	if r.argsNet == nil {
 		bp.pid, err = r.fork(launch{argv: r.argv}, files, bp.exited)
@@ -151,7 +152,7 @@ func (r *bwRun) forkBwrap(files []*os.File, bp *bwProc) ([]byte, error) {
 func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
 	devnull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return nil, nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
+		return nil, nil, fault.New("cannot open /dev/null", err.Error(), "check /dev")
 	}
 	r.undo.push(func() { devnull.Close() })
 	if r.fast {
@@ -175,7 +176,7 @@ func cloexecInherited() error {
 	// Before Linux 5.11: one by one.
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		return setupErr("cannot list inherited descriptors", err.Error(), "mount /proc")
+		return fault.New("cannot list inherited descriptors", err.Error(), "mount /proc")
 	}
 	for _, e := range ents {
 		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
@@ -589,10 +590,10 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
 		// RLIMIT_NPROC.
-		return nil, setupErr("the sandbox's process ceiling could not be set", st.Error,
+		return nil, fault.New("the sandbox's process ceiling could not be set", st.Error,
 			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	case st != nil:
-		return nil, setupErr("sandbox init failed", st.Error, "report this as a bug in sandbox-run")
+		return nil, fault.New("sandbox init failed", st.Error, "report this as a bug in sandbox-run")
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	case limit != limits.None:
@@ -603,7 +604,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 		if ex.Kind != limit {
 			ex = limits.Exceeded{Kind: limit}
 		}
-		return nil, setupErr("the sandbox was ended before the command started",
+		return nil, fault.New("the sandbox was ended before the command started",
 			strings.TrimSuffix((&limitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
@@ -616,7 +617,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 // trampoline whose gate stayed shut; nil for neither.
 func (w *bwWatch) failed() error {
 	if w.watchErr != nil {
-		return setupErr("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
+		return fault.New("cannot watch the sandbox's sampled limits", w.watchErr.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
 	err := w.gateErr
@@ -624,10 +625,10 @@ func (w *bwWatch) failed() error {
 	case err == nil:
 		return nil
 	case errors.Is(err, errNProcNotHeld):
-		return setupErr("the sandbox's process ceiling could not be set", err.Error(),
+		return fault.New("the sandbox's process ceiling could not be set", err.Error(),
 			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	}
-	return setupErr("cannot read back the sandbox before its command starts", err.Error(),
+	return fault.New("cannot read back the sandbox before its command starts", err.Error(),
 		"check that /proc is mounted and shows the sandbox's processes (no hidepid), or report this as a bug in sandbox-run")
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
@@ -305,7 +306,7 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 		return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
 	if err := bwrap.CheckArgCount(r.argv, args); err != nil {
-		return setupErr("command line too long for bwrap", err.Error(),
+		return fault.New("command line too long for bwrap", err.Error(),
 			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
 	}
 	r.args = args

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
 )
 
@@ -66,7 +67,7 @@ func (n *network) bindResolver() error {
 	} {
 		path := filepath.Join(n.dir, name)
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			return setupErr("cannot write the sandbox's "+name, err.Error(), "check that $TMPDIR is writable")
+			return fault.New("cannot write the sandbox's "+name, err.Error(), "check that $TMPDIR is writable")
 		}
 		n.binds = append(n.binds, [2]string{path, "/etc/" + name})
 	}
@@ -93,12 +94,12 @@ func tunUnusable(err error) string {
 func (n *network) attachTransparent(f *os.File, log *slog.Logger) error {
 	fd, err := dupNonblock(f)
 	if err != nil {
-		return setupErr("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
+		return fault.New("cannot use the sandbox's TUN device", err.Error(), "raise the descriptor limit")
 	}
 	st, err := netstack.New(n.netstackConfig(fd, uint32(tunMTU), true, log))
 	if err != nil {
 		unix.Close(fd)
-		return setupErr("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
+		return fault.New("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
 	}
 	n.serve(st.Serve, log, "netstack")
 	return nil

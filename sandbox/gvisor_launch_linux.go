@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
@@ -124,12 +125,12 @@ func verifyGvisor(ps []Protection, rb *initproc.Readback) {
 func (g *gvRun) launch(ctx context.Context) (*Result, error) {
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return nil, setupErr("cannot open /dev/null", err.Error(), "check /dev")
+		return nil, fault.New("cannot open /dev/null", err.Error(), "check /dev")
 	}
 	defer devnull.Close()
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+		return nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
 	defer errR.Close()
 	argv := g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)
@@ -159,7 +160,7 @@ func (g *gvRun) launch(ctx context.Context) (*Result, error) {
 	}()
 	if err := <-started; err != nil {
 		errW.Close()
-		return nil, setupErr("cannot start runsc", err.Error(), "check that "+g.runsc+" is executable")
+		return nil, fault.New("cannot start runsc", err.Error(), "check that "+g.runsc+" is executable")
 	}
 	errW.Close()
 	var rl relay
@@ -180,7 +181,7 @@ func (g *gvRun) stdinPipe(null *os.File) (*os.File, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, setupErr("cannot create a pipe", err.Error(), "raise the descriptor limit")
+		return nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
 	go func() {
 		io.Copy(w, g.opts.Stdin)
@@ -283,7 +284,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 		code = waitCode(ee.Sys().(syscall.WaitStatus))
 	}
 	if watchErr != nil {
-		return nil, setupErr("cannot watch the sandbox's memory ceiling", watchErr.Error(),
+		return nil, fault.New("cannot watch the sandbox's memory ceiling", watchErr.Error(),
 			"check that /proc is mounted and readable, or pass --memory none")
 	}
 	res, err := g.classify(ctx, code, status, rl, killed)
@@ -331,7 +332,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		r.Exit = &Exit{Code: status.Exit, Class: execClass(status.Exit)}
 		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
 	case status != nil:
-		return nil, setupErr("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
+		return nil, fault.New("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:
 		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	}
@@ -339,7 +340,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	if why == "" {
 		why = "runsc exited with status " + strconv.Itoa(code) + " before the command started"
 	}
-	return nil, setupErr("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
+	return nil, fault.New("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
 }
 
 // end ends the whole sandbox: its init through runsc, and runsc run.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
@@ -101,7 +102,7 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 		set  bool
 	}{{"--pids", p.Pids > 0}, {"--cpu-time", p.CPUTime > 0}} {
 		if l.set {
-			return nil, nil, setupErr(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
+			return nil, nil, fault.New(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
 				"drop "+l.flag+", or use --sandbox bwrap")
 		}
 	}
@@ -168,7 +169,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	p := g.p
 	// Refusals of the policy first: the same with or without runsc.
 	if g.opts.Terminal != nil {
-		return setupErr("--tty", "--sandbox gvisor gives the command no terminal of its own yet", "pass --no-tty")
+		return fault.New("--tty", "--sandbox gvisor gives the command no terminal of its own yet", "pass --no-tty")
 	}
 	rl, lims, err := gvLimits(p)
 	if err != nil {
@@ -278,7 +279,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		Files: fileBinds(mounts), NetAdmin: tun != nil,
 	})
 	if err != nil {
-		return setupErr("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
+		return fault.New("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
 	}
 	g.cfg.Root = filepath.Join(g.dir, "state")
 	g.id = "sandbox-run-" + runID
@@ -311,7 +312,7 @@ func selfBinary(guard *pathguard.Guard) (string, error) {
 		exe, err = filepath.EvalSymlinks(exe)
 	}
 	if err != nil {
-		return "", setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+		return "", fault.New("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
 	}
 	r, err := guard.CheckRead(exe)
 	if err != nil {
@@ -327,17 +328,17 @@ func selfBinary(guard *pathguard.Guard) (string, error) {
 func (g *gvRun) makeDir() error {
 	start, _, err := selfStart()
 	if err != nil {
-		return setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+		return fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", gvDirPrefix, os.Getpid(), start))
 	if err != nil {
-		return setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
+		return fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 	}
 	g.dir, g.bundle = dir, filepath.Join(dir, "bundle")
 	g.undo.push(func() { os.RemoveAll(dir) })
 	for _, d := range []string{g.bundle, filepath.Join(dir, "state")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return setupErr("cannot create "+d, err.Error(), "check that $TMPDIR is writable")
+			return fault.New("cannot create "+d, err.Error(), "check that $TMPDIR is writable")
 		}
 	}
 	return nil
@@ -365,7 +366,7 @@ func (g *gvRun) writeBundle() error {
 		err = makePoint(root, pt)
 	}
 	if err != nil {
-		return setupErr("cannot write the sandbox's bundle in "+g.bundle, err.Error(), "check that $TMPDIR is writable and not full")
+		return fault.New("cannot write the sandbox's bundle in "+g.bundle, err.Error(), "check that $TMPDIR is writable and not full")
 	}
 	return nil
 }
@@ -394,7 +395,7 @@ func makePoint(root string, pt gvisor.Point) error {
 // is a large Go binary: each start costs about 100 ms).
 func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, string, error) {
 	fail := func(why string) (gvisor.Version, string, error) {
-		return gvisor.Version{}, "", setupErr("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+		return gvisor.Version{}, "", fault.New("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
 	}
 	var e struct{ Version, Flags string }
 	name, dir := runscCacheName(path), (*pathguard.Dir)(nil)
@@ -419,7 +420,7 @@ func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, stri
 		c.Env = []string{}
 		b, err := c.CombinedOutput()
 		if err != nil {
-			return fail("runsc " + q.arg + ": " + errText(err))
+			return fail("runsc " + q.arg + ": " + fault.Reason(err))
 		}
 		*q.out = string(b)
 	}

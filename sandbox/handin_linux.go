@@ -12,6 +12,8 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/agentfilter"
+	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -58,16 +60,16 @@ func (r *bwRun) pin(flag, path string) (string, error) {
 		return "", guardErr(err)
 	}
 	if !res.Exists {
-		return "", setupErr(flag+" "+path, "does not exist", "start what serves it, or fix the path")
+		return "", fault.New(flag+" "+path, "does not exist", "start what serves it, or fix the path")
 	}
 	f, err := res.Open()
 	if err != nil {
-		return "", setupErr(flag+" "+path, err.Error(), "fix the path")
+		return "", fault.New(flag+" "+path, err.Error(), "fix the path")
 	}
 	fi, err := os.Stat(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	if err != nil || fi.Mode().Type() != os.ModeSocket {
 		f.Close()
-		return "", setupErr(flag+" "+path, "is not a Unix socket", "name the socket itself")
+		return "", fault.New(flag+" "+path, "is not a Unix socket", "name the socket itself")
 	}
 	r.undo.push(func() { f.Close() })
 	return fmt.Sprintf("/proc/self/fd/%d", f.Fd()), nil
@@ -102,23 +104,23 @@ func (r *bwRun) handInAgent(rep *HandInReport) error {
 	}
 	kh, err := pathguard.OpenFile(p.SSHKnownHosts, os.O_RDONLY, 0)
 	if err != nil {
-		return setupErr("cannot read "+p.SSHKnownHosts, err.Error(), "fix the path, or leave out --ssh-agent")
+		return fault.New("cannot read "+p.SSHKnownHosts, err.Error(), "fix the path, or leave out --ssh-agent")
 	}
 	text, err := io.ReadAll(io.LimitReader(kh, maxKnownHosts+1))
 	kh.Close()
 	if err != nil || len(text) > maxKnownHosts {
-		return setupErr("cannot read "+p.SSHKnownHosts, fmt.Sprintf("unreadable or larger than %d bytes", maxKnownHosts), "trim it")
+		return fault.New("cannot read "+p.SSHKnownHosts, fmt.Sprintf("unreadable or larger than %d bytes", maxKnownHosts), "trim it")
 	}
 	cp := filepath.Join(n.dir, "known_hosts")
 	if err := os.WriteFile(cp, text, 0o644); err != nil {
-		return setupErr("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
+		return fault.New("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
 	}
 	res, err := r.pl.guard.CheckRead(cp)
 	if err != nil {
 		return guardErr(err)
 	}
 	if err := r.pl.bind(bwrap.ROBind, res, knownHostsInside); err != nil {
-		return setupErr("cannot open "+cp, err.Error(), "check $TMPDIR")
+		return fault.New("cannot open "+cp, err.Error(), "check $TMPDIR")
 	}
 	// ssh finds ~ in the password file, not $HOME, so the file is named
 	// to it: git's ssh through GIT_SSH_COMMAND.
@@ -142,7 +144,7 @@ func (r *bwRun) handInSockets(rep *HandInReport) error {
 		if why != "" && !unsafe[sp] {
 			r.opts.Refusals.Add(refusals.Refusal{Kind: refusals.KindSocket, Host: sp, Reason: "socket-grants-root", Why: why,
 				Fix: "--unix-socket-unsafe " + sp})
-			return setupErr("--unix-socket "+sp, "refused: it "+why+", so the command would have host root",
+			return fault.New("--unix-socket "+sp, "refused: it "+why+", so the command would have host root",
 				"leave it out, or pass --unix-socket-unsafe "+sp+" to hand it in anyway (the report names it unsafe)")
 		}
 		ln, path, err := r.nw.listen("unix-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
@@ -163,7 +165,7 @@ func (r *bwRun) handInHostPorts(rep *HandInReport) error {
 	for i, h := range r.p.HostPorts {
 		ap, err := policy.ParseHostPort(h)
 		if err != nil {
-			return setupErr("--host-port "+h, err.Error(), "write --host-port PORT or ADDR:PORT")
+			return fault.New("--host-port "+h, err.Error(), "write --host-port PORT or ADDR:PORT")
 		}
 		ln, path, err := r.nw.listen("host-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
 		if err != nil {
@@ -189,21 +191,21 @@ func (r *bwRun) handInPublish(rep *HandInReport) error {
 	for i, s := range r.p.Publish {
 		in, host, err := policy.ParsePublish(s)
 		if err != nil {
-			return setupErr("--publish "+s, err.Error(), "write --publish PORT or PORT:HOSTPORT")
+			return fault.New("--publish "+s, err.Error(), "write --publish PORT or PORT:HOSTPORT")
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(host)))
 		tcp, err := net.Listen("tcp4", addr)
 		if err != nil {
-			return setupErr("--publish "+s, "cannot listen on the host's "+addr+": "+errText(err), "publish on a free host port: --publish "+strconv.Itoa(int(in))+":HOSTPORT")
+			return fault.New("--publish "+s, "cannot listen on the host's "+addr+": "+fault.Reason(err), "publish on a free host port: --publish "+strconv.Itoa(int(in))+":HOSTPORT")
 		}
 		ln, path, err := r.nw.listen("publish-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
 		if err != nil {
 			tcp.Close()
 			return err
 		}
-		audit, runID := r.opts.Audit, r.runID
+		aw, runID := r.opts.Audit, r.runID
 		onConn := func(a net.Addr) {
-			auditEvent(audit, runID, "publish", map[string]any{"host": addr, "inside": int(in), "peer": a.String(), "decision": "allow"})
+			audit.Event(aw, runID, "publish", map[string]any{"host": addr, "inside": int(in), "peer": a.String(), "decision": "allow"})
 		}
 		r.nw.serve(func(ctx context.Context) error { return forwarder.ServePublished(ctx, tcp, ln, onConn) }, r.log, "published port "+addr)
 		inside := handInDir + "publish-" + strconv.Itoa(i) + ".sock"

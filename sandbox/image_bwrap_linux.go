@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // image resolves --image for a tier-1 run (--sandbox bwrap): the image's
@@ -58,7 +59,7 @@ func (r *bwRun) imageBinds(context.Context) error {
 			}
 			f, err := os.OpenFile(m.Src, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return setupErr("cannot open the image's "+m.Dst, err.Error(), "remove "+filepath.Dir(r.img.Rootfs)+" so that the next run unpacks it again")
+				return fault.New("cannot open the image's "+m.Dst, err.Error(), "remove "+filepath.Dir(r.img.Rootfs)+" so that the next run unpacks it again")
 			}
 			mounts[i].FD = pl.fdBase + len(pl.files)
 			pl.files = append(pl.files, f)

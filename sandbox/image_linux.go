@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -27,7 +28,7 @@ func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, err
 	case policy.ModeBwrap:
 		return bwrapMechanism(p, cmd, opts)
 	}
-	return nil, setupErr("--image under --sandbox "+string(p.Sandbox), "container images run only under gVisor (tier 2) or, asked for by name, bwrap (tier 1)",
+	return nil, fault.New("--image under --sandbox "+string(p.Sandbox), "container images run only under gVisor (tier 2) or, asked for by name, bwrap (tier 1)",
 		"drop --sandbox, or pass --sandbox gvisor or --sandbox bwrap")
 }
 
@@ -73,7 +74,7 @@ func imageErr(err error) error {
 	if errors.As(err, &e) {
 		return &SetupError{What: e.What, Why: e.Why, Fix: e.Fix, Err: err}
 	}
-	return setupErr("--image", err.Error(), "check podman image ls")
+	return fault.New("--image", err.Error(), "check podman image ls")
 }
 
 // podmanEnv is what podman gets of sandbox-run's environment: what
@@ -117,7 +118,7 @@ func imageMounts(rootfs string, mounts []bwrap.Mount) ([]bwrap.Mount, error) {
 	}
 	var img []bwrap.Mount
 	if err := imageDir(rootfs, "/", dests, &img); err != nil {
-		return nil, setupErr("cannot read the image's tree "+rootfs, err.Error(), "remove "+filepath.Dir(rootfs)+" so that the next run unpacks it again")
+		return nil, fault.New("cannot read the image's tree "+rootfs, err.Error(), "remove "+filepath.Dir(rootfs)+" so that the next run unpacks it again")
 	}
 	return append(img, rest...), nil
 }

@@ -2,8 +2,11 @@
 
 package sandbox
 
-import "github.com/sandbox-run/sandbox-run/policy"
+import (
+	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/policy"
+)
 
 func imageMechanism(policy.Policy, []string, Options) (mechanism, error) {
-	return nil, setupErr("--image", "container images run under gVisor, which exists only on Linux", "drop --image, or run on Linux")
+	return nil, fault.New("--image", "container images run under gVisor, which exists only on Linux", "drop --image, or run on Linux")
 }

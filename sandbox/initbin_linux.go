@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -25,7 +26,7 @@ func (r *bwRun) openInit() (*os.File, error) {
 	}
 	self, err := os.OpenFile(selfPath(r.opts), unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, setupErr("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+		return nil, fault.New("cannot open sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
 	}
 	r.log.Debug("init", "binary", self.Name())
 	return self, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -84,7 +85,7 @@ func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, 
 
 func (r *llRun) prepare(ctx context.Context) (*Report, error) {
 	if r.opts.Terminal != nil {
-		return nil, setupErr("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+		return nil, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
 	if err := r.setUp(ctx, r.cmd); err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 	listen := func() (net.Listener, string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, "", setupErr("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
+			return nil, "", fault.New("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
 		}
 		r.lns = append(r.lns, ln)
 		port := uint16(ln.Addr().(*net.TCPAddr).Port)
@@ -266,7 +267,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 	for _, rp := range r.p.Read {
 		fi, err := os.Stat(rp)
 		if err != nil {
-			return in, setupErr("--read "+rp, errText(err), "pass a path that exists")
+			return in, fault.New("--read "+rp, fault.Reason(err), "pass a path that exists")
 		}
 		if fi.IsDir() {
 			in.ReadDirs = append(in.ReadDirs, rp)
@@ -284,16 +285,16 @@ func (r *llRun) paths() (landlock.Input, error) {
 	r.swept = startSweep(os.TempDir(), llTmpPrefix, r.uid)
 	start, _, err := selfStart()
 	if err != nil {
-		return in, setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
 	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", llTmpPrefix, os.Getpid(), start))
 	if err != nil {
-		return in, setupErr("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
+		return in, fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
 	r.tmp = tmp
 	if os.Geteuid() == 0 {
 		if err := os.Chown(tmp, r.uid, r.gid); err != nil {
-			return in, setupErr("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
+			return in, fault.New("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
 		}
 	}
 	in.WriteDirs = append(r.p.Writable(), tmp)
@@ -413,13 +414,13 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, "", setupErr("cannot create a pipe", err.Error(), "check the open-file limit")
+		return nil, "", fault.New("cannot create a pipe", err.Error(), "check the open-file limit")
 	}
 	defer specR.Close()
 	stR, stW, err := os.Pipe()
 	if err != nil {
 		specW.Close()
-		return nil, "", setupErr("cannot create a pipe", err.Error(), "check the open-file limit")
+		return nil, "", fault.New("cannot create a pipe", err.Error(), "check the open-file limit")
 	}
 	defer stR.Close()
 	r.spec.Path, r.spec.Argv = path, cmd
@@ -437,7 +438,7 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	stW.Close()
 	if err != nil {
 		specW.Close()
-		return nil, "", setupErr("cannot start sandbox-run's landlock shim", err.Error(), "run sandbox-run from a readable file")
+		return nil, "", fault.New("cannot start sandbox-run's landlock shim", err.Error(), "run sandbox-run from a readable file")
 	}
 	go func() {
 		json.NewEncoder(specW).Encode(r.spec)
@@ -478,7 +479,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	// Orphans of the command are reparented to sandbox-run, which finds
 	// and ends them; the attribute stays for the process's life.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, setupErr("cannot become the command's subreaper", err.Error(), landlockFix)
+		return nil, fault.New("cannot become the command's subreaper", err.Error(), landlockFix)
 	}
 	c, readback, err := r.spawn(path, cmd)
 	if err != nil {
@@ -516,7 +517,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	if err != nil {
 		killTree(pid)
 		c.Wait()
-		return ExitSetup, "", setupErr("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
+		return ExitSetup, "", fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
 	}
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)

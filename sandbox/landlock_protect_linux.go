@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // Protected paths under --sandbox landlock. Landlock grants are additive
@@ -44,7 +46,7 @@ func (r *llRun) protectPaths() error {
 			return writable, pr, func() {}, nil
 		}
 		if pr.snapDir, err = snapshotDir(cache, runID); err != nil {
-			return nil, protection{}, nil, setupErr("cannot keep copies of the protected paths", err.Error(),
+			return nil, protection{}, nil, fault.New("cannot keep copies of the protected paths", err.Error(),
 				"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own and writable")
 		}
 		undo := func() { os.RemoveAll(pr.snapDir) }
@@ -54,7 +56,7 @@ func (r *llRun) protectPaths() error {
 			if errors.Is(err, errSnapBounds) {
 				fix = "use --sandbox bwrap, which holds it read-only in place, or run in a directory without it"
 			}
-			return nil, protection{}, nil, setupErr("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
+			return nil, protection{}, nil, fault.New("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
 		}
 		return writable, pr, undo, nil
 	})

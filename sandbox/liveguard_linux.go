@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"golang.org/x/sys/unix"
 )
@@ -539,7 +540,7 @@ func (g *liveGuard) act(f func()) {
 	f()
 	for _, it := range g.q.items[n:] {
 		g.rep.Neutralised++
-		auditEvent(g.audit, g.runID, "live_quarantine", map[string]any{"path": it.Path, "to": it.To, "why": it.Why})
+		audit.Event(g.audit, g.runID, "live_quarantine", map[string]any{"path": it.Path, "to": it.To, "why": it.Why})
 	}
 }
 
@@ -575,7 +576,7 @@ func (g *liveGuard) watchAs(fd int, gw guardWatch, mask uint32) bool {
 // every later loss is counted.
 func (g *liveGuard) lose(why string) {
 	if g.rep.Complete {
-		auditEvent(g.audit, g.runID, "live_guard_incomplete", map[string]any{"why": why})
+		audit.Event(g.audit, g.runID, "live_guard_incomplete", map[string]any{"why": why})
 	}
 	g.rep.Complete = false
 	if len(g.rep.Lost) < 8 {

@@ -10,6 +10,8 @@ import (
 	"net/http/httputil"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/audit"
 )
 
 // serveLLM relays HTTP requests on ln to the LLM proxy on the Unix socket
@@ -21,7 +23,7 @@ import (
 // each request also gets the provider key here, outside (llmKey), and its
 // line names the model and the tokens the response reports. It returns
 // when ctx is done.
-func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit io.Writer, log *slog.Logger, key llmKey) error {
+func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, aw io.Writer, log *slog.Logger, key llmKey) error {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -46,7 +48,7 @@ func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit 
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			if refused := key.refuse(w, r); refused != nil {
-				auditEvent(audit, runID, "llm_request", refused)
+				audit.Event(aw, runID, "llm_request", refused)
 				return
 			}
 			body := &countingBody{ReadCloser: r.Body}
@@ -60,7 +62,7 @@ func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, audit 
 				"duration_ms": time.Since(start).Milliseconds(),
 			}
 			m.fields(f)
-			auditEvent(audit, runID, "llm_request", f)
+			audit.Event(aw, runID, "llm_request", f)
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

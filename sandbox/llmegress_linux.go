@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
@@ -56,7 +57,7 @@ func withLLMMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
 	if len(hosts) == 0 || cfg.Audit == nil {
 		return cfg
 	}
-	audit := cfg.Audit
+	aw := cfg.Audit
 	reqHook, respHook := cfg.RequestHook, cfg.ResponseHook
 	cfg.RequestHook = func(r *http.Request, host string) error {
 		if reqHook != nil {
@@ -86,7 +87,7 @@ func withLLMMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
 			f := map[string]any{"method": method, "host": host, "path": path, "status": status,
 				"duration_ms": time.Since(m.start).Milliseconds()}
 			m.fields(f)
-			auditEvent(audit, runID, "llm_request", f)
+			audit.Event(aw, runID, "llm_request", f)
 		}}
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // ownerLend is --map-owner's part of a run: the workdir's owner on the
@@ -39,11 +40,11 @@ func (r *bwRun) checkMapOwner(context.Context) error {
 		return nil
 	}
 	if !r.root {
-		return setupErr("--map-owner", "only root lends a directory's owner (it mounts); as uid "+strconv.Itoa(os.Geteuid())+
+		return fault.New("--map-owner", "only root lends a directory's owner (it mounts); as uid "+strconv.Itoa(os.Geteuid())+
 			" the sandbox already runs as you", "leave out --map-owner")
 	}
 	if !r.info.Features.BindFD {
-		return setupErr("--map-owner", "this bwrap cannot bind by descriptor (--bind-fd)", "install bubblewrap 0.8.0 or newer, or leave out --map-owner")
+		return fault.New("--map-owner", "this bwrap cannot bind by descriptor (--bind-fd)", "install bubblewrap 0.8.0 or newer, or leave out --map-owner")
 	}
 	return nil
 }
@@ -53,7 +54,7 @@ func (r *bwRun) checkMapOwner(context.Context) error {
 func planLend(dir string, mounts []bwrap.Mount, uid, gid int) (*ownerLend, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
-		return nil, setupErr("--map-owner "+dir, err.Error(), "pass a workdir that exists")
+		return nil, fault.New("--map-owner "+dir, err.Error(), "pass a workdir that exists")
 	}
 	l := &ownerLend{dir: dir, owner: int(st.Uid), group: int(st.Gid), uid: uid, gid: gid}
 	for _, m := range mounts {
@@ -63,7 +64,7 @@ func planLend(dir string, mounts []bwrap.Mount, uid, gid int) (*ownerLend, error
 		}
 	}
 	if len(l.fds) == 0 {
-		return nil, setupErr("--map-owner "+dir, "the workdir is not bound by descriptor", "report this as a bug in sandbox-run")
+		return nil, fault.New("--map-owner "+dir, "the workdir is not bound by descriptor", "report this as a bug in sandbox-run")
 	}
 	return l, nil
 }
@@ -75,7 +76,7 @@ func planLend(dir string, mounts []bwrap.Mount, uid, gid int) (*ownerLend, error
 // bwrap has them. On error nothing of the host's is changed.
 func (l *ownerLend) attach(fds []uintptr) ([]int, error) {
 	fail := func(what string, err error) ([]int, error) {
-		return nil, setupErr(fmt.Sprintf("--map-owner %s: cannot %s", l.dir, what), err.Error(),
+		return nil, fault.New(fmt.Sprintf("--map-owner %s: cannot %s", l.dir, what), err.Error(),
 			"leave out --map-owner and chown -R "+strconv.Itoa(l.uid)+":"+strconv.Itoa(l.gid)+" "+l.dir)
 	}
 	// The clones are taken while the trees are in this thread's

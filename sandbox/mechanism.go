@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -64,7 +66,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		return nil, err
 	}
 	if opts.MapOwner && !lendsOwner(m) {
-		return nil, setupErr("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
+		return nil, fault.New("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
 	}
 	defer func() { m.close(res) }()
 	rep, err := m.prepare(ctx)
@@ -87,7 +89,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 			start[k] = v
 		}
 	}
-	auditEvent(opts.Audit, rep.RunID, "run_start", start)
+	audit.Event(opts.Audit, rep.RunID, "run_start", start)
 	res, err = m.run(ctx)
 	end := map[string]any{}
 	if res != nil {
@@ -103,7 +105,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		end["error"] = err.Error()
 	}
-	auditEvent(opts.Audit, rep.RunID, "run_end", end)
+	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
 }
 

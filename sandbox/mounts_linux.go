@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -205,7 +206,7 @@ func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
 		}
 		r, ok := pf.self[a.Path]
 		if !ok || !r.Exists || r.Path != a.Path {
-			return setupErr("protected path "+a.Path, "changed while it was checked", "run again")
+			return fault.New("protected path "+a.Path, "changed while it was checked", "run again")
 		}
 		l.bind(kind, r, a.Path, "cannot open protected path "+a.Path, "check the path")
 	}
@@ -226,14 +227,14 @@ func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
 // exist.
 func vetRead(src string, r pathguard.Resolution) error {
 	if own, ok := readCoversOwn(src); ok {
-		return setupErr("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
+		return fault.New("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
 			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
 	}
 	if !r.Exists {
-		return setupErr("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
+		return fault.New("--read "+src, "does not exist", "pass a path that exists, or drop --read "+src)
 	}
 	if own, ok := readCoversOwn(r.Path); ok {
-		return setupErr("--read "+src, "resolves to "+r.Path+", which is or holds the host's "+own,
+		return fault.New("--read "+src, "resolves to "+r.Path+", which is or holds the host's "+own,
 			"pass the directories the command needs (e.g. --read /srv/data)")
 	}
 	return nil

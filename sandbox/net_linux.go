@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -116,12 +117,12 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 		}
 		start, _, err := selfStart()
 		if err != nil {
-			return nil, "", setupErr("cannot read this process's start time", err.Error(), "mount /proc")
+			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}
 		n.swept = startSweep(os.TempDir(), netDirPrefix, uid)
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", netDirPrefix, os.Getpid(), start))
 		if err != nil {
-			return nil, "", setupErr("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
+			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}
 		n.dir = dir
 		if err := accessibleAs(dir, uid, gid, false, nil); err != nil {
@@ -130,12 +131,12 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 			if errors.As(err, &se) {
 				why = se.Why
 			}
-			return nil, "", setupErr("the run's runtime directory "+dir+" is out of reach of the sandbox", why,
+			return nil, "", fault.New("the run's runtime directory "+dir+" is out of reach of the sandbox", why,
 				"point TMPDIR at a directory every user can search, such as /tmp")
 		}
 		if root {
 			if err := os.Chown(dir, uid, gid); err != nil {
-				return nil, "", setupErr("cannot hand the runtime directory to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+				return nil, "", fault.New("cannot hand the runtime directory to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
 			}
 		}
 		n.ctx, n.stop = context.WithCancel(context.Background())
@@ -143,7 +144,7 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 	path := filepath.Join(n.dir, name)
 	ln, err := net.Listen(network, path)
 	if err != nil {
-		return nil, "", setupErr("cannot listen on "+path, err.Error(), "check that $TMPDIR is writable")
+		return nil, "", fault.New("cannot listen on "+path, err.Error(), "check that $TMPDIR is writable")
 	}
 	err = os.Chmod(path, 0o600)
 	if err == nil && root {
@@ -151,7 +152,7 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 	}
 	if err != nil {
 		ln.Close()
-		return nil, "", setupErr("cannot hand the socket "+path+" to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
+		return nil, "", fault.New("cannot hand the socket "+path+" to uid "+strconv.Itoa(uid), err.Error(), "check $TMPDIR")
 	}
 	return ln, path, nil
 }
@@ -271,21 +272,21 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return setupErr(flag+" "+path, "does not exist ("+errText(err)+")", fix)
+		return fault.New(flag+" "+path, "does not exist ("+fault.Reason(err)+")", fix)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return setupErr(flag+" "+path, "is not a Unix socket", fix)
+		return fault.New(flag+" "+path, "is not a Unix socket", fix)
 	}
 	if err := accessibleAs(path, uid, gid, false, nil); err != nil {
 		return err
 	}
 	if root && !socketWritableBy(fi, uid, gid) {
-		return setupErr(flag+" "+path, fmt.Sprintf("uid %d, which the sandbox runs as, may not connect to it (connecting needs write permission)", uid),
+		return fault.New(flag+" "+path, fmt.Sprintf("uid %d, which the sandbox runs as, may not connect to it (connecting needs write permission)", uid),
 			fmt.Sprintf("chown %d %s, or serve it with group access (sandbox-run proxy --mode 0660) to a group of uid %d", uid, path, uid))
 	}
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
-		return setupErr(flag+" "+path, "refuses connections ("+errText(err)+")", fix)
+		return fault.New(flag+" "+path, "refuses connections ("+fault.Reason(err)+")", fix)
 	}
 	c.Close()
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/tun"
 )
 
@@ -80,14 +81,14 @@ func (r *bwRun) startPlain(files []*os.File, bp *bwProc, why string) (int, bool,
 func seqpacketPair() (*net.UnixConn, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, setupErr("cannot create a socket pair", err.Error(), "raise the descriptor limit")
+		return nil, nil, fault.New("cannot create a socket pair", err.Error(), "raise the descriptor limit")
 	}
 	f := os.NewFile(uintptr(fds[0]), "netns-helper")
 	c, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
 		unix.Close(fds[1])
-		return nil, nil, setupErr("cannot use a socket pair", err.Error(), "report this as a bug in sandbox-run")
+		return nil, nil, fault.New("cannot use a socket pair", err.Error(), "report this as a bug in sandbox-run")
 	}
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "netns-helper"), nil
 }

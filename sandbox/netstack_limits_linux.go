@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
@@ -38,7 +39,7 @@ func (n *network) netstackRefused(name string, dst netip.AddrPort, err error) {
 		host = dst.Addr().String()
 	}
 	const reason = "connection-limit"
-	auditEvent(n.audit, n.runID, "egress", map[string]any{"method": "TCP", "host": host, "port": int(dst.Port()),
+	audit.Event(n.audit, n.runID, "egress", map[string]any{"method": "TCP", "host": host, "port": int(dst.Port()),
 		"ip": dst.Addr().String(), "decision": "refuse", "reason": reason, "why": err.Error()})
 	why := err.Error()
 	if le := (*netstack.ConnLimitError)(nil); errors.As(err, &le) {

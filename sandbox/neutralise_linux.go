@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -166,7 +167,7 @@ func (q *quarantine) stripConfig(w, p string) {
 	}
 	to, err := q.take(parent, name, p)
 	if err != nil {
-		q.items = append(q.items, Quarantined{Path: p, Why: "cannot quarantine: " + errText(err), Run: q.run})
+		q.items = append(q.items, Quarantined{Path: p, Why: "cannot quarantine: " + fault.Reason(err), Run: q.run})
 		return
 	}
 	// A config with nothing left to keep is not rewritten: sandbox-run
@@ -204,7 +205,7 @@ func (q *quarantine) moveAt(w, p, why string) {
 	}
 	to, err := q.take(parent, name, p)
 	if err != nil {
-		q.items = append(q.items, Quarantined{Path: p, Why: why + "; cannot quarantine: " + errText(err), Run: q.run})
+		q.items = append(q.items, Quarantined{Path: p, Why: why + "; cannot quarantine: " + fault.Reason(err), Run: q.run})
 		return
 	}
 	q.items = append(q.items, Quarantined{Path: p, To: to, Why: why, Run: q.run})

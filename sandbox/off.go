@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 
@@ -74,7 +75,7 @@ func (r *offRun) prepare(context.Context) (*Report, error) {
 		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
 	if r.lim.Sample != (limits.Limits{}) && !samplerAvailable {
-		return nil, setupErr("--memory, --pids and --cpu-time cannot be held in tier 0 here",
+		return nil, fault.New("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
 	// No user namespace of its own: the user's inotify allowance is
@@ -98,7 +99,7 @@ func (r *offRun) command(path string) (*exec.Cmd, error) {
 	if len(r.lim.Rlimits) > 0 {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, setupErr("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
+			return nil, fault.New("cannot find sandbox-run's own binary", err.Error(), "run sandbox-run from a readable file")
 		}
 		c = exec.Command(self, initproc.ExecArgs(r.lim.Rlimits, path, cmd)...)
 		c.Args[0] = "sandbox-run"
@@ -137,7 +138,7 @@ func (r *offRun) run(ctx context.Context) (*Result, error) {
 		// Fail closed: the report would claim a limit nobody holds.
 		killGroup(c.Process)
 		c.Wait()
-		return nil, setupErr("cannot watch the command's sampled limits", err.Error(),
+		return nil, fault.New("cannot watch the command's sampled limits", err.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
 	killed, cancelled := r.supervise(ctx, c, over)

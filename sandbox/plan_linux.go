@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -91,10 +92,10 @@ func (pl *plan) bindSocket(src, dst string) error {
 		return guardErr(err)
 	}
 	if !r.Exists {
-		return setupErr("socket "+src, "does not exist", "start the proxy that serves it")
+		return fault.New("socket "+src, "does not exist", "start the proxy that serves it")
 	}
 	if err := pl.bind(bwrap.ROBind, r, dst); err != nil {
-		return setupErr("cannot open socket "+src, err.Error(), "start the proxy that serves it")
+		return fault.New("cannot open socket "+src, err.Error(), "start the proxy that serves it")
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD 
 		fh, err := s.res.Open()
 		if err != nil {
 			pl.close()
-			return nil, setupErr(s.what, err.Error(), s.fix)
+			return nil, fault.New(s.what, err.Error(), s.fix)
 		}
 		pl.files = append(pl.files, fh)
 	}
@@ -174,7 +175,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	// real path, not where the caller (and the command's cwd) named it.
 	for _, w := range p.Writable() {
 		if r, err := rv.Resolve(w); err == nil && r.Exists && r.Path != w {
-			return nil, nil, setupErr("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
+			return nil, nil, fault.New("writable dir "+w, "is reached through a symlink; it resolves to "+r.Path,
 				"pass the real path, --workdir "+r.Path+" (or --write)")
 		}
 	}
@@ -233,7 +234,7 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 	for _, sp := range systemPaths {
 		kind, err := systemKind(&ks, sp)
 		if err != nil {
-			return setupErr("cannot inspect "+sp, err.Error(), "check the host's root file system")
+			return fault.New("cannot inspect "+sp, err.Error(), "check the host's root file system")
 		}
 		if kind == kindMissing {
 			continue
@@ -241,7 +242,7 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 		if kind == kindLink {
 			t, err := os.Readlink(sp)
 			if err != nil {
-				return setupErr("cannot read link "+sp, err.Error(), "check the host's root file system")
+				return fault.New("cannot read link "+sp, err.Error(), "check the host's root file system")
 			}
 			f.system = append(f.system, systemFact{path: sp, isLink: true, target: t})
 			continue
@@ -345,10 +346,10 @@ func accessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, s
 	for !searchable[dir] {
 		ok, err := check(dir, 1)
 		if err != nil {
-			return setupErr("cannot inspect "+dir, err.Error(), "check the path")
+			return fault.New("cannot inspect "+dir, err.Error(), "check the path")
 		}
 		if !ok {
-			return setupErr(fmt.Sprintf("%s is not reachable for uid %d", p, uid),
+			return fault.New(fmt.Sprintf("%s is not reachable for uid %d", p, uid),
 				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, which cannot search %s", uid, dir),
 				fmt.Sprintf("chmod o+x %s, or pass --user with a uid that can", dir))
 		}
@@ -363,10 +364,10 @@ func accessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, s
 	if write {
 		ok, err := check(p, 3)
 		if err != nil {
-			return setupErr("cannot inspect "+p, err.Error(), "pass a directory that exists")
+			return fault.New("cannot inspect "+p, err.Error(), "pass a directory that exists")
 		}
 		if !ok {
-			return setupErr(fmt.Sprintf("%s is not writable for uid %d", p, uid),
+			return fault.New(fmt.Sprintf("%s is not writable for uid %d", p, uid),
 				fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, never as host root", uid),
 				notWritableFix(p, uid, gid))
 		}
@@ -408,9 +409,9 @@ func writableMissing(p policy.Policy) error {
 		fi, err := os.Stat(w)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return setupErr(flag+" "+w, "does not exist", "create it (mkdir -p "+w+") or leave out "+flag+" "+w)
+			return fault.New(flag+" "+w, "does not exist", "create it (mkdir -p "+w+") or leave out "+flag+" "+w)
 		case err == nil && !fi.IsDir():
-			return setupErr(flag+" "+w, "is a file, not a directory", "name a directory (a writable directory is bound whole)")
+			return fault.New(flag+" "+w, "is a file, not a directory", "name a directory (a writable directory is bound whole)")
 		}
 	}
 	return nil
@@ -424,15 +425,7 @@ func guardErr(err error) error {
 		why, fix := ee.Reason()
 		return &SetupError{What: "refused", Why: why, Fix: fix, Err: err}
 	}
-	return setupErr("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
-}
-
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
+	return fault.New("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
 }
 
 // shownInside reports whether a host path is visible inside a bwrap

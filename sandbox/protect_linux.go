@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -116,12 +118,12 @@ func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf fun
 			if policy.InsideAny(name, own) {
 				why = "it lies in a session's home or a shared cache, whose protected names sandbox-run does not hold (its own state, read by no host tool)"
 			}
-			return nil, setupErr("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
+			return nil, fault.New("--protect "+name, why, "protect paths inside --workdir, a --write dir or a --home DIR")
 		}
 	}
 	for _, l := range pf.gitLinks {
 		t := pf.links[l]
-		return nil, setupErr("git directory "+l+" is a symbolic link (to "+t+")",
+		return nil, fault.New("git directory "+l+" is a symbolic link (to "+t+")",
 			"git follows it, and a link cannot be held read-only in place",
 			"replace the link with the directory it names, or with a file holding \"gitdir: "+t+"\"")
 	}
@@ -129,11 +131,11 @@ func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf fun
 	var le *LinkError
 	if errors.As(err, &le) {
 		t := pf.links[le.Path]
-		return nil, setupErr("protected path "+le.Path+" is a symbolic link (to "+t+")",
+		return nil, fault.New("protected path "+le.Path+" is a symbolic link (to "+t+")",
 			"a link there would make the sandbox or a later tool follow it", "remove the link (rm "+le.Path+") or replace it with the real file")
 	}
 	if err != nil {
-		return nil, setupErr("cannot lay out the protected paths", err.Error(), "check the writable directories")
+		return nil, fault.New("cannot lay out the protected paths", err.Error(), "check the writable directories")
 	}
 	return acts, nil
 }
@@ -244,9 +246,9 @@ type pendingProtection struct {
 // lock, so that no run starts on a path another one is quarantining.
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
-func startProtection(p policy.Policy, cache, runID string, dry bool, audit io.Writer, h protectHooks, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
+func startProtection(p policy.Policy, cache, runID string, dry bool, aw io.Writer, h protectHooks, mk func() (*plan, error)) (*plan, *pendingProtection, error) {
 	var pl *plan
-	pend, err := startJournal(cache, runID, dry, audit, h, func() ([]string, protection, func(), error) {
+	pend, err := startJournal(cache, runID, dry, aw, h, func() ([]string, protection, func(), error) {
 		var err error
 		if pl, err = mk(); err != nil {
 			return nil, protection{}, nil, err
@@ -271,7 +273,7 @@ func startProtection(p policy.Policy, cache, runID string, dry bool, audit io.Wr
 // runs to write anything; so it changes nothing in the writable
 // directories (what ended runs left there waits for the next real run).
 // Its finish only undoes mk's set-up.
-func startJournal(cache, runID string, dry bool, audit io.Writer, h protectHooks, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
+func startJournal(cache, runID string, dry bool, aw io.Writer, h protectHooks, mk func() ([]string, protection, func(), error)) (*pendingProtection, error) {
 	pend := &pendingProtection{cache: cache, runID: runID, jdir: journalDir(cache), bounds: h.bounds, noGuard: h.noGuard}
 	if dry {
 		_, _, undo, err := mk()
@@ -287,12 +289,12 @@ func startJournal(cache, runID string, dry bool, audit io.Writer, h protectHooks
 			return nil, err
 		}
 		pend.own = &journal{RunID: runID, Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}
-		pend.startGuard(writable, pr, audit)
+		pend.startGuard(writable, pr, aw)
 		return pend, nil
 	}
 	jd, unlock, err := lockJournals(pend.jdir)
 	if err != nil {
-		return nil, setupErr("cannot lock the run journals in "+pend.jdir, err.Error(),
+		return nil, fault.New("cannot lock the run journals in "+pend.jdir, err.Error(),
 			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own, writable and reached without a symbolic link, or point XDG_CACHE_HOME at one that is")
 	}
 	defer unlock()
@@ -310,9 +312,9 @@ func startJournal(cache, runID string, dry bool, audit io.Writer, h protectHooks
 	}
 	if err != nil {
 		undo()
-		return nil, setupErr("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
+		return nil, fault.New("cannot record the run's protected paths in "+pend.jdir, err.Error(), "check that the cache directory is writable")
 	}
-	pend.startGuard(writable, pr, audit)
+	pend.startGuard(writable, pr, aw)
 	return pend, nil
 }
 
@@ -320,7 +322,7 @@ func startJournal(cache, runID string, dry bool, audit io.Writer, h protectHooks
 // with a quarantine of its own (the run's, or a temporary directory when
 // there is no cache). A guard that cannot start is recorded as lost, in
 // the report and the audit, and the run goes on: its end still settles.
-func (pend *pendingProtection) startGuard(writable []string, pr protection, audit io.Writer) {
+func (pend *pendingProtection) startGuard(writable []string, pr protection, aw io.Writer) {
 	if pend.noGuard {
 		pend.guardLost = "turned off by the test"
 		return
@@ -331,15 +333,15 @@ func (pend *pendingProtection) startGuard(writable []string, pr protection, audi
 		d, err := os.MkdirTemp("", "sandbox-run-quarantine-")
 		if err != nil {
 			pend.guardLost = "no quarantine directory: " + err.Error()
-			auditEvent(audit, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
+			audit.Event(aw, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
 			return
 		}
 		q.dir, pend.guardTmp = d, true
 	}
-	g, err := startLiveGuard(writable, pr.watched, pr.gits, q, audit, pend.runID, 0)
+	g, err := startLiveGuard(writable, pr.watched, pr.gits, q, aw, pend.runID, 0)
 	if err != nil {
 		pend.guardLost = err.Error()
-		auditEvent(audit, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
+		audit.Event(aw, pend.runID, "live_guard_incomplete", map[string]any{"why": pend.guardLost})
 		return
 	}
 	pend.guard, pend.guardQ = g, q

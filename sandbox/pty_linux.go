@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,11 +30,11 @@ type terminal struct {
 func openTerminal(term *os.File, in io.Reader, out io.Writer) (*terminal, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, setupErr("cannot open a pseudo-terminal", errText(err), "mount devpts (/dev/pts) or run with --no-tty")
+		return nil, fault.New("cannot open a pseudo-terminal", fault.Reason(err), "mount devpts (/dev/pts) or run with --no-tty")
 	}
 	fail := func(what string, err error) (*terminal, error) {
 		master.Close()
-		return nil, setupErr(what, errText(err), "run with --no-tty")
+		return nil, fault.New(what, fault.Reason(err), "run with --no-tty")
 	}
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		return fail("cannot unlock the pseudo-terminal", err)

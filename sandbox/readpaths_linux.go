@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -61,7 +62,7 @@ type readScan struct {
 // FIFOs, which the layout covers with /dev/null where it binds src.
 func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim scanLimits) error {
 	if own, ok := readCoversOwn(src); ok {
-		return setupErr("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
+		return fault.New("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
 			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
 	}
 	r, err := g.CheckRead(src)
@@ -86,11 +87,11 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 		f.scan.done[r.Path] = res
 	}
 	if err != nil {
-		return setupErr("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+errText(err),
+		return fault.New("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+fault.Reason(err),
 			"pass narrower --read paths (the search stops at "+fmt.Sprint(lim.entries)+" entries, "+fmt.Sprint(lim.depth)+" levels)")
 	}
 	if len(res.found) == 1 && res.found[0].rel == "." {
-		return setupErr("--read "+src, "is a "+res.found[0].kind+": a read-only bind still lets the command talk to what is behind it",
+		return fault.New("--read "+src, "is a "+res.found[0].kind+": a read-only bind still lets the command talk to what is behind it",
 			"drop --read "+src+"; handing a socket or FIFO in is not supported")
 	}
 	for _, sf := range res.found {

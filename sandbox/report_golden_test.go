@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
@@ -164,7 +165,7 @@ func TestOutcome(t *testing.T) {
 			&killedError{Mechanism: "bwrap", Signal: 9}, false, ClassMechanismKilled, "bwrap was killed by signal 9; the sandbox was ended with it and the command's status is lost"},
 		{"cancelled", ran(), fmt.Errorf("sandbox: %w", context.Canceled), false, ClassCancelled, "cancelled (sandbox: context canceled); the whole sandbox was ended"},
 		{"not found", &Result{ExitCode: 127}, &ExecError{Code: 127, Command: "x", Reason: "command not found"}, true, "", ""},
-		{"setup", nil, setupErr("a", "b", "c"), true, "", ""},
+		{"setup", nil, fault.New("a", "b", "c"), true, "", ""},
 		{"timeout before start", nil, &TimeoutError{Timeout: time.Second}, true, "", ""},
 	} {
 		res, err := outcome(tt.res, tt.err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,7 +72,7 @@ func (l *auditListener) Accept() (net.Conn, error) {
 		for k, v := range l.fields {
 			f[k] = v
 		}
-		auditEvent(l.audit, l.runID, l.event, f)
+		audit.Event(l.audit, l.runID, l.event, f)
 	}
 	return c, err
 }

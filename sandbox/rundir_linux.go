@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -85,7 +86,7 @@ func checkTmpdir(writable []string, held string) error {
 	tmp := os.TempDir()
 	for _, t := range []string{tmp, resolved(tmp)} {
 		if policy.InsideAny(t, writable) || policy.InsideAny(t, resolvedAll(writable)) {
-			return setupErr("TMPDIR "+tmp+" lies in a writable directory", held+" would be in the command's reach",
+			return fault.New("TMPDIR "+tmp+" lies in a writable directory", held+" would be in the command's reach",
 				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
 		}
 	}

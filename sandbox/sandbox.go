@@ -91,7 +91,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -363,10 +362,10 @@ func Run(ctx context.Context, p policy.Policy, cmd []string, opts Options) (*Res
 		return nil, err
 	}
 	if opts.Terminal != nil && runtime.GOOS != "linux" && p.Sandbox != policy.ModeOff {
-		return nil, setupErr("--tty", "only bwrap on Linux gives the command a terminal of its own so far", "pass --no-tty")
+		return nil, fault.New("--tty", "only bwrap on Linux gives the command a terminal of its own so far", "pass --no-tty")
 	}
 	if (p.Session != "" || len(p.Caches) > 0) && runtime.GOOS != "linux" {
-		return nil, setupErr("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
+		return nil, fault.New("--session and --cache", "only bwrap on Linux keeps sessions and shared caches so far",
 			"leave them out (pass --home DIR for a home of your own), or run with bwrap")
 	}
 	res, err := outcome(runTimed(ctx, p, cmd, opts))
@@ -484,7 +483,7 @@ func runLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error)
 	l = limits.Limits{Memory: max(p.Memory, 0), Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
 	if p.Memory == 0 {
 		if l.Memory, err = limits.DefaultMemory(); err != nil {
-			return l, false, setupErr("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
+			return l, false, fault.New("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
 		}
 		defaultMemory = true
 	}
@@ -535,24 +534,6 @@ func commandEnv(p policy.Policy, netEnv map[string]string, lookup func(string) (
 	sort.Strings(out)
 	return out, nil
 }
-
-// auditEvent appends one run event to w as a JSON line; w may be nil.
-func auditEvent(w io.Writer, runID, event string, fields map[string]any) {
-	if w == nil {
-		return
-	}
-	m := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "run_id": runID, "event": event}
-	for k, v := range fields {
-		m[k] = v
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	w.Write(append(b, '\n'))
-}
-
-func setupErr(what, why, fix string) error { return &SetupError{What: what, Why: why, Fix: fix} }
 
 // setProxyEnv points every client convention the command may follow at the
 // egress proxy on url: the HTTP(S)_PROXY family, npm, pip, and Node's own

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/seatbelt"
@@ -285,13 +287,13 @@ func (r *sbRun) run(ctx context.Context) (*Result, error) {
 // watchDenials reads the profile's denials back from the unified log into
 // the audit log, when there is one, and notes in rep how far that goes.
 func (r *sbRun) watchDenials(rep *Report) *denialWatch {
-	audit := r.opts.Audit
-	if audit == nil {
+	aw := r.opts.Audit
+	if aw == nil {
 		return nil
 	}
 	runID := rep.RunID
 	watch, started, err := startDenialWatch(r.prof.Tag(), func(d seatbelt.Denial) {
-		auditEvent(audit, runID, "seatbelt_deny", map[string]any{"operation": d.Operation, "target": d.Target,
+		audit.Event(aw, runID, "seatbelt_deny", map[string]any{"operation": d.Operation, "target": d.Target,
 			"process": d.Process, "pid": d.PID, "log_time": d.Time})
 	})
 	switch {
@@ -511,7 +513,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 		}
 	}()
 	if len(p.AllowHTTP) > 0 { // policy refuses --sandbox seatbelt with rules; auto lands here too
-		return nil, setupErr("--allow-http", "Seatbelt cannot put the run's CA over the system certificate bundle, so TLS termination is not set up on macOS", "leave out --allow-http")
+		return nil, fault.New("--allow-http", "Seatbelt cannot put the run's CA over the system certificate bundle, so TLS termination is not set up on macOS", "leave out --allow-http")
 	}
 	switch {
 	case p.EgressSocket != "":

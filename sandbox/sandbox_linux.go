@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -76,7 +77,7 @@ func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (s
 	}
 	real, err := resolveTool(rv, abs)
 	if err != nil {
-		return "", &SetupError{What: t.name + " not found at " + abs, Why: errText(err), Fix: strings.Replace(t.install, ", dnf install bubblewrap", "", 1)}
+		return "", &SetupError{What: t.name + " not found at " + abs, Why: fault.Reason(err), Fix: strings.Replace(t.install, ", dnf install bubblewrap", "", 1)}
 	}
 	for _, w := range writable {
 		wr, ok := resolvedPath(rv, w)
@@ -385,7 +386,7 @@ func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, er
 	// held. The default comes down to it; one asked for is refused.
 	if hard, err := limits.Hard(limits.NProc); err == nil && hard != limits.Infinity && uint64(l.Pids+overheadTasks) > hard {
 		if p.Pids > 0 || hard <= 2*overheadTasks {
-			return limits.Plan{}, nil, setupErr(fmt.Sprintf("--pids %d cannot be held", l.Pids),
+			return limits.Plan{}, nil, fault.New(fmt.Sprintf("--pids %d cannot be held", l.Pids),
 				fmt.Sprintf("sandbox-run's own hard process limit is %d (with %d tasks of sandbox-run's own in the sandbox)", hard, overheadTasks),
 				fmt.Sprintf("pass --pids %d or less, or raise the hard limit (ulimit -Hu)", int64(hard)-overheadTasks))
 		}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -28,7 +29,7 @@ func secretsUnheld(p policy.Policy, mechanism string) error {
 	if len(p.Secrets) == 0 && p.LLMKeyEnv == "" {
 		return nil
 	}
-	return setupErr("--secret and --llm-key-env under "+mechanism, "this mechanism's proxy does not swap secrets yet", "run with --sandbox bwrap or --sandbox gvisor")
+	return fault.New("--secret and --llm-key-env under "+mechanism, "this mechanism's proxy does not swap secrets yet", "run with --sandbox bwrap or --sandbox gvisor")
 }
 
 // secretNames lists the names of rs; nil for none.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -47,7 +49,7 @@ func loadSecrets(p policy.Policy, lookup func(string) (string, bool), env map[st
 	}
 	set, err := secret.New(specs)
 	if err != nil {
-		return nil, setupErr("--secret", err.Error(), "fix the credential's variable or file")
+		return nil, fault.New("--secret", err.Error(), "fix the credential's variable or file")
 	}
 	secretEnv(env, p, set)
 	return set, nil
@@ -61,7 +63,7 @@ func secretValue(p policy.Policy, s policy.Secret, lookup func(string) (string, 
 			v, ok = lookup(where)
 		}
 		if !ok || v == "" {
-			return "", setupErr("secret "+s.Name, "the variable "+where+" is not set in sandbox-run's environment", "export "+where+" before the run")
+			return "", fault.New("secret "+s.Name, "the variable "+where+" is not set in sandbox-run's environment", "export "+where+" before the run")
 		}
 		return v, nil
 	}
@@ -70,16 +72,16 @@ func secretValue(p policy.Policy, s policy.Secret, lookup func(string) (string, 
 		err = g.CheckHost(where)
 	}
 	if err != nil {
-		return "", setupErr("secret "+s.Name+" from "+where, errText(err), "keep the credential's file outside every writable directory, named by its real path")
+		return "", fault.New("secret "+s.Name+" from "+where, fault.Reason(err), "keep the credential's file outside every writable directory, named by its real path")
 	}
 	f, err := pathguard.OpenFile(where, os.O_RDONLY, 0)
 	if err != nil {
-		return "", setupErr("secret "+s.Name+" from "+where, errText(err), "name a readable file by its real path")
+		return "", fault.New("secret "+s.Name+" from "+where, fault.Reason(err), "name a readable file by its real path")
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil || len(b) > maxSecretFile {
-		return "", setupErr("secret "+s.Name+" from "+where, "unreadable or over "+strconv.Itoa(maxSecretFile)+" bytes", "put the credential alone in the file")
+		return "", fault.New("secret "+s.Name+" from "+where, "unreadable or over "+strconv.Itoa(maxSecretFile)+" bytes", "put the credential alone in the file")
 	}
 	return string(bytes.TrimRight(b, "\r\n")), nil
 }
@@ -114,13 +116,13 @@ func withSecrets(cfg proxy.Config, set *secret.Set, runID string) proxy.Config {
 	if set == nil {
 		return cfg
 	}
-	audit := cfg.Audit
+	aw := cfg.Audit
 	record := func(d secret.Decision, method, host, path string) {
 		f := map[string]any{"method": method, "host": host, "path": path, "decision": "swap", "secrets": d.Swapped}
 		if d.Refused != nil {
 			f["decision"], f["reason"], f["secrets"] = "refuse", d.Refused.Reason, []string{d.Refused.Name}
 		}
-		auditEvent(audit, runID, "secret", f)
+		audit.Event(aw, runID, "secret", f)
 	}
 	cfg.TerminateHosts = append(cfg.TerminateHosts, set.Hosts()...)
 	cfg.RequestHook = set.RequestHook(true, record)

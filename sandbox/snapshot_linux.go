@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -274,7 +275,7 @@ func (q *quarantine) restoreHeld(j *journal) {
 		if err := putBack(w, h); err != nil {
 			kept = true
 			q.items = append(q.items, Quarantined{Path: h.Path, To: h.Copy, Run: q.run,
-				Why: "could not be put back from the copy taken at the run's start (" + errText(err) + "); the copy is kept"})
+				Why: "could not be put back from the copy taken at the run's start (" + fault.Reason(err) + "); the copy is kept"})
 		}
 	}
 	if !kept && j.SnapshotDir != "" {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -31,19 +32,19 @@ func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, [
 	env := map[string]string{}
 	if p.Session != "" {
 		if opts.DataDir == "" {
-			return p, nil, setupErr("--session "+p.Session, "there is no data directory to keep it in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or pass --home DIR")
+			return p, nil, fault.New("--session "+p.Session, "there is no data directory to keep it in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or pass --home DIR")
 		}
 		dir := filepath.Join(opts.DataDir, "sessions", p.Session)
 		home, err := stateDir(opts.DataDir, []string{"sessions", p.Session}, "home", uid, gid)
 		if err != nil {
-			return p, nil, setupErr("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+			return p, nil, fault.New("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
 		}
 		p.Home = home
 		own = append(own, home)
 	}
 	if len(p.Caches) > 0 {
 		if opts.DataDir == "" {
-			return p, nil, setupErr("--cache", "there is no data directory to keep caches in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or leave out --cache")
+			return p, nil, fault.New("--cache", "there is no data directory to keep caches in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or leave out --cache")
 		}
 		rel := []string{"caches", "uid-" + strconv.Itoa(uid)}
 		base := filepath.Join(append([]string{opts.DataDir}, rel...)...)
@@ -51,7 +52,7 @@ func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, [
 		for _, name := range p.Caches {
 			dir, err := stateDir(opts.DataDir, rel, name, uid, gid)
 			if err != nil {
-				return p, nil, setupErr("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+				return p, nil, fault.New("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
 			}
 			write = append(write, dir)
 			own = append(own, dir)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
@@ -41,16 +42,16 @@ func upstreamRoots(p policy.Policy) (*x509.CertPool, error) {
 	}
 	w := p.Writable()
 	if policy.InsideAny(p.UpstreamCA, w) || policy.InsideAny(resolved(p.UpstreamCA), resolvedAll(w)) {
-		return nil, setupErr("--upstream-ca "+p.UpstreamCA, "lies in a writable directory of the run, where the command could change it",
+		return nil, fault.New("--upstream-ca "+p.UpstreamCA, "lies in a writable directory of the run, where the command could change it",
 			"keep the CA file outside every --workdir and --write dir")
 	}
 	b, err := os.ReadFile(p.UpstreamCA)
 	if err != nil {
-		return nil, setupErr("--upstream-ca "+p.UpstreamCA, errText(err), "name a readable PEM file of CA certificates")
+		return nil, fault.New("--upstream-ca "+p.UpstreamCA, fault.Reason(err), "name a readable PEM file of CA certificates")
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, setupErr("--upstream-ca "+p.UpstreamCA, "holds no PEM certificate", "name a PEM file of CA certificates")
+		return nil, fault.New("--upstream-ca "+p.UpstreamCA, "holds no PEM certificate", "name a PEM file of CA certificates")
 	}
 	return pool, nil
 }
@@ -78,7 +79,7 @@ func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string
 		if bundle.Len() == 0 {
 			b, err := os.ReadFile(real)
 			if err != nil {
-				return nil, setupErr("cannot read the system CA bundle "+real, errText(err), "check its permissions")
+				return nil, fault.New("cannot read the system CA bundle "+real, fault.Reason(err), "check its permissions")
 			}
 			bundle.Write(b)
 			bundle.WriteString("\n")
@@ -91,11 +92,11 @@ func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string
 	bundle.Write(ca)
 	path := filepath.Join(n.dir, "ca-bundle.pem")
 	if err := os.WriteFile(path, bundle.Bytes(), 0o644); err != nil {
-		return nil, setupErr("cannot write the run's CA bundle "+path, errText(err), "check that $TMPDIR is writable")
+		return nil, fault.New("cannot write the run's CA bundle "+path, fault.Reason(err), "check that $TMPDIR is writable")
 	}
 	if root {
 		if err := os.Chown(path, uid, gid); err != nil {
-			return nil, setupErr("cannot hand the CA bundle to uid "+strconv.Itoa(uid), errText(err), "check $TMPDIR")
+			return nil, fault.New("cannot hand the CA bundle to uid "+strconv.Itoa(uid), fault.Reason(err), "check $TMPDIR")
 		}
 	}
 	n.binds = append(n.binds, [2]string{path, caInside})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"golang.org/x/sys/unix"
 )
@@ -135,7 +136,7 @@ func (g *gitFinds) list(l *lister, tops topListings, dir string, depth, left int
 		return nil, false
 	}
 	if err != nil {
-		g.incomplete(dir + ": " + errText(err))
+		g.incomplete(dir + ": " + fault.Reason(err))
 		return nil, false
 	}
 	g.report.Dirs++

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -46,7 +47,7 @@ func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string,
 		}
 		f.wscan.done[w] = res
 		if err != nil {
-			return setupErr("writable dir "+w, "cannot be searched for Unix sockets and FIFOs: "+errText(err),
+			return fault.New("writable dir "+w, "cannot be searched for Unix sockets and FIFOs: "+fault.Reason(err),
 				fmt.Sprintf("pass a narrower --workdir or --write (the search of all writable dirs stops at %d entries, %d levels, %d sockets and FIFOs)",
 					lim.entries, lim.depth, lim.covered))
 		}

@@ -11,6 +11,7 @@ package fault
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 )
 
@@ -45,3 +46,16 @@ func (e *Error) Is(target error) bool { return target == ErrSetup }
 
 // Unwrap returns Err.
 func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an *Error that says what failed, why, and the fix.
+func New(what, why, fix string) error { return &Error{What: what, Why: why, Fix: fix} }
+
+// Reason is the text of err without the path an *fs.PathError names: the
+// why of an error whose what already names the path.
+func Reason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

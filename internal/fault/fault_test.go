@@ -33,3 +33,17 @@ func TestError(t *testing.T) {
 		t.Error("control: a plain error matched")
 	}
 }
+
+func TestNewAndReason(t *testing.T) {
+	err := New("bind /x", "it is a socket", "pass another path")
+	if !errors.Is(err, ErrSetup) || err.Error() != "bind /x: it is a socket; fix: pass another path" {
+		t.Fatalf("New = %v", err)
+	}
+	pe := &fs.PathError{Op: "open", Path: "/x", Err: fs.ErrNotExist}
+	if got := Reason(fmt.Errorf("wrapped: %w", pe)); got != fs.ErrNotExist.Error() {
+		t.Fatalf("Reason(PathError) = %q", got)
+	}
+	if got := Reason(errors.New("plain")); got != "plain" {
+		t.Fatalf("Reason(plain) = %q", got)
+	}
+}
