@@ -24,6 +24,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -242,7 +243,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 			return nil, nil, "", err
 		}
 		if r.opts.Audit != nil {
-			go serveLLM(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log, llmKey{})
+			go llm.Serve(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log, llm.Key{})
 		} else {
 			go forwarder.Serve(sctx, ln, p.LLMSocket)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -215,7 +216,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err != nil {
 			return nil, err
 		}
-		px, err := proxy.New(withLLMMeter(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID), llmHosts(p), runID))
+		px, err := proxy.New(llm.WithMeter(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID), llm.Hosts(p), runID))
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
@@ -242,7 +243,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
-		var llm string
+		var llmPath string
 		if audit != nil || p.LLMKeyEnv != "" {
 			// With an audit or a key to add, an HTTP relay that records
 			// each request.
@@ -251,13 +252,13 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 				return nil, err
 			}
 			n.serve(func(ctx context.Context) error {
-				return serveLLM(ctx, ln, p.LLMSocket, runID, audit, log, llmKey{sec, p.LLMKeyEnv})
+				return llm.Serve(ctx, ln, p.LLMSocket, runID, audit, log, llm.Key{Set: sec, Name: p.LLMKeyEnv})
 			}, log, "LLM relay")
-			llm = path
-		} else if llm, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
+			llmPath = path
+		} else if llmPath, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err
 		}
-		n.binds = append(n.binds, [2]string{llm, llmInside})
+		n.binds = append(n.binds, [2]string{llmPath, llmInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
 		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
 		if n.mode == "none" {

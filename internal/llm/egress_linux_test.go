@@ -1,4 +1,4 @@
-package sandbox
+package llm
 
 import (
 	"encoding/json"
@@ -23,13 +23,13 @@ func TestLLMHosts(t *testing.T) {
 			{Name: "GH", Hosts: []string{"api.github.com"}}}}, []string{"api.example.com:443", "llm.internal:8443"}},
 		{policy.Policy{Secrets: []policy.Secret{{Name: "GH", Hosts: []string{"api.github.com"}}}}, nil},
 	} {
-		if got := llmHosts(c.p); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("llmHosts(%+v) = %q, want %q", c.p, got, c.want)
+		if got := Hosts(c.p); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Hosts(%+v) = %q, want %q", c.p, got, c.want)
 		}
 	}
 }
 
-// TestLLMMeterEgress: the proxy's hooks, as withLLMMeter wraps them, write
+// TestLLMMeterEgress: the proxy's hooks, as WithMeter wraps them, write
 // one llm_request line per request to an LLM host once its response has
 // been read, with the model, the status and the tokens of a Responses API
 // stream (usage under "response") and of a JSON answer; the prompt and
@@ -45,7 +45,7 @@ func TestLLMMeterEgress(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := withLLMMeter(proxy.Config{Audit: audit, RequestHook: inner}, []string{"api.openai.com:443"}, "run1")
+	cfg := WithMeter(proxy.Config{Audit: audit, RequestHook: inner}, []string{"api.openai.com:443"}, "run1")
 	exchange := func(cfg proxy.Config, host, body, ctype, answer string, refused bool) {
 		t.Helper()
 		r, _ := http.NewRequest("POST", "https://"+host+"/v1/responses?key=QUERY-KEY", strings.NewReader(body))
@@ -107,7 +107,7 @@ func TestLLMMeterEgress(t *testing.T) {
 	// Control: the same exchange through the unwrapped hooks writes nothing.
 	bare := &syncBuf{}
 	exchange(proxy.Config{Audit: bare, RequestHook: inner}, "api.openai.com:443", `{"model":"gpt-x"}`, "text/event-stream", sse, false)
-	if bare.String() != "" || withLLMMeter(proxy.Config{Audit: bare}, nil, "run1").RequestHook != nil {
+	if bare.String() != "" || WithMeter(proxy.Config{Audit: bare}, nil, "run1").RequestHook != nil {
 		t.Fatalf("without the meter: %q", bare.String())
 	}
 }

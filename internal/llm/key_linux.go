@@ -1,4 +1,4 @@
-package sandbox
+package llm
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"github.com/sandbox-run/sandbox-run/proxy/secret"
 )
 
-// llmKey is the LLM relay's part of --llm-key-env: the run's secrets and
+// Key is the LLM relay's part of --llm-key-env: the run's secrets and
 // the name of the provider key among them. The zero value adds no key and
 // meters nothing.
-type llmKey struct {
-	set  *secret.Set
-	name string
+type Key struct {
+	Set  *secret.Set
+	Name string
 }
 
 // llmChannelHost is the host name the relay judges requests by: no secret
@@ -26,14 +26,14 @@ const llmChannelHost = "llm-channel.sandbox-run.invalid"
 // refuse answers, and returns the audit line of, a request that carries
 // the placeholder of a secret other than the key (bound to other hosts);
 // nil when the request may go on.
-func (k llmKey) refuse(w http.ResponseWriter, r *http.Request) map[string]any {
-	if k.set == nil {
+func (k Key) refuse(w http.ResponseWriter, r *http.Request) map[string]any {
+	if k.Set == nil {
 		return nil
 	}
 	probe := r.Clone(r.Context())
 	probe.Header = r.Header.Clone()
-	k.set.SwapHeaders(probe.Header, k.name) // the key's own placeholder is for here
-	d := k.set.Apply(probe, llmChannelHost, true)
+	k.Set.SwapHeaders(probe.Header, k.Name) // the key's own placeholder is for here
+	d := k.Set.Apply(probe, llmChannelHost, true)
 	if d.Refused == nil {
 		r.Body = probe.Body // Apply may have read it, and put it back there
 		return nil
@@ -49,16 +49,16 @@ func (k llmKey) refuse(w http.ResponseWriter, r *http.Request) map[string]any {
 // Anthropic's API, Authorization: Bearer otherwise). The response is
 // asked uncompressed, so that its usage can be read and an echoed key
 // scrubbed.
-func (k llmKey) put(out *http.Request) {
-	if k.set == nil {
+func (k Key) put(out *http.Request) {
+	if k.Set == nil {
 		return
 	}
 	out.Header.Set("Accept-Encoding", "identity")
-	if k.set.SwapHeaders(out.Header, k.name) {
+	if k.Set.SwapHeaders(out.Header, k.Name) {
 		return
 	}
-	k.set.Value(k.name, func(real string) {
-		if out.Header.Get("Anthropic-Version") != "" || strings.HasPrefix(k.name, "ANTHROPIC") {
+	k.Set.Value(k.Name, func(real string) {
+		if out.Header.Get("Anthropic-Version") != "" || strings.HasPrefix(k.Name, "ANTHROPIC") {
 			out.Header.Set("X-Api-Key", real)
 		} else {
 			out.Header.Set("Authorization", "Bearer "+real)
@@ -68,11 +68,11 @@ func (k llmKey) put(out *http.Request) {
 
 // scrub keeps the key out of what comes back (an upstream that echoes
 // it), and has the response's usage read as it passes.
-func (k llmKey) scrub(resp *http.Response) error {
-	if k.set == nil {
+func (k Key) scrub(resp *http.Response) error {
+	if k.Set == nil {
 		return nil
 	}
-	k.set.ScrubResponse(resp)
+	k.Set.ScrubResponse(resp)
 	if m, ok := resp.Request.Context().Value(llmMeterKey{}).(*llmMeter); ok && resp.Body != nil {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		resp.Body = meterBody(resp.Body, sse, &m.usage)
@@ -82,8 +82,8 @@ func (k llmKey) scrub(resp *http.Response) error {
 
 // meter reads the model r names and arranges for the response's usage to
 // be read; nil (fields adds nothing) without a key.
-func (k llmKey) meter(r *http.Request) *llmMeter {
-	if k.set == nil {
+func (k Key) meter(r *http.Request) *llmMeter {
+	if k.Set == nil {
 		return nil
 	}
 	return startMeter(r)

@@ -1,4 +1,4 @@
-package sandbox
+package llm
 
 import (
 	"bytes"
@@ -50,9 +50,9 @@ func (f *fakeLLM) got() []string {
 	return append([]string(nil), f.keys...)
 }
 
-// startLLMRelay serves serveLLM with key on a loopback port in front of a
+// startLLMRelay serves Serve with key on a loopback port in front of a
 // fakeLLM; it returns the relay's URL, the fake and the audit buffer.
-func startLLMRelay(t *testing.T, key llmKey) (string, *fakeLLM, *syncBuf) {
+func startLLMRelay(t *testing.T, key Key) (string, *fakeLLM, *syncBuf) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "llm.sock")
 	uln, err := net.Listen("unix", sock)
@@ -69,7 +69,7 @@ func startLLMRelay(t *testing.T, key llmKey) (string, *fakeLLM, *syncBuf) {
 	ctx, cancel := context.WithCancel(context.Background())
 	audit := &syncBuf{}
 	done := make(chan struct{})
-	go func() { defer close(done); serveLLM(ctx, ln, sock, "run1", audit, slog.New(slog.DiscardHandler), key) }()
+	go func() { defer close(done); Serve(ctx, ln, sock, "run1", audit, slog.New(slog.DiscardHandler), key) }()
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
 	return "http://" + ln.Addr().String(), fake, audit
 }
@@ -120,7 +120,7 @@ func TestLLMKeyRelay(t *testing.T) {
 	}
 	ph, _ := set.Placeholder("ANTHROPIC_API_KEY")
 	gh, _ := set.Placeholder("GH")
-	url, fake, audit := startLLMRelay(t, llmKey{set, "ANTHROPIC_API_KEY"})
+	url, fake, audit := startLLMRelay(t, Key{set, "ANTHROPIC_API_KEY"})
 	prompt := "SECRET-PROMPT-TEXT"
 	status, body := post(t, url, map[string]string{"X-Api-Key": ph, "Anthropic-Version": "2023-06-01"}, `{"model":"claude-x","messages":[{"content":"`+prompt+`"}]}`)
 	if status != 200 || strings.Contains(body, llmReal) || !strings.Contains(body, ph) {
@@ -157,7 +157,7 @@ func TestLLMKeyRelay(t *testing.T) {
 	}
 
 	// Control: without a key the relay adds none.
-	url2, fake2, _ := startLLMRelay(t, llmKey{})
+	url2, fake2, _ := startLLMRelay(t, Key{})
 	post(t, url2, map[string]string{"X-Api-Key": ph}, `{"model":"m"}`)
 	post(t, url2, nil, `{"model":"m"}`)
 	if g := fake2.got(); len(g) != 2 || g[0] != ph+"|" || g[1] != "|" {

@@ -1,4 +1,4 @@
-package sandbox
+package llm
 
 import (
 	"io"
@@ -14,12 +14,12 @@ import (
 	"github.com/sandbox-run/sandbox-run/proxy"
 )
 
-// llmHosts are the host:port targets whose requests are an LLM provider's
+// Hosts are the host:port targets whose requests are an LLM provider's
 // when the provider key is swapped in by the egress proxy: the provider
 // host of --llm-key-env without an LLM socket, and the hosts of a --secret
 // named after a provider key sandbox-run knows (OPENAI_API_KEY@HOST).
 // With an LLM socket the LLM relay audits the key's requests instead.
-func llmHosts(p policy.Policy) []string {
+func Hosts(p policy.Policy) []string {
 	var out []string
 	add := func(hosts ...string) {
 		for _, h := range hosts {
@@ -43,8 +43,8 @@ func llmHosts(p policy.Policy) []string {
 	return out
 }
 
-// withLLMMeter has the proxy of cfg write one "llm_request" audit line per
-// terminated request to hosts (llmHosts), after the request hooks of cfg
+// WithMeter has the proxy of cfg write one "llm_request" audit line per
+// terminated request to hosts (Hosts), after the request hooks of cfg
 // allowed it and once its response has been read to the end or closed:
 // the method, the host, the path, the upstream's status, the model the
 // request's body names, the tokens the response reports (JSON or
@@ -53,7 +53,7 @@ func llmHosts(p policy.Policy) []string {
 // the key and the prompt are not recorded. A request refused before its upstream answered
 // has only the proxy's own lines. cfg is returned as it is without hosts
 // or an audit.
-func withLLMMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
+func WithMeter(cfg proxy.Config, hosts []string, runID string) proxy.Config {
 	if len(hosts) == 0 || cfg.Audit == nil {
 		return cfg
 	}

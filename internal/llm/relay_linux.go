@@ -1,4 +1,4 @@
-package sandbox
+package llm
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 )
 
-// serveLLM relays HTTP requests on ln to the LLM proxy on the Unix socket
+// Serve relays HTTP requests on ln to the LLM proxy on the Unix socket
 // at socket and appends one "llm_request" line per request to audit: the
 // method, the path (never the query, which may hold a key), the status,
 // the body bytes each way and the duration. Headers and bodies, where keys
 // and prompts live, are never recorded. Streaming responses are flushed as
 // they come; upgrades (WebSocket) are relayed. With key (--llm-key-env)
-// each request also gets the provider key here, outside (llmKey), and its
+// each request also gets the provider key here, outside (Key), and its
 // line names the model and the tokens the response reports. It returns
 // when ctx is done.
-func serveLLM(ctx context.Context, ln net.Listener, socket, runID string, aw io.Writer, log *slog.Logger, key llmKey) error {
+func Serve(ctx context.Context, ln net.Listener, socket, runID string, aw io.Writer, log *slog.Logger, key Key) error {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
