@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -99,7 +100,7 @@ func TestBackToBackLeavesNothing(t *testing.T) {
 	tmp := sandboxtest.WorkDir(t)
 	t.Setenv("TMPDIR", tmp)
 	w := sandboxtest.WorkDir(t)
-	marker := "sbx-b2b-" + newRunID()
+	marker := "sbx-b2b-" + mechanism.NewRunID()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,9 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/tun"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // bwExit is how bwrap ended, as wait4 told.
@@ -58,7 +60,7 @@ func (r *bwRun) pipe() (*os.File, *os.File, error) {
 	if err != nil {
 		return nil, nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
-	r.undo.push(func() { rd.Close(); wr.Close() })
+	r.undo.Push(func() { rd.Close(); wr.Close() })
 	return rd, wr, nil
 }
 
@@ -154,14 +156,14 @@ func (r *bwRun) selfAndNull() (devnull, self *os.File, err error) {
 	if err != nil {
 		return nil, nil, fault.New("cannot open /dev/null", err.Error(), "check /dev")
 	}
-	r.undo.push(func() { devnull.Close() })
+	r.undo.Push(func() { devnull.Close() })
 	if r.fast {
 		return devnull, devnull, nil
 	}
 	if self, err = r.openInit(); err != nil {
 		return nil, nil, err
 	}
-	r.undo.push(func() { self.Close() })
+	r.undo.Push(func() { self.Close() })
 	return devnull, self, nil
 }
 
@@ -576,7 +578,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
 		rep.Exit = &Exit{Code: ExitSetup, Class: ClassMechanismKilled}
-		return &Result{ExitCode: ExitSetup, Report: rep}, &killedError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+		return &Result{ExitCode: ExitSetup, Report: rep}, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
 	switch {
@@ -585,7 +587,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	case st != nil && (st.Exit == ExitNotExecutable || st.Exit == ExitNotFound):
 		rep.Readback = readbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
-		rep.Exit = &Exit{Code: st.Exit, Class: execClass(st.Exit)}
+		rep.Exit = &Exit{Code: st.Exit, Class: report.ExecClass(st.Exit)}
 		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: st.Reason}
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
@@ -605,7 +607,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 			ex = limits.Exceeded{Kind: limit}
 		}
 		return nil, fault.New("the sandbox was ended before the command started",
-			strings.TrimSuffix((&limitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
+			strings.TrimSuffix((&mechanism.LimitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
@@ -649,8 +651,8 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, lim
 	case w.killedBwrap:
 		// Ended because ctx was done (Run's timer or the caller): ctx's
 		// error says which, and Run classifies a timer's end.
-		rep.Exit = classify(code, "")
-		return &Result{ExitCode: code, Report: rep}, ctxErr(ctx)
+		rep.Exit = report.Classify(code, "")
+		return &Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
 	case limit != limits.None:
 		ex := w.exceeded
 		if w.killedBy == limits.None {
@@ -664,10 +666,10 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, lim
 				}
 			}
 		}
-		rep.Exit = classify(code, limitClass(limit))
-		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: ex}
+		rep.Exit = report.Classify(code, mechanism.LimitClass(limit))
+		return &Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: ex}
 	}
-	rep.Exit = classify(code, "")
+	rep.Exit = report.Classify(code, "")
 	return &Result{ExitCode: code, Report: rep}, nil
 }
 

@@ -16,9 +16,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // bwRun is tier 1 under bubblewrap: the mount plan, the network, the
@@ -29,7 +31,7 @@ type bwRun struct {
 	cmd  []string
 	opts Options
 	log  *slog.Logger
-	undo cleanups
+	undo mechanism.Cleanups
 	// stderr is the caller's, for the quarantine's lines after the run
 	// (opts.Stderr becomes the terminal's, gone by then).
 	stderr *os.File
@@ -66,12 +68,12 @@ type bwRun struct {
 	report      Report
 }
 
-func bwrapMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func bwrapMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.logger(), stderr: opts.Stderr}, nil
 }
 
-func (r *bwRun) close(res *Result) {
-	r.undo.run()
+func (r *bwRun) Close(res *Result) {
+	r.undo.Run()
 	r.finishProtection(res)
 }
 
@@ -84,7 +86,7 @@ func (r *bwRun) finishProtection(res *Result) {
 	}
 }
 
-func (r *bwRun) prepare(ctx context.Context) (*Report, error) {
+func (r *bwRun) Prepare(ctx context.Context) (*Report, error) {
 	steps := []func(context.Context) error{
 		r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
@@ -143,7 +145,7 @@ func (r *bwRun) procSys() string {
 // ids picks the host uid and gid the sandbox runs as: the caller's, or
 // the policy's when sandbox-run is root (never uid 0).
 func (r *bwRun) ids(context.Context) (err error) {
-	r.uid, r.gid, r.root, err = hostIDs(r.p)
+	r.uid, r.gid, r.root, err = mechanism.HostIDs(r.p)
 	return err
 }
 
@@ -155,7 +157,7 @@ func (r *bwRun) protection(context.Context) error {
 		return err
 	}
 	r.p = p
-	r.runID = newRunID()
+	r.runID = mechanism.NewRunID()
 	features := r.info.Features
 	rv := r.opts.Resolver
 	if len(own) > 0 {
@@ -174,7 +176,7 @@ func (r *bwRun) protection(context.Context) error {
 		return err
 	}
 	r.pl, r.pend = pl, pend
-	r.undo.push(pl.close)
+	r.undo.Push(pl.close)
 	if len(p.Read) > 0 {
 		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.scan.entries,
 			"elapsed", pl.scan.elapsed, "covered", len(pl.scan.covered))
@@ -190,7 +192,7 @@ func (r *bwRun) network(ctx context.Context) error {
 		return err
 	}
 	r.nw = nw
-	r.undo.push(nw.close)
+	r.undo.Push(nw.close)
 	if err := nw.planTransparent(); err != nil {
 		return err
 	}
@@ -234,7 +236,7 @@ func (r *bwRun) terminal(context.Context) error {
 	// Pushed after the sandbox's own cleanups, so it runs first: the
 	// command's last output, then the terminal back.
 	r.tty = tty
-	r.undo.push(tty.close)
+	r.undo.Push(tty.close)
 	o.Stdin, o.Stdout, o.Stderr = tty.slave, tty.slave, tty.slave
 	return nil
 }
@@ -258,7 +260,7 @@ func (r *bwRun) limits(context.Context) error {
 	}
 	r.lim, r.cg = lim, cg
 	if cg != nil {
-		r.undo.push(func() { cg.Close() })
+		r.undo.Push(func() { cg.Close() })
 	}
 	// A kernel without inotify (no /proc/sys/fs/inotify) needs no
 	// ceiling: the report then says none.
@@ -344,13 +346,13 @@ func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []bwrap.Mount, workdir stri
 func (r *bwRun) buildReport() {
 	p, pl, f := r.p, r.pl, r.info.Features
 	rep := Report{
-		Tier: 1, Mechanism: "bwrap", Platform: platform(),
+		Tier: 1, Mechanism: "bwrap", Platform: mechanism.Platform(),
 		Bwrap:      &BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    r.uid, HostGID: r.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
 		Watched: pl.prot.watched, ProtectWalk: &pl.prot.walk, Quarantined: pl.quarantined,
-		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		TmpSize:    report.TmpfsSize(pl.tmpfs, "/tmp"),
 		Tmpfs:      pl.tmpfs,
 		ReadScan:   pl.scan.report(len(p.Read)),
 		WriteScan:  pl.wscan.report(len(pl.writable)),
@@ -377,20 +379,20 @@ func (r *bwRun) buildReport() {
 	sort.Strings(rep.EnvNames)
 	rep.Protections = bwrapProtections(f.DisableUserns, f.BindFD, f.UnshareCgroupTry, r.uid, r.prog.Digest())
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(r.inotify)...)
-	if n := sampledMemoryNote(r.lim, true); n != "" {
+	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(r.inotify)...)
+	if n := mechanism.SampledMemoryNote(r.lim, true); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
 	r.imageReport(&rep)
 	r.lendReport(&rep)
-	rep.EnvironmentDigest = environmentDigest(&rep)
+	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 
 // describe prints bwrap's command line, its argument stream (values
 // redacted) and the descriptors the binds come from, and init's binary
 // when the run has an init.
-func (r *bwRun) describe(w io.Writer) {
+func (r *bwRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s\n", strings.Join(quoteAll(r.argv), " "))
 	fmt.Fprintf(w, "args stream (fd %d):\n", fdArgs)
 	for _, a := range bwrap.Redact(r.args) {
@@ -414,9 +416,9 @@ func (r *bwRun) describe(w io.Writer) {
 	}
 }
 
-func (r *bwRun) run(ctx context.Context) (*Result, error) {
+func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 	if e := r.notRunnable; e != nil {
-		r.report.Exit = &Exit{Code: e.Code, Class: execClass(e.Code)}
+		r.report.Exit = &Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
 		return &Result{ExitCode: e.Code, Report: r.report}, e
 	}
 	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.mounts))

@@ -20,6 +20,8 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // newReport is what a tier-2 run configures; launch adds what was read
@@ -27,12 +29,12 @@ import (
 func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims []Limit) Report {
 	pl := g.pl
 	r := Report{
-		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: platform(),
+		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: mechanism.Platform(),
 		Gvisor:     &GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
 		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
 		HostUID:    g.uid, HostGID: g.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		TmpSize:    tmpfsSize(pl.tmpfs, "/tmp"),
+		TmpSize:    report.TmpfsSize(pl.tmpfs, "/tmp"),
 		ReadScan:   pl.scan.report(len(g.p.Read)),
 		Network:    g.nw.mode,
 		AllowHosts: g.p.AllowHosts,
@@ -76,7 +78,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		{Name: "capabilities:none", Configured: true},
 		{Name: "uid:not-root", Configured: !g.cfg.Rootless || os.Getuid() != 0, Detail: "host uid " + strconv.Itoa(r.HostUID)},
 	}
-	r.EnvironmentDigest = environmentDigest(&r)
+	r.EnvironmentDigest = report.Digest(&r)
 	return r
 }
 
@@ -236,7 +238,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 				cmdStart = true
 				// runsc's sandbox and gofer exist now; the command's
 				// memory is the sandbox process's.
-				g.oom = raiseOOM(c.Process.Pid)
+				g.oom = mechanism.RaiseOOM(c.Process.Pid)
 				if over, watchErr = g.watchMemory(ctx, c.Process.Pid); watchErr != nil {
 					// Fail closed: the report would claim a limit nobody holds.
 					g.end(c)
@@ -289,8 +291,8 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	}
 	res, err := g.classify(ctx, code, status, rl, killed)
 	if exceeded != nil && res != nil && err == nil {
-		res.Report.Exit = classify(code, limitClass(exceeded.Kind))
-		return res, &limitError{Exceeded: *exceeded}
+		res.Report.Exit = report.Classify(code, mechanism.LimitClass(exceeded.Kind))
+		return res, &mechanism.LimitError{Exceeded: *exceeded}
 	}
 	return res, err
 }
@@ -319,17 +321,17 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		g.tun.confirm(&r)
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		r.Exit = classify(code, "")
+		r.Exit = report.Classify(code, "")
 		if killed {
 			// Ended because ctx was done (Run's timer or the caller):
 			// ctx's error says which, and Run classifies a timer's end.
-			return &Result{ExitCode: code, Report: r}, ctxErr(ctx)
+			return &Result{ExitCode: code, Report: r}, mechanism.CtxErr(ctx)
 		}
 		return &Result{ExitCode: code, Report: r}, nil
 	case status != nil && (status.Exit == ExitNotExecutable || status.Exit == ExitNotFound):
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		r.Exit = &Exit{Code: status.Exit, Class: execClass(status.Exit)}
+		r.Exit = &Exit{Code: status.Exit, Class: report.ExecClass(status.Exit)}
 		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
 	case status != nil:
 		return nil, fault.New("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")

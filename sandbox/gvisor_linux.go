@@ -21,9 +21,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // Where init and its status socket appear inside a tier-2 sandbox.
@@ -50,23 +52,23 @@ type gvRun struct {
 	status   net.Listener
 	report   Report
 	spec     gvisor.Bundle
-	undo     cleanups
+	undo     mechanism.Cleanups
 	uid, gid int
 	res      *Result         // what run returned, for the quarantine's lines
 	img      *ociimage.Image // the root file system's image; nil: the host's
 	tun      *gvTun          // transparent egress's host end; nil for none
 }
 
-func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return &gvRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (g *gvRun) close(res *Result) {
+func (g *gvRun) Close(res *Result) {
 	g.res = res
-	g.undo.run()
+	g.undo.Run()
 }
 
-func (g *gvRun) prepare(ctx context.Context) (*Report, error) {
+func (g *gvRun) Prepare(ctx context.Context) (*Report, error) {
 	if err := g.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -75,12 +77,12 @@ func (g *gvRun) prepare(ctx context.Context) (*Report, error) {
 
 // describe prints runsc's command line and the bundle's config.json,
 // values redacted.
-func (g *gvRun) describe(w io.Writer) {
+func (g *gvRun) Describe(w io.Writer) {
 	b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
 	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(quoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
 }
 
-func (g *gvRun) run(ctx context.Context) (*Result, error) { return g.launch(ctx) }
+func (g *gvRun) Run(ctx context.Context) (*Result, error) { return g.launch(ctx) }
 
 // redactSpec hides the values of the command's variables in a dry run.
 func redactSpec(b []byte, env []string) string {
@@ -125,13 +127,13 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 	// runsc's process tree (limits.SampleGVisor; launch starts it).
 	switch m := gvMemory(p); {
 	case m > 0:
-		out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: sourceOf(p.Memory)})
+		out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: report.SourceOf(p.Memory)})
 	case p.Memory == policy.NoMemoryLimit:
 		out = append(out, Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: SourcePolicy})
 	}
 	// gVisor's kernel serves inotify itself; runsc takes no host
 	// instance for the command's, and no ceiling of the run's is set.
-	return rl, append(append(timeoutLimit(p), out...), inotifyLimits(limits.Inotify{})...), nil
+	return rl, append(append(mechanism.TimeoutLimit(p), out...), mechanism.InotifyLimits(limits.Inotify{})...), nil
 }
 
 // gvMemory is the memory ceiling launch samples runsc's tree against: the
@@ -206,7 +208,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// with runsc, which died with sandbox-run (parent-death signals), and
 	// no cgroup was made (--ignore-cgroups), so the directory is all there
 	// is.
-	g.undo.push(startSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
+	g.undo.Push(startSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
 	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
 	if err != nil {
 		return err
@@ -216,7 +218,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// binds, what is missing is watched and neutralised once the last run
 	// on the directory has ended (its lines on stderr; the report's
 	// quarantined list is bwrap's only).
-	runID := newRunID()
+	runID := mechanism.NewRunID()
 	pl, pend, err := startProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.protect, func() (*plan, error) {
 		return newPlan(p, own, false, 0, hostUID, hostGID, true)
 	})
@@ -225,7 +227,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	}
 	g.pl = pl
 	stderr := g.opts.Stderr
-	g.undo.push(func() { pend.finish(g.res, stderr) })
+	g.undo.Push(func() { pend.finish(g.res, stderr) })
 	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
@@ -239,13 +241,13 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		return err
 	}
 	g.nw = nw
-	g.undo.push(nw.close)
+	g.undo.Push(nw.close)
 	ln, statusPath, err := nw.listen("status.sock", hostUID, hostGID, !rootless)
 	if err != nil {
 		return err
 	}
 	g.status = ln
-	g.undo.push(func() { ln.Close() })
+	g.undo.Push(func() { ln.Close() })
 	tun, err := g.planTun(hostUID, hostGID, !rootless, log)
 	if err != nil {
 		return err
@@ -335,7 +337,7 @@ func (g *gvRun) makeDir() error {
 		return fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 	}
 	g.dir, g.bundle = dir, filepath.Join(dir, "bundle")
-	g.undo.push(func() { os.RemoveAll(dir) })
+	g.undo.Push(func() { os.RemoveAll(dir) })
 	for _, d := range []string{g.bundle, filepath.Join(dir, "state")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fault.New("cannot create "+d, err.Error(), "check that $TMPDIR is writable")

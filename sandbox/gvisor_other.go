@@ -5,9 +5,10 @@ package sandbox
 import (
 	"fmt"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func gvisorMechanism(policy.Policy, []string, Options) (mechanism, error) {
+func gvisorMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: gvisor (tier 2) exists only on Linux (%w); fix: use --sandbox auto on this platform", ErrUnsupported)
 }

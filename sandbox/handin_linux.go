@@ -71,7 +71,7 @@ func (r *bwRun) pin(flag, path string) (string, error) {
 		f.Close()
 		return "", fault.New(flag+" "+path, "is not a Unix socket", "name the socket itself")
 	}
-	r.undo.push(func() { f.Close() })
+	r.undo.Push(func() { f.Close() })
 	return fmt.Sprintf("/proc/self/fd/%d", f.Fd()), nil
 }
 

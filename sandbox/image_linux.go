@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -20,7 +21,7 @@ var toolPodman = tool{"podman", "--podman", "install podman (apt-get install -y 
 // imageMechanism runs an image's tree under gVisor (tier 2) unless
 // --sandbox bwrap asks for tier 1 by name: nothing weaker is ever chosen
 // in gVisor's place.
-func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	switch p.Sandbox {
 	case policy.ModeAuto, policy.ModeGvisor, "":
 		p.Sandbox = policy.ModeGvisor

@@ -25,9 +25,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // The device files a command under landlock may use: written, and read.
@@ -80,11 +82,11 @@ type llRun struct {
 // a network below landlock.NetABI. Protected paths, which Landlock cannot
 // hold read-only beneath a writable grant, are copied and put back after
 // the run (landlock_protect_linux.go).
-func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (r *llRun) prepare(ctx context.Context) (*Report, error) {
+func (r *llRun) Prepare(ctx context.Context) (*Report, error) {
 	if r.opts.Terminal != nil {
 		return nil, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
@@ -94,7 +96,7 @@ func (r *llRun) prepare(ctx context.Context) (*Report, error) {
 	return &r.report, nil
 }
 
-func (r *llRun) run(ctx context.Context) (*Result, error) { return r.supervise(ctx, r.cmd) }
+func (r *llRun) Run(ctx context.Context) (*Result, error) { return r.supervise(ctx, r.cmd) }
 
 func (r *llRun) auditStart() map[string]any {
 	return map[string]any{"landlock_abi": r.report.Landlock.ABI}
@@ -102,7 +104,7 @@ func (r *llRun) auditStart() map[string]any {
 
 // describe writes what would run: the shim, the ruleset, the filter and
 // the environment's names (values are never printed).
-func (r *llRun) describe(w io.Writer) {
+func (r *llRun) Describe(w io.Writer) {
 	cmd := r.cmd
 	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(quoteAll(cmd), " "))
 	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
@@ -113,7 +115,7 @@ func (r *llRun) describe(w io.Writer) {
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
-func (r *llRun) close(res *Result) {
+func (r *llRun) Close(res *Result) {
 	defer r.settleProtected(res)
 	if r.stop != nil {
 		r.stop()
@@ -133,9 +135,9 @@ func (r *llRun) close(res *Result) {
 // and the report; nothing of the command runs yet.
 func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	p := r.p
-	r.report.RunID = newRunID()
+	r.report.RunID = mechanism.NewRunID()
 	var err error
-	if r.uid, r.gid, _, err = hostIDs(p); err != nil {
+	if r.uid, r.gid, _, err = mechanism.HostIDs(p); err != nil {
 		return err
 	}
 	// A session's home and the caches become writable dirs like any
@@ -187,7 +189,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]string, mode string, err error) {
 	p, root := r.p, os.Geteuid() == 0
 	env, mode = map[string]string{}, "none"
-	if err := secretsUnheld(p, "landlock"); err != nil {
+	if err := mechanism.SecretsUnheld(p, "landlock"); err != nil {
 		return nil, nil, "", err
 	}
 	sctx, stop := context.WithCancel(context.Background())
@@ -215,7 +217,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		}
 		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
 		go forwarder.ServeTagged(sctx, ln, p.EgressSocket, tag)
-		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mechanism.SetProxyEnv(env, "http://127.0.0.1:"+port)
 		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
 	case len(p.AllowHosts) > 0:
 		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID, Refusals: r.opts.Refusals})
@@ -229,10 +231,10 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		r.px = px
 		r.pxDone = make(chan struct{})
 		go func() { defer close(r.pxDone); px.Serve(sctx, ln) }()
-		setProxyEnv(env, "http://127.0.0.1:"+port)
+		mechanism.SetProxyEnv(env, "http://127.0.0.1:"+port)
 		mode = "proxy (built-in, loopback port " + port + ")"
 	default:
-		setOfflineEnv(env)
+		mechanism.SetOfflineEnv(env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
@@ -247,7 +249,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		} else {
 			go forwarder.Serve(sctx, ln, p.LLMSocket)
 		}
-		setLLMEnv(env, "http://127.0.0.1:"+port, p.LLMEnv)
+		mechanism.SetLLMEnv(env, "http://127.0.0.1:"+port, p.LLMEnv)
 		if mode == "none" {
 			mode = "llm only"
 		}
@@ -338,7 +340,7 @@ func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 // the uid on the host, so the process ceiling is sampled, as in tier 0.
 func (r *llRun) limits() error {
 	p := r.p
-	l, defMem, err := runLimits(p)
+	l, defMem, err := mechanism.RunLimits(p)
 	if err != nil {
 		return err
 	}
@@ -369,7 +371,7 @@ func withTmpdir(env []string, p policy.Policy, tmp string) []string {
 // buildReport states what prepare set up; supervise adds the read-back.
 func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	p, rs := r.p, r.rs
-	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: platform(), HostUID: r.uid, HostGID: r.gid,
+	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: mechanism.Platform(), HostUID: r.uid, HostGID: r.gid,
 		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
 		Network: mode, AllowHosts: p.AllowHosts, Transparent: transparentLost(mode, noTransparentLandlock),
 		Seccomp:  &SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
@@ -401,12 +403,12 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	rep.Quarantined = r.pend.started
 	// No user namespace of its own: the user's inotify allowance is
 	// the host's, and no ceiling of the run's can be set.
-	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
-	if n := sampledMemoryNote(r.lim, false); n != "" {
+	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(limits.Inotify{})...)
+	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.EnvironmentDigest = environmentDigest(&rep)
+	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 
@@ -469,7 +471,7 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 // supervise runs the command to its end and ends every descendant.
 func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	rep := &r.report
-	path, err := lookPathIn(cmd[0], r.spec.Env)
+	path, err := mechanism.LookPath(cmd[0], r.spec.Env)
 	if err != nil {
 		code := ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
@@ -487,7 +489,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		return nil, err
 	}
 	// The shim raised it before its ruleset; read back from the host.
-	rep.OOMScoreAdj = raiseOOM(c.Process.Pid)
+	rep.OOMScoreAdj = mechanism.RaiseOOM(c.Process.Pid)
 	nnp, sc, rootDenied, ok := parseReadback(readback)
 	rep.Seccomp.Readback = sc
 	rep.Landlock.ReadbackRootDenied = rootDenied
@@ -498,7 +500,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
 	code, cause, err := r.wait(ctx, c)
-	rep.Exit = classify(code, cause)
+	rep.Exit = report.Classify(code, cause)
 	if r.px != nil {
 		// Stopped first, so that every connection has ended and counted
 		// its bytes.
@@ -514,7 +516,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 // limits and ctx; then it ends every descendant.
 func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	pid := c.Process.Pid
-	over, err := sampleOff(ctx, pid, r.lim.Sample)
+	over, err := mechanism.Sample(ctx, pid, r.lim.Sample)
 	if err != nil {
 		killTree(pid)
 		c.Wait()
@@ -527,7 +529,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 		for {
 			select {
 			case s := <-r.opts.Signals:
-				signalGroup(c.Process, s)
+				mechanism.SignalGroup(c.Process, s)
 			case e, ok := <-over:
 				over = nil
 				if ok {
@@ -547,12 +549,12 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 	c.Wait()
 	close(done)
 	endOrphans(r.uid)
-	code := exitCode(c.ProcessState)
+	code := mechanism.ExitStatus(c.ProcessState)
 	select {
 	case e := <-killed:
-		return code, limitClass(e.Kind), &limitError{Exceeded: e}
+		return code, mechanism.LimitClass(e.Kind), &mechanism.LimitError{Exceeded: e}
 	case <-cancelled:
-		return code, "", ctxErr(ctx)
+		return code, "", mechanism.CtxErr(ctx)
 	default:
 	}
 	return code, "", nil

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // landlockArg is the landlock shim's hidden mode; it exists only on Linux.
 const landlockArg = "__sandbox-landlock"
 
-func landlockMechanism(policy.Policy, []string, Options) (mechanism, error) {
+func landlockMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: landlock exists only on Linux: %w", ErrUnsupported)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -151,8 +152,8 @@ func wantLimitExit(t *testing.T, o probeOutcome, kind limits.Kind) *Exit {
 	if o.err != nil || o.res == nil || o.res.Report.Exit == nil {
 		t.Fatalf("want the sandbox ended by %s: res %+v err %v, out %q, stderr %q", kind, o.res, o.err, o.out, o.stderr)
 	}
-	if e := o.res.Report.Exit; e.Class != limitClass(kind) || !strings.Contains(e.Reason, "exceeded") {
-		t.Fatalf("report exit %+v, want class %s with its reason; out %q, stderr %q", e, limitClass(kind), o.out, o.stderr)
+	if e := o.res.Report.Exit; e.Class != mechanism.LimitClass(kind) || !strings.Contains(e.Reason, "exceeded") {
+		t.Fatalf("report exit %+v, want class %s with its reason; out %q, stderr %q", e, mechanism.LimitClass(kind), o.out, o.stderr)
 	}
 	return o.res.Report.Exit
 }
@@ -348,7 +349,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	if n >= 3000 {
 		t.Fatalf("tier 0: the loop started %d processes past the default ceiling", n)
 	}
-	if n < policy.DefaultPids-overheadTasks && o.res != nil && o.res.Report.Exit != nil && o.res.Report.Exit.Class != limitClass(limits.PidsLimit) {
+	if n < policy.DefaultPids-overheadTasks && o.res != nil && o.res.Report.Exit != nil && o.res.Report.Exit.Class != mechanism.LimitClass(limits.PidsLimit) {
 		t.Fatalf("untested: tier 0's loop stopped at %d, by its time bound, before the default ceiling %d", n, policy.DefaultPids)
 	}
 	wantLimitExit(t, o, limits.PidsLimit)

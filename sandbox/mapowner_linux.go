@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 )
 
 // ownerLend is --map-owner's part of a run: the workdir's owner on the
@@ -185,7 +186,7 @@ func (l *ownerLend) userns() (int, error) {
 }
 
 // lendsOwner reports whether m is a mechanism that honours --map-owner.
-func lendsOwner(m mechanism) bool {
+func lendsOwner(m mechanism.Mechanism) bool {
 	_, ok := m.(*bwRun)
 	return ok
 }

@@ -2,5 +2,7 @@
 
 package sandbox
 
+import "github.com/sandbox-run/sandbox-run/internal/mechanism"
+
 // lendsOwner reports whether m honours --map-owner: only bwrap on Linux.
-func lendsOwner(mechanism) bool { return false }
+func lendsOwner(mechanism.Mechanism) bool { return false }

@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // TestLayoutInvariants checks, for every golden shape and feature set, the
@@ -141,7 +142,7 @@ func checkLayoutEnd(t *testing.T, p policy.Policy, l *layout, feat bwrap.Feature
 		if !feat.Size {
 			want = 0
 		}
-		if got := tmpfsSize(l.tmpfs, dst); got != want {
+		if got := report.TmpfsSize(l.tmpfs, dst); got != want {
 			t.Errorf("%s: report says %d bytes, want %d (bwrap --size %v)", dst, got, want, feat.Size)
 		}
 	}

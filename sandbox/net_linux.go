@@ -19,6 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -235,9 +236,9 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 	if egress != "" {
 		n.binds = append(n.binds, [2]string{egress, egressInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
-		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
+		mechanism.SetProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
 	} else {
-		setOfflineEnv(n.env)
+		mechanism.SetOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
@@ -260,7 +261,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		}
 		n.binds = append(n.binds, [2]string{llmPath, llmInside})
 		n.forwards = append(n.forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
-		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
+		mechanism.SetLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
 		if n.mode == "none" {
 			n.mode = "llm only"
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // specialTree makes a tree with a socket and a FIFO at depth 1 and 3, a
@@ -252,10 +253,10 @@ func TestPlanTmpfs(t *testing.T) {
 		if !sizeOption {
 			wantTmp, wantShm = 0, 0
 		}
-		if got := tmpfsSize(pl.tmpfs, "/tmp"); got != wantTmp {
+		if got := report.TmpfsSize(pl.tmpfs, "/tmp"); got != wantTmp {
 			t.Errorf("size option %v: /tmp reported %d, want %d", sizeOption, got, wantTmp)
 		}
-		if got := tmpfsSize(pl.tmpfs, "/dev/shm"); got != wantShm {
+		if got := report.TmpfsSize(pl.tmpfs, "/dev/shm"); got != wantShm {
 			t.Errorf("size option %v: /dev/shm reported %d, want %d", sizeOption, got, wantShm)
 		}
 		for _, tf := range pl.tmpfs {

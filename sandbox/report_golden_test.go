@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
+	"github.com/sandbox-run/sandbox-run/report"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -124,8 +127,8 @@ func TestReportGolden(t *testing.T) {
 // as not configured.
 func TestReportGoldenTierZero(t *testing.T) {
 	p := policy.Policy{Workdir: "/work/w", Sandbox: policy.ModeOff, Env: map[string]string{"PATH": "/usr/bin:/bin"}}.WithDefaults()
-	r := &offRun{p: p, cmd: []string{"true"}}
-	rep, err := r.prepare(context.Background())
+	r := off.New(p, []string{"true"}, mechanism.Caller{})
+	rep, err := r.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +152,7 @@ func TestReportGoldenTierZero(t *testing.T) {
 // TestOutcome is the table of how a mechanism's end becomes Run's: an
 // error only for a command that never ran.
 func TestOutcome(t *testing.T) {
-	ran := func() *Result { return &Result{ExitCode: 137, Report: Report{Exit: classify(137, "")}} }
+	ran := func() *Result { return &Result{ExitCode: 137, Report: Report{Exit: report.Classify(137, "")}} }
 	for _, tt := range []struct {
 		name    string
 		res     *Result
@@ -158,11 +161,11 @@ func TestOutcome(t *testing.T) {
 		class   ExitClass
 		reason  string
 	}{
-		{"exited", &Result{ExitCode: 3, Report: Report{Exit: classify(3, "")}}, nil, false, ClassExited, ""},
-		{"limit", &Result{ExitCode: 137, Report: Report{Exit: classify(137, ClassPidsLimit)}},
-			&limitError{Exceeded: limits.Exceeded{Kind: limits.PidsLimit, Usage: 60, Limit: 50}}, false, ClassPidsLimit, "task limit exceeded (60 tasks, limit 50); the whole sandbox was ended"},
+		{"exited", &Result{ExitCode: 3, Report: Report{Exit: report.Classify(3, "")}}, nil, false, ClassExited, ""},
+		{"limit", &Result{ExitCode: 137, Report: Report{Exit: report.Classify(137, ClassPidsLimit)}},
+			&mechanism.LimitError{Exceeded: limits.Exceeded{Kind: limits.PidsLimit, Usage: 60, Limit: 50}}, false, ClassPidsLimit, "task limit exceeded (60 tasks, limit 50); the whole sandbox was ended"},
 		{"killed", &Result{ExitCode: 125, Report: Report{Exit: &Exit{Code: 125, Class: ClassMechanismKilled}}},
-			&killedError{Mechanism: "bwrap", Signal: 9}, false, ClassMechanismKilled, "bwrap was killed by signal 9; the sandbox was ended with it and the command's status is lost"},
+			&mechanism.KilledError{Mechanism: "bwrap", Signal: 9}, false, ClassMechanismKilled, "bwrap was killed by signal 9; the sandbox was ended with it and the command's status is lost"},
 		{"cancelled", ran(), fmt.Errorf("sandbox: %w", context.Canceled), false, ClassCancelled, "cancelled (sandbox: context canceled); the whole sandbox was ended"},
 		{"not found", &Result{ExitCode: 127}, &ExecError{Code: 127, Command: "x", Reason: "command not found"}, true, "", ""},
 		{"setup", nil, fault.New("a", "b", "c"), true, "", ""},
@@ -189,15 +192,15 @@ func TestExitClasses(t *testing.T) {
 		got  *Exit
 		want Exit
 	}{
-		{classify(0, ""), Exit{Code: 0, Class: ClassExited}},
-		{classify(3, ""), Exit{Code: 3, Class: ClassExited}},
-		{classify(143, ""), Exit{Code: 143, Class: ClassSignaled}},
-		{classify(137, limitClass(limits.MemoryLimit)), Exit{Code: 137, Class: ClassMemoryLimit}},
-		{classify(137, limitClass(limits.PidsLimit)), Exit{Code: 137, Class: ClassPidsLimit}},
-		{classify(152, limitClass(limits.CpuLimit)), Exit{Code: 152, Class: ClassCPULimit}},
-		{classify(ExitTimeout, limitClass(limits.TimedOut)), Exit{Code: 124, Class: ClassTimedOut}},
-		{&Exit{Code: ExitNotFound, Class: execClass(ExitNotFound)}, Exit{Code: 127, Class: ClassNotFound}},
-		{&Exit{Code: ExitNotExecutable, Class: execClass(ExitNotExecutable)}, Exit{Code: 126, Class: ClassNotExecutable}},
+		{report.Classify(0, ""), Exit{Code: 0, Class: ClassExited}},
+		{report.Classify(3, ""), Exit{Code: 3, Class: ClassExited}},
+		{report.Classify(143, ""), Exit{Code: 143, Class: ClassSignaled}},
+		{report.Classify(137, mechanism.LimitClass(limits.MemoryLimit)), Exit{Code: 137, Class: ClassMemoryLimit}},
+		{report.Classify(137, mechanism.LimitClass(limits.PidsLimit)), Exit{Code: 137, Class: ClassPidsLimit}},
+		{report.Classify(152, mechanism.LimitClass(limits.CpuLimit)), Exit{Code: 152, Class: ClassCPULimit}},
+		{report.Classify(ExitTimeout, mechanism.LimitClass(limits.TimedOut)), Exit{Code: 124, Class: ClassTimedOut}},
+		{&Exit{Code: ExitNotFound, Class: report.ExecClass(ExitNotFound)}, Exit{Code: 127, Class: ClassNotFound}},
+		{&Exit{Code: ExitNotExecutable, Class: report.ExecClass(ExitNotExecutable)}, Exit{Code: 126, Class: ClassNotExecutable}},
 	} {
 		if *tt.got != tt.want {
 			t.Errorf("got %+v, want %+v", *tt.got, tt.want)

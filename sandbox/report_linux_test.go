@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 func TestEnvironmentDigestCanonical(t *testing.T) {
@@ -12,7 +13,7 @@ func TestEnvironmentDigestCanonical(t *testing.T) {
 	same := base
 	same.Writable = []string{"/a", "/b"} // order does not matter
 	same.RunID = "other"                 // nor the run
-	if environmentDigest(&base) != environmentDigest(&same) {
+	if report.Digest(&base) != report.Digest(&same) {
 		t.Error("digest depends on order or run id")
 	}
 	changes := map[string]func(r *Report){
@@ -28,7 +29,7 @@ func TestEnvironmentDigestCanonical(t *testing.T) {
 		r := base
 		r.Protections = append([]Protection(nil), base.Protections...)
 		change(&r)
-		if environmentDigest(&r) == environmentDigest(&base) {
+		if report.Digest(&r) == report.Digest(&base) {
 			t.Errorf("changing %s kept the digest", name)
 		}
 	}
@@ -70,8 +71,8 @@ func TestClassify(t *testing.T) {
 		class ExitClass
 		want  ExitClass
 	}{{0, "", ClassExited}, {3, "", ClassExited}, {137, "", ClassSignaled}, {143, ClassTimedOut, ClassTimedOut}, {255, "", ClassExited}} {
-		if got := classify(tt.code, tt.class); got.Class != tt.want || got.Code != tt.code {
-			t.Errorf("classify(%d,%q) = %+v, want %s", tt.code, tt.class, got, tt.want)
+		if got := report.Classify(tt.code, tt.class); got.Class != tt.want || got.Code != tt.code {
+			t.Errorf("report.Classify(%d,%q) = %+v, want %s", tt.code, tt.class, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package sandbox
 
-import "github.com/sandbox-run/sandbox-run/report"
+import (
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/report"
+)
 
 // The report's types are package report's (the contract a harness reads);
 // these names keep sandbox.Report and its parts for callers of Run.
@@ -50,4 +53,11 @@ const (
 	SourceDefault        = report.SourceDefault
 	SourcePolicy         = report.SourcePolicy
 	ReportSchema         = report.ReportSchema
+)
+
+// A run's outcome and the error of a command that could not start are the
+// mechanisms' (internal/mechanism): these names keep them for callers.
+type (
+	Result    = mechanism.Result
+	ExecError = mechanism.ExecError
 )

@@ -89,8 +89,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -99,7 +97,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -107,10 +104,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
-	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // ErrUnsupported means the requested mechanism does not exist on this
@@ -128,37 +126,6 @@ var ErrSetup = fault.ErrSetup
 // same. Err, when set, is the typed error of the package that found the
 // cause (a *pathguard.EscapeError), reachable with errors.As.
 type SetupError = fault.Error
-
-// ExecError means the sandbox was set up but the command could not be
-// started: Code is 127 (not found) or 126 (not executable).
-type ExecError struct {
-	Code    int
-	Command string
-	Reason  string
-	// Fix, when set, says how to make the command runnable (for a command
-	// the host has outside the sandbox's PATH or view).
-	Fix string
-}
-
-func (e *ExecError) Error() string {
-	if e.Fix != "" {
-		return fmt.Sprintf("%s: %s; fix: %s", e.Command, e.Reason, e.Fix)
-	}
-	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
-}
-
-// killedError means the mechanism itself (bwrap) died of a signal that
-// sandbox-run did not send and no limit explains: someone killed it. The
-// sandbox ended with it; the command's own status is lost (Run reports it
-// as ClassMechanismKilled, 125).
-type killedError struct {
-	Mechanism string
-	Signal    int
-}
-
-func (e *killedError) Error() string {
-	return fmt.Sprintf("%s was killed by signal %d; the sandbox was ended with it and the command's status is lost", e.Mechanism, e.Signal)
-}
 
 // ErrTimeout is matched (errors.Is) by a *TimeoutError: the policy's
 // Timeout ended the run.
@@ -188,26 +155,6 @@ func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 
 // ExitTimeout is the exit status of a run that the policy's Timeout ended.
 const ExitTimeout = exitcode.Timeout
-
-// limitError means a resource limit ended the whole sandbox (Run reports
-// it by the limit's class).
-type limitError struct {
-	Exceeded limits.Exceeded
-}
-
-func (e *limitError) Error() string {
-	k := e.Exceeded.Kind
-	s := fmt.Sprintf("%s exceeded", k)
-	switch {
-	case k == limits.MemoryLimit && e.Exceeded.Limit > 0:
-		s = fmt.Sprintf("memory limit exceeded (%d MiB in use, limit %d MiB)", e.Exceeded.Usage>>20, e.Exceeded.Limit>>20)
-	case k == limits.PidsLimit && e.Exceeded.Limit > 0:
-		s = fmt.Sprintf("task limit exceeded (%d tasks, limit %d)", e.Exceeded.Usage, e.Exceeded.Limit)
-	case k == limits.CpuLimit:
-		s = "CPU time limit exceeded"
-	}
-	return s + "; the whole sandbox was ended"
-}
 
 // Options say how to run, as opposed to the policy, which says what is
 // allowed.
@@ -309,17 +256,6 @@ type InitBinary struct {
 	// init, so a run that needs none reads nothing for it.
 	Beside string
 }
-
-// Result is the outcome of a run whose sandbox was set up.
-type Result struct {
-	// ExitCode follows the CLI contract: the command's own status, 128+N
-	// when it died of signal N, ExitTimeout (124) when the policy's Timeout
-	// ended it.
-	ExitCode int
-	Report   Report
-}
-
-func platform() string { return runtime.GOOS + "/" + runtime.GOARCH }
 
 func (o Options) logger() *slog.Logger {
 	if o.Logger != nil {
@@ -432,12 +368,12 @@ func outcome(res *Result, err error) (*Result, error) {
 	}
 	exit := res.Report.Exit
 	if exit == nil {
-		exit = classify(res.ExitCode, "")
+		exit = report.Classify(res.ExitCode, "")
 		res.Report.Exit = exit
 	}
 	var te *TimeoutError
-	var le *limitError
-	var ke *killedError
+	var le *mechanism.LimitError
+	var ke *mechanism.KilledError
 	switch {
 	case errors.As(err, &le):
 		exit.Reason, exit.Usage, exit.Limit = err.Error(), le.Exceeded.Usage, le.Exceeded.Limit
@@ -449,134 +385,6 @@ func outcome(res *Result, err error) (*Result, error) {
 		return res, err
 	}
 	return res, nil
-}
-
-// hostIDs are the host uid and gid the sandbox runs as: the caller's, or
-// the policy's when sandbox-run is root (root says so), never uid 0.
-func hostIDs(p policy.Policy) (uid, gid int, root bool, err error) {
-	if os.Geteuid() != 0 {
-		return os.Getuid(), os.Getgid(), false, nil
-	}
-	if p.UID == 0 {
-		return 0, 0, true, &policy.InvalidError{Field: "user", Reason: "uid 0 is host root", Fix: "pass --user with an unprivileged uid"}
-	}
-	return p.UID, p.GID, true, nil
-}
-
-// pidsCeiling is the run's process ceiling: the policy's, or
-// policy.DefaultPids.
-func pidsCeiling(p policy.Policy) int64 {
-	if p.Pids > 0 {
-		return p.Pids
-	}
-	return policy.DefaultPids
-}
-
-// runLimits is the run's limits as the policy sets them, with the two
-// ceilings every Linux run has when the policy names none: the process
-// ceiling (pidsCeiling) and the memory ceiling, limits.DefaultMemory
-// (half the host's memory) unless the policy's Memory is
-// policy.NoMemoryLimit. defaultMemory says the memory ceiling is that
-// default. It fails when the host's memory cannot be read: a run never
-// goes without the ceiling it would report.
-func runLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error) {
-	l = limits.Limits{Memory: max(p.Memory, 0), Pids: pidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
-	if p.Memory == 0 {
-		if l.Memory, err = limits.DefaultMemory(); err != nil {
-			return l, false, fault.New("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
-		}
-		defaultMemory = true
-	}
-	return l, defaultMemory, nil
-}
-
-// timeoutLimit is the report's line for the policy's Timeout, which Run's
-// timer enforces for every mechanism; nil when there is none.
-func timeoutLimit(p policy.Policy) []Limit {
-	if p.Timeout <= 0 {
-		return nil
-	}
-	return []Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}
-}
-
-// newRunID returns a random id that names one run in reports and audit
-// lines.
-func newRunID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// commandEnv is the command's environment: the network's variables, then
-// the policy's (which may override them).
-func commandEnv(p policy.Policy, netEnv map[string]string, lookup func(string) (string, bool)) ([]string, error) {
-	penv, err := p.Environ(lookup)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]string, len(netEnv)+len(penv))
-	for k, v := range netEnv {
-		m[k] = v
-	}
-	// git's config channel has two writers, the run's (the secrets'
-	// credential helpers) and the policy's (the caller's identity): the
-	// run's entries go after the policy's, neither overwriting the other.
-	keys, vals := gitConfigOf(m)
-	for _, kv := range penv {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	appendGitConfig(m, keys, vals)
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// setProxyEnv points every client convention the command may follow at the
-// egress proxy on url: the HTTP(S)_PROXY family, npm, pip, and Node's own
-// fetch. Loopback is left out (NO_PROXY): the LLM channel lives there, and
-// the proxy would refuse loopback anyway.
-func setProxyEnv(env map[string]string, url string) {
-	for _, k := range append([]string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"},
-		policy.ProxyVars()...) {
-		env[k] = url
-	}
-	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
-	env["no_proxy"] = env["NO_PROXY"]
-	env["NODE_USE_ENV_PROXY"] = "1"
-}
-
-// offlineEnv returns the variables a run without egress sets, so that
-// package managers fail at once with their own error instead of retrying a
-// network that is not there (npm's default retries take over a minute, pip's
-// several seconds; MCP clients give up after 30). They go into the command's
-// environment below the policy's own Env, which overrides any of them, and
-// are named in the report's environment like every other variable. The
-// package managers' are their Offline and Quiet settings in policy's one
-// table (policy.OfflineEnv):
-//
-//   - npm_config_offline: npm and npx use only their cache (ENOTCACHED
-//     otherwise); npm_config_fetch_retries=0 in case offline is overridden;
-//     npm_config_update_notifier=false skips the version check.
-//   - PIP_RETRIES=0, PIP_DISABLE_PIP_VERSION_CHECK=1: pip fails on the
-//     first name resolution error.
-//   - UV_OFFLINE=1, CARGO_NET_OFFLINE=true: uv and cargo use their caches.
-//   - GOPROXY=off: go fails naming GOPROXY=off instead of dialling.
-//   - GIT_TERMINAL_PROMPT=0: git never waits for a password on the
-//     terminal (git itself does not retry).
-func offlineEnv() map[string]string {
-	env := policy.OfflineEnv()
-	env["GIT_TERMINAL_PROMPT"] = "0"
-	return env
-}
-
-func setOfflineEnv(env map[string]string) {
-	for k, v := range offlineEnv() {
-		env[k] = v
-	}
 }
 
 // Reexec serves the hidden modes in which a run re-executes the running
@@ -603,15 +411,6 @@ func HiddenModes() map[string]func(args []string) int {
 	m := initproc.Modes()
 	m[landlockArg] = func([]string) int { return landlockMain() }
 	return m
-}
-
-// setLLMEnv points the command at the LLM channel on url: SANDBOX_LLM_URL
-// and each name the policy lists (such as ANTHROPIC_BASE_URL).
-func setLLMEnv(env map[string]string, url string, names []string) {
-	env["SANDBOX_LLM_URL"] = url
-	for _, name := range names {
-		env[name] = url
-	}
 }
 
 // hostOf returns the caller's own directories that no writable directory

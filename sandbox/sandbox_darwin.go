@@ -23,8 +23,10 @@ import (
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/seatbelt"
 )
 
@@ -58,11 +60,11 @@ const (
 	logGrace        = 750 * time.Millisecond
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return seatbeltMechanism(p, cmd, opts)
 }
 
-func bwrapMechanism(policy.Policy, []string, Options) (mechanism, error) {
+func bwrapMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
 }
 
@@ -74,7 +76,7 @@ type sbRun struct {
 	cmd      []string
 	opts     Options
 	log      *slog.Logger
-	undo     cleanups
+	undo     mechanism.Cleanups
 	uid, gid int
 	root     bool
 	tmp      string // the private TMPDIR
@@ -86,17 +88,17 @@ type sbRun struct {
 	report   Report
 }
 
-func seatbeltMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func seatbeltMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return &sbRun{p: p, cmd: cmd, opts: opts, log: opts.logger()}, nil
 }
 
-func (r *sbRun) close(*Result) { r.undo.run() }
+func (r *sbRun) Close(*Result) { r.undo.Run() }
 
 func (r *sbRun) auditStart() map[string]any {
 	return map[string]any{"profile_sha256": r.prof.Digest()}
 }
 
-func (r *sbRun) prepare(ctx context.Context) (*Report, error) {
+func (r *sbRun) Prepare(ctx context.Context) (*Report, error) {
 	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir, r.network, r.profile} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -132,7 +134,7 @@ func (r *sbRun) checkHost(context.Context) error {
 // path goes in resolved (/var/folders/... as /private/var/folders/..., a
 // workdir reached through a link at its target).
 func (r *sbRun) ids(context.Context) (err error) {
-	if r.uid, r.gid, r.root, err = hostIDs(r.p); err != nil {
+	if r.uid, r.gid, r.root, err = mechanism.HostIDs(r.p); err != nil {
 		return err
 	}
 	p, err := resolvePolicyPaths(r.p)
@@ -150,7 +152,7 @@ func (r *sbRun) tmpdir(context.Context) error {
 	if err != nil {
 		return seatbeltSetupErr("cannot create the private TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
-	r.undo.push(func() { os.RemoveAll(tmp) })
+	r.undo.Push(func() { os.RemoveAll(tmp) })
 	if res, err := filepath.EvalSymlinks(tmp); err == nil {
 		tmp = res
 	}
@@ -165,7 +167,7 @@ func (r *sbRun) tmpdir(context.Context) error {
 	}
 	r.devDir = developerDir()
 	r.terms = inheritedTerminals(r.opts.Stdin, r.opts.Stdout, r.opts.Stderr)
-	r.report.RunID = newRunID()
+	r.report.RunID = mechanism.NewRunID()
 	return nil
 }
 
@@ -175,7 +177,7 @@ func (r *sbRun) network(ctx context.Context) error {
 		return err
 	}
 	r.nw = nw
-	r.undo.push(nw.close)
+	r.undo.Push(nw.close)
 	return nil
 }
 
@@ -203,7 +205,7 @@ func (r *sbRun) profile(context.Context) error {
 func (r *sbRun) buildReport() {
 	p, prof, tmp := r.p, r.prof, r.tmp
 	rep := Report{
-		RunID: r.report.RunID, Tier: 1, Mechanism: "seatbelt", Platform: platform(),
+		RunID: r.report.RunID, Tier: 1, Mechanism: "seatbelt", Platform: mechanism.Platform(),
 		HostUID: r.uid, HostGID: r.gid,
 		Writable:   append(p.Writable(), tmp),
 		ReadOnly:   p.Read,
@@ -237,30 +239,30 @@ func (r *sbRun) buildReport() {
 		{Name: "unprivileged_host_uid", Configured: r.uid != 0},
 	}
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.Limits = timeoutLimit(p)
-	rep.EnvironmentDigest = environmentDigest(&rep)
+	rep.Limits = mechanism.TimeoutLimit(p)
+	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 
-func (r *sbRun) describe(w io.Writer) {
+func (r *sbRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s -p PROFILE -- %s\n", sandboxExecPath, strings.Join(quoteArgs(r.cmd), " "))
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 	fmt.Fprintf(w, "profile (sha256 %s):\n%s", r.prof.Digest(), r.prof)
 }
 
-func (r *sbRun) run(ctx context.Context) (*Result, error) {
+func (r *sbRun) Run(ctx context.Context) (*Result, error) {
 	cmd, rep := r.cmd, r.report
 	name := cmd[0]
 	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
 		name = filepath.Join(r.p.Workdir, name)
 	}
-	path, err := lookPathIn(name, r.env)
+	path, err := mechanism.LookPath(name, r.env)
 	if err != nil {
 		code := ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
 			code = ExitNotExecutable
 		}
-		rep.Exit = &Exit{Code: code, Class: execClass(code)}
+		rep.Exit = &Exit{Code: code, Class: report.ExecClass(code)}
 		return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
 	}
 	args := append([]string{sandboxExecPath, "-p", r.prof.String(), "--", path}, cmd[1:]...)
@@ -352,7 +354,7 @@ func seatbeltNotes(devDir string, terminals []string, proxy bool) []string {
 
 // launchSeatbelt starts sandbox-exec and waits for the command, relaying
 // signals to its session and ending the session when ctx is done.
-func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *syscall.Credential, report Report, opts Options) (*Result, error) {
+func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *syscall.Credential, rep Report, opts Options) (*Result, error) {
 	c := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: dir}
 	// *os.File values are handed over as they are; nil is /dev/null. No
 	// other descriptor is inherited: Go opens everything close-on-exec, and
@@ -378,10 +380,10 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 		for {
 			select {
 			case s := <-opts.Signals:
-				signalGroup(c.Process, s)
+				mechanism.SignalGroup(c.Process, s)
 			case <-ctx.Done():
 				cancelled <- struct{}{}
-				killGroup(c.Process)
+				mechanism.KillGroup(c.Process)
 				return
 			case <-done:
 				return
@@ -391,16 +393,16 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	c.Wait()
 	close(done)
 	<-relayed
-	killGroup(c.Process) // what the command left in its session's group
-	code := exitCode(c.ProcessState)
-	report.Exit = classify(code, "")
+	mechanism.KillGroup(c.Process) // what the command left in its session's group
+	code := mechanism.ExitStatus(c.ProcessState)
+	rep.Exit = report.Classify(code, "")
 	select {
 	case <-cancelled:
 		// Ended because ctx was done; Run classifies its own timer.
-		return &Result{ExitCode: code, Report: report}, ctxErr(ctx)
+		return &Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
 	default:
 	}
-	return &Result{ExitCode: code, Report: report}, nil
+	return &Result{ExitCode: code, Report: rep}, nil
 }
 
 // seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec
@@ -502,7 +504,7 @@ func (n *seatbeltNet) serve(ctx context.Context, name string, lns []net.Listener
 
 func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit io.Writer, log *slog.Logger) (_ *seatbeltNet, err error) {
 	n := &seatbeltNet{mode: "none", env: map[string]string{}}
-	if err := secretsUnheld(p, "seatbelt"); err != nil {
+	if err := mechanism.SecretsUnheld(p, "seatbelt"); err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -546,9 +548,9 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 			", which other processes of this host can reach too (macOS has no private network namespace)")
 	}
 	if n.proxyPort != 0 {
-		setProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
+		mechanism.SetProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
 	} else {
-		setOfflineEnv(n.env)
+		mechanism.SetOfflineEnv(n.env)
 	}
 	if p.LLMSocket != "" {
 		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
@@ -563,7 +565,7 @@ func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit i
 		}, log)
 		n.llmPort = port
 		n.notes = append(n.notes, note...)
-		setLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(port), p.LLMEnv)
+		mechanism.SetLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(port), p.LLMEnv)
 		if n.mode == "none" {
 			n.mode = "llm only"
 		}

@@ -22,15 +22,16 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism, error) {
+func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
 	return bwrapMechanism(p, cmd, opts)
 }
 
-func seatbeltMechanism(policy.Policy, []string, Options) (mechanism, error) {
+func seatbeltMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
@@ -375,7 +376,7 @@ const overheadTasks = 8
 // kernels it is sampled. The command is never host root, whom the kernel
 // would exempt.
 func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
-	l, defMem, err := runLimits(p)
+	l, defMem, err := mechanism.RunLimits(p)
 	if err != nil {
 		return limits.Plan{}, nil, err
 	}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -21,15 +20,6 @@ func secretsReport(p policy.Policy) []SecretReport {
 		out = append(out, r)
 	}
 	return out
-}
-
-// secretsUnheld refuses secrets where the mechanism has no proxy that
-// swaps them yet.
-func secretsUnheld(p policy.Policy, mechanism string) error {
-	if len(p.Secrets) == 0 && p.LLMKeyEnv == "" {
-		return nil
-	}
-	return fault.New("--secret and --llm-key-env under "+mechanism, "this mechanism's proxy does not swap secrets yet", "run with --sandbox bwrap or --sandbox gvisor")
 }
 
 // secretNames lists the names of rs; nil for none.

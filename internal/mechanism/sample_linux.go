@@ -1,4 +1,6 @@
-package sandbox
+//go:build linux
+
+package mechanism
 
 import (
 	"context"
@@ -6,26 +8,26 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
-// samplerAvailable says whether tier 0 can sample limits here.
-const samplerAvailable = true
+// SamplerAvailable says whether tier 0 can sample limits here.
+const SamplerAvailable = true
 
-// sampleOff watches a tier-0 command's process tree for the sampled
+// Sample watches a tier-0 command's process tree for the sampled
 // limits. Without a PID namespace a double-forked process leaves the tree
 // and escapes the count: the report says "sampled", and tier 0 promises
 // no more. An error means nothing watches them: the caller must not run.
-func sampleOff(ctx context.Context, pid int, l limits.Limits) (<-chan limits.Exceeded, error) {
+func Sample(ctx context.Context, pid int, l limits.Limits) (<-chan limits.Exceeded, error) {
 	if l == (limits.Limits{}) {
 		return nil, nil
 	}
 	return limits.Sample(ctx, pid, l, limits.DefaultInterval)
 }
 
-// raiseOOM sets limits.OOMScoreAdj on pid and every process below it
+// RaiseOOM sets limits.OOMScoreAdj on pid and every process below it
 // (tier 0's and Landlock's shim, which also raises its own before it
 // becomes the command; runsc's sandbox processes) and returns the lowest
 // value read back, nil when none could be read: the report never
 // assumes it.
-func raiseOOM(pid int) *int {
+func RaiseOOM(pid int) *int {
 	var low *int
 	for _, p := range limits.Tree(pid) {
 		limits.SetOOMScore(p)

@@ -1,63 +1,69 @@
-package sandbox
+package off
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/report"
 
-	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// offRun is tier 0: a plain process with the policy's environment and
-// nothing else of the caller's, in the workdir. It confines nothing else
-// and its report says so.
-type offRun struct {
-	p      policy.Policy
-	cmd    []string
-	opts   Options
-	env    []string
-	lim    limits.Plan
-	report Report
+// New returns tier 0 for cmd under p: no sandbox at all, which the report
+// says in its Notes and in every protection it lists as not configured.
+func New(p policy.Policy, cmd []string, c mechanism.Caller) mechanism.Mechanism {
+	return &tier0{p: p, cmd: cmd, caller: c}
 }
 
-func (r *offRun) close(*Result) {}
+// tier0 is tier 0: a plain process with the policy's environment and
+// nothing else of the caller's, in the workdir. It confines nothing else
+// and its report says so.
+type tier0 struct {
+	p      policy.Policy
+	cmd    []string
+	caller mechanism.Caller
+	env    []string
+	lim    limits.Plan
+	rep    report.Report
+}
+
+func (r *tier0) Close(*mechanism.Result) {}
 
 // describe prints nothing: tier 0 runs the command as it is.
-func (r *offRun) describe(io.Writer) {}
+func (r *tier0) Describe(io.Writer) {}
 
-func (r *offRun) prepare(context.Context) (*Report, error) {
+func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 	p := r.p
-	env, err := p.Environ(r.opts.LookupEnv)
+	env, err := p.Environ(r.caller.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
 	r.env = env
-	rep := Report{Tier: 0, Mechanism: "none", Platform: platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
-		Writable: p.Writable(), Network: "host", RunID: newRunID(),
+	rep := report.Report{Tier: 0, Mechanism: "none", Platform: mechanism.Platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Writable: p.Writable(), Network: "host", RunID: mechanism.NewRunID(),
 		Notes: []string{"tier 0: no sandbox; the command has the caller's files, network and rights"}}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		rep.EnvNames = append(rep.EnvNames, k)
 	}
 	sort.Strings(rep.EnvNames)
-	rep.Protections = []Protection{
+	rep.Protections = []report.Protection{
 		{Name: "environment_cleared", Configured: true},
 		{Name: "own_session", Configured: true, Detail: "its process group is killed when it ends; a setsid child escapes that"},
 	}
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "seccomp", "capabilities_dropped", "protected_paths"} {
-		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
+		rep.Protections = append(rep.Protections, report.Protection{Name: n, Configured: false})
 	}
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	// No user namespace: RLIMIT_NPROC would count every process of the
@@ -66,33 +72,33 @@ func (r *offRun) prepare(context.Context) (*Report, error) {
 	// sampler runs; elsewhere the report lists none.
 	l := limits.Limits{Memory: max(p.Memory, 0), Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
 	defMem := false
-	if samplerAvailable {
-		if l, defMem, err = runLimits(p); err != nil {
+	if mechanism.SamplerAvailable {
+		if l, defMem, err = mechanism.RunLimits(p); err != nil {
 			return nil, err
 		}
 	}
 	if r.lim, err = limits.NewPlan(l, limits.Env{DefaultMemory: defMem}); err != nil {
-		return nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+		return nil, &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
-	if r.lim.Sample != (limits.Limits{}) && !samplerAvailable {
+	if r.lim.Sample != (limits.Limits{}) && !mechanism.SamplerAvailable {
 		return nil, fault.New("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
 	// No user namespace of its own: the user's inotify allowance is
 	// the host's, and no ceiling of the run's can be set.
-	rep.Limits = append(append(timeoutLimit(p), limitReport(r.lim, p)...), inotifyLimits(limits.Inotify{})...)
-	if n := sampledMemoryNote(r.lim, false); n != "" {
+	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(limits.Inotify{})...)
+	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
-	rep.EnvironmentDigest = environmentDigest(&rep)
-	r.report = rep
-	return &r.report, nil
+	rep.EnvironmentDigest = report.Digest(&rep)
+	r.rep = rep
+	return &r.rep, nil
 }
 
 // command is the process to start: the command itself, or the exec shim
 // that applies the rlimits to itself and becomes the command, so that
 // sandbox-run keeps its own.
-func (r *offRun) command(path string) (*exec.Cmd, error) {
+func (r *tier0) command(path string) (*exec.Cmd, error) {
 	cmd := r.cmd
 	c := exec.Command(path, cmd[1:]...)
 	c.Args[0] = cmd[0]
@@ -106,78 +112,78 @@ func (r *offRun) command(path string) (*exec.Cmd, error) {
 	}
 	c.Env = r.env
 	c.Dir = r.p.Workdir
-	c.Stdin, c.Stdout, c.Stderr = r.opts.Stdin, r.opts.Stdout, r.opts.Stderr
-	c.SysProcAttr = offSysProcAttr()
+	c.Stdin, c.Stdout, c.Stderr = r.caller.Stdin, r.caller.Stdout, r.caller.Stderr
+	c.SysProcAttr = mechanism.GroupAttr()
 	return c, nil
 }
 
-func (r *offRun) run(ctx context.Context) (*Result, error) {
-	rep := r.report
-	path, err := lookPathIn(r.cmd[0], r.env)
+func (r *tier0) Run(ctx context.Context) (*mechanism.Result, error) {
+	rep := r.rep
+	path, err := mechanism.LookPath(r.cmd[0], r.env)
 	if err != nil {
-		code := ExitNotFound
+		code := exitcode.NotFound
 		if errors.Is(err, os.ErrPermission) {
-			code = ExitNotExecutable
+			code = exitcode.NotExecutable
 		}
-		rep.Exit = &Exit{Code: code, Class: execClass(code)}
-		return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: r.cmd[0], Reason: "command not found"}
+		rep.Exit = &report.Exit{Code: code, Class: report.ExecClass(code)}
+		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.ExecError{Code: code, Command: r.cmd[0], Reason: "command not found"}
 	}
 	c, err := r.command(path)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
-		rep.Exit = &Exit{Code: ExitNotExecutable, Class: ClassNotExecutable}
-		return &Result{ExitCode: ExitNotExecutable, Report: rep}, &ExecError{Code: ExitNotExecutable, Command: r.cmd[0], Reason: err.Error()}
+		rep.Exit = &report.Exit{Code: exitcode.NotExecutable, Class: report.ClassNotExecutable}
+		return &mechanism.Result{ExitCode: exitcode.NotExecutable, Report: rep}, &mechanism.ExecError{Code: exitcode.NotExecutable, Command: r.cmd[0], Reason: err.Error()}
 	}
 	// The shim raises its own too, before it becomes the command; this
 	// reads it back (and raises it, should the shim not have got there).
-	rep.OOMScoreAdj = raiseOOM(c.Process.Pid)
-	over, err := sampleOff(ctx, c.Process.Pid, r.lim.Sample)
+	rep.OOMScoreAdj = mechanism.RaiseOOM(c.Process.Pid)
+	over, err := mechanism.Sample(ctx, c.Process.Pid, r.lim.Sample)
 	if err != nil {
 		// Fail closed: the report would claim a limit nobody holds.
-		killGroup(c.Process)
+		mechanism.KillGroup(c.Process)
 		c.Wait()
 		return nil, fault.New("cannot watch the command's sampled limits", err.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
 	killed, cancelled := r.supervise(ctx, c, over)
-	code := exitCode(c.ProcessState)
-	rep.Exit = classify(code, "")
+	code := mechanism.ExitStatus(c.ProcessState)
+	rep.Exit = report.Classify(code, "")
 	select {
 	case e := <-killed:
-		rep.Exit = classify(code, limitClass(e.Kind))
-		return &Result{ExitCode: code, Report: rep}, &limitError{Exceeded: e}
+		rep.Exit = report.Classify(code, mechanism.LimitClass(e.Kind))
+		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: e}
 	case <-cancelled:
 		// Ended because ctx was done; Run classifies its own timer.
-		return &Result{ExitCode: code, Report: rep}, ctxErr(ctx)
+		return &mechanism.Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
 	default:
 	}
-	return &Result{ExitCode: code, Report: rep}, nil
+	return &mechanism.Result{ExitCode: code, Report: rep}, nil
 }
 
 // supervise relays signals to the command's group and ends the group on
 // a limit or ctx, until the command has ended; then it ends what the
 // command left in its group. It says which of the two ended it, if any.
-func (r *offRun) supervise(ctx context.Context, c *exec.Cmd, over <-chan limits.Exceeded) (<-chan limits.Exceeded, <-chan struct{}) {
+func (r *tier0) supervise(ctx context.Context, c *exec.Cmd, over <-chan limits.Exceeded) (<-chan limits.Exceeded, <-chan struct{}) {
 	done := make(chan struct{})
 	killed := make(chan limits.Exceeded, 1)
 	cancelled := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
-			case s := <-r.opts.Signals:
-				signalGroup(c.Process, s)
+			case s := <-r.caller.Signals:
+				mechanism.SignalGroup(c.Process, s)
 			case e, ok := <-over:
 				over = nil
 				if ok {
 					killed <- e
-					killGroup(c.Process)
+					mechanism.KillGroup(c.Process)
 					return
 				}
 			case <-ctx.Done():
 				cancelled <- struct{}{}
-				killGroup(c.Process)
+				mechanism.KillGroup(c.Process)
 				return
 			case <-done:
 				return
@@ -186,42 +192,6 @@ func (r *offRun) supervise(ctx context.Context, c *exec.Cmd, over <-chan limits.
 	}()
 	c.Wait()
 	close(done)
-	killGroup(c.Process)
+	mechanism.KillGroup(c.Process)
 	return killed, cancelled
-}
-
-func lookPathIn(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		return exec.LookPath(name)
-	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, dir := range strings.Split(v, ":") {
-				if dir == "" {
-					continue
-				}
-				if p, err := exec.LookPath(dir + "/" + name); err == nil {
-					return p, nil
-				}
-			}
-		}
-	}
-	return "", exec.ErrNotFound
-}
-
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	return nil
-}
-
-func exitCode(st *os.ProcessState) int {
-	if st == nil {
-		return ExitSetup
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitcode.OfSignal(int(ws.Signal()))
-	}
-	return st.ExitCode()
 }

@@ -1,0 +1,12 @@
+// Package mechanism is the contract between package sandbox's run skeleton
+// and the ways of running a command (bwrap, landlock, gvisor, seatbelt,
+// tier 0): the Mechanism interface, the Result and the errors a mechanism
+// returns, and the rules every mechanism applies the same way, so that a
+// report means the same whatever ran: the limits a run has and how each is
+// reported, how an exit status is read and classified, the process
+// sampler of the mechanisms without a cgroup, process-group signalling.
+//
+// A mechanism's package imports this one and the plan; never package
+// sandbox and never another mechanism. Package off is the first one moved
+// out of sandbox; the others are still in sandbox (issue 35).
+package mechanism

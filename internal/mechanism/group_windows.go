@@ -1,0 +1,18 @@
+package mechanism
+
+import (
+	"os"
+	"syscall"
+)
+
+// GroupAttr starts a command in a session of its own, so that SignalGroup
+// and KillGroup reach what it starts in its process group (not what it
+// moves out with setsid).
+func GroupAttr() *syscall.SysProcAttr { return nil }
+
+// SignalGroup sends s to p's process group; a signal that is not a
+// syscall.Signal is dropped.
+func SignalGroup(p *os.Process, s os.Signal) { p.Signal(s) }
+
+// KillGroup kills p's process group with SIGKILL.
+func KillGroup(p *os.Process) { p.Kill() }

@@ -1,0 +1,262 @@
+package mechanism
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
+)
+
+// LookPath finds name as the command will: on the PATH of env (the
+// command's environment, not the caller's), or as given when it has a
+// slash. Only a regular executable file is found; exec.ErrNotFound otherwise.
+func LookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range strings.Split(v, ":") {
+				if dir == "" {
+					continue
+				}
+				if p, err := exec.LookPath(dir + "/" + name); err == nil {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// CtxErr is ctx's error, named as sandbox-run's, or nil while ctx is live.
+func CtxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
+// ExitStatus is the CLI contract's status of an ended process: its own
+// exit code, 128+N for signal N, exitcode.Setup when it never ran (nil).
+func ExitStatus(st *os.ProcessState) int {
+	if st == nil {
+		return exitcode.Setup
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitcode.OfSignal(int(ws.Signal()))
+	}
+	return st.ExitCode()
+}
+
+// LimitReport lists each limit of the plan, how it is enforced and, from
+// p, whether it is a default or the policy's. A memory ceiling turned off
+// (policy.NoMemoryLimit) is listed as "none".
+func LimitReport(pl limits.Plan, p policy.Policy) []report.Limit {
+	var out []report.Limit
+	add := func(name string, v int64, how limits.Method, format func(int64) string, source string) {
+		if v > 0 {
+			out = append(out, report.Limit{Name: name, Value: format(v), Enforced: string(how), Source: source})
+		}
+	}
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	add("memory", pl.Limits.Memory, pl.How.Memory, n, report.SourceOf(p.Memory))
+	if p.Memory == policy.NoMemoryLimit {
+		out = append(out, report.Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: report.SourcePolicy})
+	}
+	add("pids", pl.Limits.Pids, pl.How.Pids, n, report.SourceOf(p.Pids))
+	add("cpu_time", int64(pl.Limits.CPUTime), pl.How.CPUTime, func(v int64) string { return time.Duration(v).String() }, report.SourcePolicy)
+	add("nofile", pl.Limits.NoFile, pl.How.NoFile, n, report.SourcePolicy)
+	add("fsize", pl.Limits.FSize, pl.How.FSize, n, report.SourcePolicy)
+	out = append(out, report.Limit{Name: "core", Value: "0", Enforced: string(pl.How.Core)})
+	return out
+}
+
+// SampledMemoryNote says what a sampled memory ceiling counts of the
+// memory no process maps, "" when memory is not sampled. privateTmpfs
+// says whether the sandbox's /tmp and /dev/shm are its own tmpfs
+// (bwrap), whose use is counted; elsewhere they are the host's.
+func SampledMemoryNote(pl limits.Plan, privateTmpfs bool) string {
+	if pl.How.Memory != limits.BySampler {
+		return ""
+	}
+	n := "sampled memory counts resident memory plus every memfd and /dev/shm object a process holds open"
+	if privateTmpfs {
+		n += " and what the sandbox's /tmp and /dev/shm hold"
+	} else {
+		n += "; not files in /tmp or /dev/shm that no process holds open (they are the host's)"
+	}
+	return n + "; not a shared memory object that is only mapped (its resident pages count), one in flight on a socket, nor System V segments no process maps"
+}
+
+// InotifyLimits is the report's lines for the inotify ceiling: held by
+// the sandbox's user namespace ("userns"), or "none" where the mechanism
+// has no user namespace of its own to hold it (c zero).
+func InotifyLimits(c limits.Inotify) []report.Limit {
+	if c == (limits.Inotify{}) {
+		return []report.Limit{
+			{Name: "inotify_instances", Value: "none", Enforced: "none"},
+			{Name: "inotify_watches", Value: "none", Enforced: "none"},
+		}
+	}
+	return []report.Limit{
+		{Name: "inotify_instances", Value: strconv.FormatInt(c.Instances, 10), Enforced: "userns", Source: report.SourceDefault},
+		{Name: "inotify_watches", Value: strconv.FormatInt(c.Watches, 10), Enforced: "userns", Source: report.SourceDefault},
+	}
+}
+
+// LimitClass is the exit class of a run that limit k ended.
+func LimitClass(k limits.Kind) report.ExitClass {
+	switch k {
+	case limits.MemoryLimit:
+		return report.ClassMemoryLimit
+	case limits.PidsLimit:
+		return report.ClassPidsLimit
+	case limits.CpuLimit:
+		return report.ClassCPULimit
+	case limits.TimedOut:
+		return report.ClassTimedOut
+	}
+	return report.ExitClass(k.String())
+}
+
+// ExecError means the sandbox was set up but the command could not be
+// started: Code is 127 (not found) or 126 (not executable).
+type ExecError struct {
+	Code    int
+	Command string
+	Reason  string
+	// Fix, when set, says how to make the command runnable (for a command
+	// the host has outside the sandbox's PATH or view).
+	Fix string
+}
+
+func (e *ExecError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("%s: %s; fix: %s", e.Command, e.Reason, e.Fix)
+	}
+	return fmt.Sprintf("%s: %s", e.Command, e.Reason)
+}
+
+// LimitError means a resource limit ended the whole sandbox (Run reports
+// it by the limit's class).
+type LimitError struct {
+	Exceeded limits.Exceeded
+}
+
+func (e *LimitError) Error() string {
+	k := e.Exceeded.Kind
+	s := fmt.Sprintf("%s exceeded", k)
+	switch {
+	case k == limits.MemoryLimit && e.Exceeded.Limit > 0:
+		s = fmt.Sprintf("memory limit exceeded (%d MiB in use, limit %d MiB)", e.Exceeded.Usage>>20, e.Exceeded.Limit>>20)
+	case k == limits.PidsLimit && e.Exceeded.Limit > 0:
+		s = fmt.Sprintf("task limit exceeded (%d tasks, limit %d)", e.Exceeded.Usage, e.Exceeded.Limit)
+	case k == limits.CpuLimit:
+		s = "CPU time limit exceeded"
+	}
+	return s + "; the whole sandbox was ended"
+}
+
+// Result is the outcome of a run whose sandbox was set up.
+type Result struct {
+	// ExitCode follows the CLI contract: the command's own status, 128+N
+	// when it died of signal N, ExitTimeout (124) when the policy's Timeout
+	// ended it.
+	ExitCode int
+	Report   report.Report
+}
+
+// Platform is sandbox-run's GOOS/GOARCH, as the report names it.
+func Platform() string { return runtime.GOOS + "/" + runtime.GOARCH }
+
+// PidsCeiling is the run's process ceiling: the policy's, or
+// policy.DefaultPids.
+func PidsCeiling(p policy.Policy) int64 {
+	if p.Pids > 0 {
+		return p.Pids
+	}
+	return policy.DefaultPids
+}
+
+// RunLimits is the run's limits as the policy sets them, with the two
+// ceilings every Linux run has when the policy names none: the process
+// ceiling (PidsCeiling) and the memory ceiling, limits.DefaultMemory
+// (half the host's memory) unless the policy's Memory is
+// policy.NoMemoryLimit. defaultMemory says the memory ceiling is that
+// default. It fails when the host's memory cannot be read: a run never
+// goes without the ceiling it would report.
+func RunLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error) {
+	l = limits.Limits{Memory: max(p.Memory, 0), Pids: PidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	if p.Memory == 0 {
+		if l.Memory, err = limits.DefaultMemory(); err != nil {
+			return l, false, fault.New("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
+		}
+		defaultMemory = true
+	}
+	return l, defaultMemory, nil
+}
+
+// TimeoutLimit is the report's line for the policy's Timeout, which Run's
+// timer enforces for every mechanism; nil when there is none.
+func TimeoutLimit(p policy.Policy) []report.Limit {
+	if p.Timeout <= 0 {
+		return nil
+	}
+	return []report.Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}
+}
+
+// NewRunID returns a random id that names one run in reports and audit
+// lines.
+func NewRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Mechanism is one way of running a command under a policy: bwrap,
+// landlock, gvisor, seatbelt or none (tier 0). Package sandbox drives each
+// one through the same steps, so that what a run checks, reports and
+// audits does not depend on which mechanism ran it.
+type Mechanism interface {
+	// Prepare checks the host and sets up everything short of starting
+	// the command. The report it returns claims only what is set up and
+	// is final but for what the run itself reads back. An error means the
+	// command never runs.
+	Prepare(ctx context.Context) (*report.Report, error)
+	// Describe writes what would run for --dry-run, values redacted.
+	Describe(w io.Writer)
+	// Run starts the command and returns once it and everything it
+	// started have ended, with the report completed: read-backs, Exit,
+	// Egress. Its error follows sandbox.Run's contract.
+	Run(ctx context.Context) (*Result, error)
+	// Close releases what Prepare and Run set up, in the reverse order;
+	// res is what Run returned (nil when it did not run), for what is
+	// settled only once the sandbox is gone (the quarantine of the
+	// protected paths). It is called once, whatever happened before.
+	Close(res *Result)
+}
+
+// Caller is what the caller of a run hands every mechanism as it is: the
+// command's standard streams (nil: /dev/null), the signals to relay to it
+// until it ends (nil: none), and how the policy's PassEnv names are
+// resolved (nil: none is passed).
+type Caller struct {
+	Stdin, Stdout, Stderr *os.File
+	Signals               <-chan os.Signal
+	LookupEnv             func(string) (string, bool)
+}
