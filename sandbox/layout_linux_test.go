@@ -9,13 +9,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // layoutTree is a file tree for protectLayout: path -> kind; what is not
 // listed is missing.
-type layoutTree map[string]entryKind
+type layoutTree map[string]hostwalk.Kind
 
-func (f layoutTree) kind(p string) entryKind { return f[p] }
+func (f layoutTree) kind(p string) hostwalk.Kind { return f[p] }
 
 // TestProtectLayout: the pure layout, case by case. Nothing missing is
 // ever mounted (a mount onto a missing path makes a mount point on the
@@ -23,11 +27,11 @@ func (f layoutTree) kind(p string) entryKind { return f[p] }
 // path is listed.
 func TestProtectLayout(t *testing.T) {
 	gitParts := func(g string, have ...string) layoutTree {
-		f := layoutTree{g: kindDir}
+		f := layoutTree{g: hostwalk.KindDir}
 		for _, h := range have {
-			k := kindFile
+			k := hostwalk.KindFile
 			if h == "hooks" || h == "info" {
-				k = kindDir
+				k = hostwalk.KindDir
 			}
 			f[filepath.Join(g, h)] = k
 		}
@@ -57,29 +61,29 @@ func TestProtectLayout(t *testing.T) {
 			want: []string{"watch /w/.github/workflows", "watch /w/.mcp.json", "watch /w/.vscode"}},
 		{name: "existing file and directory held, the way pinned",
 			writable: []string{"/w"}, names: []string{".bashrc", ".github/workflows"},
-			tree: layoutTree{"/w/.bashrc": kindFile, "/w/.github": kindDir, "/w/.github/workflows": kindDir},
+			tree: layoutTree{"/w/.bashrc": hostwalk.KindFile, "/w/.github": hostwalk.KindDir, "/w/.github/workflows": hostwalk.KindDir},
 			want: []string{"hold /w/.bashrc", "pin /w/.github", "hold /w/.github/workflows"}},
 		{name: "half the way exists: pinned up to there, the rest watched",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: layoutTree{"/w/.github": kindDir},
+			tree: layoutTree{"/w/.github": hostwalk.KindDir},
 			want: []string{"pin /w/.github", "watch /w/.github/workflows"}},
 		{name: "a file where a directory is expected is held",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: layoutTree{"/w/.github": kindFile},
+			tree: layoutTree{"/w/.github": hostwalk.KindFile},
 			want: []string{"hold /w/.github"}},
 		{name: "a link is refused",
 			writable: []string{"/w"}, names: []string{".vscode"},
-			tree: layoutTree{"/w/.vscode": kindLink}, err: "/w/.vscode"},
+			tree: layoutTree{"/w/.vscode": hostwalk.KindLink}, err: "/w/.vscode"},
 		{name: "a link on the way is refused",
 			writable: []string{"/w"}, names: []string{".github/workflows"},
-			tree: layoutTree{"/w/.github": kindLink}, err: "/w/.github"},
+			tree: layoutTree{"/w/.github": hostwalk.KindLink}, err: "/w/.github"},
 		{name: "a repository: git dir pinned, its held parts held or watched",
 			writable: []string{"/w"}, tree: gitParts("/w/.git", "config", "hooks"), gitDirs: []string{"/w/.git"},
 			want: []string{"pin /w/.git", "watch /w/.git/commondir", "hold /w/.git/config", "watch /w/.git/config.worktree",
 				"hold /w/.git/hooks", "watch /w/.git/info/attributes"}},
 		{name: "a repository at depth 3: the git directory pinned, not the way to it",
 			writable: []string{"/w"},
-			tree:     merge(layoutTree{"/w/a": kindDir, "/w/a/b": kindDir, "/w/a/b/c": kindDir}, gitParts("/w/a/b/c/.git", "config", "hooks", "info", "info/attributes")),
+			tree:     merge(layoutTree{"/w/a": hostwalk.KindDir, "/w/a/b": hostwalk.KindDir, "/w/a/b/c": hostwalk.KindDir}, gitParts("/w/a/b/c/.git", "config", "hooks", "info", "info/attributes")),
 			gitDirs:  []string{"/w/a/b/c/.git"},
 			want: []string{"pin /w/a/b/c/.git", "watch /w/a/b/c/.git/commondir",
 				"hold /w/a/b/c/.git/config", "watch /w/a/b/c/.git/config.worktree", "hold /w/a/b/c/.git/hooks",
@@ -89,19 +93,19 @@ func TestProtectLayout(t *testing.T) {
 			want: []string{"hold /m/.git/commondir", "hold /m/.git/config", "watch /m/.git/config.worktree", "hold /m/.git/hooks",
 				"watch /m/.git/info/attributes"}},
 		{name: "a worktree's .git file is held",
-			writable: []string{"/w"}, tree: layoutTree{"/w/wt": kindDir, "/w/wt/.git": kindFile}, gitFiles: []string{"/w/wt/.git"},
+			writable: []string{"/w"}, tree: layoutTree{"/w/wt": hostwalk.KindDir, "/w/wt/.git": hostwalk.KindFile}, gitFiles: []string{"/w/wt/.git"},
 			want: []string{"pin /w/wt", "hold /w/wt/.git"}},
 		{name: "a git dir outside every writable dir is not laid out",
 			writable: []string{"/w"}, gitDirs: []string{"/elsewhere/.git"}, want: nil},
 		{name: "nothing below a held directory",
 			writable: []string{"/w"}, names: []string{".claude", ".claude/settings.json"},
-			tree: layoutTree{"/w/.claude": kindDir, "/w/.claude/settings.json": kindFile},
+			tree: layoutTree{"/w/.claude": hostwalk.KindDir, "/w/.claude/settings.json": hostwalk.KindFile},
 			want: []string{"hold /w/.claude"}},
 		{name: "absolute --protect applies to its own writable dir only",
-			writable: []string{"/w", "/o"}, names: []string{"/w/secret"}, tree: layoutTree{"/w/secret": kindFile},
+			writable: []string{"/w", "/o"}, names: []string{"/w/secret"}, tree: layoutTree{"/w/secret": hostwalk.KindFile},
 			want: []string{"hold /w/secret"}},
 		{name: "each writable dir gets the relative names",
-			writable: []string{"/w", "/o"}, names: []string{".envrc"}, tree: layoutTree{"/o/.envrc": kindFile},
+			writable: []string{"/w", "/o"}, names: []string{".envrc"}, tree: layoutTree{"/o/.envrc": hostwalk.KindFile},
 			want: []string{"hold /o/.envrc", "watch /w/.envrc"}},
 	}
 	for _, c := range cases {
@@ -120,7 +124,7 @@ func TestProtectLayout(t *testing.T) {
 			var got []string
 			for _, a := range acts {
 				got = append(got, a.String())
-				if a.Op != opWatch && c.tree.kind(a.Path) == kindMissing {
+				if a.Op != opWatch && c.tree.kind(a.Path) == hostwalk.KindMissing {
 					t.Errorf("%s: a mount onto a missing path", a)
 				}
 			}
@@ -154,21 +158,21 @@ func TestFindGit(t *testing.T) {
 	os.Symlink(filepath.Join(m, ".git"), filepath.Join(w, "l/.git"))
 	os.Symlink(m, filepath.Join(w, "follow-me")) // never walked
 
-	g := findGit([]string{w, filepath.Join(m, ".git")}, walkBounds{})
+	g := hostwalk.FindGit([]string{w, filepath.Join(m, ".git")}, hostwalk.Bounds{})
 	wantDirs := []string{filepath.Join(m, ".git"), filepath.Join(w, ".git"), filepath.Join(w, ".git/modules/lib/sub"),
 		filepath.Join(w, ".git/worktrees/wt"), filepath.Join(w, "a/b/c/.git"), filepath.Join(w, "bare.git")}
 	slices.Sort(wantDirs)
-	if !reflect.DeepEqual(g.dirs, wantDirs) {
-		t.Errorf("dirs:\n got %v\nwant %v", g.dirs, wantDirs)
+	if !reflect.DeepEqual(g.Dirs, wantDirs) {
+		t.Errorf("dirs:\n got %v\nwant %v", g.Dirs, wantDirs)
 	}
-	if !reflect.DeepEqual(g.files, []string{filepath.Join(w, "wt/.git")}) {
-		t.Errorf("files: %v", g.files)
+	if !reflect.DeepEqual(g.Files, []string{filepath.Join(w, "wt/.git")}) {
+		t.Errorf("files: %v", g.Files)
 	}
-	if !reflect.DeepEqual(g.links, []string{filepath.Join(w, "l/.git")}) {
-		t.Errorf("links: %v", g.links)
+	if !reflect.DeepEqual(g.Links, []string{filepath.Join(w, "l/.git")}) {
+		t.Errorf("links: %v", g.Links)
 	}
-	if !g.report.Complete || g.report.GitDirs != len(wantDirs) {
-		t.Errorf("report: %+v", g.report)
+	if !g.Report.Complete || g.Report.GitDirs != len(wantDirs) {
+		t.Errorf("report: %+v", g.Report)
 	}
 }
 
@@ -176,13 +180,13 @@ func TestFindGit(t *testing.T) {
 // with its reason and the walk says it is incomplete.
 func TestFindGitReportsWhatItSkips(t *testing.T) {
 	w := t.TempDir()
-	deep := filepath.Join(w, strings.Repeat("d/", walkMaxDepth+1))
+	deep := filepath.Join(w, strings.Repeat("d/", hostwalk.MaxDepth+1))
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g := findGit([]string{w}, walkBounds{})
-	if g.report.Complete || len(g.report.Skipped) != 1 || !strings.Contains(g.report.Skipped[0], "deeper than") {
-		t.Errorf("report: %+v", g.report)
+	g := hostwalk.FindGit([]string{w}, hostwalk.Bounds{})
+	if g.Report.Complete || len(g.Report.Skipped) != 1 || !strings.Contains(g.Report.Skipped[0], "deeper than") {
+		t.Errorf("report: %+v", g.Report)
 	}
 }
 
@@ -194,10 +198,10 @@ func TestFindGitReportsWhatItSkips(t *testing.T) {
 func TestFindGitGoneIsComplete(t *testing.T) {
 	w := t.TempDir()
 	file := filepath.Join(w, "file")
-	writeFile(t, file, "x")
-	g := findGit([]string{filepath.Join(w, "gone"), file}, walkBounds{})
-	if !g.report.Complete {
-		t.Errorf("a missing and a non-directory writable dir: report %+v, want complete", g.report)
+	sandboxtest.WriteFile(t, file, "x")
+	g := hostwalk.FindGit([]string{filepath.Join(w, "gone"), file}, hostwalk.Bounds{})
+	if !g.Report.Complete {
+		t.Errorf("a missing and a non-directory writable dir: report %+v, want complete", g.Report)
 	}
 	if os.Geteuid() == 0 {
 		return // root reads a 0o000 directory: no control
@@ -206,8 +210,8 @@ func TestFindGitGoneIsComplete(t *testing.T) {
 	if err := os.Mkdir(closed, 0); err != nil {
 		t.Fatal(err)
 	}
-	if g := findGit([]string{closed}, walkBounds{}); g.report.Complete {
-		t.Errorf("control: an unreadable directory walked as complete: %+v", g.report)
+	if g := hostwalk.FindGit([]string{closed}, hostwalk.Bounds{}); g.Report.Complete {
+		t.Errorf("control: an unreadable directory walked as complete: %+v", g.Report)
 	}
 }
 
@@ -225,14 +229,14 @@ func TestFindGitEntriesBound(t *testing.T) {
 		os.MkdirAll(filepath.Join(repo, d), 0o755)
 	}
 	os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	whole := findGit([]string{w}, walkBounds{})
-	if !whole.report.Complete || !slices.Contains(whole.dirs, repo) {
-		t.Fatalf("control: default bound: %+v, dirs %v", whole.report, whole.dirs)
+	whole := hostwalk.FindGit([]string{w}, hostwalk.Bounds{})
+	if !whole.Report.Complete || !slices.Contains(whole.Dirs, repo) {
+		t.Fatalf("control: default bound: %+v, dirs %v", whole.Report, whole.Dirs)
 	}
 	for _, n := range []int{5, 15} {
-		g := findGit([]string{w}, walkBounds{entries: n})
-		if g.report.Complete || len(g.report.Skipped) == 0 || slices.Contains(g.dirs, repo) {
-			t.Errorf("bound %d: %+v, dirs %v; want incomplete, the repository not found", n, g.report, g.dirs)
+		g := hostwalk.FindGit([]string{w}, hostwalk.Bounds{Entries: n})
+		if g.Report.Complete || len(g.Report.Skipped) == 0 || slices.Contains(g.Dirs, repo) {
+			t.Errorf("bound %d: %+v, dirs %v; want incomplete, the repository not found", n, g.Report, g.Dirs)
 		}
 	}
 }
@@ -263,9 +267,9 @@ func TestStripGitConfig(t *testing.T) {
 		{"# comment\n; comment\n[core]\n\tsymlinks = true # c\n", "", true},
 	}
 	for _, c := range cases {
-		got, dropped := stripGitConfig(c.in)
+		got, dropped := gitrepo.StripConfig(c.in)
 		if got != c.want || dropped != c.dropped {
-			t.Errorf("stripGitConfig(%q) = %q, %v; want %q, %v", c.in, got, dropped, c.want, c.dropped)
+			t.Errorf("gitrepo.StripConfig(%q) = %q, %v; want %q, %v", c.in, got, dropped, c.want, c.dropped)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"io/fs"
@@ -7,43 +7,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// kindsBound is the most entries a directory may have for kinds to list
+// kindsBound is the most entries a directory may have for Kinds to list
 // it; past it, each name is lstat'ed instead, so that a huge directory
 // costs no more than it did before the listing.
 const kindsBound = 4096
 
-// kinds answers lstatKind for many names in few directories: it lists
+// Kinds answers LstatKind for many names in few directories: it lists
 // each parent once (one open and a getdents or two) instead of an lstat
 // per name. The protected names (thirty-odd per writable directory) are
 // looked up when the run is planned and again when it is settled, so this
 // was most of a plan's file system calls. The answers are a snapshot, as
-// separate lstats are. The zero value is ready to use; a kinds is not safe
+// separate lstats are. The zero value is ready to use; a Kinds is not safe
 // for concurrent use.
-type kinds struct {
-	l    lister
-	dirs map[string]map[string]entryKind // a nil entry: not listed
+type Kinds struct {
+	l    Lister
+	dirs map[string]map[string]Kind // a nil entry: not listed
 }
 
 // kind says what is at p, without following a link at p: from the
 // listing of p's parent, or by lstat when the parent could not be listed.
-func (k *kinds) kind(p string) entryKind {
-	if kind, ok := k.lookup(p); ok {
+func (k *Kinds) Kind(p string) Kind {
+	if kind, ok := k.Lookup(p); ok {
 		return kind
 	}
-	return lstatKind(p)
+	return LstatKind(p)
 }
 
 // lookup answers from the listing of p's parent; ok is false when that
 // parent could not be opened without following a link at its last
 // component, could not be read, or holds more than kindsBound entries.
-func (k *kinds) lookup(p string) (entryKind, bool) {
+func (k *Kinds) Lookup(p string) (Kind, bool) {
 	dir, name := filepath.Split(p)
 	dir = filepath.Clean(dir)
 	if name == "" || dir == p {
-		return kindMissing, false
+		return KindMissing, false
 	}
 	if k.dirs == nil {
-		k.dirs = map[string]map[string]entryKind{}
+		k.dirs = map[string]map[string]Kind{}
 	}
 	names, ok := k.dirs[dir]
 	if !ok {
@@ -51,50 +51,50 @@ func (k *kinds) lookup(p string) (entryKind, bool) {
 		k.dirs[dir] = names
 	}
 	if names == nil {
-		return kindMissing, false
+		return KindMissing, false
 	}
 	return names[name], true
 }
 
 // seed gives k the listing ents of dir that a walk of the same plan
-// already made (findGit's tops), so that dir is not listed again: the
+// already made (FindGit's tops), so that dir is not listed again: the
 // same snapshot as a listing of its own, taken a moment earlier.
-func (k *kinds) seed(dir string, ents dirents) {
+func (k *Kinds) Seed(dir string, ents Dirents) {
 	if len(ents) > kindsBound {
 		return
 	}
 	if k.dirs == nil {
-		k.dirs = map[string]map[string]entryKind{}
+		k.dirs = map[string]map[string]Kind{}
 	}
 	k.dirs[filepath.Clean(dir)] = kindsOf(ents)
 }
 
-// listDir maps the names in dir to their kinds; nil when dir cannot be
+// listDir maps the names in dir to their Kinds; nil when dir cannot be
 // listed or holds more than kindsBound entries.
-func (k *kinds) listDir(dir string) map[string]entryKind {
+func (k *Kinds) listDir(dir string) map[string]Kind {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
 	defer unix.Close(fd)
-	ents, err := k.l.list(fd, kindsBound)
+	ents, err := k.l.List(fd, kindsBound)
 	if err != nil {
 		return nil
 	}
 	return kindsOf(ents)
 }
 
-// kindsOf maps a listing's names to their kinds.
-func kindsOf(ents dirents) map[string]entryKind {
-	out := make(map[string]entryKind, len(ents))
+// kindsOf maps a listing's names to their Kinds.
+func kindsOf(ents Dirents) map[string]Kind {
+	out := make(map[string]Kind, len(ents))
 	for _, e := range ents {
 		switch {
-		case e.mode.IsDir():
-			out[e.name] = kindDir
-		case e.mode&fs.ModeSymlink != 0:
-			out[e.name] = kindLink
+		case e.Mode.IsDir():
+			out[e.Name] = KindDir
+		case e.Mode&fs.ModeSymlink != 0:
+			out[e.Name] = KindLink
 		default:
-			out[e.name] = kindFile
+			out[e.Name] = KindFile
 		}
 	}
 	return out
