@@ -27,11 +27,12 @@ import (
 // each path (realPath), never a lexical clean of it. Reading to decide
 // may so go anywhere the link points, to decide only: every file read is
 // opened non-blocking, checked to be a regular file and read to a bound.
-// Acting (quarantine, stripConfig) is never done here: the caller acts on
-// the real paths returned, and only on those inside a writable directory,
-// each reached from that directory by descriptor without following a link
-// (openParent), so a link swapped in after the decision makes the action
-// fail, never land outside.
+// Acting (the caller's quarantine, writing what StripConfig keeps) is
+// never done here: the caller acts on the real paths returned, and only
+// on those inside a writable directory, each reached from that directory
+// by descriptor without following a link (sandbox's openParent), so a
+// link swapped in after the decision makes the action fail, never land
+// outside.
 
 // Repo is one repository as host git opens it: Dir is its git
 // directory ($GIT_DIR) and Common its common directory ($GIT_COMMON_DIR:
@@ -69,7 +70,7 @@ const gitSubmoduleDepth = 8
 // was found is returned with it, and a caller guarding the host treats
 // the rest as unknown.
 //
-// The sweep (findGit) applies the same rules (At) at every directory
+// The sweep (hostwalk.FindGit) applies the same rules (At) at every directory
 // of the writable trees, which covers what gitDirs returns for any
 // directory inside them (TestGitDirsAgreesWithGit checks both).
 func gitDirs(dir string) ([]Repo, error) {

@@ -20,7 +20,7 @@ type Dirent struct {
 // Dirents is a directory's listing, in the order getdents gave it.
 type Dirents []Dirent
 
-// get finds name in the listing (a linear scan: a git directory's names are
+// Get finds name in the listing (a linear scan: a git directory's names are
 // looked up only in directories the walk already lists).
 func (d Dirents) Get(name string) (fs.FileMode, bool) {
 	for _, e := range d {
@@ -55,7 +55,7 @@ type rawEnt struct {
 // kernel bug, never a file name.
 var errBadDirent = errors.New("malformed getdents64 record")
 
-// list reads every entry of the directory open at fd (which it neither
+// List reads every entry of the directory open at fd (which it neither
 // seeks nor closes) but "." and "..", each with the type getdents gave.
 // An entry of unknown type (DT_UNKNOWN, on file systems that do not
 // store it) is lstat'ed through fd, never followed; one that is gone by

@@ -24,8 +24,10 @@ type Kinds struct {
 	dirs map[string]map[string]Kind // a nil entry: not listed
 }
 
-// kind says what is at p, without following a link at p: from the
-// listing of p's parent, or by lstat when the parent could not be listed.
+// Kind says what is at p, without following a link at p: from the
+// listing of p's parent, or by LstatKind when the parent could not be
+// listed. The answer is as of the parent's listing (or its seed), not of
+// the call.
 func (k *Kinds) Kind(p string) Kind {
 	if kind, ok := k.Lookup(p); ok {
 		return kind
@@ -33,7 +35,7 @@ func (k *Kinds) Kind(p string) Kind {
 	return LstatKind(p)
 }
 
-// lookup answers from the listing of p's parent; ok is false when that
+// Lookup answers from the listing of p's parent; ok is false when that
 // parent could not be opened without following a link at its last
 // component, could not be read, or holds more than kindsBound entries.
 func (k *Kinds) Lookup(p string) (Kind, bool) {
@@ -56,7 +58,7 @@ func (k *Kinds) Lookup(p string) (Kind, bool) {
 	return names[name], true
 }
 
-// seed gives k the listing ents of dir that a walk of the same plan
+// Seed gives k the listing ents of dir that a walk of the same plan
 // already made (FindGit's tops), so that dir is not listed again: the
 // same snapshot as a listing of its own, taken a moment earlier.
 func (k *Kinds) Seed(dir string, ents Dirents) {

@@ -17,10 +17,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// GitFinds is what a walk found: git directories and common directories
+// GitFinds is what FindGit found: git directories and common directories
 // inside the writable directories (every repository git's own rules find
-// at any directory of the walk, see gitAt, and every directory named .git),
-// and .git files and links.
+// at any directory of the walk, see gitrepo.At, and every directory named
+// .git), and .git files and links. It is a snapshot of the walk's moment;
+// Report says whether the walk was complete (when not, what lies beyond
+// is unknown, not absent).
 type GitFinds struct {
 	Dirs  []string // sorted, each once
 	Files []string // sorted
@@ -35,7 +37,7 @@ type GitFinds struct {
 
 // FindGit walks every writable directory, breadth first, without following
 // links (a directory is listed, never a link to one), within b, and at
-// every directory it lists applies git's discovery rules (gitAt): a .git
+// every directory it lists applies git's discovery rules (gitrepo.At): a .git
 // directory or "gitdir:" file resolved as git resolves it (links and ".."
 // in the path included, whatever lies on the way), a directory that git
 // takes for a git directory (a HEAD that is a link to refs/... counts), and
@@ -217,17 +219,24 @@ func (g *GitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 
 // TopListing is a writable directory opened (O_RDONLY|O_DIRECTORY|
 // O_NOFOLLOW, as the walks open it) and listed once for the plan's walks:
-// the git walk and the socket scan both start from it.
+// the git walk (FindGitFrom) and the socket scan (ScanSpecialFrom) both
+// start from it, so both see the same snapshot of it. A failed open or
+// listing is kept, and each walk then opens and lists the directory
+// itself (and reports its own error).
 type TopListing struct {
 	fd   int
 	ents Dirents
 	err  error // the open or the listing failed: each walk looks itself
 }
 
-// Tops are the plan's tops, by path.
+// Tops are a plan's TopListings, by path. The holder calls Close once
+// every walk that uses them has returned.
 type Tops map[string]*TopListing
 
-// ListTops opens and lists each of dirs, up to bound entries each.
+// ListTops opens and lists each of dirs, up to bound entries each (one
+// over the bound keeps errTooMany, and its walks list it themselves). It
+// never follows a link at a dir's last component; the descriptors are
+// close-on-exec and stay open until Close.
 func ListTops(dirs []string, bound int) Tops {
 	tops := Tops{}
 	var l Lister
@@ -246,7 +255,7 @@ func ListTops(dirs []string, bound int) Tops {
 	return tops
 }
 
-// close closes every top's descriptor.
+// Close closes every top's descriptor; the listings stay readable.
 func (tops Tops) Close() {
 	for _, t := range tops {
 		if t.fd >= 0 {
@@ -275,7 +284,7 @@ func ReadNames(dir string) (Dirents, error) {
 	return l.readNames(dir)
 }
 
-// readNames is readNames with l's buffer.
+// readNames is ReadNames with l's buffer.
 func (l *Lister) readNames(dir string) (Dirents, error) {
 	return l.readNamesMax(dir, 0)
 }
