@@ -328,7 +328,7 @@ func (g *liveGuard) visit(it guardWatch) {
 		return
 	}
 	names = append(hostwalk.Dirents(nil), names...)
-	if gitrepo.HasNames(names) || g.commons[it.path] && isCommonDir(names) {
+	if gitrepo.HasNames(names.Get) || g.commons[it.path] && isCommonDir(names) {
 		g.gitDir(it.path, fd, names)
 		return
 	}

@@ -43,12 +43,12 @@ type Repo struct {
 	Dir, Common string
 }
 
-// Listing is a directory's entries as a walk listed them (getdents, no
-// link followed): Get says whether name is there, and its file type bits.
-// At and HasNames read only the names git looks for.
-type Listing interface {
-	Get(name string) (fs.FileMode, bool)
-}
+// Listing looks a name up in a directory's entries as a walk listed them
+// (getdents, no link followed): whether name is there, and its file type
+// bits. At and HasNames look up only the names git looks for. It is a
+// func, not an interface, so that passing a listing's method value costs
+// no allocation per directory.
+type Listing func(name string) (fs.FileMode, bool)
 
 // gitSubmoduleDepth bounds gitDirs' descent into submodules of
 // submodules.
@@ -147,7 +147,7 @@ func discoverAt(dir string) (r Repo, found, stop bool) {
 // that has none of the names git looks for.
 func At(dir string, ents Listing) []Repo {
 	var out []Repo
-	if m, ok := ents.Get(".git"); ok && !m.IsDir() {
+	if m, ok := ents(".git"); ok && !m.IsDir() {
 		dotgit := dir + "/.git"
 		var st unix.Stat_t
 		if unix.Stat(dotgit, &st) == nil {
@@ -175,10 +175,10 @@ func At(dir string, ents Listing) []Repo {
 // directory git init is still filling (an empty HEAD) must be watched as a
 // git directory before git would accept it.
 func HasNames(ents Listing) bool {
-	_, head := ents.Get("HEAD")
-	_, refs := ents.Get("refs")
-	_, objects := ents.Get("objects")
-	_, commondir := ents.Get("commondir")
+	_, head := ents("HEAD")
+	_, refs := ents("refs")
+	_, objects := ents("objects")
+	_, commondir := ents("commondir")
 	return head && (commondir || refs && objects)
 }
 

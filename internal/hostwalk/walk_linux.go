@@ -91,7 +91,7 @@ func FindGitFrom(writable []string, b Bounds, tops Tops) *GitFinds {
 			continue
 		}
 		own := filepath.Base(it.path) == ".git"
-		for _, r := range gitrepo.At(it.path, names) {
+		for _, r := range gitrepo.At(it.path, names.Get) {
 			g.addRepo(r, writable)
 			own = own || r.Dir == it.path || r.Common == it.path
 		}
