@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -21,12 +22,12 @@ func commandEnv(p policy.Policy, netEnv map[string]string, lookup func(string) (
 	// git's config channel has two writers, the run's (the secrets'
 	// credential helpers) and the policy's (the caller's identity): the
 	// run's entries go after the policy's, neither overwriting the other.
-	keys, vals := gitConfigOf(m)
+	keys, vals := gitrepo.TakeEnvConfig(m)
 	for _, kv := range penv {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
-	appendGitConfig(m, keys, vals)
+	gitrepo.AppendEnvConfig(m, keys, vals)
 	out := make([]string, 0, len(m))
 	for k, v := range m {
 		out = append(out, k+"="+v)

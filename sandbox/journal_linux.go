@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -233,7 +234,7 @@ func settleIn(d *pathguard.Dir, dir, own string, me *self, q *quarantine) {
 			over = append(over, j)
 		}
 	}
-	walks := map[string]*gitFinds{}
+	walks := map[string]*hostwalk.GitFinds{}
 	var settle []*journal
 	for _, j := range over {
 		if overlaps(j, live) {

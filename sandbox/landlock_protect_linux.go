@@ -32,7 +32,7 @@ func (r *llRun) protectPaths() error {
 		if err != nil {
 			return nil, protection{}, nil, err
 		}
-		pr = protection{walk: finds.report, gits: gitIDs(append(append([]string(nil), finds.dirs...), finds.files...))}
+		pr = protection{walk: finds.Report, gits: gitIDs(append(append([]string(nil), finds.Dirs...), finds.Files...))}
 		var hold []string
 		for _, a := range acts {
 			switch a.Op {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -71,8 +72,8 @@ func bwrapFeatureSets(t *testing.T) []struct {
 // /usr, no /lib32 or /libx32), its /proc, and, per shape, what exists in
 // the writable dirs and what the searches and the walk found.
 type fakeHost struct {
-	kinds    map[string]entryKind // in the writable dirs; a path not named is missing
-	links    map[string]string    // symbolic links among kinds: their targets
+	kinds    map[string]hostwalk.Kind // in the writable dirs; a path not named is missing
+	links    map[string]string        // symbolic links among kinds: their targets
 	gitDirs  []string
 	gitFiles []string
 	gitLinks []string
@@ -104,14 +105,14 @@ func (h fakeHost) facts(p policy.Policy) *hostFacts {
 	for _, r := range p.Read {
 		f.reads = append(f.reads, h.reads[r])
 	}
-	f.prot = protectFacts{kinds: map[string]entryKind{}, links: h.links, gitDirs: h.gitDirs, gitFiles: h.gitFiles,
+	f.prot = protectFacts{kinds: map[string]hostwalk.Kind{}, links: h.links, gitDirs: h.gitDirs, gitFiles: h.gitFiles,
 		gitLinks: h.gitLinks, self: map[string]pathguard.Resolution{}, walk: WalkReport{Complete: !h.partial}}
 	for _, w := range f.writable {
-		f.prot.kinds[w.Path] = kindDir
+		f.prot.kinds[w.Path] = hostwalk.KindDir
 	}
 	for p, k := range h.kinds {
 		f.prot.kinds[p] = k
-		if k == kindDir || k == kindFile {
+		if k == hostwalk.KindDir || k == hostwalk.KindFile {
 			f.prot.self[p] = fakeRes(p)
 		}
 	}
@@ -142,8 +143,8 @@ type layoutShape struct {
 }
 
 func layoutShapes() []layoutShape {
-	dataRead := readFact{name: "/srv/data", res: fakeRes("/srv/data"), found: []specialFound{
-		{rel: "run/app.sock", kind: "socket"}, {rel: "queue", kind: "fifo"}}}
+	dataRead := readFact{name: "/srv/data", res: fakeRes("/srv/data"), found: []hostwalk.SpecialFound{
+		{Rel: "run/app.sock", Kind: "socket"}, {Rel: "queue", Kind: "fifo"}}}
 	return []layoutShape{
 		{name: "workdir", p: policy.Policy{Workdir: proj}},
 		{name: "write-read", p: policy.Policy{Workdir: proj, Write: []string{cache}, Read: []string{"/srv/data", "/srv/ref.txt", "/opt/tool"}},
@@ -155,25 +156,25 @@ func layoutShapes() []layoutShape {
 				"/opt/tool": {name: "/opt/tool", res: fakeRes("/opt/tool-1.2")},
 			}}},
 		{name: "protected", p: policy.Policy{Workdir: proj, Protect: []string{"secrets.env", proj + "/deploy"}, Unprotect: []string{".envrc"}},
-			host: fakeHost{partial: true, kinds: map[string]entryKind{
-				proj + "/.bashrc": kindFile, proj + "/.vscode": kindDir, proj + "/.github": kindDir,
-				proj + "/.config": kindDir, proj + "/.config/fish": kindDir, proj + "/secrets.env": kindFile,
-				proj + "/.envrc": kindFile, // unprotected: not held
+			host: fakeHost{partial: true, kinds: map[string]hostwalk.Kind{
+				proj + "/.bashrc": hostwalk.KindFile, proj + "/.vscode": hostwalk.KindDir, proj + "/.github": hostwalk.KindDir,
+				proj + "/.config": hostwalk.KindDir, proj + "/.config/fish": hostwalk.KindDir, proj + "/secrets.env": hostwalk.KindFile,
+				proj + "/.envrc": hostwalk.KindFile, // unprotected: not held
 			}}},
 		{name: "git", p: policy.Policy{Workdir: proj}, host: fakeHost{
-			kinds: map[string]entryKind{
-				proj + "/.git": kindDir, proj + "/.git/hooks": kindDir, proj + "/.git/config": kindFile,
-				proj + "/.git/info": kindDir,                              // info/attributes missing: watched
-				proj + "/wt":        kindDir, proj + "/wt/.git": kindFile, // a worktree's .git file
-				proj + "/vendor": kindDir, proj + "/vendor/lib": kindDir, proj + "/vendor/lib/.git": kindDir,
-				proj + "/vendor/lib/.git/config": kindFile, proj + "/vendor/lib/.git/hooks": kindDir,
+			kinds: map[string]hostwalk.Kind{
+				proj + "/.git": hostwalk.KindDir, proj + "/.git/hooks": hostwalk.KindDir, proj + "/.git/config": hostwalk.KindFile,
+				proj + "/.git/info": hostwalk.KindDir,                                       // info/attributes missing: watched
+				proj + "/wt":        hostwalk.KindDir, proj + "/wt/.git": hostwalk.KindFile, // a worktree's .git file
+				proj + "/vendor": hostwalk.KindDir, proj + "/vendor/lib": hostwalk.KindDir, proj + "/vendor/lib/.git": hostwalk.KindDir,
+				proj + "/vendor/lib/.git/config": hostwalk.KindFile, proj + "/vendor/lib/.git/hooks": hostwalk.KindDir,
 			},
 			gitDirs:  []string{proj + "/.git", proj + "/vendor/lib/.git"},
 			gitFiles: []string{proj + "/wt/.git"},
 		}, post: []postBind{{"/home/u/.cache/sandbox-run/githint-0123abcd", gitHintDir + "/git"}}},
 		{name: "sockets", p: policy.Policy{Workdir: proj, Read: []string{"/srv/data", "/srv/data"}},
 			host: fakeHost{
-				kinds:   map[string]entryKind{proj + "/.git": kindDir, proj + "/.git/config": kindFile, proj + "/.git/hooks": kindDir},
+				kinds:   map[string]hostwalk.Kind{proj + "/.git": hostwalk.KindDir, proj + "/.git/config": hostwalk.KindFile, proj + "/.git/hooks": hostwalk.KindDir},
 				gitDirs: []string{proj + "/.git"},
 				reads:   map[string]readFact{"/srv/data": dataRead},
 				covered: []string{proj + "/.git/fsmonitor--daemon.ipc", proj + "/dev.sock"},
@@ -181,11 +182,11 @@ func layoutShapes() []layoutShape {
 		// A --write dir inside the workdir: bound over it, and the
 		// protected names apply inside each writable dir.
 		{name: "nested-write", p: policy.Policy{Workdir: proj, Write: []string{proj + "/build"}},
-			host: fakeHost{kinds: map[string]entryKind{proj + "/.bashrc": kindFile, proj + "/build/.npmrc": kindFile}}},
+			host: fakeHost{kinds: map[string]hostwalk.Kind{proj + "/.bashrc": hostwalk.KindFile, proj + "/build/.npmrc": hostwalk.KindFile}}},
 		// A session's home (--home): one more writable dir, with the
 		// protected names inside it (.bashrc there is held).
 		{name: "home", p: policy.Policy{Workdir: proj, Home: "/home/u/.local/state/sandbox-run/homes/s1"},
-			host: fakeHost{kinds: map[string]entryKind{"/home/u/.local/state/sandbox-run/homes/s1/.bashrc": kindFile}}},
+			host: fakeHost{kinds: map[string]hostwalk.Kind{"/home/u/.local/state/sandbox-run/homes/s1/.bashrc": hostwalk.KindFile}}},
 		{name: "sizes", p: policy.Policy{Workdir: proj, TmpSize: 1 << 30, ShmSize: 16 << 20}},
 		{name: "proxy-sockets", p: policy.Policy{Workdir: proj, AllowHosts: []string{"example.com"}, LLMSocket: "/run/llm/llm.sock"},
 			post: []postBind{

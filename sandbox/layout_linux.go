@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -31,17 +32,6 @@ const (
 
 func (o holdOp) String() string { return [...]string{"pin", "hold", "watch"}[o] }
 
-// entryKind is what the layout needs to know of a path: whether it exists,
-// and as what (links are never followed).
-type entryKind int
-
-const (
-	kindMissing entryKind = iota
-	kindDir
-	kindFile
-	kindLink
-)
-
 // holdAction is one step of the layout.
 type holdAction struct {
 	Path string
@@ -66,7 +56,7 @@ func (e *LinkError) Error() string { return e.Path + " is a symbolic link" }
 // writable directory that holds them. Every git directory gets its held
 // parts (policy.GitHeld) and is pinned; a .git file is held, with the
 // directories on the way to it pinned.
-func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) entryKind) ([]holdAction, error) {
+func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) hostwalk.Kind) ([]holdAction, error) {
 	acts := map[string]holdOp{}
 	add := func(p string, op holdOp) {
 		if old, ok := acts[p]; !ok || op > old {
@@ -109,16 +99,16 @@ func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf 
 // watched. The directories above it are not pinned (a bind each costs
 // bwrap about half a millisecond): one replaced through them is a new git
 // directory to the end-of-run walk, which tells them apart by inode.
-func layoutGitDir(g string, writable []string, kindOf func(string) entryKind, add func(string, holdOp)) error {
+func layoutGitDir(g string, writable []string, kindOf func(string) hostwalk.Kind, add func(string, holdOp)) error {
 	w := owner(g, writable)
 	if w == "" {
 		return nil
 	}
 	if g != w {
 		switch kindOf(g) {
-		case kindLink:
+		case hostwalk.KindLink:
 			return &LinkError{Path: g}
-		case kindDir:
+		case hostwalk.KindDir:
 			add(g, opPin)
 		}
 	}
@@ -135,19 +125,19 @@ func layoutGitDir(g string, writable []string, kindOf func(string) entryKind, ad
 // exists, and watched from where it stops existing. A file where
 // a directory is expected (the .git file of a worktree) is held: it names
 // where git looks.
-func layoutPath(w, rel string, kindOf func(string) entryKind, add func(string, holdOp)) error {
+func layoutPath(w, rel string, kindOf func(string) hostwalk.Kind, add func(string, holdOp)) error {
 	parts := strings.Split(rel, "/")
 	cur := w
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		last := i == len(parts)-1
 		switch kindOf(cur) {
-		case kindLink:
+		case hostwalk.KindLink:
 			return &LinkError{Path: cur}
-		case kindMissing:
+		case hostwalk.KindMissing:
 			add(filepath.Join(w, rel), opWatch)
 			return nil
-		case kindDir:
+		case hostwalk.KindDir:
 			if !last {
 				add(cur, opPin)
 				continue

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"golang.org/x/sys/unix"
 )
@@ -96,7 +98,7 @@ type liveGuard struct {
 	rep      LiveGuardReport
 	start    time.Time
 	done     chan struct{}
-	l        lister
+	l        hostwalk.Lister
 }
 
 // liveBudget is the run's ceiling on inotify watches: a quarter of the
@@ -321,24 +323,24 @@ func (g *liveGuard) visit(it guardWatch) {
 	if !g.watch(fd, it.path, kindDirW, maskDir) {
 		return
 	}
-	names, err := g.l.list(fd, 0)
+	names, err := g.l.List(fd, 0)
 	if err != nil {
 		return
 	}
-	names = append(dirents(nil), names...)
-	if gitNames(names) || g.commons[it.path] && isCommonDir(names) {
+	names = append(hostwalk.Dirents(nil), names...)
+	if gitrepo.HasNames(names.Get) || g.commons[it.path] && isCommonDir(names) {
 		g.gitDir(it.path, fd, names)
 		return
 	}
 	for _, e := range names {
-		p := filepath.Join(it.path, e.name)
+		p := filepath.Join(it.path, e.Name)
 		if g.near[p] {
 			g.protectedAt(p)
 		}
 		switch {
-		case e.name == ".git":
+		case e.Name == ".git":
 			g.dotGit(p)
-		case e.mode.IsDir() && !gitInternal(it.path, e.name):
+		case e.Mode.IsDir() && !gitInternal(it.path, e.Name):
 			g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 		}
 	}
@@ -356,7 +358,7 @@ func gitInternal(parent, name string) bool {
 // existed at the start is held by the mechanism, and only where further
 // git directories may appear is watched; a new one is watched for writes
 // and neutralised now.
-func (g *liveGuard) gitDir(d string, fd int, names dirents) {
+func (g *liveGuard) gitDir(d string, fd int, names hostwalk.Dirents) {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
 		return
@@ -366,7 +368,7 @@ func (g *liveGuard) gitDir(d string, fd int, names dirents) {
 			return
 		}
 		for _, sub := range []string{"modules", "worktrees"} {
-			if m, ok := names.get(sub); ok && m.IsDir() {
+			if m, ok := names.Get(sub); ok && m.IsDir() {
 				g.queue = append(g.queue, guardWatch{path: filepath.Join(d, sub), kind: kindDirW})
 			}
 		}
@@ -376,7 +378,7 @@ func (g *liveGuard) gitDir(d string, fd int, names dirents) {
 		return
 	}
 	for _, name := range []string{"config", "config.worktree", "hooks", "info", "commondir", "modules", "worktrees"} {
-		if _, ok := names.get(name); ok {
+		if _, ok := names.Get(name); ok {
 			g.newGitEntry(d, name, unix.IN_CREATE)
 		}
 	}
@@ -416,7 +418,7 @@ func (g *liveGuard) gitSubdir(p, name string) {
 	w := g.owner(p)
 	fd, err := g.openDir(p)
 	if err != nil {
-		if lstatKind(p) == kindLink {
+		if hostwalk.LstatKind(p) == hostwalk.KindLink {
 			g.act(func() { g.q.moveAt(w, p, "a symbolic link in place of a new git directory's "+name) })
 		}
 		return
@@ -429,16 +431,16 @@ func (g *liveGuard) gitSubdir(p, name string) {
 	if !g.watch(fd, p, kind, maskDir) {
 		return
 	}
-	names, err := g.l.list(fd, 0)
+	names, err := g.l.List(fd, 0)
 	if err != nil {
 		return
 	}
-	for _, e := range append(dirents(nil), names...) {
-		q := filepath.Join(p, e.name)
+	for _, e := range append(hostwalk.Dirents(nil), names...) {
+		q := filepath.Join(p, e.Name)
 		switch {
-		case kind == kindHooks && !strings.HasSuffix(e.name, ".sample"):
+		case kind == kindHooks && !strings.HasSuffix(e.Name, ".sample"):
 			g.act(func() { g.q.moveAt(w, q, "a hook in a git directory created during the run") })
-		case kind == kindInfo && e.name == "attributes":
+		case kind == kindInfo && e.Name == "attributes":
 			g.act(func() { g.q.moveAt(w, q, "attributes of a git directory created during the run") })
 		}
 	}
@@ -515,7 +517,7 @@ func (g *liveGuard) dotGit(p string) {
 	case unix.S_IFDIR:
 		g.queue = append(g.queue, guardWatch{path: p, kind: kindDirW})
 	case unix.S_IFREG:
-		if t, err := readGitfile(p); err == nil && owner(t, g.writable) != "" {
+		if t, err := gitrepo.ReadGitfile(p); err == nil && owner(t, g.writable) != "" {
 			g.queue = append(g.queue, guardWatch{path: t, kind: kindDirW})
 		}
 	}
@@ -607,19 +609,19 @@ func (g *liveGuard) owner(p string) string { return owner(p, g.writable) }
 
 // isCommonDir says whether a directory a commondir names holds what git
 // reads there (objects and refs; its config is then read).
-func isCommonDir(names dirents) bool {
-	o, ok1 := names.get("objects")
-	r, ok2 := names.get("refs")
+func isCommonDir(names hostwalk.Dirents) bool {
+	o, ok1 := names.Get("objects")
+	r, ok2 := names.Get("refs")
 	return ok1 && ok2 && o.IsDir() && r.IsDir()
 }
 
 // commondirTarget is where git directory d's commondir points, resolved
 // as far as it exists (git resolves it against d).
 func commondirTarget(d string) (string, bool) {
-	if t, err := commonDir(d); err == nil {
+	if t, err := gitrepo.CommonDir(d); err == nil {
 		return t, true
 	}
-	b, err := readBounded(filepath.Join(d, "commondir"), 1<<16, false)
+	b, err := gitrepo.ReadBounded(filepath.Join(d, "commondir"), 1<<16, false)
 	if err != nil {
 		return "", false
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -48,7 +49,7 @@ type procFact struct {
 type readFact struct {
 	name  string
 	res   pathguard.Resolution
-	found []specialFound
+	found []hostwalk.SpecialFound
 }
 
 // protectFacts is what the protect layout reads: the kind of every path it
@@ -60,7 +61,7 @@ type protectFacts struct {
 	// own are sandbox-run's state dirs among the writable ones, whose
 	// protected names are not held (see splitOwn).
 	own               []string
-	kinds             map[string]entryKind
+	kinds             map[string]hostwalk.Kind
 	links             map[string]string
 	gitDirs, gitFiles []string
 	gitLinks          []string
@@ -68,7 +69,7 @@ type protectFacts struct {
 	walk              WalkReport
 }
 
-func (pf protectFacts) kindOf(p string) entryKind { return pf.kinds[p] }
+func (pf protectFacts) kindOf(p string) hostwalk.Kind { return pf.kinds[p] }
 
 // bindSource is a vetted source the layout binds: by descriptor (the
 // plan opens res in the order of sources) when bwrap can, else by path.
@@ -149,7 +150,7 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 		for _, s := range r.found {
 			// Covered again when the path is named again: the second
 			// bind of it lies over the first one's covers.
-			l.cover(filepath.Join(r.name, s.rel))
+			l.cover(filepath.Join(r.name, s.Rel))
 		}
 		l.readOnly = append(l.readOnly, r.name)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -174,10 +175,10 @@ func TestLayoutRefuses(t *testing.T) {
 			fakeHost{reads: map[string]readFact{"/srv/gone": {name: "/srv/gone", res: pathguard.Resolution{Path: "/srv/gone"}}}}, "does not exist"},
 		{"protect outside", policy.Policy{Workdir: proj, Protect: []string{"/etc/passwd"}}, fakeHost{}, "not inside a writable directory"},
 		{"protected link", policy.Policy{Workdir: proj},
-			fakeHost{kinds: map[string]entryKind{proj + "/.bashrc": kindLink}, links: map[string]string{proj + "/.bashrc": "/etc/bash.bashrc"}},
+			fakeHost{kinds: map[string]hostwalk.Kind{proj + "/.bashrc": hostwalk.KindLink}, links: map[string]string{proj + "/.bashrc": "/etc/bash.bashrc"}},
 			"protected path " + proj + "/.bashrc is a symbolic link (to /etc/bash.bashrc)"},
 		{"link on the way", policy.Policy{Workdir: proj},
-			fakeHost{kinds: map[string]entryKind{proj + "/.github": kindLink}, links: map[string]string{proj + "/.github": "/tmp/x"}},
+			fakeHost{kinds: map[string]hostwalk.Kind{proj + "/.github": hostwalk.KindLink}, links: map[string]string{proj + "/.github": "/tmp/x"}},
 			proj + "/.github is a symbolic link"},
 		{"git link", policy.Policy{Workdir: proj},
 			fakeHost{gitLinks: []string{proj + "/.git"}, links: map[string]string{proj + "/.git": "/srv/repo.git"}},
@@ -206,7 +207,7 @@ func TestLayoutRefuses(t *testing.T) {
 // unvetted path.
 func TestLayoutHeldNeedsResolution(t *testing.T) {
 	p := policy.Policy{Workdir: proj}.WithDefaults()
-	f := fakeHost{kinds: map[string]entryKind{proj + "/.bashrc": kindFile}}.facts(p)
+	f := fakeHost{kinds: map[string]hostwalk.Kind{proj + "/.bashrc": hostwalk.KindFile}}.facts(p)
 	if _, err := layOut(p, f, bwrap.Features{}, fdBinds); err != nil {
 		t.Fatalf("control, with the resolution: %v", err)
 	}
@@ -238,8 +239,8 @@ func TestGatheredFactsMatchModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := fakeHost{
-		kinds: map[string]entryKind{w + "/.git": kindDir, w + "/.git/hooks": kindDir, w + "/.git/config": kindFile,
-			w + "/.git/info": kindDir, w + "/.vscode": kindDir, w + "/.bashrc": kindFile, w + "/wt": kindDir, w + "/wt/.git": kindFile},
+		kinds: map[string]hostwalk.Kind{w + "/.git": hostwalk.KindDir, w + "/.git/hooks": hostwalk.KindDir, w + "/.git/config": hostwalk.KindFile,
+			w + "/.git/info": hostwalk.KindDir, w + "/.vscode": hostwalk.KindDir, w + "/.bashrc": hostwalk.KindFile, w + "/wt": hostwalk.KindDir, w + "/wt/.git": hostwalk.KindFile},
 		gitDirs: []string{w + "/.git"}, gitFiles: []string{w + "/wt/.git"},
 		covered: []string{w + "/sub/dev.sock"},
 	}.facts(p)
@@ -275,7 +276,7 @@ func TestLayoutProtectCoverage(t *testing.T) {
 	sets := bwrapFeatureSets(t)
 	for i := range 300 {
 		p := policy.Policy{Workdir: proj, Protect: []string{"a/b/c", "secrets.env"}}.WithDefaults()
-		kinds := map[string]entryKind{}
+		kinds := map[string]hostwalk.Kind{}
 		var want []string
 		addPath := func(full string) {
 			want = append(want, full)
@@ -284,14 +285,14 @@ func TestLayoutProtectCoverage(t *testing.T) {
 			for _, part := range strings.Split(rel, "/") {
 				cur = filepath.Join(cur, part)
 				if k, seen := kinds[cur]; seen {
-					if k != kindDir {
+					if k != hostwalk.KindDir {
 						return
 					}
 					continue
 				}
-				k := entryKind(rng.IntN(3)) // missing, dir or file
+				k := hostwalk.Kind(rng.IntN(3)) // missing, dir or file
 				kinds[cur] = k
-				if k != kindDir {
+				if k != hostwalk.KindDir {
 					return
 				}
 			}
@@ -301,14 +302,14 @@ func TestLayoutProtectCoverage(t *testing.T) {
 		}
 		var gitDirs []string
 		if rng.IntN(2) == 0 {
-			kinds[proj+"/.git"] = kindDir
+			kinds[proj+"/.git"] = hostwalk.KindDir
 			gitDirs = append(gitDirs, proj+"/.git")
 			for _, part := range policy.GitHeld() {
 				addPath(filepath.Join(proj, ".git", part))
 			}
 		}
 		for k, v := range kinds {
-			if v == kindMissing {
+			if v == hostwalk.KindMissing {
 				delete(kinds, k)
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -29,15 +31,15 @@ type quarantine struct {
 	earliest map[string]int64
 	// bounds bound each sweep's walk; sweep adds up what they walked
 	// (nil: no sweep yet).
-	bounds walkBounds
+	bounds hostwalk.Bounds
 	sweep  *WalkReport
 }
 
 // walk walks writable for git directories within q's bounds and adds the
 // walk's report to q's sweep.
-func (q *quarantine) walk(writable []string) *gitFinds {
-	g := findGit(writable, q.bounds)
-	q.sweep = mergeWalks(q.sweep, &g.report)
+func (q *quarantine) walk(writable []string) *hostwalk.GitFinds {
+	g := hostwalk.FindGit(writable, q.bounds)
+	q.sweep = mergeWalks(q.sweep, &g.Report)
 	return g
 }
 
@@ -48,10 +50,10 @@ func (q *quarantine) walk(writable []string) *gitFinds {
 // quarantined. Last, every snapshotted path that changed is quarantined
 // and put back (restoreHeld): after the stripping, so that a git
 // directory's held parts end as they were at the start.
-func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
+func (q *quarantine) neutralise(j *journal, finds *hostwalk.GitFinds) {
 	defer q.restoreHeld(j)
 	q.run = j.RunID
-	var ks kinds
+	var ks hostwalk.Kinds
 	for _, p := range j.Watched {
 		w := owner(p, j.Writable)
 		if w != "" && !absentBelow(&ks, w, p) {
@@ -69,12 +71,12 @@ func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
 		}
 		return ids[0]
 	}
-	for _, d := range finds.dirs {
+	for _, d := range finds.Dirs {
 		if !old[now(d)] {
 			q.stripGitDir(d, j.Writable)
 		}
 	}
-	for _, l := range finds.links {
+	for _, l := range finds.Links {
 		if !old[now(l)] {
 			if w := owner(l, j.Writable); w != "" {
 				q.moveAt(w, l, "a .git link created during the run")
@@ -88,14 +90,14 @@ func (q *quarantine) neutralise(j *journal, finds *gitFinds) {
 // way to it, and moveAt has nothing to do. Most watched names stay absent,
 // so this is one listing of w instead of a walk per name. Anything else,
 // a link on the way included, is left to moveAt.
-func absentBelow(ks *kinds, w, p string) bool {
+func absentBelow(ks *hostwalk.Kinds, w, p string) bool {
 	rel, err := filepath.Rel(w, p)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return false
 	}
 	first, _, _ := strings.Cut(rel, "/")
-	k, ok := ks.lookup(filepath.Join(w, first))
-	return ok && k == kindMissing
+	k, ok := ks.Lookup(filepath.Join(w, first))
+	return ok && k == hostwalk.KindMissing
 }
 
 // stripGitDir removes from a git directory the command created whatever
@@ -113,15 +115,15 @@ func (q *quarantine) stripGitDir(d string, writable []string) {
 	}
 	// git follows a link at hooks or info: the link is what is moved.
 	for _, name := range []string{"hooks", "info"} {
-		if p := filepath.Join(d, name); lstatKind(p) == kindLink {
+		if p := filepath.Join(d, name); hostwalk.LstatKind(p) == hostwalk.KindLink {
 			q.moveAt(w, p, "a symbolic link in place of a new git directory's "+name)
 		}
 	}
-	if names, err := readNames(filepath.Join(d, "hooks")); err == nil {
+	if names, err := hostwalk.ReadNames(filepath.Join(d, "hooks")); err == nil {
 		var hooks []string
 		for _, e := range names {
-			if !strings.HasSuffix(e.name, ".sample") {
-				hooks = append(hooks, e.name)
+			if !strings.HasSuffix(e.Name, ".sample") {
+				hooks = append(hooks, e.Name)
 			}
 		}
 		sort.Strings(hooks)
@@ -161,7 +163,7 @@ func (q *quarantine) stripConfig(w, p string) {
 	if err != nil {
 		return
 	}
-	kept, dropped := stripGitConfig(string(b))
+	kept, dropped := gitrepo.StripConfig(string(b))
 	if !dropped {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -190,7 +191,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	f.gatherProc()
 	searchable := map[string]bool{}
 	for _, src := range p.Read {
-		if err := f.addRead(g, src, uid, gid, searchable, defaultScanLimits); err != nil {
+		if err := f.addRead(g, src, uid, gid, searchable, hostwalk.DefaultScanLimits()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -211,10 +212,10 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	// it; on a large tree they are mostly the kernel listing directories:
 	// they run side by side. Their errors are reported in the same order
 	// as before.
-	tops := listTops(writable, max(walkMaxEntries, defaultScanLimits.entries))
-	defer tops.close()
+	tops := hostwalk.ListTops(writable, max(hostwalk.MaxEntries, hostwalk.DefaultScanLimits().Entries))
+	defer tops.Close()
 	scanned := make(chan error, 1)
-	go func() { scanned <- f.scanWritable(rv, writable, own, defaultScanLimits, tops) }()
+	go func() { scanned <- f.scanWritable(rv, writable, own, hostwalk.DefaultScanLimits(), tops) }()
 	perr := f.gatherProtect(p, g, writable, tops)
 	serr := <-scanned
 	if err := cmp.Or(perr, serr); err != nil {
@@ -230,16 +231,16 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 // when / cannot be listed, each is lstat'ed. Either way a directory is then
 // walked by CheckRead and pinned by Resolution.Open, as before.
 func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
-	var ks kinds
+	var ks hostwalk.Kinds
 	for _, sp := range systemPaths {
 		kind, err := systemKind(&ks, sp)
 		if err != nil {
 			return fault.New("cannot inspect "+sp, err.Error(), "check the host's root file system")
 		}
-		if kind == kindMissing {
+		if kind == hostwalk.KindMissing {
 			continue
 		}
-		if kind == kindLink {
+		if kind == hostwalk.KindLink {
 			t, err := os.Readlink(sp)
 			if err != nil {
 				return fault.New("cannot read link "+sp, err.Error(), "check the host's root file system")
@@ -258,20 +259,20 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 
 // systemKind is the kind of the system path sp, from ks's listing of its
 // parent, else from an lstat whose errors other than ENOENT are returned.
-func systemKind(ks *kinds, sp string) (entryKind, error) {
-	if kind, ok := ks.lookup(sp); ok {
+func systemKind(ks *hostwalk.Kinds, sp string) (hostwalk.Kind, error) {
+	if kind, ok := ks.Lookup(sp); ok {
 		return kind, nil
 	}
 	fi, err := os.Lstat(sp)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return kindMissing, nil
+		return hostwalk.KindMissing, nil
 	case err != nil:
-		return kindMissing, err
+		return hostwalk.KindMissing, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return kindLink, nil
+		return hostwalk.KindLink, nil
 	}
-	return kindFile, nil
+	return hostwalk.KindFile, nil
 }
 
 // gatherProc learns which of procReadOnly and procHidden the host's /proc
@@ -280,30 +281,30 @@ func systemKind(ks *kinds, sp string) (entryKind, error) {
 // They are looked up in one listing of /proc (kinds), not a stat each;
 // none of them is a link, and one that were would be looked up by stat.
 func (f *hostFacts) gatherProc() {
-	var ks kinds
-	kind := func(pp string) entryKind {
-		k := ks.kind(pp)
-		if k == kindLink {
+	var ks hostwalk.Kinds
+	kind := func(pp string) hostwalk.Kind {
+		k := ks.Kind(pp)
+		if k == hostwalk.KindLink {
 			var st unix.Stat_t
 			switch {
 			case unix.Stat(pp, &st) != nil:
-				k = kindMissing
+				k = hostwalk.KindMissing
 			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-				k = kindDir
+				k = hostwalk.KindDir
 			default:
-				k = kindFile
+				k = hostwalk.KindFile
 			}
 		}
 		return k
 	}
 	for _, pp := range procReadOnly {
-		if kind(pp) != kindMissing {
+		if kind(pp) != hostwalk.KindMissing {
 			f.procRO = append(f.procRO, pp)
 		}
 	}
 	for _, pp := range procHidden {
-		if k := kind(pp); k != kindMissing {
-			f.procHide = append(f.procHide, procFact{path: pp, dir: k == kindDir})
+		if k := kind(pp); k != hostwalk.KindMissing {
+			f.procHide = append(f.procHide, procFact{path: pp, dir: k == hostwalk.KindDir})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -42,12 +43,12 @@ func BenchmarkProtect(b *testing.B) {
 			names := policy.Policy{Workdir: w}.ProtectedNames()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				g := findGit([]string{w}, walkBounds{})
-				if _, err := protectLayout([]string{w}, names, g.dirs, g.files, lstatKind); err != nil {
+				g := hostwalk.FindGit([]string{w}, hostwalk.Bounds{})
+				if _, err := protectLayout([]string{w}, names, g.Dirs, g.Files, hostwalk.LstatKind); err != nil {
 					b.Fatal(err)
 				}
-				if len(g.dirs) != c.repos {
-					b.Fatalf("found %d repositories, want %d", len(g.dirs), c.repos)
+				if len(g.Dirs) != c.repos {
+					b.Fatalf("found %d repositories, want %d", len(g.Dirs), c.repos)
 				}
 			}
 		})

@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -45,22 +44,22 @@ type protection struct {
 // walk), the kind of every path the layout asks about (recorded as it
 // asks, never following a link) and the resolution of every path it binds
 // onto itself, vetted like any bind destination.
-func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string, tops topListings) error {
-	finds := findGitFrom(writable, walkBounds{}, tops)
+func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable []string, tops hostwalk.Tops) error {
+	finds := hostwalk.FindGitFrom(writable, hostwalk.Bounds{}, tops)
 	pf := &f.prot
-	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.dirs, finds.files, finds.links, finds.report
-	pf.kinds, pf.links, pf.self = map[string]entryKind{}, map[string]string{}, map[string]pathguard.Resolution{}
-	for _, l := range finds.links {
+	pf.gitDirs, pf.gitFiles, pf.gitLinks, pf.walk = finds.Dirs, finds.Files, finds.Links, finds.Report
+	pf.kinds, pf.links, pf.self = map[string]hostwalk.Kind{}, map[string]string{}, map[string]pathguard.Resolution{}
+	for _, l := range finds.Links {
 		pf.links[l], _ = os.Readlink(l)
 	}
-	var ks kinds
-	for dir, ents := range finds.tops {
-		ks.seed(dir, ents) // the writable dirs, listed once for both
+	var ks hostwalk.Kinds
+	for dir, ents := range finds.Tops {
+		ks.Seed(dir, ents) // the writable dirs, listed once for both
 	}
-	record := func(p string) entryKind {
-		k := ks.kind(p)
+	record := func(p string) hostwalk.Kind {
+		k := ks.Kind(p)
 		pf.kinds[p] = k
-		if k == kindLink {
+		if k == hostwalk.KindLink {
 			pf.links[p], _ = os.Readlink(p)
 		}
 		return k
@@ -79,7 +78,7 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 		}
 		pf.self[a.Path] = r
 	}
-	f.gits = gitIDs(append(append(append([]string(nil), finds.dirs...), finds.files...), finds.links...))
+	f.gits = gitIDs(append(append(append([]string(nil), finds.Dirs...), finds.Files...), finds.Links...))
 	return nil
 }
 
@@ -110,7 +109,7 @@ func splitOwn(writable, ownDirs []string) (named, own []string) {
 // .git that is a symbolic link, and lays out the protected paths (see
 // protectLayout; names only outside sandbox-run's own dirs, splitOwn) with
 // kindOf. It is pure when kindOf is.
-func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf func(string) entryKind) ([]holdAction, error) {
+func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf func(string) hostwalk.Kind) ([]holdAction, error) {
 	named, own := splitOwn(writable, pf.own)
 	for _, name := range p.Protect {
 		if filepath.IsAbs(name) && !policy.InsideAny(name, named) {
@@ -145,7 +144,7 @@ func protectActs(p policy.Policy, writable []string, pf protectFacts, kindOf fun
 // The two sets of actions concern disjoint trees (no writable directory
 // lies in sandbox-run's state, nor holds it), so bwrap may mount one set
 // after the other.
-func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(string) entryKind) ([]holdAction, error) {
+func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(string) hostwalk.Kind) ([]holdAction, error) {
 	if len(own) == 0 {
 		return protectLayout(named, names, gitDirs, gitFiles, kindOf)
 	}
@@ -176,40 +175,25 @@ func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(stri
 // protected paths of p as protectActs does, asking the host for each kind
 // (own: sandbox-run's state dirs among writable, see splitOwn). It is for
 // a mechanism that keeps copies instead of binding (landlock).
-func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *gitFinds, error) {
-	finds := findGit(writable, walkBounds{})
-	pf := protectFacts{own: own, gitDirs: finds.dirs, gitFiles: finds.files, gitLinks: finds.links, links: map[string]string{}}
-	for _, l := range finds.links {
+func protectActions(p policy.Policy, writable, own []string) ([]holdAction, *hostwalk.GitFinds, error) {
+	finds := hostwalk.FindGit(writable, hostwalk.Bounds{})
+	pf := protectFacts{own: own, gitDirs: finds.Dirs, gitFiles: finds.Files, gitLinks: finds.Links, links: map[string]string{}}
+	for _, l := range finds.Links {
 		pf.links[l], _ = os.Readlink(l)
 	}
-	var ks kinds
-	for dir, ents := range finds.tops {
-		ks.seed(dir, ents)
+	var ks hostwalk.Kinds
+	for dir, ents := range finds.Tops {
+		ks.Seed(dir, ents)
 	}
-	kindOf := func(p string) entryKind {
-		k := ks.kind(p)
-		if k == kindLink {
+	kindOf := func(p string) hostwalk.Kind {
+		k := ks.Kind(p)
+		if k == hostwalk.KindLink {
 			pf.links[p], _ = os.Readlink(p)
 		}
 		return k
 	}
 	acts, err := protectActs(p, writable, pf, kindOf)
 	return acts, finds, err
-}
-
-// lstatKind says what is at p, without following a link.
-func lstatKind(p string) entryKind {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return kindMissing
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return kindDir
-	case unix.S_IFLNK:
-		return kindLink
-	}
-	return kindFile
 }
 
 // pendingProtection is a started run's side of its journal: what its
@@ -230,7 +214,7 @@ type pendingProtection struct {
 	guardTmp  bool
 	// bounds bound the sweeps' walks; sweep is what the sweeps at the
 	// run's start (of ended runs) walked, nil when there were none.
-	bounds  walkBounds
+	bounds  hostwalk.Bounds
 	sweep   *WalkReport
 	noGuard bool // protectHooks.noGuard
 	// me is this process as the run's journal names it, read once for
@@ -447,7 +431,7 @@ func (pend *pendingProtection) failClosed(res *Result, stderr *os.File) {
 	}
 	what := "the sweep for git directories after the run is incomplete (" + strings.Join(shown, "; ") + ")"
 	why := "a repository beyond it was not neutralised: a host git run there may run a program the command put in its config or hooks"
-	fix := "check the repositories below the writable directories before running git there (git -c core.fsmonitor=false -c core.hooksPath=/dev/null ...), and keep them under " + strconv.Itoa(pend.bounds.orDefault().entries) + " entries"
+	fix := "check the repositories below the writable directories before running git there (git -c core.fsmonitor=false -c core.hooksPath=/dev/null ...), and keep them under " + strconv.Itoa(pend.bounds.OrDefault().Entries) + " entries"
 	if stderr != nil {
 		fmt.Fprintln(stderr, "sandbox-run: "+what+": "+why+"; fix: "+fix)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 )
 
 // TestLayoutSplit: protected names are laid out in the named writable
@@ -32,8 +34,8 @@ func TestLayoutSplit(t *testing.T) {
 	if !slices.Equal(named, []string{w}) || !slices.Equal(own, []string{home}) {
 		t.Fatalf("splitOwn = %v, %v", named, own)
 	}
-	finds := findGit(writable, walkBounds{})
-	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds.dirs, finds.files, lstatKind)
+	finds := hostwalk.FindGit(writable, hostwalk.Bounds{})
+	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds.Dirs, finds.Files, hostwalk.LstatKind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestLayoutSplit(t *testing.T) {
 	}
 	// Control: the same home as a named directory (a --home DIR) has its
 	// names held, and the link refused.
-	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds.dirs, finds.files, lstatKind); err == nil {
+	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds.Dirs, finds.Files, hostwalk.LstatKind); err == nil {
 		t.Errorf("a link at %s/.profile was laid out in a named directory", home)
 	}
 }

@@ -1,5 +1,7 @@
 package sandbox
 
+import "github.com/sandbox-run/sandbox-run/internal/hostwalk"
+
 // mergeWalks adds b to a (either may be nil): the report of several walks
 // is complete when each is.
 func mergeWalks(a, b *WalkReport) *WalkReport {
@@ -20,40 +22,18 @@ func mergeWalks(a, b *WalkReport) *WalkReport {
 	return a
 }
 
-// Bounds of the walk that finds git directories in the writable
-// directories (walkBounds' defaults): entries listed and levels below a
-// writable directory. Past one the walk stops and says so (WalkReport:
-// Complete false, Skipped naming what was not walked): at a run's start a
-// repository beyond is not held (a note says so); in the sweep after a run
-// it is not neutralised, and the run exits 125 (see
-// pendingProtection.finish). Both are counts, not a clock, so that the
-// same tree gives the same answer on a loaded machine.
-const (
-	walkMaxEntries = 200_000
-	walkMaxDepth   = 64
-)
+// The walk that finds git directories in the writable directories is
+// bounded (hostwalk.Bounds, by default hostwalk.MaxEntries entries and
+// hostwalk.MaxDepth levels). Past one the walk stops and says so
+// (WalkReport: Complete false, Skipped naming what was not walked): at a
+// run's start a repository beyond is not held (a note says so); in the
+// sweep after a run it is not neutralised, and the run exits 125 (see
+// pendingProtection.finish).
 
 // protectHooks are what in-package tests change of a run's protection:
 // smaller walk bounds than 200,000 files, and the live guard off, to test
 // the sweep after the run alone.
 type protectHooks struct {
-	bounds  walkBounds
+	bounds  hostwalk.Bounds
 	noGuard bool
-}
-
-// walkBounds bounds one walk; a zero field is its default above. Tests set
-// small ones (Options.walk) instead of making 200,000 files.
-type walkBounds struct {
-	entries, depth int
-}
-
-// orDefault is b with each zero field set to its default.
-func (b walkBounds) orDefault() walkBounds {
-	if b.entries <= 0 {
-		b.entries = walkMaxEntries
-	}
-	if b.depth <= 0 {
-		b.depth = walkMaxDepth
-	}
-	return b
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -52,15 +53,15 @@ func readCoversOwn(p string) (string, bool) {
 type readScan struct {
 	entries int
 	elapsed time.Duration
-	covered []string              // paths inside the sandbox, each covered by /dev/null
-	done    map[string]scanResult // by real path: a path named twice is searched once
+	covered []string                       // paths inside the sandbox, each covered by /dev/null
+	done    map[string]hostwalk.ScanResult // by real path: a path named twice is searched once
 }
 
 // addRead vets the --read path src, refuses one that would cover the
 // sandbox's own mounts (at the spelling given or the one it resolves to)
 // or that is a socket or FIFO itself, and searches it for sockets and
 // FIFOs, which the layout covers with /dev/null where it binds src.
-func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim scanLimits) error {
+func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, searchable map[string]bool, lim hostwalk.ScanLimits) error {
 	if own, ok := readCoversOwn(src); ok {
 		return fault.New("--read "+src, "would lay the host's "+own+" over the sandbox's own or bring the host's into it",
 			"pass the directories the command needs (e.g. --read /srv/data); the sandbox has its own /proc, /dev and /tmp")
@@ -77,29 +78,29 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 	}
 	res, seen := f.scan.done[r.Path]
 	if !seen {
-		lim.usedEntries, lim.usedCovered = f.scan.entries, len(f.scan.covered)
-		res, err = scanSpecial(g.Resolver(), r.Path, lim)
-		f.scan.entries += res.entries
-		f.scan.elapsed += res.elapsed
+		lim.UsedEntries, lim.UsedCovered = f.scan.entries, len(f.scan.covered)
+		res, err = hostwalk.ScanSpecial(g.Resolver(), r.Path, lim)
+		f.scan.entries += res.Entries
+		f.scan.elapsed += res.Elapsed
 		if f.scan.done == nil {
-			f.scan.done = map[string]scanResult{}
+			f.scan.done = map[string]hostwalk.ScanResult{}
 		}
 		f.scan.done[r.Path] = res
 	}
 	if err != nil {
 		return fault.New("--read "+src, "cannot be searched for Unix sockets and FIFOs: "+fault.Reason(err),
-			"pass narrower --read paths (the search stops at "+fmt.Sprint(lim.entries)+" entries, "+fmt.Sprint(lim.depth)+" levels)")
+			"pass narrower --read paths (the search stops at "+fmt.Sprint(lim.Entries)+" entries, "+fmt.Sprint(lim.Depth)+" levels)")
 	}
-	if len(res.found) == 1 && res.found[0].rel == "." {
-		return fault.New("--read "+src, "is a "+res.found[0].kind+": a read-only bind still lets the command talk to what is behind it",
+	if len(res.Found) == 1 && res.Found[0].Rel == "." {
+		return fault.New("--read "+src, "is a "+res.Found[0].Kind+": a read-only bind still lets the command talk to what is behind it",
 			"drop --read "+src+"; handing a socket or FIFO in is not supported")
 	}
-	for _, sf := range res.found {
-		if dst := filepath.Join(src, sf.rel); !slices.Contains(f.scan.covered, dst) {
+	for _, sf := range res.Found {
+		if dst := filepath.Join(src, sf.Rel); !slices.Contains(f.scan.covered, dst) {
 			f.scan.covered = append(f.scan.covered, dst)
 		}
 	}
-	f.reads = append(f.reads, readFact{name: src, res: r, found: res.found})
+	f.reads = append(f.reads, readFact{name: src, res: r, found: res.Found})
 	return nil
 }
 

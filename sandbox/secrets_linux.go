@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -103,7 +104,7 @@ func secretEnv(env map[string]string, p policy.Policy, set *secret.Set) {
 		k, v := secret.GitCredentialConfig(s.Name, s.Hosts)
 		keys, vals = append(keys, k...), append(vals, v...)
 	}
-	appendGitConfig(env, keys, vals)
+	gitrepo.AppendEnvConfig(env, keys, vals)
 }
 
 // withSecrets has the proxy of cfg terminate the secrets' hosts and swap

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -86,7 +87,7 @@ func TestAppendGitConfig(t *testing.T) {
 	env := map[string]string{"GIT_CONFIG_COUNT": "2",
 		"GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "A",
 		"GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": "a@example.com"}
-	appendGitConfig(env, []string{"credential.https://h.example.helper"}, []string{"!f"})
+	gitrepo.AppendEnvConfig(env, []string{"credential.https://h.example.helper"}, []string{"!f"})
 	want := map[string]string{"GIT_CONFIG_COUNT": "3",
 		"GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "A",
 		"GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": "a@example.com",
@@ -95,7 +96,7 @@ func TestAppendGitConfig(t *testing.T) {
 		t.Errorf("got %v, want %v", env, want)
 	}
 	empty := map[string]string{}
-	appendGitConfig(empty, []string{"k"}, []string{"v"})
+	gitrepo.AppendEnvConfig(empty, []string{"k"}, []string{"v"})
 	if empty["GIT_CONFIG_COUNT"] != "1" || empty["GIT_CONFIG_KEY_0"] != "k" {
 		t.Errorf("from nothing: %v", empty)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -140,12 +141,12 @@ func copyKeep(src, dst string, b *snapBudget) error {
 		if err := os.Mkdir(dst, 0o700); err != nil {
 			return err
 		}
-		names, err := readNames(src)
+		names, err := hostwalk.ReadNames(src)
 		if err != nil {
 			return err
 		}
 		for _, e := range names {
-			if err := copyKeep(filepath.Join(src, e.name), filepath.Join(dst, e.name), b); err != nil {
+			if err := copyKeep(filepath.Join(src, e.Name), filepath.Join(dst, e.Name), b); err != nil {
 				return err
 			}
 		}
@@ -212,13 +213,13 @@ func sameTree(a, b string, left *int) bool {
 	case unix.S_IFREG:
 		return sa.Size == sb.Size && sa.Size <= snapMaxBytes && sameContents(a, b)
 	case unix.S_IFDIR:
-		na, ea := readNames(a)
-		nb, eb := readNames(b)
+		na, ea := hostwalk.ReadNames(a)
+		nb, eb := hostwalk.ReadNames(b)
 		if ea != nil || eb != nil || len(na) != len(nb) {
 			return false
 		}
 		for i := range na {
-			if na[i].name != nb[i].name || !sameTree(filepath.Join(a, na[i].name), filepath.Join(b, nb[i].name), left) {
+			if na[i].Name != nb[i].Name || !sameTree(filepath.Join(a, na[i].Name), filepath.Join(b, nb[i].Name), left) {
 				return false
 			}
 		}

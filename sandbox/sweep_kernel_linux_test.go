@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -33,10 +34,10 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 		stderr string
 		ran    bool
 	}
-	run := func(b walkBounds) outcome {
+	run := func(b hostwalk.Bounds) outcome {
 		w := sandboxtest.WorkDir(t)
 		for i := range 40 {
-			writeFile(t, filepath.Join(w, fmt.Sprintf("f%02d", i)), "x")
+			sandboxtest.WriteFile(t, filepath.Join(w, fmt.Sprintf("f%02d", i)), "x")
 		}
 		marker := filepath.Join(t.TempDir(), "ran")
 		os.Chmod(filepath.Dir(marker), 0o777)
@@ -60,13 +61,13 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(repo, ".git/HEAD")); err != nil {
 			t.Fatalf("the command made no repository: %v", err)
 		}
-		realGit(t, repo, "status")
+		sandboxtest.Git(t, repo, "status")
 		_, serr := os.Stat(marker)
 		b2, _ := os.ReadFile(errf.Name())
 		return outcome{res, string(b2), serr == nil}
 	}
 
-	small := run(walkBounds{entries: 20})
+	small := run(hostwalk.Bounds{Entries: 20})
 	if !small.ran {
 		t.Fatal("control: past the bound, the host's git status did not run the planted program (untested)")
 	}
@@ -81,7 +82,7 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 		t.Errorf("stderr %q, want one line naming the incomplete sweep and the fix", small.stderr)
 	}
 
-	whole := run(walkBounds{})
+	whole := run(hostwalk.Bounds{})
 	if whole.ran {
 		t.Error("under the default bound, the planted program ran on the host's git status")
 	}

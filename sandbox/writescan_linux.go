@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -23,14 +24,14 @@ import (
 // of a directory inside a writable one (a protected path held onto itself)
 // would lay the host's uncovered tree over the covers. A writable
 // directory inside another one is searched with it, once. The search has
-// an entries budget of its own (lim.entries for all writable directories
+// an entries budget of its own (lim.Entries for all writable directories
 // of the run together) and shares the covered bound with the --read
 // search; over a bound the run is refused.
 //
 // Non-guarantee: a socket or FIFO made in a writable directory after the
 // search (by a host process while the run goes on: a tmux or fsmonitor
 // started later) is reachable from inside.
-func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string, lim scanLimits, tops topListings) error {
+func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string, lim hostwalk.ScanLimits, tops hostwalk.Tops) error {
 	for _, w := range writable {
 		if slices.ContainsFunc(writable, func(o string) bool { return o != w && policy.Within(w, o) }) {
 			continue
@@ -38,21 +39,21 @@ func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string,
 		if _, seen := f.wscan.done[w]; seen || slices.Contains(own, w) {
 			continue
 		}
-		lim.usedEntries, lim.usedCovered = f.wscan.entries, len(f.scan.covered)+len(f.wscan.covered)
-		res, err := scanSpecialFrom(rv, w, lim, tops[w])
-		f.wscan.entries += res.entries
-		f.wscan.elapsed += res.elapsed
+		lim.UsedEntries, lim.UsedCovered = f.wscan.entries, len(f.scan.covered)+len(f.wscan.covered)
+		res, err := hostwalk.ScanSpecialFrom(rv, w, lim, tops[w])
+		f.wscan.entries += res.Entries
+		f.wscan.elapsed += res.Elapsed
 		if f.wscan.done == nil {
-			f.wscan.done = map[string]scanResult{}
+			f.wscan.done = map[string]hostwalk.ScanResult{}
 		}
 		f.wscan.done[w] = res
 		if err != nil {
 			return fault.New("writable dir "+w, "cannot be searched for Unix sockets and FIFOs: "+fault.Reason(err),
 				fmt.Sprintf("pass a narrower --workdir or --write (the search of all writable dirs stops at %d entries, %d levels, %d sockets and FIFOs)",
-					lim.entries, lim.depth, lim.covered))
+					lim.Entries, lim.Depth, lim.Covered))
 		}
-		for _, sf := range res.found {
-			if dst := filepath.Join(w, sf.rel); !slices.Contains(f.wscan.covered, dst) {
+		for _, sf := range res.Found {
+			if dst := filepath.Join(w, sf.Rel); !slices.Contains(f.wscan.covered, dst) {
 				f.wscan.covered = append(f.wscan.covered, dst)
 			}
 		}

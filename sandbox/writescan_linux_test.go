@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -20,7 +21,7 @@ import (
 // dir inside the workdir is searched once with it; a link to a socket
 // elsewhere is not followed.
 func TestPlanWritableCoversSockets(t *testing.T) {
-	w, outside := specialTree(t)
+	w, outside := sandboxtest.SpecialTree(t)
 	if err := os.MkdirAll(filepath.Join(w, ".git", "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -64,17 +65,17 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 // refused (the run would otherwise hand over what the search did not
 // reach), and the covered bound is shared with the --read search.
 func TestPlanWritableBounds(t *testing.T) {
-	w, _ := specialTree(t)
+	w, _ := sandboxtest.SpecialTree(t)
 	for _, tt := range []struct {
 		name string
-		lim  scanLimits
+		lim  hostwalk.ScanLimits
 		used int // sockets the --read search already covered
 		want string
 	}{
-		{"entries", scanLimits{entries: 6, depth: 64, covered: 64}, 0, "more than 6 directory entries"},
-		{"depth", scanLimits{entries: 100, depth: 2, covered: 64}, 0, "deeper than 2"},
-		{"covered", scanLimits{entries: 100, depth: 64, covered: 4}, 2, "more than 4 sockets"},
-		{"within", scanLimits{entries: 100, depth: 64, covered: 5}, 2, ""},
+		{"entries", hostwalk.ScanLimits{Entries: 6, Depth: 64, Covered: 64}, 0, "more than 6 directory entries"},
+		{"depth", hostwalk.ScanLimits{Entries: 100, Depth: 2, Covered: 64}, 0, "deeper than 2"},
+		{"covered", hostwalk.ScanLimits{Entries: 100, Depth: 64, Covered: 4}, 2, "more than 4 sockets"},
+		{"within", hostwalk.ScanLimits{Entries: 100, Depth: 64, Covered: 5}, 2, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &hostFacts{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
 	"github.com/sandbox-run/sandbox-run/internal/devenv"
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/sandbox"
@@ -27,7 +28,7 @@ func otherUID(rv *pathguard.Resolver) func(string) bool {
 // git worktree of a repository the sandbox does not show, and the exact
 // --write that shows it: git's own "not a git repository" does not say.
 func printOutsideRepos(w io.Writer, p policy.Policy) {
-	for _, r := range sandbox.OutsideRepos(p) {
+	for _, r := range gitrepo.OutsideRepos(p) {
 		fmt.Fprintf(w, "sandbox-run: note: %s is a git worktree of %s, which is outside the writable directories, so git there fails inside (\"not a git repository\"); fix: --write %s\n", r.Worktree, r.Repo, r.Repo)
 	}
 }

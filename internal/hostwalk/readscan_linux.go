@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"fmt"
@@ -34,27 +34,31 @@ const (
 	scanMaxCovered = 1024
 )
 
-// scanLimits bounds the search of one run; the constants above in
+// ScanLimits bounds the search of one run; the constants above in
 // production, small ones in tests. Used counts what earlier --read paths of
 // the same run spent of the entries and covered budgets.
-type scanLimits struct {
-	entries, depth, covered  int
-	usedEntries, usedCovered int
+type ScanLimits struct {
+	Entries, Depth, Covered  int
+	UsedEntries, UsedCovered int
 }
 
-var defaultScanLimits = scanLimits{entries: scanMaxEntries, depth: scanMaxDepth, covered: scanMaxCovered}
-
-// specialFound is one socket or FIFO found under a --read path.
-type specialFound struct {
-	rel  string // relative to the scanned root
-	kind string // "socket" or "fifo"
+// DefaultScanLimits are the production bounds of a run's socket search:
+// scanMaxEntries entries, scanMaxDepth levels, scanMaxCovered found.
+func DefaultScanLimits() ScanLimits {
+	return ScanLimits{Entries: scanMaxEntries, Depth: scanMaxDepth, Covered: scanMaxCovered}
 }
 
-// scanResult is what one search found and what it cost.
-type scanResult struct {
-	found   []specialFound
-	entries int
-	elapsed time.Duration
+// SpecialFound is one socket or FIFO found under a --read path.
+type SpecialFound struct {
+	Rel  string // relative to the scanned root
+	Kind string // "socket" or "fifo"
+}
+
+// ScanResult is what one search found and what it cost.
+type ScanResult struct {
+	Found   []SpecialFound
+	Entries int // directory entries read
+	Elapsed time.Duration
 }
 
 // ScanBoundError means a --read path is too large (or too deep) to be
@@ -75,38 +79,38 @@ func (e *ScanBoundError) Error() string {
 	return fmt.Sprintf("the --read paths hold more than %d directory entries in all (the search stopped in %s)", e.Limit, e.Path)
 }
 
-// scanSpecial searches the tree at root (a real path) for sockets and
+// ScanSpecial searches the tree at root (a real path) for sockets and
 // FIFOs with walkTree, whose bounds and rules it shares, and returns each
 // one found. A root that is not a directory is returned as found when it
 // is a socket or FIFO itself. The root itself is looked up through rv,
 // the plan's memo (nil: none).
-func scanSpecial(rv *pathguard.Resolver, root string, lim scanLimits) (scanResult, error) {
-	return scanSpecialFrom(rv, root, lim, nil)
+func ScanSpecial(rv *pathguard.Resolver, root string, lim ScanLimits) (ScanResult, error) {
+	return ScanSpecialFrom(rv, root, lim, nil)
 }
 
-// scanSpecialFrom is scanSpecial from top, root already opened and
+// ScanSpecialFrom is ScanSpecial from top, root already opened and
 // listed (nil: none).
-func scanSpecialFrom(rv *pathguard.Resolver, root string, lim scanLimits, top *topListing) (scanResult, error) {
+func ScanSpecialFrom(rv *pathguard.Resolver, root string, lim ScanLimits, top *TopListing) (ScanResult, error) {
 	start := time.Now()
-	var res scanResult
+	var res ScanResult
 	fi, err := rv.Lstat(root)
 	if err != nil {
 		return res, err
 	}
 	if k := specialKind(fi.Mode()); k != "" {
-		res.found = append(res.found, specialFound{rel: ".", kind: k})
+		res.Found = append(res.Found, SpecialFound{Rel: ".", Kind: k})
 	}
 	if fi.IsDir() {
-		res.entries, err = walkTree(root, lim, func(rel string, ents dirents) error {
+		res.Entries, err = walkTree(root, lim, func(rel string, ents Dirents) error {
 			for _, e := range ents {
-				k := specialKind(e.mode)
+				k := specialKind(e.Mode)
 				if k == "" {
 					continue
 				}
-				if lim.usedCovered+len(res.found) >= lim.covered {
-					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.covered}
+				if lim.UsedCovered+len(res.Found) >= lim.Covered {
+					return &ScanBoundError{Path: root, Bound: "covered", Limit: lim.Covered}
 				}
-				res.found = append(res.found, specialFound{rel: filepath.Join(rel, e.name), kind: k})
+				res.Found = append(res.Found, SpecialFound{Rel: filepath.Join(rel, e.Name), Kind: k})
 			}
 			return nil
 		}, top)
@@ -114,7 +118,7 @@ func scanSpecialFrom(rv *pathguard.Resolver, root string, lim scanLimits, top *t
 			return res, err
 		}
 	}
-	res.elapsed = time.Since(start)
+	res.Elapsed = time.Since(start)
 	return res, nil
 }
 

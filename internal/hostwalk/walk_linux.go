@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"errors"
@@ -11,29 +11,33 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"golang.org/x/sys/unix"
 )
 
-// gitFinds is what a walk found: git directories and common directories
+// GitFinds is what FindGit found: git directories and common directories
 // inside the writable directories (every repository git's own rules find
-// at any directory of the walk, see gitAt, and every directory named .git),
-// and .git files and links.
-type gitFinds struct {
-	dirs  []string
-	files []string
-	links []string // .git entries that are symbolic links
-	// tops are the listings of the walk's starting directories (those of
-	// at most kindsBound entries), for kinds to answer from (kinds.seed).
-	tops   map[string]dirents
-	report WalkReport
+// at any directory of the walk, see gitrepo.At, and every directory named
+// .git), and .git files and links. It is a snapshot of the walk's moment;
+// Report says whether the walk was complete (when not, what lies beyond
+// is unknown, not absent).
+type GitFinds struct {
+	Dirs  []string // sorted, each once
+	Files []string // sorted
+	Links []string // .git entries that are symbolic links
+	// Tops are the listings of the walk's starting directories (those of
+	// at most kindsBound entries), for Kinds to answer from (Kinds.Seed).
+	Tops   map[string]Dirents
+	Report report.WalkReport
 	seen   map[string]bool
 	more   int // reasons past maxSkipped
 }
 
-// findGit walks every writable directory, breadth first, without following
+// FindGit walks every writable directory, breadth first, without following
 // links (a directory is listed, never a link to one), within b, and at
-// every directory it lists applies git's discovery rules (gitAt): a .git
+// every directory it lists applies git's discovery rules (gitrepo.At): a .git
 // directory or "gitdir:" file resolved as git resolves it (links and ".."
 // in the path included, whatever lies on the way), a directory that git
 // takes for a git directory (a HEAD that is a link to refs/... counts), and
@@ -49,16 +53,16 @@ type gitFinds struct {
 // directory, and each one inside a writable directory is a directory this
 // walk lists and tests; one outside is not the command's to write. gitDirs
 // gives the same answer for one starting directory.
-func findGit(writable []string, b walkBounds) *gitFinds {
-	return findGitFrom(writable, b, nil)
+func FindGit(writable []string, b Bounds) *GitFinds {
+	return FindGitFrom(writable, b, nil)
 }
 
-// findGitFrom is findGit with the writable directories' listings that
+// FindGitFrom is FindGit with the writable directories' listings that
 // tops holds (the plan's, shared with the socket scan) taken from there
 // instead of listed again.
-func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
-	b = b.orDefault()
-	g := &gitFinds{seen: map[string]bool{}}
+func FindGitFrom(writable []string, b Bounds, tops Tops) *GitFinds {
+	b = b.OrDefault()
+	g := &GitFinds{seen: map[string]bool{}}
 	start := time.Now()
 	type item struct {
 		path  string
@@ -68,18 +72,18 @@ func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 	for _, w := range writable {
 		queue = append(queue, item{w, 0})
 	}
-	var l lister
-	g.report.Complete = true
+	var l Lister
+	g.Report.Complete = true
 	for i := 0; i < len(queue); i++ {
 		it := queue[i]
-		left := b.entries - g.report.Entries
+		left := b.Entries - g.Report.Entries
 		if left <= 0 {
 			rest := make([]string, 0, 3)
 			for _, q := range queue[i:min(i+3, len(queue))] {
 				rest = append(rest, q.path)
 			}
 			g.incomplete(fmt.Sprintf("%d directories not walked (%s ...): the walk stopped after %d entries (bound %d)",
-				len(queue)-i, strings.Join(rest, ", "), g.report.Entries, b.entries))
+				len(queue)-i, strings.Join(rest, ", "), g.Report.Entries, b.Entries))
 			break
 		}
 		names, ok := g.list(&l, tops, it.path, it.depth, left, b)
@@ -87,47 +91,47 @@ func findGitFrom(writable []string, b walkBounds, tops topListings) *gitFinds {
 			continue
 		}
 		own := filepath.Base(it.path) == ".git"
-		for _, r := range gitAt(it.path, names) {
+		for _, r := range gitrepo.At(it.path, names.Get) {
 			g.addRepo(r, writable)
-			own = own || r.dir == it.path || r.common == it.path
+			own = own || r.Dir == it.path || r.Common == it.path
 		}
 		for _, e := range names {
-			if e.name == ".git" {
-				g.dotGit(filepath.Join(it.path, e.name), e.mode, writable)
+			if e.Name == ".git" {
+				g.dotGit(filepath.Join(it.path, e.Name), e.Mode, writable)
 			}
-			if !e.mode.IsDir() || own && gitPart(e.name) {
+			if !e.Mode.IsDir() || own && gitPart(e.Name) {
 				continue // most entries: nothing to join or do
 			}
-			p := filepath.Join(it.path, e.name)
-			if it.depth+1 < b.depth {
+			p := filepath.Join(it.path, e.Name)
+			if it.depth+1 < b.Depth {
 				queue = append(queue, item{p, it.depth + 1})
 				continue
 			}
-			g.incomplete(p + ": deeper than " + fmt.Sprint(b.depth) + " levels")
+			g.incomplete(p + ": deeper than " + fmt.Sprint(b.Depth) + " levels")
 		}
 	}
 	if g.more > 0 {
-		g.report.Skipped = append(g.report.Skipped, fmt.Sprintf("and %d more", g.more))
+		g.Report.Skipped = append(g.Report.Skipped, fmt.Sprintf("and %d more", g.more))
 	}
-	sort.Strings(g.dirs)
-	sort.Strings(g.files)
-	g.report.GitDirs = len(g.dirs)
-	g.report.Micros = time.Since(start).Microseconds()
+	sort.Strings(g.Dirs)
+	sort.Strings(g.Files)
+	g.Report.GitDirs = len(g.Dirs)
+	g.Report.Micros = time.Since(start).Microseconds()
 	return g
 }
 
-// list is findGit's listing of dir (at depth, within left entries of
+// list is FindGit's listing of dir (at depth, within left entries of
 // b): from tops for a writable dir listed there, else by l. ok is false
 // when there is nothing to walk: over the bound or unreadable (recorded
 // as incomplete), or gone.
-func (g *gitFinds) list(l *lister, tops topListings, dir string, depth, left int, b walkBounds) (dirents, bool) {
+func (g *GitFinds) list(l *Lister, tops Tops, dir string, depth, left int, b Bounds) (Dirents, bool) {
 	names, err := tops.names(dir, depth, left)
 	if names == nil && err == nil {
 		names, err = l.readNamesMax(dir, left)
 	}
 	if errors.Is(err, errTooMany) {
-		g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", dir, left, b.entries))
-		g.report.Entries = b.entries
+		g.incomplete(fmt.Sprintf("%s: not walked, more entries than the %d left of the bound (%d)", dir, left, b.Entries))
+		g.Report.Entries = b.Entries
 		return nil, false
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
@@ -139,13 +143,13 @@ func (g *gitFinds) list(l *lister, tops topListings, dir string, depth, left int
 		g.incomplete(dir + ": " + fault.Reason(err))
 		return nil, false
 	}
-	g.report.Dirs++
-	g.report.Entries += len(names)
+	g.Report.Dirs++
+	g.Report.Entries += len(names)
 	if depth == 0 && len(names) <= kindsBound {
-		if g.tops == nil {
-			g.tops = map[string]dirents{}
+		if g.Tops == nil {
+			g.Tops = map[string]Dirents{}
 		}
-		g.tops[dir] = slices.Clone(names) // l reuses names' array
+		g.Tops[dir] = slices.Clone(names) // l reuses names' array
 	}
 	return names, true
 }
@@ -167,10 +171,10 @@ func gitPart(name string) bool {
 // incomplete records that the walk left something out, and why: the
 // first maxSkipped reasons, then how many more (a tree 65 levels deep
 // would otherwise fill the report with one line per directory).
-func (g *gitFinds) incomplete(why string) {
-	g.report.Complete = false
-	if len(g.report.Skipped) < maxSkipped {
-		g.report.Skipped = append(g.report.Skipped, why)
+func (g *GitFinds) incomplete(why string) {
+	g.Report.Complete = false
+	if len(g.Report.Skipped) < maxSkipped {
+		g.Report.Skipped = append(g.Report.Skipped, why)
 		return
 	}
 	g.more++
@@ -180,16 +184,16 @@ func (g *gitFinds) incomplete(why string) {
 const maxSkipped = 20
 
 // add records a git or common directory once.
-func (g *gitFinds) add(d string) {
+func (g *GitFinds) add(d string) {
 	if !g.seen[d] {
 		g.seen[d] = true
-		g.dirs = append(g.dirs, d)
+		g.Dirs = append(g.Dirs, d)
 	}
 }
 
 // addRepo records r's git and common directory, those inside writable.
-func (g *gitFinds) addRepo(r gitRepo, writable []string) {
-	for _, d := range []string{r.dir, r.common} {
+func (g *GitFinds) addRepo(r gitrepo.Repo, writable []string) {
+	for _, d := range []string{r.Dir, r.Common} {
 		if policy.InsideAny(d, writable) {
 			g.add(d)
 		}
@@ -200,37 +204,44 @@ func (g *gitFinds) addRepo(r gitRepo, writable []string) {
 // whether or not git would take it (the command could complete it), a
 // file is held (it names where git looks), a link is refused at start
 // and quarantined after the run.
-func (g *gitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
+func (g *GitFinds) dotGit(p string, mode fs.FileMode, writable []string) {
 	switch {
 	case mode.IsDir():
 		if policy.InsideAny(p, writable) {
 			g.add(p)
 		}
 	case mode&fs.ModeSymlink != 0:
-		g.links = append(g.links, p)
+		g.Links = append(g.Links, p)
 	case mode.IsRegular():
-		g.files = append(g.files, p)
+		g.Files = append(g.Files, p)
 	}
 }
 
-// topListing is a writable directory opened (O_RDONLY|O_DIRECTORY|
+// TopListing is a writable directory opened (O_RDONLY|O_DIRECTORY|
 // O_NOFOLLOW, as the walks open it) and listed once for the plan's walks:
-// the git walk and the socket scan both start from it.
-type topListing struct {
+// the git walk (FindGitFrom) and the socket scan (ScanSpecialFrom) both
+// start from it, so both see the same snapshot of it. A failed open or
+// listing is kept, and each walk then opens and lists the directory
+// itself (and reports its own error).
+type TopListing struct {
 	fd   int
-	ents dirents
+	ents Dirents
 	err  error // the open or the listing failed: each walk looks itself
 }
 
-// topListings are the plan's tops, by path.
-type topListings map[string]*topListing
+// Tops are a plan's TopListings, by path. The holder calls Close once
+// every walk that uses them has returned.
+type Tops map[string]*TopListing
 
-// listTops opens and lists each of dirs, up to bound entries each.
-func listTops(dirs []string, bound int) topListings {
-	tops := topListings{}
-	var l lister
+// ListTops opens and lists each of dirs, up to bound entries each (one
+// over the bound keeps errTooMany, and its walks list it themselves). It
+// never follows a link at a dir's last component; the descriptors are
+// close-on-exec and stay open until Close.
+func ListTops(dirs []string, bound int) Tops {
+	tops := Tops{}
+	var l Lister
 	for _, d := range dirs {
-		t := &topListing{fd: -1}
+		t := &TopListing{fd: -1}
 		tops[d] = t
 		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -238,14 +249,14 @@ func listTops(dirs []string, bound int) topListings {
 			continue
 		}
 		t.fd = fd
-		ents, err := l.list(fd, bound)
-		t.ents, t.err = append(dirents{}, ents...), err // not nil: listed, if empty
+		ents, err := l.List(fd, bound)
+		t.ents, t.err = append(Dirents{}, ents...), err // not nil: listed, if empty
 	}
 	return tops
 }
 
-// close closes every top's descriptor.
-func (tops topListings) close() {
+// Close closes every top's descriptor; the listings stay readable.
+func (tops Tops) Close() {
 	for _, t := range tops {
 		if t.fd >= 0 {
 			unix.Close(t.fd)
@@ -256,7 +267,7 @@ func (tops topListings) close() {
 // names is the listing of dir when it is a top (depth 0) listed within
 // left entries; nil, nil otherwise (the walk lists it itself, with its
 // own errors).
-func (tops topListings) names(dir string, depth, left int) (dirents, error) {
+func (tops Tops) names(dir string, depth, left int) (Dirents, error) {
 	t := tops[dir]
 	if depth != 0 || t == nil || t.err != nil || len(t.ents) > left {
 		return nil, nil
@@ -264,27 +275,29 @@ func (tops topListings) names(dir string, depth, left int) (dirents, error) {
 	return t.ents, nil
 }
 
-// readNames lists a directory's entries with their types (from getdents:
+// ReadNames lists a directory's entries with their types (from getdents:
 // no stat per entry), without following a link at its last component.
-func readNames(dir string) (dirents, error) {
-	var l lister
+// It is unbounded: a caller that lists a directory the command could
+// fill bounds it itself (FindGit does). The listing is the caller's.
+func ReadNames(dir string) (Dirents, error) {
+	var l Lister
 	return l.readNames(dir)
 }
 
-// readNames is readNames with l's buffer.
-func (l *lister) readNames(dir string) (dirents, error) {
+// readNames is ReadNames with l's buffer.
+func (l *Lister) readNames(dir string) (Dirents, error) {
 	return l.readNamesMax(dir, 0)
 }
 
 // readNamesMax is readNames that stops with errTooMany past max entries
 // (0: no bound).
-func (l *lister) readNamesMax(dir string, max int) (dirents, error) {
+func (l *Lister) readNamesMax(dir string, max int) (Dirents, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
-	ents, err := l.list(fd, max)
+	ents, err := l.List(fd, max)
 	if errors.Is(err, errTooMany) {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"encoding/binary"
@@ -9,41 +9,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirent is a directory entry's name and type.
-type dirent struct {
-	name string
-	mode fs.FileMode
+// Dirent is a directory entry's name and file type bits (as getdents
+// gave them, or lstat when it gave none; a link is a link, never its
+// target).
+type Dirent struct {
+	Name string
+	Mode fs.FileMode
 }
 
-// dirents is a directory's listing, in the order getdents gave it.
-type dirents []dirent
+// Dirents is a directory's listing, in the order getdents gave it.
+type Dirents []Dirent
 
-// get finds name in the listing (a linear scan: a git directory's names are
+// Get finds name in the listing (a linear scan: a git directory's names are
 // looked up only in directories the walk already lists).
-func (d dirents) get(name string) (fs.FileMode, bool) {
+func (d Dirents) Get(name string) (fs.FileMode, bool) {
 	for _, e := range d {
-		if e.name == name {
-			return e.mode, true
+		if e.Name == name {
+			return e.Mode, true
 		}
 	}
 	return 0, false
 }
 
-// lister lists directories with getdents64 straight into one reused
+// Lister lists directories with getdents64 straight into one reused
 // buffer. The walks of the writable dirs list every directory of the
 // workdir twice per run (before and after the command), so the listing is
 // on every run's path: os.File.ReadDir allocates an entry and a name per
 // file, this allocates one string per directory for all of its names, and
-// reuses the listing itself. The zero value is ready to use; a lister is
+// reuses the listing itself. The zero value is ready to use; a Lister is
 // not safe for concurrent use.
-type lister struct {
+type Lister struct {
 	buf   []byte
 	names []byte
 	ents  []rawEnt
-	out   dirents
+	out   Dirents
 }
 
-// rawEnt is an entry's name as a span of lister.names, and its type.
+// rawEnt is an entry's name as a span of Lister.names, and its type.
 type rawEnt struct {
 	off, n int
 	mode   fs.FileMode
@@ -53,7 +55,7 @@ type rawEnt struct {
 // kernel bug, never a file name.
 var errBadDirent = errors.New("malformed getdents64 record")
 
-// list reads every entry of the directory open at fd (which it neither
+// List reads every entry of the directory open at fd (which it neither
 // seeks nor closes) but "." and "..", each with the type getdents gave.
 // An entry of unknown type (DT_UNKNOWN, on file systems that do not
 // store it) is lstat'ed through fd, never followed; one that is gone by
@@ -66,7 +68,7 @@ var errBadDirent = errors.New("malformed getdents64 record")
 // page fault and the walks list tens of thousands of entries. The names
 // in it are strings and stay valid; a caller that lists again before it
 // is done with the entries (a depth-first walk) copies what it needs.
-func (l *lister) list(fd, bound int) (dirents, error) {
+func (l *Lister) List(fd, bound int) (Dirents, error) {
 	if l.buf == nil {
 		l.buf = make([]byte, 32<<10)
 	}
@@ -92,7 +94,7 @@ func (l *lister) list(fd, bound int) (dirents, error) {
 	all := string(l.names)
 	l.out = l.out[:0]
 	for _, e := range l.ents {
-		l.out = append(l.out, dirent{name: all[e.off : e.off+e.n], mode: e.mode})
+		l.out = append(l.out, Dirent{Name: all[e.off : e.off+e.n], Mode: e.mode})
 	}
 	return l.out, nil
 }
@@ -102,7 +104,7 @@ var errTooMany = errors.New("too many entries")
 
 // parse appends the entries of one getdents64 buffer: struct
 // linux_dirent64 { u64 ino; s64 off; u16 reclen; u8 type; char name[]; }.
-func (l *lister) parse(fd int, b []byte) error {
+func (l *Lister) parse(fd int, b []byte) error {
 	const nameOff = 19
 	for len(b) > 0 {
 		if len(b) < nameOff {

@@ -1,10 +1,11 @@
-package sandbox
+package gitrepo
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -26,19 +27,28 @@ import (
 // each path (realPath), never a lexical clean of it. Reading to decide
 // may so go anywhere the link points, to decide only: every file read is
 // opened non-blocking, checked to be a regular file and read to a bound.
-// Acting (quarantine, stripConfig) is never done here: the caller acts on
-// the real paths returned, and only on those inside a writable directory,
-// each reached from that directory by descriptor without following a link
-// (openParent), so a link swapped in after the decision makes the action
-// fail, never land outside.
+// Acting (the caller's quarantine, writing what StripConfig keeps) is
+// never done here: the caller acts on the real paths returned, and only
+// on those inside a writable directory, each reached from that directory
+// by descriptor without following a link (sandbox's openParent), so a
+// link swapped in after the decision makes the action fail, never land
+// outside.
 
-// gitRepo is one repository as host git opens it: dir is its git
-// directory ($GIT_DIR) and common its common directory ($GIT_COMMON_DIR:
-// dir itself unless dir/commondir names another), both real paths. Git
-// reads config and hooks from common, config.worktree from dir.
-type gitRepo struct {
-	dir, common string
+// Repo is one repository as host git opens it: Dir is its git
+// directory ($GIT_DIR) and Common its common directory ($GIT_COMMON_DIR:
+// Dir itself unless Dir/commondir names another), both real paths as
+// they resolved when read (a later rename or link swap is not seen). Git
+// reads config and hooks from Common, config.worktree from Dir.
+type Repo struct {
+	Dir, Common string
 }
+
+// Listing looks a name up in a directory's entries as a walk listed them
+// (getdents, no link followed): whether name is there, and its file type
+// bits. At and HasNames look up only the names git looks for. It is a
+// func, not an interface, so that passing a listing's method value costs
+// no allocation per directory.
+type Listing func(name string) (fs.FileMode, bool)
 
 // gitSubmoduleDepth bounds gitDirs' descent into submodules of
 // submodules.
@@ -60,10 +70,10 @@ const gitSubmoduleDepth = 8
 // was found is returned with it, and a caller guarding the host treats
 // the rest as unknown.
 //
-// The sweep (findGit) applies the same rules (gitAt) at every directory
+// The sweep (hostwalk.FindGit) applies the same rules (At) at every directory
 // of the writable trees, which covers what gitDirs returns for any
 // directory inside them (TestGitDirsAgreesWithGit checks both).
-func gitDirs(dir string) ([]gitRepo, error) {
+func gitDirs(dir string) ([]Repo, error) {
 	start, err := realPath(dir)
 	if err != nil {
 		return nil, err
@@ -75,8 +85,8 @@ func gitDirs(dir string) ([]gitRepo, error) {
 	for cur := start; ; {
 		r, found, stop := discoverAt(cur)
 		if found {
-			out := []gitRepo{r}
-			if r.dir != cur {
+			out := []Repo{r}
+			if r.Dir != cur {
 				// A worktree (cur/.git): git status recurses into its
 				// submodules. A bare repository has none checked out.
 				more, err := submoduleRepos(cur, r, 1)
@@ -103,14 +113,14 @@ func gitDirs(dir string) ([]gitRepo, error) {
 // first (a "gitdir:" file, or a directory that is a git directory), then
 // dir itself as a git directory (bare). stop says git gives up there: a
 // .git file it cannot use makes git fail, not look further up.
-func discoverAt(dir string) (r gitRepo, found, stop bool) {
+func discoverAt(dir string) (r Repo, found, stop bool) {
 	dotgit := dir + "/.git"
 	var st unix.Stat_t
 	if err := unix.Stat(dotgit, &st); err == nil {
 		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			g, err := readGitfile(dotgit)
+			g, err := ReadGitfile(dotgit)
 			if err != nil {
-				return gitRepo{}, false, true
+				return Repo{}, false, true
 			}
 			return repoOf(g), true, false
 		}
@@ -123,10 +133,10 @@ func discoverAt(dir string) (r gitRepo, found, stop bool) {
 	if isGitDirectory(dir) {
 		return repoOf(dir), true, false
 	}
-	return gitRepo{}, false, false
+	return Repo{}, false, false
 }
 
-// gitAt returns the repositories git may open at dir itself (a real
+// At returns the repositories git may open at dir itself (a real
 // path, listed as ents), for a walk that lists every directory below: a
 // .git file (or link) resolved as git resolves it, and dir itself when
 // git takes it for a git directory (bare, a submodule's or a worktree's
@@ -135,14 +145,14 @@ func discoverAt(dir string) (r gitRepo, found, stop bool) {
 // whatever git's discovery would pick first, since a gitdir: line can name
 // dir whatever dir/.git is. ents spares the system calls for a directory
 // that has none of the names git looks for.
-func gitAt(dir string, ents dirents) []gitRepo {
-	var out []gitRepo
-	if m, ok := ents.get(".git"); ok && !m.IsDir() {
+func At(dir string, ents Listing) []Repo {
+	var out []Repo
+	if m, ok := ents(".git"); ok && !m.IsDir() {
 		dotgit := dir + "/.git"
 		var st unix.Stat_t
 		if unix.Stat(dotgit, &st) == nil {
 			if st.Mode&unix.S_IFMT == unix.S_IFREG {
-				if g, err := readGitfile(dotgit); err == nil {
+				if g, err := ReadGitfile(dotgit); err == nil {
 					out = append(out, repoOf(g))
 				}
 			} else if isGitDirectory(dotgit) {
@@ -152,42 +162,42 @@ func gitAt(dir string, ents dirents) []gitRepo {
 			}
 		}
 	}
-	if gitNames(ents) && isGitDirectory(dir) {
+	if HasNames(ents) && isGitDirectory(dir) {
 		out = append(out, repoOf(dir))
 	}
 	return out
 }
 
-// gitNames says a directory's entries have the names git needs of a git
+// HasNames says a directory's entries have the names git needs of a git
 // directory: HEAD (a file or a link), and objects and refs or a commondir
-// naming where they are. It is the cheap half of git's rule, which gitAt
+// naming where they are. It is the cheap half of git's rule, which At
 // completes with isGitDirectory; the live guard takes it alone, since a
 // directory git init is still filling (an empty HEAD) must be watched as a
 // git directory before git would accept it.
-func gitNames(ents dirents) bool {
-	_, head := ents.get("HEAD")
-	_, refs := ents.get("refs")
-	_, objects := ents.get("objects")
-	_, commondir := ents.get("commondir")
+func HasNames(ents Listing) bool {
+	_, head := ents("HEAD")
+	_, refs := ents("refs")
+	_, objects := ents("objects")
+	_, commondir := ents("commondir")
 	return head && (commondir || refs && objects)
 }
 
 // repoOf is the repository whose git directory is g (a real path).
-func repoOf(g string) gitRepo {
-	if c, err := commonDir(g); err == nil {
-		return gitRepo{dir: g, common: c}
+func repoOf(g string) Repo {
+	if c, err := CommonDir(g); err == nil {
+		return Repo{Dir: g, Common: c}
 	}
-	return gitRepo{dir: g, common: g}
+	return Repo{Dir: g, Common: g}
 }
 
-// readGitfile reads a .git file as read_gitfile_gently does and returns
+// ReadGitfile reads a .git file as read_gitfile_gently does and returns
 // the real path of the git directory it names: the file starts with
 // "gitdir: ", the rest up to trailing CRs and LFs (a NUL ends it) is the
 // path, relative to the file's directory unless absolute, joined as text
 // and resolved by the kernel (so "link/.." is the link's target's parent,
 // not the file's directory); it must be a git directory.
-func readGitfile(file string) (string, error) {
-	b, err := readBounded(file, 1<<20, false)
+func ReadGitfile(file string) (string, error) {
+	b, err := ReadBounded(file, 1<<20, false)
 	if err != nil {
 		return "", err
 	}
@@ -214,7 +224,7 @@ func readGitfile(file string) (string, error) {
 }
 
 // isGitDirectory is git's is_git_directory: suspect/HEAD is a valid HEAD
-// (validHead), and the common directory (commonDir) holds objects and
+// (validHead), and the common directory (CommonDir) holds objects and
 // refs that the caller may search (access X_OK, links followed, as git
 // checks them).
 func isGitDirectory(suspect string) bool {
@@ -223,7 +233,7 @@ func isGitDirectory(suspect string) bool {
 	}
 	common := suspect
 	if _, err := os.Stat(suspect + "/commondir"); err == nil {
-		c, err := commonDir(suspect)
+		c, err := CommonDir(suspect)
 		if err != nil {
 			return false // git dies reading it
 		}
@@ -244,7 +254,7 @@ func validHead(p string) bool {
 		t, err := os.Readlink(p)
 		return err == nil && strings.HasPrefix(t, "refs/")
 	}
-	b, err := readBounded(p, 255, true)
+	b, err := ReadBounded(p, 255, true)
 	if err != nil {
 		return false
 	}
@@ -275,15 +285,15 @@ func isHex(b []byte) bool {
 	return true
 }
 
-// commonDir is git's get_common_dir_noenv: the real path of what
+// CommonDir is git's get_common_dir_noenv: the real path of what
 // g/commondir names (trailing CRs and LFs dropped, relative to g), or g
 // when there is no commondir. An error means git would die.
-func commonDir(g string) (string, error) {
+func CommonDir(g string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(g+"/commondir", &st); err != nil {
 		return g, nil
 	}
-	b, err := readBounded(g+"/commondir", 1<<16, false)
+	b, err := ReadBounded(g+"/commondir", 1<<16, false)
 	if err != nil {
 		return "", err
 	}
@@ -321,11 +331,11 @@ func realPath(p string) (string, error) {
 	return r, nil
 }
 
-// readBounded reads a regular file, links followed, to at most max bytes;
+// ReadBounded reads a regular file, links followed, to at most max bytes;
 // a larger one is an error unless prefix (then its first max bytes are
 // what git reads too). It opens without blocking (a FIFO does not hold
 // it) and refuses anything but a regular file.
-func readBounded(p string, max int64, prefix bool) ([]byte, error) {
+func ReadBounded(p string, max int64, prefix bool) ([]byte, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}

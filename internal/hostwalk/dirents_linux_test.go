@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"encoding/binary"
@@ -46,8 +46,8 @@ func TestListerTypes(t *testing.T) {
 		t.Fatalf("listed %v, want %v", got, want)
 	}
 	for _, e := range got {
-		if m, ok := want[e.name]; !ok || m != e.mode {
-			t.Errorf("%s: mode %v, os.ReadDir says %v (present %v)", e.name, e.mode, m, ok)
+		if m, ok := want[e.Name]; !ok || m != e.Mode {
+			t.Errorf("%s: mode %v, os.ReadDir says %v (present %v)", e.Name, e.Mode, m, ok)
 		}
 	}
 }
@@ -66,7 +66,7 @@ func TestListerLargeDir(t *testing.T) {
 	}
 	var names []string
 	for _, e := range listPath(t, d) {
-		names = append(names, e.name)
+		names = append(names, e.Name)
 	}
 	slices.Sort(names)
 	slices.Sort(want)
@@ -74,8 +74,8 @@ func TestListerLargeDir(t *testing.T) {
 		t.Fatalf("listed %d names, want %d (or they differ)", len(names), len(want))
 	}
 	fd := openDir(t, d)
-	var l lister
-	if _, err := l.list(fd, 1000); !errors.Is(err, errTooMany) {
+	var l Lister
+	if _, err := l.List(fd, 1000); !errors.Is(err, errTooMany) {
 		t.Errorf("bound 1000 over 1500 entries: err %v, want errTooMany", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestListerParse(t *testing.T) {
 		copy(b[19:], name)
 		return b
 	}
-	var l lister
+	var l Lister
 	buf := append(append(append(rec("link", unix.DT_UNKNOWN), rec("gone", unix.DT_UNKNOWN)...), rec(".", unix.DT_DIR)...), rec("f", unix.DT_REG)...)
 	if err := l.parse(fd, buf); err != nil {
 		t.Fatal(err)
@@ -107,15 +107,15 @@ func TestListerParse(t *testing.T) {
 	}
 	bad := rec("x", unix.DT_REG)
 	binary.NativeEndian.PutUint16(bad[16:18], uint16(len(bad)+8))
-	if err := (&lister{}).parse(fd, bad); !errors.Is(err, errBadDirent) {
+	if err := (&Lister{}).parse(fd, bad); !errors.Is(err, errBadDirent) {
 		t.Errorf("record longer than its buffer: err %v, want errBadDirent", err)
 	}
 }
 
-func listPath(t *testing.T, d string) dirents {
+func listPath(t *testing.T, d string) Dirents {
 	t.Helper()
-	var l lister
-	ents, err := l.list(openDir(t, d), 0)
+	var l Lister
+	ents, err := l.List(openDir(t, d), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

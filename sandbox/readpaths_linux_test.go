@@ -2,150 +2,19 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
-
-// specialTree makes a tree with a socket and a FIFO at depth 1 and 3, a
-// regular file, and a link to a socket elsewhere (a link is not followed).
-func specialTree(t *testing.T) (root, outside string) {
-	t.Helper()
-	root, outside = t.TempDir(), t.TempDir()
-	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
-	sandboxtest.SocketInode(t, filepath.Join(root, "agent.sock"))
-	sandboxtest.SocketInode(t, filepath.Join(root, "a", "b", "docker.sock"))
-	if err := unix.Mkfifo(filepath.Join(root, "a", "pipe"), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644)
-	sandboxtest.SocketInode(t, filepath.Join(outside, "far.sock"))
-	os.Symlink(filepath.Join(outside, "far.sock"), filepath.Join(root, "link.sock"))
-	return root, outside
-}
-
-func TestScanSpecial(t *testing.T) {
-	root, _ := specialTree(t)
-	res, err := scanSpecial(nil, root, defaultScanLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range res.found {
-		got = append(got, f.kind+":"+f.rel)
-	}
-	slices.Sort(got)
-	want := []string{"fifo:a/pipe", "socket:a/b/docker.sock", "socket:agent.sock"}
-	if !slices.Equal(got, want) {
-		t.Errorf("found %q, want %q", got, want)
-	}
-	// root: agent.sock, a, link.sock; a: b, pipe, file; b: docker.sock.
-	if res.entries != 7 {
-		t.Errorf("entries %d, want 7", res.entries)
-	}
-	if res.elapsed <= 0 {
-		t.Errorf("elapsed %v: the cost was not measured", res.elapsed)
-	}
-}
-
-// TestScanSpecialSiblings: every sibling subtree is searched. The lister
-// reuses its listing, so a walk that went on reading a parent's entries
-// after descending would read a child's instead and skip later siblings.
-func TestScanSpecialSiblings(t *testing.T) {
-	root := t.TempDir()
-	var want []string
-	for i := range 10 {
-		d := filepath.Join(root, fmt.Sprintf("d%d", i))
-		if err := os.MkdirAll(filepath.Join(d, "x"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"f1", "f2", "f3"} {
-			os.WriteFile(filepath.Join(d, f), nil, 0o644)
-		}
-		sandboxtest.SocketInode(t, filepath.Join(d, "s"))
-		sandboxtest.SocketInode(t, filepath.Join(d, "x", "s"))
-		want = append(want, fmt.Sprintf("d%d/s", i), fmt.Sprintf("d%d/x/s", i))
-	}
-	res, err := scanSpecial(nil, root, defaultScanLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range res.found {
-		got = append(got, f.rel)
-	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("found %q, want %q", got, want)
-	}
-}
-
-func TestScanSpecialBounds(t *testing.T) {
-	root, _ := specialTree(t)
-	for _, tt := range []struct {
-		name  string
-		lim   scanLimits
-		bound string
-	}{
-		{"entries", scanLimits{entries: 6, depth: 64, covered: 64}, "entries"},
-		{"depth", scanLimits{entries: 100, depth: 2, covered: 64}, "depth"},
-		{"covered", scanLimits{entries: 100, depth: 64, covered: 2}, "covered"},
-		{"all within", scanLimits{entries: 7, depth: 3, covered: 3}, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := scanSpecial(nil, root, tt.lim)
-			var be *ScanBoundError
-			switch {
-			case tt.bound == "" && err != nil:
-				t.Fatalf("within the bounds: %v", err)
-			case tt.bound == "":
-			case !errors.As(err, &be) || be.Bound != tt.bound || be.Path != root:
-				t.Fatalf("error %v, want a %s bound on %s", err, tt.bound, root)
-			}
-		})
-	}
-}
-
-// TestScanSpecialUnlistable: a directory the scan cannot list is skipped
-// when the caller cannot search it either, refused when it can (a socket
-// at a known name in it would be reachable).
-func TestScanSpecialUnlistable(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root lists every directory; this case exists for an unprivileged caller only (CI runs it as sbxci)")
-	}
-	for _, tt := range []struct {
-		mode os.FileMode
-		ok   bool
-	}{{0o000, true}, {0o100, false}, {0o700, true}} {
-		t.Run(tt.mode.String(), func(t *testing.T) {
-			root := t.TempDir()
-			d := filepath.Join(root, "shut")
-			os.Mkdir(d, 0o700)
-			sandboxtest.SocketInode(t, filepath.Join(d, "s"))
-			os.Chmod(d, tt.mode)
-			t.Cleanup(func() { os.Chmod(d, 0o700) })
-			_, err := scanSpecial(nil, root, defaultScanLimits)
-			if (err == nil) != tt.ok {
-				t.Fatalf("mode %v: error %v, want ok=%v", tt.mode, err, tt.ok)
-			}
-			if err != nil && !strings.Contains(err.Error(), "searchable") {
-				t.Errorf("error %q does not say why", err)
-			}
-		})
-	}
-}
 
 func TestReadCoversOwn(t *testing.T) {
 	for p, want := range map[string]bool{
@@ -164,7 +33,7 @@ func TestReadCoversOwn(t *testing.T) {
 // /dev/null bound over it, after the --read bind itself (a later mount
 // covers an earlier one), at the path as named inside.
 func TestPlanReadCoversSockets(t *testing.T) {
-	root, _ := specialTree(t)
+	root, _ := sandboxtest.SpecialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root}}.WithDefaults()
 	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
@@ -196,7 +65,7 @@ func TestPlanReadRefusals(t *testing.T) {
 	os.Symlink("/proc/self", filepath.Join(d, "proclink"))
 	sandboxtest.SocketInode(t, filepath.Join(d, "svc.sock"))
 	deep := d
-	for range scanMaxDepth + 1 {
+	for range hostwalk.DefaultScanLimits().Depth + 1 {
 		deep = filepath.Join(deep, "d")
 	}
 	os.MkdirAll(deep, 0o755)
@@ -271,7 +140,7 @@ func TestPlanTmpfs(t *testing.T) {
 // budget is not spent twice) and covered after each of its binds, since
 // the second bind lies over the first one's covers.
 func TestPlanReadTwice(t *testing.T) {
-	root, _ := specialTree(t)
+	root, _ := sandboxtest.SpecialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root, root}}.WithDefaults()
 	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
@@ -298,15 +167,15 @@ func TestPlanReadTwice(t *testing.T) {
 
 // TestScanBudgetIsPerRun: the entries budget is shared by all --read paths.
 func TestScanBudgetIsPerRun(t *testing.T) {
-	a, _ := specialTree(t)
-	b, _ := specialTree(t)
+	a, _ := sandboxtest.SpecialTree(t)
+	b, _ := sandboxtest.SpecialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{a, b}}.WithDefaults()
 	f := &hostFacts{}
 	g, err := pathguard.New(p.Writable())
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := scanLimits{entries: 10, depth: 64, covered: 64}
+	lim := hostwalk.ScanLimits{Entries: 10, Depth: 64, Covered: 64}
 	if err := f.addRead(g, a, os.Getuid(), os.Getgid(), nil, lim); err != nil {
 		t.Fatalf("first path, 7 of 10 entries: %v", err)
 	}

@@ -1,11 +1,11 @@
-package sandbox
+package gitrepo
 
 import "strconv"
 
-// appendGitConfig adds keys and vals to the git config that env already
+// AppendEnvConfig adds keys and vals to the git config that env already
 // carries in GIT_CONFIG_COUNT/KEY/VALUE (the caller's identity, devenv),
 // after it: one channel, several writers, none overwriting another.
-func appendGitConfig(env map[string]string, keys, vals []string) {
+func AppendEnvConfig(env map[string]string, keys, vals []string) {
 	if len(keys) == 0 {
 		return
 	}
@@ -20,9 +20,9 @@ func appendGitConfig(env map[string]string, keys, vals []string) {
 	env["GIT_CONFIG_COUNT"] = strconv.Itoa(n + len(keys))
 }
 
-// gitConfigOf returns the git config that env carries in
+// TakeEnvConfig returns the git config that env carries in
 // GIT_CONFIG_COUNT/KEY/VALUE, and removes it from env.
-func gitConfigOf(env map[string]string) (keys, vals []string) {
+func TakeEnvConfig(env map[string]string) (keys, vals []string) {
 	n, err := strconv.Atoi(env["GIT_CONFIG_COUNT"])
 	delete(env, "GIT_CONFIG_COUNT")
 	if err != nil || n < 0 || n > 1024 {

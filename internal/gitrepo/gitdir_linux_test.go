@@ -1,7 +1,6 @@
-package sandbox
+package gitrepo_test
 
 import (
-	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,8 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -23,29 +23,10 @@ type gitLayout struct {
 	make func(t *testing.T, root string) map[string][]string
 }
 
-// realGit runs the host's git in dir with a configuration of its own
-// (no system or user config, every directory safe) and returns its
-// output and whether it succeeded.
-func realGit(t *testing.T, dir string, args ...string) (string, bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c := exec.CommandContext(ctx, "git", args...)
-	c.Dir = dir
-	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_COUNT=4", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
-		"GIT_CONFIG_KEY_1=protocol.file.allow", "GIT_CONFIG_VALUE_1=always",
-		"GIT_CONFIG_KEY_2=init.defaultBranch", "GIT_CONFIG_VALUE_2=main",
-		"GIT_CONFIG_KEY_3=advice.detachedHead", "GIT_CONFIG_VALUE_3=false",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	out, err := c.CombinedOutput()
-	return string(out), err == nil
-}
-
 // mustGit is realGit that fails the test when git does.
 func mustGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, ok := realGit(t, dir, args...)
+	out, ok := sandboxtest.Git(t, dir, args...)
 	if !ok {
 		t.Fatalf("git %v in %s: %s", args, dir, out)
 	}
@@ -54,11 +35,11 @@ func mustGit(t *testing.T, dir string, args ...string) string {
 
 // gitTruth is what the host's git says dir's repository is: its git and
 // common directory as real paths; ok false when git finds none.
-func gitTruth(t *testing.T, dir string) (gitRepo, bool) {
+func gitTruth(t *testing.T, dir string) (gitrepo.Repo, bool) {
 	t.Helper()
-	out, ok := realGit(t, dir, "rev-parse", "--git-dir", "--git-common-dir")
+	out, ok := sandboxtest.Git(t, dir, "rev-parse", "--git-dir", "--git-common-dir")
 	if !ok {
-		return gitRepo{}, false
+		return gitrepo.Repo{}, false
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 {
@@ -74,17 +55,7 @@ func gitTruth(t *testing.T, dir string) (gitRepo, bool) {
 		}
 		return r
 	}
-	return gitRepo{dir: abs(lines[0]), common: abs(lines[1])}, true
-}
-
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return gitrepo.Repo{Dir: abs(lines[0]), Common: abs(lines[1])}, true
 }
 
 func symlink(t *testing.T, target, p string) {
@@ -111,10 +82,10 @@ func handGitDir(t *testing.T, d string, linkHead bool, commondir string) {
 	if linkHead {
 		symlink(t, "refs/heads/main", filepath.Join(d, "HEAD"))
 	} else {
-		writeFile(t, filepath.Join(d, "HEAD"), "ref: refs/heads/main\n")
+		sandboxtest.WriteFile(t, filepath.Join(d, "HEAD"), "ref: refs/heads/main\n")
 	}
 	if commondir != "" {
-		writeFile(t, filepath.Join(d, "commondir"), commondir+"\n")
+		sandboxtest.WriteFile(t, filepath.Join(d, "commondir"), commondir+"\n")
 		return
 	}
 	os.MkdirAll(filepath.Join(d, "objects"), 0o755)
@@ -149,13 +120,13 @@ func gitLayouts() []gitLayout {
 		{"gitfile relative", func(t *testing.T, r string) map[string][]string {
 			initRepo(t, filepath.Join(r, "w"))
 			os.Rename(filepath.Join(r, "w/.git"), filepath.Join(r, "store"))
-			writeFile(t, filepath.Join(r, "w/.git"), "gitdir: ../store\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "w/.git"), "gitdir: ../store\n")
 			return one("w")
 		}},
 		{"gitfile absolute, CRLF", func(t *testing.T, r string) map[string][]string {
 			initRepo(t, filepath.Join(r, "w"))
 			os.Rename(filepath.Join(r, "w/.git"), filepath.Join(r, "store"))
-			writeFile(t, filepath.Join(r, "w/.git"), "gitdir: "+filepath.Join(r, "store")+"\r\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "w/.git"), "gitdir: "+filepath.Join(r, "store")+"\r\n")
 			return one("w")
 		}},
 		{"gitfile through a link and ..", func(t *testing.T, r string) map[string][]string {
@@ -164,7 +135,7 @@ func gitLayouts() []gitLayout {
 			os.MkdirAll(filepath.Join(r, "wt"), 0o755)
 			symlink(t, filepath.Join(r, "real/sub"), filepath.Join(r, "lnk"))
 			handGitDir(t, filepath.Join(r, "gd"), false, "") // where a lexical clean would look
-			writeFile(t, filepath.Join(r, "wt/.git"), "gitdir: ../lnk/../gd\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "wt/.git"), "gitdir: ../lnk/../gd\n")
 			return one("wt")
 		}},
 		{"symlinked HEAD", func(t *testing.T, r string) map[string][]string {
@@ -189,7 +160,7 @@ func gitLayouts() []gitLayout {
 			handGitDir(t, filepath.Join(r, "a/x/.git"), false, "../../../evil")
 			os.MkdirAll(filepath.Join(r, "evil/objects"), 0o755)
 			os.MkdirAll(filepath.Join(r, "evil/refs"), 0o755)
-			writeFile(t, filepath.Join(r, "evil/config"), "[core]\n\trepositoryformatversion = 0\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "evil/config"), "[core]\n\trepositoryformatversion = 0\n")
 			return one("a/x")
 		}},
 		{"commondir through a link", func(t *testing.T, r string) map[string][]string {
@@ -207,7 +178,7 @@ func gitLayouts() []gitLayout {
 		}},
 		{"malformed gitfile stops git", func(t *testing.T, r string) map[string][]string {
 			initRepo(t, filepath.Join(r, "o"))
-			writeFile(t, filepath.Join(r, "o/in/.git"), "gitdir:../nowhere\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "o/in/.git"), "gitdir:../nowhere\n")
 			return one("o/in")
 		}},
 		{"worktree", func(t *testing.T, r string) map[string][]string {
@@ -230,7 +201,7 @@ func gitLayouts() []gitLayout {
 			handGitDir(t, filepath.Join(r, "s/.git/modules/sm"), true, "")
 			os.MkdirAll(filepath.Join(r, "s/aa/sm"), 0o755)
 			symlink(t, filepath.Join(r, "s/.git/modules"), filepath.Join(r, "s/lnk"))
-			writeFile(t, filepath.Join(r, "s/aa/sm/.git"), "gitdir: ../../lnk/sm/../sm\n")
+			sandboxtest.WriteFile(t, filepath.Join(r, "s/aa/sm/.git"), "gitdir: ../../lnk/sm/../sm\n")
 			return map[string][]string{"s": {"aa/sm"}}
 		}},
 		{"gitlink, split index, SHA-256", func(t *testing.T, r string) map[string][]string {
@@ -265,7 +236,7 @@ func gitLayouts() []gitLayout {
 // TestGitDirsAgreesWithGit: for every layout of the table, gitDirs gives,
 // at each directory asked about, the git and common directory that the
 // host's `git rev-parse --git-dir --git-common-dir` gives there, then those
-// of each submodule git recurses into; and the sweep's walk (findGit) of
+// of each submodule git recurses into; and the sweep's walk (hostwalk.FindGit) of
 // the whole tree finds every one of them, at every directory of the tree.
 func TestGitDirsAgreesWithGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -280,7 +251,7 @@ func TestGitDirsAgreesWithGit(t *testing.T) {
 			asked := l.make(t, root)
 			for rel, subs := range asked {
 				dir := filepath.Join(root, rel)
-				var want []gitRepo
+				var want []gitrepo.Repo
 				if r, ok := gitTruth(t, dir); ok {
 					want = append(want, r)
 				}
@@ -294,7 +265,7 @@ func TestGitDirsAgreesWithGit(t *testing.T) {
 				if len(want) == 0 && !strings.HasPrefix(l.name, "no repository") && !strings.HasPrefix(l.name, "malformed") {
 					t.Fatalf("%s: control: git finds no repository there (untested)", rel)
 				}
-				got, err := gitDirs(dir)
+				got, err := gitrepo.Discover(dir)
 				if err != nil {
 					t.Errorf("%s: %v", rel, err)
 				}
@@ -307,37 +278,26 @@ func TestGitDirsAgreesWithGit(t *testing.T) {
 	}
 }
 
-// sweepCovers checks that findGit on root finds, of what gitDirs returns
+// sweepCovers checks that hostwalk.FindGit on root finds, of what gitDirs returns
 // at each directory below root, everything inside root.
 func sweepCovers(t *testing.T, root string) {
 	t.Helper()
-	g := findGit([]string{root}, walkBounds{})
-	if !g.report.Complete {
-		t.Fatalf("walk incomplete: %v", g.report.Skipped)
+	g := hostwalk.FindGit([]string{root}, hostwalk.Bounds{})
+	if !g.Report.Complete {
+		t.Fatalf("walk incomplete: %v", g.Report.Skipped)
 	}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
-		repos, _ := gitDirs(p)
+		repos, _ := gitrepo.Discover(p)
 		for _, r := range repos {
-			for _, x := range []string{r.dir, r.common} {
-				if policy.Within(x, root) && !slices.Contains(g.dirs, x) {
-					t.Errorf("git in %s uses %s, which the sweep does not find (found %v)", p, x, g.dirs)
+			for _, x := range []string{r.Dir, r.Common} {
+				if policy.Within(x, root) && !slices.Contains(g.Dirs, x) {
+					t.Errorf("git in %s uses %s, which the sweep does not find (found %v)", p, x, g.Dirs)
 				}
 			}
 		}
 		return nil
 	})
-}
-
-// TestIndexGitlinksRefusesGarbage: a truncated or forged index is
-// refused, never read past its end.
-func TestIndexGitlinksRefusesGarbage(t *testing.T) {
-	for _, b := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x05"),
-		append([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01"), make([]byte, 70)...)} {
-		if links, err := indexGitlinks(b); err == nil {
-			t.Errorf("indexGitlinks(%q) = %v, want an error", b, links)
-		}
-	}
 }

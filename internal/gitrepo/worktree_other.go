@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sandbox
+package gitrepo
 
 import "github.com/sandbox-run/sandbox-run/policy"
 

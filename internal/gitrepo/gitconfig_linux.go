@@ -1,4 +1,4 @@
-package sandbox
+package gitrepo
 
 import (
 	"strings"
@@ -22,12 +22,12 @@ var gitKeep = map[string]bool{
 	"submodule.*.url": true, "submodule.*.active": true, "submodule.*.branch": true,
 }
 
-// stripGitConfig returns the settings of a git config file that gitKeep
+// StripConfig returns the settings of a git config file that gitKeep
 // allows, rewritten in canonical form, and whether anything was dropped.
 // It is deliberately strict: a variable whose value needs quoting or
 // escaping, a continued line, an odd section header, is dropped rather
 // than interpreted, since what git would make of it is what matters.
-func stripGitConfig(in string) (out string, dropped bool) {
+func StripConfig(in string) (out string, dropped bool) {
 	var b strings.Builder
 	section, sub, okHeader := "", "", false
 	lastHeader := ""

@@ -1,12 +1,15 @@
-package sandbox
+package gitrepo
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxIndexBytes bounds the index files gitDirs reads for gitlinks; a
@@ -19,19 +22,19 @@ const maxIndexBytes = 64 << 20
 // finds at worktree/PATH through its .git, and theirs in turn, depth
 // levels down at most. Git runs a child `git status` there when PATH/.git
 // leads to a git directory, whether or not .gitmodules names the module.
-func submoduleRepos(worktree string, r gitRepo, depth int) ([]gitRepo, error) {
+func submoduleRepos(worktree string, r Repo, depth int) ([]Repo, error) {
 	if depth > gitSubmoduleDepth {
 		return nil, fmt.Errorf("%s: submodules nested deeper than %d levels", worktree, gitSubmoduleDepth)
 	}
-	links, err := repoGitlinks(r.dir)
-	var out []gitRepo
+	links, err := repoGitlinks(r.Dir)
+	var out []Repo
 	for _, p := range links {
 		sub, rerr := realPath(worktree + "/" + p)
 		if rerr != nil {
 			continue
 		}
 		s, found, _ := discoverAt(sub)
-		if !found || s.dir == sub {
+		if !found || s.Dir == sub {
 			continue // not populated: git does not recurse
 		}
 		out = append(out, s)
@@ -47,10 +50,10 @@ func submoduleRepos(worktree string, r gitRepo, depth int) ([]gitRepo, error) {
 // an entry the split part deleted may be listed, never one missed).
 func repoGitlinks(g string) ([]string, error) {
 	files := []string{g + "/index"}
-	if names, err := readNames(g); err == nil {
-		for _, e := range names {
-			if strings.HasPrefix(e.name, "sharedindex.") {
-				files = append(files, g+"/"+e.name)
+	if names, err := listNames(g); err == nil {
+		for _, name := range names {
+			if strings.HasPrefix(name, "sharedindex.") {
+				files = append(files, g+"/"+name)
 			}
 		}
 	}
@@ -58,7 +61,7 @@ func repoGitlinks(g string) ([]string, error) {
 	var out []string
 	var errs error
 	for _, f := range files {
-		b, err := readBounded(f, maxIndexBytes, false)
+		b, err := ReadBounded(f, maxIndexBytes, false)
 		if errors.Is(err, errTooLarge) {
 			errs = errors.Join(errs, err)
 			continue
@@ -79,6 +82,18 @@ func repoGitlinks(g string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, errs
+}
+
+// listNames lists the names in directory g, without following a link at
+// its last component.
+func listNames(g string) ([]string, error) {
+	fd, err := unix.Open(g, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: g, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), g)
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // modeGitlink is an index entry's mode for a submodule's commit.

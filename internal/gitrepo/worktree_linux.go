@@ -1,4 +1,4 @@
-package sandbox
+package gitrepo
 
 import (
 	"os"
@@ -28,13 +28,13 @@ func OutsideRepos(p policy.Policy) []OutsideRepo {
 		if fi, err := os.Lstat(gf); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		g, err := readGitfile(gf)
+		g, err := ReadGitfile(gf)
 		if err != nil {
 			continue
 		}
 		r := repoOf(g)
-		if !policy.InsideAny(r.common, p.Writable()) {
-			out = append(out, OutsideRepo{Worktree: w, Repo: r.common})
+		if !policy.InsideAny(r.Common, p.Writable()) {
+			out = append(out, OutsideRepo{Worktree: w, Repo: r.Common})
 		}
 	}
 	return out

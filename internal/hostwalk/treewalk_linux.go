@@ -1,4 +1,4 @@
-package sandbox
+package hostwalk
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // the root ("" for the root itself) and ents all its entries, each with the
 // type getdents gave (no stat, no link followed). An error stops the walk
 // and is returned as is. A visitor must not keep ents past the call.
-type treeVisitor func(rel string, ents dirents) error
+type treeVisitor func(rel string, ents Dirents) error
 
 // walkTree walks the directory tree at root (a real path: no link on the
 // way, as pathguard resolved it), depth first, and shows every directory
@@ -21,22 +21,22 @@ type treeVisitor func(rel string, ents dirents) error
 // twice and a directory swapped for a link during the walk is skipped. It
 // crosses mount points, as bwrap's recursive bind does.
 //
-// Bounds: lim.entries directory entries (with lim.usedEntries already spent
-// by earlier walks of the run) and lim.depth levels below root; over one it
+// Bounds: lim.Entries directory entries (with lim.UsedEntries already spent
+// by earlier walks of the run) and lim.Depth levels below root; over one it
 // stops with a *ScanBoundError. A directory it cannot list is skipped when
 // the caller cannot search it either; one the caller could search but not
 // list stops the walk with an error, since a file at a known name in it
 // would be reachable. It returns the number of entries it read.
 //
 // The one walk serves every search of a tree a run makes: the socket
-// search of --read paths and writable dirs is a visitor (scanSpecial);
+// search of --read paths and writable dirs is a visitor (ScanSpecial);
 // another search (git directories) can be a second visitor of the same
 // walk, which then costs one getdents pass for both.
 //
 // top, when set, is root already opened and listed (a tops entry of the
 // plan): its descriptor and listing are used instead of opening and
 // listing root again.
-func walkTree(root string, lim scanLimits, visit treeVisitor, top *topListing) (int, error) {
+func walkTree(root string, lim ScanLimits, visit treeVisitor, top *TopListing) (int, error) {
 	w := walker{root: root, lim: lim, visit: visit}
 	if top != nil && top.err == nil {
 		err := w.dir(top.fd, "", 1, top.ents)
@@ -53,39 +53,39 @@ func walkTree(root string, lim scanLimits, visit treeVisitor, top *topListing) (
 
 type walker struct {
 	root    string
-	lim     scanLimits
+	lim     ScanLimits
 	visit   treeVisitor
 	entries int
-	l       lister
+	l       Lister
 }
 
 // dir reads the directory open at fd (the caller closes fd), shows it to
 // the visitor, and descends into its subdirectories. pre, when not nil,
 // is the directory's listing already made (walkTree's top): it is not
 // listed again, and is bounded as a listing of its own would be.
-func (w *walker) dir(fd int, rel string, depth int, pre dirents) error {
-	if depth > w.lim.depth {
-		return &ScanBoundError{Path: w.root, Bound: "depth", Limit: w.lim.depth}
+func (w *walker) dir(fd int, rel string, depth int, pre Dirents) error {
+	if depth > w.lim.Depth {
+		return &ScanBoundError{Path: w.root, Bound: "depth", Limit: w.lim.Depth}
 	}
-	left := w.lim.entries - w.lim.usedEntries - w.entries
+	left := w.lim.Entries - w.lim.UsedEntries - w.entries
 	if left < 1 {
 		left = 1 // any entry at all is over the bound
 	}
 	all, err := pre, error(nil)
 	if pre == nil {
-		all, err = w.l.list(fd, left)
+		all, err = w.l.List(fd, left)
 	} else if len(pre) > left {
 		err = errTooMany
 	}
 	if errors.Is(err, errTooMany) {
-		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
+		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.Entries}
 	}
 	if err != nil {
 		return fmt.Errorf("cannot list %s: %w", filepath.Join(w.root, rel), err)
 	}
 	w.entries += len(all)
-	if w.lim.usedEntries+w.entries > w.lim.entries {
-		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.entries}
+	if w.lim.UsedEntries+w.entries > w.lim.Entries {
+		return &ScanBoundError{Path: w.root, Bound: "entries", Limit: w.lim.Entries}
 	}
 	if err := w.visit(rel, all); err != nil {
 		return err
@@ -94,8 +94,8 @@ func (w *walker) dir(fd int, rel string, depth int, pre dirents) error {
 	// names (strings, which stay valid) before descending.
 	var subs []string
 	for _, e := range all {
-		if e.mode.IsDir() {
-			subs = append(subs, e.name)
+		if e.Mode.IsDir() {
+			subs = append(subs, e.Name)
 		}
 	}
 	for _, name := range subs {
