@@ -242,7 +242,7 @@ func (r *bwRun) terminal(context.Context) error {
 }
 
 func (r *bwRun) environment(context.Context) error {
-	env, err := commandEnv(r.p, r.nw.env, r.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(r.p, r.nw.env, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestCommandEnvGitConfig(t *testing.T) {
 	p := policy.Policy{Workdir: "/w", Env: map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "A"}}
 	net := map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "credential.https://h.helper", "GIT_CONFIG_VALUE_0": "!f"}
-	env, err := commandEnv(p, net, nil)
+	env, err := mechanism.CommandEnv(p, net, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,7 +263,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	for _, b := range nw.binds {
 		extra = append(extra, bwrap.Mount{Kind: bwrap.ROBind, Src: b[0], Dst: b[1], FD: -1})
 	}
-	env, err := commandEnv(p, nw.env, g.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(p, nw.env, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

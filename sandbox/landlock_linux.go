@@ -98,7 +98,7 @@ func (r *llRun) Prepare(ctx context.Context) (*Report, error) {
 
 func (r *llRun) Run(ctx context.Context) (*Result, error) { return r.supervise(ctx, r.cmd) }
 
-func (r *llRun) auditStart() map[string]any {
+func (r *llRun) AuditStart() map[string]any {
 	return map[string]any{"landlock_abi": r.report.Landlock.ABI}
 }
 
@@ -168,7 +168,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if err != nil {
 		return err
 	}
-	env, err := commandEnv(p, netEnv, r.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(p, netEnv, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -373,7 +373,7 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	p, rs := r.p, r.rs
 	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: mechanism.Platform(), HostUID: r.uid, HostGID: r.gid,
 		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
-		Network: mode, AllowHosts: p.AllowHosts, Transparent: transparentLost(mode, noTransparentLandlock),
+		Network: mode, AllowHosts: p.AllowHosts, Transparent: mechanism.TransparentLost(mode, mechanism.NoTransparentLandlock),
 		Seccomp:  &SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
 		Landlock: &LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
 	for _, kv := range env {

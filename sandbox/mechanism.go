@@ -19,7 +19,7 @@ func newMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechan
 	}
 	switch p.Sandbox {
 	case policy.ModeOff:
-		return off.New(p, cmd, mechanism.Caller{Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Signals: opts.Signals, LookupEnv: opts.LookupEnv}), nil
+		return off.New(p, cmd, opts.caller()), nil
 	case policy.ModeAuto:
 		return nativeMechanism(p, cmd, opts)
 	case policy.ModeBwrap:
@@ -61,8 +61,8 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if len(rep.Secrets) > 0 {
 		start["secrets"] = secretNames(rep.Secrets)
 	}
-	if a, ok := m.(auditStarter); ok {
-		for k, v := range a.auditStart() {
+	if a, ok := m.(mechanism.AuditStarter); ok {
+		for k, v := range a.AuditStart() {
 			start[k] = v
 		}
 	}
@@ -84,10 +84,4 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
-}
-
-// auditStarter is a mechanism with fields of its own for the run_start
-// audit event.
-type auditStarter interface {
-	auditStart() map[string]any
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -103,7 +104,7 @@ func TestPlanRefusesGitLink(t *testing.T) {
 
 func TestCommandEnv(t *testing.T) {
 	p := policy.Policy{Workdir: "/w", Env: map[string]string{"HTTP_PROXY": "mine"}}
-	env, err := commandEnv(p, map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128", "HTTPS_PROXY": "http://127.0.0.1:3128"}, nil)
+	env, err := mechanism.CommandEnv(p, map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128", "HTTPS_PROXY": "http://127.0.0.1:3128"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

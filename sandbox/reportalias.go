@@ -61,3 +61,7 @@ type (
 	Result    = mechanism.Result
 	ExecError = mechanism.ExecError
 )
+
+// ErrUnsupported means the requested mechanism does not exist on this
+// platform. It matches errors.ErrUnsupported.
+var ErrUnsupported = mechanism.ErrUnsupported

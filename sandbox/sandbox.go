@@ -111,10 +111,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
-// ErrUnsupported means the requested mechanism does not exist on this
-// platform. It matches errors.ErrUnsupported.
-var ErrUnsupported = fmt.Errorf("sandbox: mechanism unsupported here: %w", errors.ErrUnsupported)
-
 // ErrSetup marks a sandbox that could not be set up; the command did not
 // run. Every *SetupError matches it (it is fault.ErrSetup, which bwrap's
 // and apparmor's refusals match too).
@@ -255,6 +251,12 @@ type InitBinary struct {
 	// directory that Path is; it is looked up only when a run needs an
 	// init, so a run that needs none reads nothing for it.
 	Beside string
+}
+
+// caller is what of o every mechanism takes as it is.
+func (o Options) caller() mechanism.Caller {
+	return mechanism.Caller{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Signals: o.Signals,
+		LookupEnv: o.LookupEnv, Audit: o.Audit, Logger: o.logger()}
 }
 
 func (o Options) logger() *slog.Logger {

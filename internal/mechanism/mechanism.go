@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -253,10 +254,27 @@ type Mechanism interface {
 
 // Caller is what the caller of a run hands every mechanism as it is: the
 // command's standard streams (nil: /dev/null), the signals to relay to it
-// until it ends (nil: none), and how the policy's PassEnv names are
-// resolved (nil: none is passed).
+// until it ends (nil: none), how the policy's PassEnv names are resolved
+// (nil: none is passed), where audit lines go (nil: nowhere) and the
+// debug log (nil: discarded).
 type Caller struct {
 	Stdin, Stdout, Stderr *os.File
 	Signals               <-chan os.Signal
 	LookupEnv             func(string) (string, bool)
+	Audit                 io.Writer
+	Logger                *slog.Logger
+}
+
+// Log is c.Logger, or a logger that discards when it is nil.
+func (c Caller) Log() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// AuditStarter is a Mechanism with fields of its own for the run_start
+// audit event (a profile's digest, a ruleset's ABI).
+type AuditStarter interface {
+	AuditStart() map[string]any
 }

@@ -4,7 +4,6 @@ package mechanism
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 
@@ -19,7 +18,7 @@ func Sample(_ context.Context, _ int, l limits.Limits) (<-chan limits.Exceeded, 
 	if l == (limits.Limits{}) {
 		return nil, nil
 	}
-	return nil, fmt.Errorf("no process sampler on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+	return nil, fmt.Errorf("no process sampler on %s: %w", runtime.GOOS, ErrUnsupported)
 }
 
 // RaiseOOM is Linux only: elsewhere nothing is raised or read back.

@@ -1,10 +1,12 @@
 //go:build darwin || linux
 
-package sandbox
+package seatbelt
 
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // fileOwner is what reachableAs reads of a file: its permission bits and
@@ -38,10 +40,10 @@ func reachableAs(p string, uid, gid int, write bool, stat func(string) (fileOwne
 	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
 		f, err := stat(dir)
 		if err != nil {
-			return &SetupError{What: "cannot inspect " + dir, Why: err.Error(), Fix: "check the path"}
+			return &fault.Error{What: "cannot inspect " + dir, Why: err.Error(), Fix: "check the path"}
 		}
 		if !f.allows(uid, gid, 1) {
-			return &SetupError{
+			return &fault.Error{
 				What: fmt.Sprintf("%s is not reachable for uid %d", p, uid),
 				Why:  fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, which cannot search %s (mode %04o)", uid, dir, f.mode),
 				Fix:  fmt.Sprintf("chmod o+x %s, or pass --user with a uid that can", dir),
@@ -56,10 +58,10 @@ func reachableAs(p string, uid, gid int, write bool, stat func(string) (fileOwne
 	}
 	f, err := stat(p)
 	if err != nil {
-		return &SetupError{What: "cannot inspect " + p, Why: err.Error(), Fix: "pass a directory that exists"}
+		return &fault.Error{What: "cannot inspect " + p, Why: err.Error(), Fix: "pass a directory that exists"}
 	}
 	if !f.allows(uid, gid, 3) {
-		return &SetupError{
+		return &fault.Error{
 			What: fmt.Sprintf("%s is not writable for uid %d", p, uid),
 			Why:  fmt.Sprintf("sandbox-run runs as root, so the sandbox runs as uid %d, never as host root", uid),
 			Fix:  fmt.Sprintf("chown -R %d:%d %s, or pass --user UID[:GID] of the directory's owner", uid, gid, p),

@@ -1,12 +1,14 @@
 //go:build darwin || linux
 
-package sandbox
+package seatbelt
 
 import (
 	"errors"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // fakeTree is a fake file system for reachableAs: path -> owner and mode.
@@ -64,7 +66,7 @@ func TestReachableAs(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want an error naming %q", tc.path, err, tc.want)
 		case err != nil:
-			var se *SetupError
+			var se *fault.Error
 			if !errors.As(err, &se) || se.Fix == "" {
 				t.Errorf("%s: %#v is not a SetupError with a fix", tc.path, err)
 			}
