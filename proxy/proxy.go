@@ -271,41 +271,13 @@ func (p *Proxy) SetAllow(entries []string) error {
 // If ln fails first, Serve closes the same things and returns the error,
 // wrapped. Handler goroutines may still be unwinding when Serve returns.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
+	s := newSession(p, ctx)
 	defer p.own.hold()()
+	sweepDone := make(chan struct{})
+	defer close(sweepDone)
+	go s.plain.sweepIdle(sweepDone)
 
-	// The transport is ours, not http.DefaultTransport: no Proxy func (the
-	// default reads HTTP(S)_PROXY and would chain around the checks), and a
-	// dialer that connects only to the addresses a decision checked. It
-	// never follows redirects (http.Transport does not; only http.Client
-	// does).
-	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           s.dialTransport,
-		ForceAttemptHTTP2:     false,
-		MaxIdleConns:          maxIdleUpstream,
-		MaxIdleConnsPerHost:   maxIdleUpstreamPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	s.forward = &httputil.ReverseProxy{
-		// The client's absolute URL is the upstream request's URL as it
-		// stands; Rewrite (not Director) strips hop-by-hop and
-		// X-Forwarded-* headers and adds none.
-		Rewrite:   func(*httputil.ProxyRequest) {},
-		Transport: tr,
-		// An answer of unknown length (chunked: a long poll, a stream) or
-		// an event stream is flushed after every read, whatever this says
-		// (ReverseProxy.flushInterval); one of known length is held at
-		// most this long. Not -1, which flushes the header on its own from
-		// a timer goroutine and then every read: two writes and a
-		// goroutine per small answer.
-		FlushInterval: forwardFlushInterval,
-		BufferPool:    &bufferPool{},
-		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-		ErrorHandler:  s.forwardError,
-	}
+	tr := s.newForward()
 
 	// ReadHeaderTimeout and IdleTimeout bound connections that send no
 	// request (slowloris); see Config. There is deliberately no ReadTimeout
@@ -348,6 +320,44 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return fmt.Errorf("proxy: serve: %w", err)
+}
+
+// newForward sets s.forward, the ReverseProxy of the absolute-form
+// requests forwardPlain does not take, and returns its transport.
+func (s *session) newForward() *http.Transport {
+	// The transport is ours, not http.DefaultTransport: no Proxy func (the
+	// default reads HTTP(S)_PROXY and would chain around the checks), and a
+	// dialer that connects only to the addresses a decision checked. It
+	// never follows redirects (http.Transport does not; only http.Client
+	// does).
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           s.dialTransport,
+		ForceAttemptHTTP2:     false,
+		MaxIdleConns:          maxIdleUpstream,
+		MaxIdleConnsPerHost:   maxIdleUpstreamPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	s.forward = &httputil.ReverseProxy{
+		// The client's absolute URL is the upstream request's URL as it
+		// stands; Rewrite (not Director) strips hop-by-hop and
+		// X-Forwarded-* headers and adds none.
+		Rewrite:   func(*httputil.ProxyRequest) {},
+		Transport: tr,
+		// An answer of unknown length (chunked: a long poll, a stream) or
+		// an event stream is flushed after every read, whatever this says
+		// (ReverseProxy.flushInterval); one of known length is held at
+		// most this long. Not -1, which flushes the header on its own from
+		// a timer goroutine and then every read: two writes and a
+		// goroutine per small answer.
+		FlushInterval: forwardFlushInterval,
+		BufferPool:    s.bufs,
+		ErrorLog:      slog.NewLogLogger(s.p.log.Handler(), slog.LevelDebug),
+		ErrorHandler:  s.forwardError,
+	}
+	return tr
 }
 
 // decision is the outcome of checking one request, made before any
@@ -514,12 +524,22 @@ type session struct {
 	p   *Proxy
 	ctx context.Context
 
-	forward *httputil.ReverseProxy // absolute-form requests, over the checked transport
-	term    *terminator            // terminated connections; nil when nothing is terminated
+	forward *httputil.ReverseProxy // absolute-form requests forwardPlain does not take, over the checked transport
+	plain   *plainPool             // forwardPlain's idle upstream connections
+	bufs    *bufferPool            // copy buffers of forwarded answers
+	// reencodeQuery: GODEBUG's urlmaxqueryparams is set (see plainForwardable).
+	reencodeQuery bool
+	term          *terminator // terminated connections; nil when nothing is terminated
 
 	mu     sync.Mutex
 	conns  map[*upstreamConn]struct{}
 	closed bool
+}
+
+// newSession is the state of a Serve (or Transparent) call on ctx.
+func newSession(p *Proxy, ctx context.Context) *session {
+	return &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{}),
+		plain: &plainPool{idle: make(map[target][]*plainConn)}, bufs: &bufferPool{}, reencodeQuery: reencodesQuery()}
 }
 
 type decisionKey struct{}
@@ -682,6 +702,7 @@ func (s *session) closeAll() {
 		}
 	}
 	s.mu.Unlock()
+	s.plain.sweep(true)
 	for c := range conns {
 		c.once.Do(func() { c.s.p.recordEnd(c) })
 		_ = c.TCPConn.Close()

@@ -49,6 +49,10 @@ func (s *session) serveForward(w http.ResponseWriter, r *http.Request) {
 	if !s.p.runPlainHook(w, r, d) {
 		return
 	}
+	if s.plainForwardable(r) {
+		s.forwardPlain(w, r, d)
+		return
+	}
 	s.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 }
 

@@ -37,7 +37,7 @@ type Transparent struct{ s *session }
 // Transparent returns the dialer of a netstack that serves until ctx
 // ends; every connection it opened is closed then.
 func (p *Proxy) Transparent(ctx context.Context) *Transparent {
-	s := &session{p: p, ctx: ctx, conns: make(map[*upstreamConn]struct{})}
+	s := newSession(p, ctx)
 	release := p.own.hold() // the own-address watch, while it serves
 	context.AfterFunc(ctx, func() { s.closeAll(); release() })
 	return &Transparent{s: s}

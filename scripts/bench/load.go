@@ -195,12 +195,17 @@ func (e *env) runLoads(h *testHost, paths []loadPath, rounds int, deadline time.
 				continue
 			}
 			var stop func() procSample
+			var cpu0 time.Duration
 			if p.pid > 0 {
+				cpu0, _ = procCPU(p.pid)
 				stop = sampler(p.pid, nil)
 			}
 			lr, err := e.runLoad(h, p.args)
 			if stop != nil {
 				lr.peak = stop()
+				if cpu1, ok := procCPU(p.pid); ok {
+					lr.proxyCPU = cpu1 - cpu0
+				}
 			}
 			if err != nil {
 				failed[p.name] = err
@@ -331,11 +336,12 @@ func (e *env) proxyLoad(h *testHost, before string, rounds, conns, perConn, pace
 	}
 	runs, failed := e.runLoads(h, paths, rounds, time.Now().Add(time.Hour))
 	fmt.Printf("%d connections x %d requests; paced: %d/s; %d rounds, interleaved\n\n", conns, perConn, pace, rounds)
-	fmt.Printf("| path | runs | requests/s (median) | vs no proxy | p50 | p99 | max | upstream connections per run |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| path | runs | requests/s (median) | vs no proxy | p50 | p99 | max | upstream connections per run | CPU µs per request: proxy, clients (medians) |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range paths {
 		rs := runs[p.name]
 		if len(rs) == 0 {
-			fmt.Printf("| %s | failed: %v | | | | | | |\n", p.name, failed[p.name])
+			fmt.Printf("| %s | failed: %v | | | | | | | |\n", p.name, failed[p.name])
 			continue
 		}
 		base := runs[lDirect]
@@ -343,8 +349,12 @@ func (e *env) proxyLoad(h *testHost, before string, rounds, conns, perConn, pace
 			base = runs[lDirectPaced]
 		}
 		lat := pooled(rs)
-		fmt.Printf("| %s | %d | %.0f | %s | %s | %s | %s | %.0f |\n", p.name, len(rs), rate(rs), fx(rate(rs), rate(base)),
-			ms(lat.quantile(0.5)), ms(lat.quantile(0.99)), ms(lat.max()), medianUpstream(rs))
+		cpu := fmt.Sprintf("%.0f", medianCPUPerRequest(rs, false))
+		if p.pid > 0 {
+			cpu = fmt.Sprintf("%.0f, %s", medianCPUPerRequest(rs, true), cpu)
+		}
+		fmt.Printf("| %s | %d | %.0f | %s | %s | %s | %s | %.0f | %s |\n", p.name, len(rs), rate(rs), fx(rate(rs), rate(base)),
+			ms(lat.quantile(0.5)), ms(lat.quantile(0.99)), ms(lat.max()), medianUpstream(rs), cpu)
 	}
 	return 0
 }

@@ -271,6 +271,9 @@ type loadRun struct {
 	wall     time.Duration
 	peak     procSample
 	upstream int64 // connections the test host accepted during the run
+	// CPU time (user and system) during the run of the proxy process
+	// (0 on a direct path) and of the load clients' process.
+	proxyCPU, clientCPU time.Duration
 }
 
 // scaleResults is section 5.
@@ -396,6 +399,9 @@ func (e *env) runLoad(h *testHost, args []string) (loadRun, error) {
 	t := time.Now()
 	err := c.Run()
 	lr := loadRun{wall: time.Since(t)}
+	if c.ProcessState != nil {
+		lr.clientCPU = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
 	if err != nil {
 		return lr, fmt.Errorf("%v: %s", err, lastLines(stderr.String(), 5))
 	}
@@ -709,6 +715,43 @@ func medianUpstream(runs []loadRun) float64 {
 		xs = append(xs, float64(lr.upstream))
 	}
 	return median(xs)
+}
+
+// medianCPUPerRequest is the median over runs of the proxy's (proxy true)
+// or the clients' CPU time per request, in microseconds.
+func medianCPUPerRequest(runs []loadRun, proxy bool) float64 {
+	var xs []float64
+	for _, lr := range runs {
+		cpu := lr.clientCPU
+		if proxy {
+			cpu = lr.proxyCPU
+		}
+		if lr.res.Requests > 0 {
+			xs = append(xs, float64(cpu.Microseconds())/float64(lr.res.Requests))
+		}
+	}
+	return median(xs)
+}
+
+// procCPU is the CPU time pid has used so far (user and system, from
+// /proc/PID/stat, in clock ticks of 10 ms: Linux's USER_HZ is 100 on
+// every architecture Go supports).
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, true
 }
 
 func roundDur(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
