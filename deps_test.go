@@ -32,14 +32,16 @@ func TestImportFences(t *testing.T) {
 
 // TestLeaves keeps the value packages leaves of the module: allowlist (the
 // allow-list syntax and address classes) imports nothing of the module, and
-// policy nothing but allowlist, so that both policy and proxy read an
-// entry the same way and policy stays pure data with its rules.
+// policy nothing but allowlist, httprule and internal/limits, so that both
+// policy and proxy read an entry the same way and policy stays pure data
+// with its rules. internal/limits is itself a leaf: policy applies its
+// Validate, the one owner of what a limit may be, instead of a copy.
 func TestLeaves(t *testing.T) {
 	const mod = "github.com/sandbox-run/sandbox-run"
 	for pkg, allowed := range map[string][]string{
 		"./allowlist": nil,
 		"./httprule":  {mod + "/allowlist"}, // --allow-http rules, read the same way by policy and proxy
-		"./policy":    {mod + "/allowlist", mod + "/httprule"},
+		"./policy":    {mod + "/allowlist", mod + "/httprule", mod + "/internal/limits"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {

@@ -31,6 +31,30 @@ func ParseSize(s string) (int64, error) {
 	return n, nil
 }
 
+// ParseMemory reads a memory ceiling as --memory and a profile's "memory"
+// string both spell it: "none" is NoMemoryLimit (no ceiling at all), any
+// other value a size in ParseSize's spelling. "0" is refused: it would
+// read as no ceiling to some and as the default ceiling to others. It is
+// the one reader of that spelling.
+func ParseMemory(s string) (int64, error) {
+	n, err := parseMemory(s)
+	if err != nil {
+		return 0, fmt.Errorf("policy: %w", err)
+	}
+	return n, nil
+}
+
+func parseMemory(s string) (int64, error) {
+	if s == "none" {
+		return NoMemoryLimit, nil
+	}
+	n, err := parseSize(s)
+	if err == nil && n == 0 {
+		return 0, fmt.Errorf("size %q: ambiguous (no ceiling, or the default?); write none for no memory ceiling, or a size such as 512M", s)
+	}
+	return n, err
+}
+
 // parseSize is ParseSize with an error that does not name the package,
 // for a caller that names the field instead (a profile's).
 func parseSize(s string) (int64, error) {
@@ -110,8 +134,8 @@ func profileSizes(b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("field %q: %w", f, err)
 		}
 		n, err := parseSize(s)
-		if f == "memory" && s == "none" {
-			n, err = NoMemoryLimit, nil
+		if f == "memory" {
+			n, err = parseMemory(s)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("field %q: %w", f, err)

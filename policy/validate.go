@@ -5,20 +5,21 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
 
-// MinMemory is the smallest memory limit a policy may set: below it not
-// even an exec succeeds, so a smaller value is a mistake, not a policy.
-// It is the limits package's own floor, checked here so that every mode
+// MinMemory is the smallest memory limit a policy may set, the limits
+// package's own floor (limits.MinMemory), checked here so that every mode
 // refuses it the same way before anything runs.
-const MinMemory = 1 << 20
+const MinMemory = limits.MinMemory
 
-// MinNoFile is the smallest open-file limit a policy may set: 0, 1 and 2
-// are always open, and with fewer than one more the command cannot even
-// open its own executable's interpreter.
-const MinNoFile = 4
+// MinNoFile is the smallest open-file limit a policy may set
+// (limits.MinNoFile): 0, 1 and 2 are always open, and with fewer than one
+// more the command cannot even open its own executable's interpreter.
+const MinNoFile = limits.MinNoFile
 
 // Validate checks everything that can be checked without touching the
 // system. It returns an error wrapping ErrInvalid (an *InvalidError) for the
@@ -218,27 +219,33 @@ func (p Policy) validateSizes() error {
 	if p.ShmSize < 0 {
 		return invalid("shm-size", "negative size", "pass a size such as 64M")
 	}
-	for _, l := range []struct {
-		field string
-		v     int64
-	}{{"memory", max(p.Memory, 0)}, {"pids", p.Pids}, {"nofile", p.NoFile}, {"fsize", p.FSize}, {"cpu-time", int64(p.CPUTime)}} {
-		if l.v < 0 {
-			return invalid(l.field, "negative", "pass a positive value, or leave it out for no limit")
-		}
-	}
 	if p.Memory < 0 && p.Memory != NoMemoryLimit {
 		return invalid("memory", "negative", "pass a size such as 512M, or none for no memory ceiling")
 	}
-	if p.Memory > 0 && p.Memory < MinMemory {
-		return invalid("memory", fmt.Sprintf("%d bytes is below the minimum of %d (1M): not even an exec succeeds in less", p.Memory, MinMemory),
-			"pass --memory 1M or more, or --memory none for no memory ceiling")
-	}
-	if p.NoFile > 0 && p.NoFile < MinNoFile {
-		return invalid("nofile", fmt.Sprintf("%d leaves no descriptor beyond stdin, stdout and stderr", p.NoFile),
-			fmt.Sprintf("pass --nofile %d or more, or leave it out for the inherited limit", MinNoFile))
+	l := limits.Limits{Memory: max(p.Memory, 0), Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	var le *limits.InvalidError
+	if err := l.Validate(); errors.As(err, &le) {
+		return limitInvalid(le)
 	}
 	if p.Timeout < 0 {
 		return invalid("timeout", "negative duration", "pass a duration such as 90s")
 	}
 	return nil
+}
+
+// limitInvalid is the policy's refusal of what limits.Limits.Validate
+// refused: the flag's name, the reason and the fix.
+func limitInvalid(le *limits.InvalidError) error {
+	field := strings.ReplaceAll(le.Field, "_", "-")
+	switch {
+	case le.Min == 0:
+		return invalid(field, "negative", "pass a positive value, or leave it out for no limit")
+	case le.Field == "memory":
+		return invalid(field, fmt.Sprintf("%d bytes is below the minimum of %d (1M): not even an exec succeeds in less", le.Value, le.Min),
+			"pass --memory 1M or more, or --memory none for no memory ceiling")
+	case le.Field == "nofile":
+		return invalid(field, fmt.Sprintf("%d leaves no descriptor beyond stdin, stdout and stderr", le.Value),
+			fmt.Sprintf("pass --nofile %d or more, or leave it out for the inherited limit", le.Min))
+	}
+	return invalid(field, le.Error(), "pass a value the limit accepts")
 }

@@ -85,16 +85,14 @@ var policyFlags = []policyFlag{
 		return nil
 	}},
 	{"memory", func(f *runFlags, p *policy.Policy) error {
-		// "none" turns the default ceiling off; 0 is refused, not read
-		// as "no limit" or as "the default": it would mean either.
-		switch f.memory {
-		case "none":
-			p.Memory = policy.NoMemoryLimit
-			return nil
-		case "0":
-			return fmt.Errorf("--memory 0: ambiguous (no ceiling, or the default?); fix: --memory none for no memory ceiling, or a size such as 512M")
+		// policy.ParseMemory owns the spelling: "none" turns the default
+		// ceiling off, and 0 is refused as ambiguous.
+		n, err := policy.ParseMemory(f.memory)
+		if err != nil {
+			return fmt.Errorf("--memory: %w; fix: --memory none for no memory ceiling, or a size such as 512M", err)
 		}
-		return sizeFlag("memory", func(f *runFlags) string { return f.memory }, func(p *policy.Policy) *int64 { return &p.Memory })(f, p)
+		p.Memory = n
+		return nil
 	}},
 	{"fsize", sizeFlag("fsize", func(f *runFlags) string { return f.fsize }, func(p *policy.Policy) *int64 { return &p.FSize })},
 	{"pids", countFlag("pids", func(f *runFlags) string { return f.pids }, func(p *policy.Policy) *int64 { return &p.Pids })},

@@ -33,8 +33,14 @@ type Limits struct {
 }
 
 // MinMemory is the smallest memory limit accepted: below it not even an
-// exec succeeds, so a smaller value is a mistake, not a policy.
+// exec succeeds, so a smaller value is a mistake, not a policy. It is the
+// one floor: package policy refuses a policy below it with this rule.
 const MinMemory = 1 << 20
+
+// MinNoFile is the smallest open-file limit accepted: 0, 1 and 2 are
+// always open, and with fewer than one more the command cannot even open
+// its own executable's interpreter.
+const MinNoFile = 4
 
 // DefaultMemoryOf is the memory ceiling of a sandbox that asks for none on
 // a host with memTotal bytes (MemTotal): half of it, rounded down to a
@@ -52,32 +58,47 @@ func DefaultMemoryOf(memTotal int64) int64 {
 // one's own value needs no privilege.
 const OOMScoreAdj = 1000
 
-// ErrInvalid is wrapped by every error of Validate.
+// ErrInvalid is wrapped by every error of Validate (an *InvalidError)
+// and of the functions that refuse a malformed request.
 var ErrInvalid = errors.New("invalid limit")
 
-// Validate returns nil when l can be enforced as written, or an error
-// wrapping ErrInvalid naming the first bad field.
-func (l Limits) Validate() error {
-	bad := func(field, why string) error {
-		return fmt.Errorf("limits: %s: %s: %w", field, why, ErrInvalid)
+// InvalidError names the first field of a Limits that cannot be enforced
+// as written. Field is memory, pids, nofile, fsize or cpu_time; Min, when
+// not 0, is the floor the value is below (0: the value is negative).
+type InvalidError struct {
+	Field string
+	Value int64
+	Min   int64
+}
+
+func (e *InvalidError) Error() string {
+	if e.Min != 0 {
+		return fmt.Sprintf("limits: %s: %d is below the minimum of %d", e.Field, e.Value, e.Min)
 	}
-	switch {
-	case l.Memory < 0:
-		return bad("memory", "negative")
-	case l.Memory > 0 && l.Memory < MinMemory:
-		return bad("memory", fmt.Sprintf("%d bytes is below the minimum of %d", l.Memory, MinMemory))
-	case l.Pids < 0:
-		return bad("pids", "negative")
-	case l.NoFile < 0:
-		return bad("nofile", "negative")
-	case l.NoFile > 0 && l.NoFile < 4:
-		// 0, 1 and 2 are always open; with fewer than one more the
-		// command cannot even open its own executable's interpreter.
-		return bad("nofile", fmt.Sprintf("%d leaves no descriptor beyond stdio", l.NoFile))
-	case l.FSize < 0:
-		return bad("fsize", "negative")
-	case l.CPUTime < 0:
-		return bad("cpu_time", "negative")
+	return fmt.Sprintf("limits: %s: negative", e.Field)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// Validate returns nil when l can be enforced as written, or an
+// *InvalidError naming the first bad field: a negative value, a memory
+// limit below MinMemory or an open-file limit below MinNoFile. It is the
+// one owner of these rules; policy.Policy.Validate applies it.
+func (l Limits) Validate() error {
+	for _, f := range []struct {
+		field  string
+		v, min int64
+	}{
+		{"memory", l.Memory, MinMemory}, {"pids", l.Pids, 0}, {"nofile", l.NoFile, MinNoFile},
+		{"fsize", l.FSize, 0}, {"cpu_time", int64(l.CPUTime), 0},
+	} {
+		switch {
+		case f.v < 0:
+			return &InvalidError{Field: f.field, Value: f.v}
+		case f.v > 0 && f.v < f.min:
+			return &InvalidError{Field: f.field, Value: f.v, Min: f.min}
+		}
 	}
 	return nil
 }

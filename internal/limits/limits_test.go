@@ -183,3 +183,26 @@ func fmtRlimits(rs []Rlimit) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// TestValidateNamesTheField: the refusal is typed, so that policy maps it
+// to its flag and fix without reading its text.
+func TestValidateNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		l          Limits
+		field      string
+		value, min int64
+	}{
+		{Limits{Memory: MinMemory - 1}, "memory", MinMemory - 1, MinMemory},
+		{Limits{NoFile: 3}, "nofile", 3, MinNoFile},
+		{Limits{Pids: -2}, "pids", -2, 0},
+		{Limits{CPUTime: -1}, "cpu_time", -1, 0},
+	} {
+		var ie *InvalidError
+		if err := tc.l.Validate(); !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || ie.Field != tc.field || ie.Value != tc.value || ie.Min != tc.min {
+			t.Errorf("Validate(%+v) = %#v, want field %s value %d min %d", tc.l, err, tc.field, tc.value, tc.min)
+		}
+	}
+	if err := (Limits{Memory: MinMemory, NoFile: MinNoFile}).Validate(); err != nil {
+		t.Errorf("limits at the floors refused: %v", err)
+	}
+}
