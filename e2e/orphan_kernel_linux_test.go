@@ -32,8 +32,6 @@ import (
 // test fails if not one kill landed after bwrap forked (the control that
 // the loop reached the window at all).
 func TestKillDuringStartup(t *testing.T) {
-	needBwrap(t)
-	w := sandboxtest.WorkDir(t)
 	tries := 150
 	if s := os.Getenv("SANDBOX_ORPHAN_TRIES"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -42,64 +40,112 @@ func TestKillDuringStartup(t *testing.T) {
 		}
 		tries = n
 	}
+	t.Run("bwrap", func(t *testing.T) {
+		needBwrap(t)
+		killLoop(t, tries, nil, func(i int, sbx int, marker string) bool {
+			if i%2 == 0 {
+				// As soon as bwrap's child exists.
+				return spinUntil(sbx, marker, true, 0)
+			}
+			// A delay swept over 0-3 ms after bwrap itself is seen.
+			return spinUntil(sbx, marker, false, time.Duration(i/2%30)*100*time.Microsecond)
+		})
+	})
+	t.Run("gvisor", func(t *testing.T) {
+		// runsc's start-up is hundreds of ms: delays swept over 0-600 ms
+		// after sandbox-run starts. The window counted is runsc's being
+		// there when the kill lands.
+		sandboxtest.Runsc(t)
+		tmp := gvTmp(t)
+		killLoop(t, max(tries/5, 1), []string{"--sandbox", "gvisor"}, func(i int, sbx int, marker string) bool {
+			time.Sleep(time.Duration(i%25) * 25 * time.Millisecond)
+			return len(taskChildren(sbx)) > 0
+		}, "TMPDIR="+tmp)
+		for _, d := range runtimeDirs(t, tmp, true) {
+			os.RemoveAll(d) // a killed run's; the next run's job, not this test's
+		}
+	})
+}
+
+// killLoop runs sandbox-run tries times, each in a session of its own
+// with a marker of its own in the command's arguments, SIGKILLs it at the
+// point kill picks (kill reports whether the kill landed in the window
+// it aims at), and fails for every run that left a process.
+func killLoop(t *testing.T, tries int, extra []string, kill func(i, sbx int, marker string) bool, env ...string) {
+	w := sandboxtest.WorkDir(t)
 	tag := randHex(t)
-	var forked, leftRuns int
+	var inWindow, leftRuns int
 	for i := 0; i < tries; i++ {
 		marker := fmt.Sprintf("sbx-orphan-%s-%d", tag, i)
-		sawChild, left := killOnce(t, w, marker, i)
-		if sawChild {
-			forked++
+		args := append(append([]string{"run", "--workdir", w}, extra...), "--", "/bin/true", marker)
+		c := exec.Command(bin, args...)
+		c.Env = append(os.Environ(), env...)
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if len(left) > 0 {
+		if kill(i, c.Process.Pid, marker) {
+			inWindow++
+		}
+		c.Process.Signal(syscall.SIGKILL)
+		c.Wait()
+		if left := leftOf(c.Process.Pid, marker); len(left) > 0 {
 			leftRuns++
 			t.Errorf("try %d: sandbox-run SIGKILLed during start-up left %s", i, strings.Join(left, "; "))
 		}
 	}
-	t.Logf("%d tries, %d killed after bwrap forked its child, %d left a process", tries, forked, leftRuns)
-	if forked == 0 {
-		t.Fatalf("no kill landed after bwrap forked its child in %d tries: the window was never reached", tries)
+	t.Logf("%d tries, %d killed in the window aimed at, %d left a process", tries, inWindow, leftRuns)
+	if inWindow == 0 {
+		t.Fatalf("no kill landed in the window aimed at in %d tries: the window was never reached", tries)
 	}
 }
 
-// killOnce starts one run in a session of its own, SIGKILLs sandbox-run
-// at the point try i picks, and returns whether bwrap had forked by then
-// and a description of each process with marker left once every
-// short-lived one had time to end (each such leftover is then killed:
-// the marker is this run's alone).
-func killOnce(t *testing.T, w, marker string, i int) (bool, []string) {
-	t.Helper()
-	c := exec.Command(bin, "run", "--workdir", w, "--", "/bin/true", marker)
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sawChild := false
-	switch i % 2 {
-	case 0:
-		// As soon as bwrap's child exists.
-		sawChild = spinUntil(c.Process.Pid, marker, true, 0)
-	default:
-		// A delay swept over 0-3 ms after bwrap itself is seen.
-		sawChild = spinUntil(c.Process.Pid, marker, false, time.Duration(i/2%30)*100*time.Microsecond)
-	}
-	c.Process.Signal(syscall.SIGKILL)
-	c.Wait()
-	var left []string
+// leftOf describes each process left of a killed run: in its session
+// (sid) or with its marker on the command line, once every short-lived
+// one had time to end; each is then killed (both are this run's alone).
+func leftOf(sid int, marker string) []string {
 	// Bounded: a process that is ending (init at its closed gate) goes
 	// within the bound; one blocked for good stays.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		pids := processesWith(marker)
+		pids := processesOf(sid, marker)
 		if len(pids) == 0 {
-			return sawChild, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
+			var left []string
 			for _, p := range pids {
 				left = append(left, describe(p))
 				syscall.Kill(p, syscall.SIGKILL)
 			}
-			return sawChild, left
+			return left
 		}
 	}
+}
+
+// processesOf lists the live processes in session sid or with marker on
+// their command line.
+func processesOf(sid int, marker string) []int {
+	var out []int
+	for _, p := range procPIDs() {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			s = s[i+2:]
+		}
+		// state ppid pgrp session
+		f := strings.Fields(s)
+		if len(f) < 4 || f[0] == "Z" {
+			continue
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if f[3] == strconv.Itoa(sid) || strings.Contains(string(b), marker) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // spinUntil waits, bounded, for sandbox-run's bwrap (its child whose
