@@ -207,7 +207,7 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 		fds[i] = f.Fd()
 	}
 	if r.guard == nil {
-		g, err := startGuard(selfPath(r.opts))
+		g, err := startGuard()
 		if err != nil {
 			return -1, err
 		}

@@ -602,7 +602,6 @@ func Reexec(args []string) (code int, handled bool) {
 func HiddenModes() map[string]func(args []string) int {
 	m := initproc.Modes()
 	m[landlockArg] = func([]string) int { return landlockMain() }
-	m[guardArg] = func([]string) int { return guardMain() }
 	return m
 }
 
