@@ -199,25 +199,37 @@ type launch struct {
 // fork starts bwrap from a goroutine that holds its OS thread locked for
 // bwrap's whole life: the kernel's parent-death signal follows the thread,
 // not the process, so a thread that ended early would kill the sandbox and
-// a goroutine that moved would leave it without one. bwrap's end is sent
-// on exited.
+// a goroutine that moved would leave it without one. bwrap is started
+// into the group of the run's guard (started on the first fork), which
+// kills what bwrap forked before its own death signals if sandbox-run
+// dies (groupGuard). bwrap's end is sent on exited.
 func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()
 	}
+	if r.guard == nil {
+		g, err := startGuard()
+		if err != nil {
+			return -1, err
+		}
+		r.guard = g
+		r.undo.push(g.end)
+	}
 	attr := &syscall.ProcAttr{
 		Env:   []string{}, // bwrap itself gets nothing of ours
 		Files: fds,
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+		Sys:   &syscall.SysProcAttr{},
 	}
 	switch {
 	case l.helper:
 		attr.Sys = tun.HelperAttr(r.uid, r.gid, r.root)
-		attr.Sys.Pdeathsig, attr.Sys.Setpgid = syscall.SIGKILL, true
 	case r.root:
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
+	// In the guard's process group: what bwrap forks before its own
+	// death signals are armed dies with sandbox-run too (groupGuard).
+	attr.Sys.Pdeathsig, attr.Sys.Setpgid, attr.Sys.Pgid = syscall.SIGKILL, true, r.guard.pid
 	attr.Sys.PidFD = l.pidfd
 	if r.cg != nil {
 		// Born inside the run's cgroup (clone3 CLONE_INTO_CGROUP): no

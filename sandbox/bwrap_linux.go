@@ -62,6 +62,9 @@ type bwRun struct {
 	// egress planned (see startTransparent).
 	argsNet []string
 	netMade bool // bwrap runs in the helper's network namespace
+	// guard leads the process group bwrap is started into and kills it
+	// if sandbox-run dies (groupGuard); nil until the first fork.
+	guard *groupGuard
 	// notRunnable is the fast path's finding that the command cannot be
 	// started, reported by run once the report exists.
 	notRunnable *ExecError
