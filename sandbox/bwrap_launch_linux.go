@@ -214,7 +214,7 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 			return -1, err
 		}
 		r.guard = g
-		r.undo.push(g.end)
+		r.undo.Push(g.end)
 	}
 	attr := &syscall.ProcAttr{
 		Env:   []string{}, // bwrap itself gets nothing of ours
