@@ -193,3 +193,42 @@ func TestReadbackWithoutPtrace(t *testing.T) {
 		t.Errorf("check without CAP_SYS_PTRACE: tier %d (%v), want 1:\n%s", chk.Tier, err, out)
 	}
 }
+
+// TestNotRunnableReportedAlike: a command that is not there (127) or may
+// not be run (126) ends with the same exit status and the same exit class
+// in the report under every mechanism (one owner: mechanism.NotRunnable;
+// landlock's report used to have no exit at all). The control, a command
+// that runs, is reported "exited" under each.
+func TestNotRunnableReportedAlike(t *testing.T) {
+	needBwrap(t)
+	modes := []string{"off", "bwrap", "landlock"}
+	if _, err := exec.LookPath("runsc"); err == nil {
+		modes = append(modes, "gvisor")
+	} else {
+		sandboxtest.Unavailable(t, "runsc on PATH", "apt-get install -y runsc (scripts/install-deps.sh)")
+	}
+	for _, m := range modes {
+		t.Run(m, func(t *testing.T) {
+			w := sandboxtest.WorkDir(t)
+			if err := os.WriteFile(filepath.Join(w, "noexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				cmd   string
+				code  int
+				class string
+			}{{"true", 0, "exited"}, {"/nonexistent-" + filepath.Base(w), 127, "not_found"}, {filepath.Join(w, "noexec"), 126, "not_executable"}} {
+				rep := filepath.Join(sandboxtest.WorkDir(t), "r.json")
+				r := run(t, "", "run", "--sandbox", m, "--workdir", w, "--report", rep, "--", c.cmd)
+				var got reportJSON
+				b, err := os.ReadFile(rep)
+				if err == nil {
+					err = json.Unmarshal(b, &got)
+				}
+				if err != nil || r.code != c.code || got.Exit.Code != c.code || got.Exit.Class != c.class {
+					t.Errorf("%s: exit %d, report exit %+v (%v); want %d %s\n%s", c.cmd, r.code, got.Exit, err, c.code, c.class, r.stderr)
+				}
+			}
+		})
+	}
+}

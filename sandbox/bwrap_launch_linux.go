@@ -599,8 +599,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	case st != nil && (st.Exit == ExitNotExecutable || st.Exit == ExitNotFound):
 		rep.Readback = readbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
-		rep.Exit = &Exit{Code: st.Exit, Class: report.ExecClass(st.Exit)}
-		return &Result{ExitCode: st.Exit, Report: rep}, &ExecError{Code: st.Exit, Command: r.cmd[0], Reason: st.Reason}
+		return mechanism.NotRunnable(rep, r.cmd[0], st.Exit, st.Reason)
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
 		// RLIMIT_NPROC.

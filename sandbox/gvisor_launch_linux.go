@@ -331,8 +331,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	case status != nil && (status.Exit == ExitNotExecutable || status.Exit == ExitNotFound):
 		r.Readback = readbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		r.Exit = &Exit{Code: status.Exit, Class: report.ExecClass(status.Exit)}
-		return &Result{ExitCode: status.Exit, Report: r}, &ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
+		return mechanism.NotRunnable(r, g.cmd[0], status.Exit, status.Reason)
 	case status != nil:
 		return nil, fault.New("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:

@@ -473,11 +473,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	rep := &r.report
 	path, err := mechanism.LookPath(cmd[0], r.spec.Env)
 	if err != nil {
-		code := ExitNotFound
-		if errors.Is(err, os.ErrPermission) {
-			code = ExitNotExecutable
-		}
-		return &Result{ExitCode: code, Report: *rep}, &ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+		return mechanism.LookupFailed(*rep, cmd[0], err)
 	}
 	// Orphans of the command are reparented to sandbox-run, which finds
 	// and ends them; the attribute stays for the process's life.
@@ -522,42 +518,12 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
 		c.Wait()
 		return ExitSetup, "", fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
 	}
-	done := make(chan struct{})
-	killed := make(chan limits.Exceeded, 1)
-	cancelled := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case s := <-r.opts.Signals:
-				mechanism.SignalGroup(c.Process, s)
-			case e, ok := <-over:
-				over = nil
-				if ok {
-					killed <- e
-					killTree(pid)
-					return
-				}
-			case <-ctx.Done():
-				cancelled <- struct{}{}
-				killTree(pid)
-				return
-			case <-done:
-				return
-			}
-		}
-	}()
-	c.Wait()
-	close(done)
+	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
+		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
+		Kill:   func() { killTree(pid) },
+	}, r.opts.Signals, over)
 	endOrphans(r.uid)
-	code := mechanism.ExitStatus(c.ProcessState)
-	select {
-	case e := <-killed:
-		return code, mechanism.LimitClass(e.Kind), &mechanism.LimitError{Exceeded: e}
-	case <-cancelled:
-		return code, "", mechanism.CtxErr(ctx)
-	default:
-	}
-	return code, "", nil
+	return mechanism.ExitStatus(c.ProcessState), end.Class(), end.Err(ctx)
 }
 
 // killTree kills pid's process group and every confined child of

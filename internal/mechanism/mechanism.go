@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -277,4 +278,22 @@ func (c Caller) Log() *slog.Logger {
 // audit event (a profile's digest, a ruleset's ABI).
 type AuditStarter interface {
 	AuditStart() map[string]any
+}
+
+// NotRunnable is the outcome of a command that could not be started:
+// code is exitcode.NotFound (127) or exitcode.NotExecutable (126). The
+// report's Exit says so, whatever the mechanism, and the error is an
+// *ExecError naming the command and reason.
+func NotRunnable(rep report.Report, name string, code int, reason string) (*Result, error) {
+	rep.Exit = &report.Exit{Code: code, Class: report.ExecClass(code)}
+	return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: name, Reason: reason}
+}
+
+// LookupFailed is NotRunnable for an error of LookPath: 126 when a file
+// was found that may not be run, 127 otherwise.
+func LookupFailed(rep report.Report, name string, err error) (*Result, error) {
+	if errors.Is(err, os.ErrPermission) {
+		return NotRunnable(rep, name, exitcode.NotExecutable, "permission denied")
+	}
+	return NotRunnable(rep, name, exitcode.NotFound, "command not found")
 }

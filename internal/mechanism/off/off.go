@@ -2,7 +2,6 @@ package off
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -121,20 +120,14 @@ func (r *tier0) Run(ctx context.Context) (*mechanism.Result, error) {
 	rep := r.rep
 	path, err := mechanism.LookPath(r.cmd[0], r.env)
 	if err != nil {
-		code := exitcode.NotFound
-		if errors.Is(err, os.ErrPermission) {
-			code = exitcode.NotExecutable
-		}
-		rep.Exit = &report.Exit{Code: code, Class: report.ExecClass(code)}
-		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.ExecError{Code: code, Command: r.cmd[0], Reason: "command not found"}
+		return mechanism.LookupFailed(rep, r.cmd[0], err)
 	}
 	c, err := r.command(path)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
-		rep.Exit = &report.Exit{Code: exitcode.NotExecutable, Class: report.ClassNotExecutable}
-		return &mechanism.Result{ExitCode: exitcode.NotExecutable, Report: rep}, &mechanism.ExecError{Code: exitcode.NotExecutable, Command: r.cmd[0], Reason: err.Error()}
+		return mechanism.NotRunnable(rep, r.cmd[0], exitcode.NotExecutable, err.Error())
 	}
 	// The shim raises its own too, before it becomes the command; this
 	// reads it back (and raises it, should the shim not have got there).
@@ -147,51 +140,16 @@ func (r *tier0) Run(ctx context.Context) (*mechanism.Result, error) {
 		return nil, fault.New("cannot watch the command's sampled limits", err.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
-	killed, cancelled := r.supervise(ctx, c, over)
+	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
+		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
+		Kill:   func() { mechanism.KillGroup(c.Process) },
+	}, r.caller.Signals, over)
+	mechanism.KillGroup(c.Process) // what the command left in its group
 	code := mechanism.ExitStatus(c.ProcessState)
-	rep.Exit = report.Classify(code, "")
-	select {
-	case e := <-killed:
-		rep.Exit = report.Classify(code, mechanism.LimitClass(e.Kind))
-		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: e}
-	case <-cancelled:
-		// Ended because ctx was done; Run classifies its own timer.
-		return &mechanism.Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
-	default:
+	rep.Exit = report.Classify(code, end.Class())
+	if err := end.Err(ctx); err != nil {
+		// A limit or ctx ended it; Run classifies its own timer.
+		return &mechanism.Result{ExitCode: code, Report: rep}, err
 	}
 	return &mechanism.Result{ExitCode: code, Report: rep}, nil
-}
-
-// supervise relays signals to the command's group and ends the group on
-// a limit or ctx, until the command has ended; then it ends what the
-// command left in its group. It says which of the two ended it, if any.
-func (r *tier0) supervise(ctx context.Context, c *exec.Cmd, over <-chan limits.Exceeded) (<-chan limits.Exceeded, <-chan struct{}) {
-	done := make(chan struct{})
-	killed := make(chan limits.Exceeded, 1)
-	cancelled := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case s := <-r.caller.Signals:
-				mechanism.SignalGroup(c.Process, s)
-			case e, ok := <-over:
-				over = nil
-				if ok {
-					killed <- e
-					mechanism.KillGroup(c.Process)
-					return
-				}
-			case <-ctx.Done():
-				cancelled <- struct{}{}
-				mechanism.KillGroup(c.Process)
-				return
-			case <-done:
-				return
-			}
-		}
-	}()
-	c.Wait()
-	close(done)
-	mechanism.KillGroup(c.Process)
-	return killed, cancelled
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/audit"
-	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -252,12 +251,7 @@ func (r *sbRun) Run(ctx context.Context) (*mechanism.Result, error) {
 	}
 	path, err := mechanism.LookPath(name, r.env)
 	if err != nil {
-		code := exitcode.NotFound
-		if errors.Is(err, os.ErrPermission) {
-			code = exitcode.NotExecutable
-		}
-		rep.Exit = &report.Exit{Code: code, Class: report.ExecClass(code)}
-		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.ExecError{Code: code, Command: cmd[0], Reason: "command not found"}
+		return mechanism.LookupFailed(rep, cmd[0], err)
 	}
 	args := append([]string{sandboxExecPath, "-p", r.prof.String(), "--", path}, cmd[1:]...)
 	cred := (*syscall.Credential)(nil)
@@ -366,35 +360,16 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	if err := c.Start(); err != nil {
 		return nil, seatbeltSetupErr("cannot start "+sandboxExecPath, err.Error(), "check that it is executable")
 	}
-	done := make(chan struct{})
-	relayed := make(chan struct{})
-	cancelled := make(chan struct{}, 1)
-	go func() {
-		defer close(relayed)
-		for {
-			select {
-			case s := <-opts.Signals:
-				mechanism.SignalGroup(c.Process, s)
-			case <-ctx.Done():
-				cancelled <- struct{}{}
-				mechanism.KillGroup(c.Process)
-				return
-			case <-done:
-				return
-			}
-		}
-	}()
-	c.Wait()
-	close(done)
-	<-relayed
+	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
+		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
+		Kill:   func() { mechanism.KillGroup(c.Process) },
+	}, opts.Signals, nil)
 	mechanism.KillGroup(c.Process) // what the command left in its session's group
 	code := mechanism.ExitStatus(c.ProcessState)
 	rep.Exit = report.Classify(code, "")
-	select {
-	case <-cancelled:
+	if err := end.Err(ctx); err != nil {
 		// Ended because ctx was done; Run classifies its own timer.
-		return &mechanism.Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
-	default:
+		return &mechanism.Result{ExitCode: code, Report: rep}, err
 	}
 	return &mechanism.Result{ExitCode: code, Report: rep}, nil
 }
