@@ -17,13 +17,13 @@ import (
 type Op int
 
 const (
-	// opPin binds an existing directory onto itself, writable: a mount
+	// Pin binds an existing directory onto itself, writable: a mount
 	// point cannot be renamed or removed (EBUSY), so the path to a held
 	// part cannot be swapped for another directory.
 	Pin Op = iota
-	// opHold binds an existing file or directory onto itself read-only.
+	// Hold binds an existing file or directory onto itself read-only.
 	Hold
-	// opWatch marks a missing path: it cannot be held without a mount
+	// Watch marks a missing path: it cannot be held without a mount
 	// point on the host, so what the command creates there is neutralised
 	// once the last run on the directory has ended (quarantine, or for a
 	// new git directory, stripping what runs a program).

@@ -330,9 +330,10 @@ func (pend *Pending) Started() []report.Quarantined { return pend.started }
 // for it) once the command and its descendants are gone, adds what was
 // quarantined and the live guard's report to res's report (res nil: the
 // command never ran) and prints one line per item on stderr (nil: none).
-// An incomplete sweep makes the run's outcome exit 125 (failClosed). It
-// runs once; later calls do nothing. Without the journal lock it settles
-// nothing and warns: the next run neutralises what this one left.
+// An incomplete sweep makes the run's outcome exit 125, class
+// report.ClassSweepIncomplete. It runs once; later calls do nothing.
+// Without the journal lock it settles nothing and warns: the next run
+// neutralises what this one left.
 func (pend *Pending) Finish(res *mechanism.Result, stderr *os.File) {
 	if pend.finished {
 		return
