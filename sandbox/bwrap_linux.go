@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -46,7 +47,7 @@ type bwRun struct {
 	pl       *plan
 	img      *ociimage.Image // the root file system's image (--image); nil: the host's
 	lend     *ownerLend      // --map-owner; nil: none
-	pend     *pendingProtection
+	pend     *protect.Pending
 	nw       *network
 	tty      *terminal
 	env      []string
@@ -81,11 +82,11 @@ func (r *bwRun) Close(res *Result) {
 }
 
 // finishProtection settles the run's end for protected paths (see
-// pendingProtection.finish) once the sandbox is gone; a no-op after the
+// protect.Pending.Finish) once the sandbox is gone; a no-op after the
 // first call.
 func (r *bwRun) finishProtection(res *Result) {
 	if r.pend != nil {
-		r.pend.finish(res, r.stderr)
+		r.pend.Finish(res, r.stderr)
 	}
 }
 
@@ -354,7 +355,7 @@ func (r *bwRun) buildReport() {
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    r.uid, HostGID: r.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		Watched: pl.prot.watched, ProtectWalk: &pl.prot.walk, Quarantined: pl.quarantined,
+		Watched: pl.prot.Watched, ProtectWalk: &pl.prot.Walk, Quarantined: pl.quarantined,
 		TmpSize:    report.TmpfsSize(pl.tmpfs, "/tmp"),
 		Tmpfs:      pl.tmpfs,
 		ReadScan:   pl.scan.report(len(p.Read)),

@@ -23,6 +23,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -227,7 +228,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	}
 	g.pl = pl
 	stderr := g.opts.Stderr
-	g.undo.Push(func() { pend.finish(g.res, stderr) })
+	g.undo.Push(func() { pend.Finish(g.res, stderr) })
 	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
@@ -328,7 +329,7 @@ func selfBinary(guard *pathguard.Guard) (string, error) {
 // and start time so that a later run can sweep it when sandbox-run was
 // killed before it could.
 func (g *gvRun) makeDir() error {
-	start, _, err := selfStart()
+	start, _, err := procid.Self()
 	if err != nil {
 		return fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}

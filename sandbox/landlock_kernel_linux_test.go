@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -448,7 +449,7 @@ func TestKernelLandlockProtectedTooLarge(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i := range snapMaxEntries - 1 { // with .vscode itself: the bound exactly
+	for i := range protect.SnapMaxEntries - 1 { // with .vscode itself: the bound exactly
 		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,8 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/procid"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -65,10 +67,10 @@ type llRun struct {
 	spec     landlockSpec
 	lim      limits.Plan
 	uid, gid int
-	tmp      string             // the run's TMPDIR, removed by close
-	swept    func()             // waits for the sweep of killed runs' TMPDIRs; nil before it starts
-	pend     *pendingProtection // the run's journal (landlock_protect_linux.go)
-	prot     protection
+	tmp      string           // the run's TMPDIR, removed by close
+	swept    func()           // waits for the sweep of killed runs' TMPDIRs; nil before it starts
+	pend     *protect.Pending // the run's journal (landlock_protect_linux.go)
+	prot     protect.State
 	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	stop     context.CancelFunc
 	lns      []net.Listener
@@ -141,7 +143,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 		return err
 	}
 	// A session's home and the caches become writable dirs like any
-	// other, but for their protected names (plan.splitOwn).
+	// other, but for their protected names (protect.SplitOwn).
 	var own []string
 	p, own, err = prepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
@@ -286,7 +288,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
 	r.swept = startSweep(os.TempDir(), llTmpPrefix, r.uid)
-	start, _, err := selfStart()
+	start, _, err := procid.Self()
 	if err != nil {
 		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
@@ -398,9 +400,9 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "namespace:ipc", "capabilities_dropped"} {
 		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
 	}
-	rep.Watched, rep.Copied = r.prot.watched, heldPaths(r.prot.held)
-	rep.ProtectWalk = &r.prot.walk
-	rep.Quarantined = r.pend.started
+	rep.Watched, rep.Copied = r.prot.Watched, heldPaths(r.prot.Held)
+	rep.ProtectWalk = &r.prot.Walk
+	rep.Quarantined = r.pend.Started()
 	// No user namespace of its own: the user's inotify allowance is
 	// the host's, and no ceiling of the run's can be set.
 	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(limits.Inotify{})...)

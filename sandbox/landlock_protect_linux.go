@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 )
 
 // Protected paths under --sandbox landlock. Landlock grants are additive
@@ -16,7 +17,7 @@ import (
 // every existing protected path is writable while the run lasts (the live
 // window, a named loss; a missing one is the live guard's, as under
 // bwrap), and the run takes part in the same journal as bwrap
-// runs (startJournal): a missing protected path is watched and what the
+// runs (protect.Start): a missing protected path is watched and what the
 // command created there is quarantined; an existing one is snapshotted at
 // the start, and if it differs when the journal settles (the last run on
 // the directory has ended) it is quarantined and the snapshot put back;
@@ -26,37 +27,37 @@ import (
 func (r *llRun) protectPaths() error {
 	cache, runID := r.opts.BwrapCache, r.report.RunID
 	writable := r.p.Writable()
-	var pr protection
-	pend, err := startJournal(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() ([]string, protection, func(), error) {
-		acts, finds, err := protectActions(r.p, writable, r.own)
+	var pr protect.State
+	pend, err := protect.Start(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() ([]string, protect.State, func(), error) {
+		acts, finds, err := protect.Actions(r.p, writable, r.own)
 		if err != nil {
-			return nil, protection{}, nil, err
+			return nil, protect.State{}, nil, err
 		}
-		pr = protection{walk: finds.Report, gits: gitIDs(append(append([]string(nil), finds.Dirs...), finds.Files...))}
+		pr = protect.State{Walk: finds.Report, Gits: protect.GitIDs(append(append([]string(nil), finds.Dirs...), finds.Files...))}
 		var hold []string
 		for _, a := range acts {
 			switch a.Op {
-			case opWatch:
-				pr.watched = append(pr.watched, a.Path)
-			case opHold:
+			case protect.Watch:
+				pr.Watched = append(pr.Watched, a.Path)
+			case protect.Hold:
 				hold = append(hold, a.Path)
 			}
 		}
 		if len(hold) == 0 {
 			return writable, pr, func() {}, nil
 		}
-		if pr.snapDir, err = snapshotDir(cache, runID); err != nil {
-			return nil, protection{}, nil, fault.New("cannot keep copies of the protected paths", err.Error(),
+		if pr.SnapDir, err = protect.SnapshotDir(cache, runID); err != nil {
+			return nil, protect.State{}, nil, fault.New("cannot keep copies of the protected paths", err.Error(),
 				"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own and writable")
 		}
-		undo := func() { os.RemoveAll(pr.snapDir) }
-		if pr.held, err = snapshot(pr.snapDir, hold); err != nil {
+		undo := func() { os.RemoveAll(pr.SnapDir) }
+		if pr.Held, err = protect.Snapshot(pr.SnapDir, hold); err != nil {
 			undo()
 			fix := "check the path's permissions"
-			if errors.Is(err, errSnapBounds) {
+			if errors.Is(err, protect.ErrSnapBounds) {
 				fix = "use --sandbox bwrap, which holds it read-only in place, or run in a directory without it"
 			}
-			return nil, protection{}, nil, fault.New("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
+			return nil, protect.State{}, nil, fault.New("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
 		}
 		return writable, pr, undo, nil
 	})
@@ -68,25 +69,25 @@ func (r *llRun) protectPaths() error {
 }
 
 // settleProtected settles the run's journal once the command and its
-// descendants are gone (see pendingProtection.finish): what the command
+// descendants are gone (see protect.Pending.Finish): what the command
 // changed at a protected path is quarantined, copies are put back, and
 // each item is added to res's report (nil: the command never ran) and
 // printed on stderr.
 func (r *llRun) settleProtected(res *Result) {
 	if r.pend != nil {
-		r.pend.finish(res, r.opts.Stderr)
+		r.pend.Finish(res, r.opts.Stderr)
 	}
 }
 
 // protectedReport states how the protected paths were handled.
 func (r *llRun) protectedReport() Protection {
-	held, watched := len(r.prot.held), len(r.prot.watched)
+	held, watched := len(r.prot.Held), len(r.prot.Watched)
 	return Protection{Name: "protected_paths", Configured: true,
 		Detail: strconv.Itoa(held) + " existing ones kept as copies, " + strconv.Itoa(watched) +
 			" missing ones watched: the existing ones writable while the run lasts (Landlock cannot hold them), what appears at a missing one moved out as it appears (the live guard); when the last run on the directory ends, changes are quarantined and the copies put back"}
 }
 
-func heldPaths(hs []heldCopy) []string {
+func heldPaths(hs []protect.HeldCopy) []string {
 	out := make([]string, 0, len(hs))
 	for _, h := range hs {
 		out = append(out, h.Path)
@@ -95,7 +96,7 @@ func heldPaths(hs []heldCopy) []string {
 }
 
 // ownName says whether pp is a protected name in one of sandbox-run's own
-// state dirs, which is not held there (plan.splitOwn); the held parts of
+// state dirs, which is not held there (protect.SplitOwn); the held parts of
 // a git directory there are.
 func ownName(pp string, own []string) bool {
 	for _, o := range own {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -105,8 +106,8 @@ func (h fakeHost) facts(p policy.Policy) *hostFacts {
 	for _, r := range p.Read {
 		f.reads = append(f.reads, h.reads[r])
 	}
-	f.prot = protectFacts{kinds: map[string]hostwalk.Kind{}, links: h.links, gitDirs: h.gitDirs, gitFiles: h.gitFiles,
-		gitLinks: h.gitLinks, self: map[string]pathguard.Resolution{}, walk: WalkReport{Complete: !h.partial}}
+	f.prot = protectFacts{kinds: map[string]hostwalk.Kind{}, Found: protect.Found{Links: h.links, GitDirs: h.gitDirs, GitFiles: h.gitFiles,
+		GitLinks: h.gitLinks}, self: map[string]pathguard.Resolution{}, walk: WalkReport{Complete: !h.partial}}
 	for _, w := range f.writable {
 		f.prot.kinds[w.Path] = hostwalk.KindDir
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -21,7 +22,7 @@ type hostFacts struct {
 	procHide []procFact             // the procHidden entries the host has
 	reads    []readFact             // one per --read path, in the policy's order
 	prot     protectFacts
-	gits     []gitID // the git directories, .git files and links, for the journal
+	gits     []protect.GitID // the git directories, .git files and links, for the journal
 	// scan and wscan are the socket searches of the --read paths and of
 	// the writable dirs: what they cost, and (covered) the paths inside
 	// the sandbox to cover with /dev/null, in order and once each.
@@ -52,21 +53,16 @@ type readFact struct {
 	found []hostwalk.SpecialFound
 }
 
-// protectFacts is what the protect layout reads: the kind of every path it
-// asks about (a path not in kinds is missing), the targets of the links
-// among them (for the refusal), the git directories, .git files and .git
-// links the walk found, and the resolutions of the paths bound onto
-// themselves.
+// protectFacts is what the protect layout reads: what the walk found
+// (protect.Found: the git directories, .git files and .git links, the
+// targets of the links met, sandbox-run's own dirs), the kind of every
+// path it asks about (a path not in kinds is missing), and the
+// resolutions of the paths bound onto themselves.
 type protectFacts struct {
-	// own are sandbox-run's state dirs among the writable ones, whose
-	// protected names are not held (see splitOwn).
-	own               []string
-	kinds             map[string]hostwalk.Kind
-	links             map[string]string
-	gitDirs, gitFiles []string
-	gitLinks          []string
-	self              map[string]pathguard.Resolution
-	walk              WalkReport
+	protect.Found
+	kinds map[string]hostwalk.Kind
+	self  map[string]pathguard.Resolution
+	walk  WalkReport
 }
 
 func (pf protectFacts) kindOf(p string) hostwalk.Kind { return pf.kinds[p] }
@@ -185,24 +181,24 @@ func (l *layout) addProc(f *hostFacts) {
 	}
 }
 
-// addProtected binds the protected paths (see protectLayout): pinned
+// addProtected binds the protected paths (see protect.Acts): pinned
 // directories onto themselves writable, held paths read-only; missing
 // ones are watched, not mounted.
 func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
-	acts, err := protectActs(p, l.writable, pf, pf.kindOf)
+	acts, err := protect.Acts(p, l.writable, pf.Found, pf.kindOf)
 	if err != nil {
 		return err
 	}
 	for _, a := range acts {
 		switch a.Op {
-		case opWatch:
+		case protect.Watch:
 			l.watched = append(l.watched, a.Path)
 			continue
-		case opHold:
+		case protect.Hold:
 			l.protected = append(l.protected, a.Path)
 		}
 		kind := bwrap.ROBind
-		if a.Op == opPin {
+		if a.Op == protect.Pin {
 			kind = bwrap.Bind
 		}
 		r, ok := pf.self[a.Path]
@@ -211,7 +207,7 @@ func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
 		}
 		l.bind(kind, r, a.Path, "cannot open protected path "+a.Path, "check the path")
 	}
-	if _, own := splitOwn(l.writable, pf.own); len(own) > 0 {
+	if _, own := protect.SplitOwn(l.writable, pf.Own); len(own) > 0 {
 		l.notes = append(l.notes, "protected names are not held in sessions' homes and shared caches (no host tool reads them there): a .bashrc or .npmrc the command leaves there reaches later runs of the same session or cache; git directories there are held and stripped as anywhere")
 	}
 	for _, u := range p.Unprotect {

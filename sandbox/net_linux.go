@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -117,7 +118,7 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 		if err := checkTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
 			return nil, "", err
 		}
-		start, _, err := selfStart()
+		start, _, err := procid.Self()
 		if err != nil {
 			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}

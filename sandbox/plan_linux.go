@@ -14,6 +14,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -33,7 +34,7 @@ var (
 // plan is the mount plan of one run and the host-side handles it holds.
 // Its files are the descriptors bwrap binds by (--ro-bind-fd/--bind-fd).
 // The plan creates nothing in the user's tree: watched are the protected
-// paths that were missing (see protect_linux.go).
+// paths that were missing (see package protect).
 type plan struct {
 	guard       *pathguard.Guard
 	mounts      []bwrap.Mount
@@ -44,7 +45,7 @@ type plan struct {
 	readOnly    []string
 	protected   []string
 	notes       []string
-	prot        protection
+	prot        protect.State
 	quarantined []Quarantined // what the run's start neutralised of earlier runs
 	// late are mounts made after every other (before / is made
 	// read-only): remounts of the sandbox's own file systems under which
@@ -144,7 +145,7 @@ func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD 
 	pl := &plan{
 		guard: g, mounts: l.mounts, late: l.late, fdBase: fdBase, byFD: byFD,
 		writable: l.writable, readOnly: l.readOnly, protected: l.protected, notes: l.notes,
-		prot:  protection{watched: l.watched, gits: f.gits, walk: f.prot.walk},
+		prot:  protect.State{Watched: l.watched, Gits: f.gits, Walk: f.prot.walk},
 		tmpfs: l.tmpfs, scan: f.scan, wscan: f.wscan, own: own,
 	}
 	for _, s := range l.sources {
@@ -205,7 +206,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 			return nil, nil, err
 		}
 	}
-	f.prot.own = own
+	f.prot.Own = own
 	// The two walks of the writable dirs, for git directories (f.prot,
 	// f.gits) and for sockets and FIFOs (f.wscan), share each writable
 	// dir's own opening and listing (tops, made first) and nothing below

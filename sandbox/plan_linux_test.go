@@ -51,8 +51,8 @@ func TestPlanProtected(t *testing.T) {
 		if _, ok := kinds[filepath.Join(w, missing)]; ok {
 			t.Errorf("missing %s is mounted: bwrap would create it on the host", missing)
 		}
-		if !slices.Contains(pl.prot.watched, filepath.Join(w, missing)) {
-			t.Errorf("missing %s is not watched: %v", missing, pl.prot.watched)
+		if !slices.Contains(pl.prot.Watched, filepath.Join(w, missing)) {
+			t.Errorf("missing %s is not watched: %v", missing, pl.prot.Watched)
 		}
 	}
 	if after := fileSnapshot(t, w); after != before {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -47,7 +48,7 @@ func sweptByNextRun(t *testing.T, prefix string, p policy.Policy) {
 	t.Helper()
 	tmp := sandboxtest.WorkDir(t) // reachable by the sandbox's uid, as TMPDIR must be
 	t.Setenv("TMPDIR", tmp)
-	start, _, err := selfStart()
+	start, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
 	}
 	sandboxtest.Chown(t, tmp)
 	t.Setenv("TMPDIR", tmp)
-	start, _, err := selfStart()
+	start, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -49,7 +50,7 @@ func sweepRunDir(tmp, name, prefix string, owner int) {
 	ps, ss, _ := strings.Cut(pidStart, ".")
 	pid, err1 := strconv.Atoi(ps)
 	start, err2 := strconv.ParseUint(ss, 10, 64)
-	if err1 != nil || err2 != nil || alive(pid, start) {
+	if err1 != nil || err2 != nil || procid.Alive(pid, start) {
 		return
 	}
 	p := filepath.Join(tmp, name)

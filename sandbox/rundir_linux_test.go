@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 )
 
 // TestSweepRunDirs: a run directory whose process is gone is removed; one
@@ -23,12 +25,12 @@ func TestSweepRunDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadPID := c.Process.Pid
-	deadStart, err := procStart(deadPID)
+	deadStart, err := procid.Start(deadPID)
 	if err != nil {
 		deadStart = 1 // ended already: any start time names no process
 	}
 	c.Wait()
-	selfStartTime, _, err := selfStart()
+	selfStartTime, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}

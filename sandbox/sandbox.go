@@ -105,6 +105,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -227,7 +228,7 @@ type Options struct {
 	// protect tunes the protection of the writable directories for
 	// in-package tests (zero: as every run has it). Only Linux's
 	// mechanisms protect paths this way.
-	protect protectHooks //lint:ignore U1000 read by the Linux mechanisms only
+	protect protect.Hooks //lint:ignore U1000 read by the Linux mechanisms only
 }
 
 // InitBinary names sandbox-run-init (cmd/sandbox-run-init), which serves

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -54,7 +55,7 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		p := policy.Policy{Sandbox: policy.ModeBwrap, Workdir: w}
-		res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: null, Stderr: errf, BwrapCache: t.TempDir(), protect: protectHooks{bounds: b, noGuard: true}})
+		res, err := Run(ctx, p, []string{"sh", "-c", script}, Options{Stdout: null, Stderr: errf, BwrapCache: t.TempDir(), protect: protect.Hooks{Bounds: b, NoGuard: true}})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"errors"
@@ -118,7 +118,7 @@ func TestProtectLayout(t *testing.T) {
 			var got []string
 			for _, a := range acts {
 				got = append(got, a.String())
-				if a.Op != opWatch && c.tree.kind(a.Path) == hostwalk.KindMissing {
+				if a.Op != Watch && c.tree.kind(a.Path) == hostwalk.KindMissing {
 					t.Errorf("%s: a mount onto a missing path", a)
 				}
 			}

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"fmt"
@@ -10,37 +10,39 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// How a protected path is held. The layout never asks for a mount onto a
+// Op is how a protected path is held. The layout never asks for a mount onto a
 // path that does not exist: bwrap would create the mount point in the
 // user's tree (the workdir is a bind of the host's directory), where git,
 // an editor or another run would see it.
-type holdOp int
+type Op int
 
 const (
-	// opPin binds an existing directory onto itself, writable: a mount
+	// Pin binds an existing directory onto itself, writable: a mount
 	// point cannot be renamed or removed (EBUSY), so the path to a held
 	// part cannot be swapped for another directory.
-	opPin holdOp = iota
-	// opHold binds an existing file or directory onto itself read-only.
-	opHold
-	// opWatch marks a missing path: it cannot be held without a mount
+	Pin Op = iota
+	// Hold binds an existing file or directory onto itself read-only.
+	Hold
+	// Watch marks a missing path: it cannot be held without a mount
 	// point on the host, so what the command creates there is neutralised
 	// once the last run on the directory has ended (quarantine, or for a
 	// new git directory, stripping what runs a program).
-	opWatch
+	Watch
 )
 
-func (o holdOp) String() string { return [...]string{"pin", "hold", "watch"}[o] }
+// String names the op as the layout golden files spell it.
+func (o Op) String() string { return [...]string{"pin", "hold", "watch"}[o] }
 
-// holdAction is one step of the layout.
-type holdAction struct {
+// Action is one step of the layout: hold Path as Op says. Path is
+// absolute and below a writable directory.
+type Action struct {
 	Path string
-	Op   holdOp
+	Op   Op
 }
 
 // LinkError refuses a symbolic link where a protected path (or a directory
 // on the way to one) is: the sandbox's bind, or a later host tool, would
-// follow it.
+// follow it. Acts turns it into a *fault.Error naming the link's target.
 type LinkError struct{ Path string }
 
 func (e *LinkError) Error() string { return e.Path + " is a symbolic link" }
@@ -56,9 +58,9 @@ func (e *LinkError) Error() string { return e.Path + " is a symbolic link" }
 // writable directory that holds them. Every git directory gets its held
 // parts (policy.GitHeld) and is pinned; a .git file is held, with the
 // directories on the way to it pinned.
-func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) hostwalk.Kind) ([]holdAction, error) {
-	acts := map[string]holdOp{}
-	add := func(p string, op holdOp) {
+func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf func(string) hostwalk.Kind) ([]Action, error) {
+	acts := map[string]Op{}
+	add := func(p string, op Op) {
 		if old, ok := acts[p]; !ok || op > old {
 			acts[p] = op
 		}
@@ -99,7 +101,7 @@ func protectLayout(writable, names []string, gitDirs, gitFiles []string, kindOf 
 // watched. The directories above it are not pinned (a bind each costs
 // bwrap about half a millisecond): one replaced through them is a new git
 // directory to the end-of-run walk, which tells them apart by inode.
-func layoutGitDir(g string, writable []string, kindOf func(string) hostwalk.Kind, add func(string, holdOp)) error {
+func layoutGitDir(g string, writable []string, kindOf func(string) hostwalk.Kind, add func(string, Op)) error {
 	w := owner(g, writable)
 	if w == "" {
 		return nil
@@ -109,7 +111,7 @@ func layoutGitDir(g string, writable []string, kindOf func(string) hostwalk.Kind
 		case hostwalk.KindLink:
 			return &LinkError{Path: g}
 		case hostwalk.KindDir:
-			add(g, opPin)
+			add(g, Pin)
 		}
 	}
 	for _, part := range policy.GitHeld() {
@@ -125,7 +127,7 @@ func layoutGitDir(g string, writable []string, kindOf func(string) hostwalk.Kind
 // exists, and watched from where it stops existing. A file where
 // a directory is expected (the .git file of a worktree) is held: it names
 // where git looks.
-func layoutPath(w, rel string, kindOf func(string) hostwalk.Kind, add func(string, holdOp)) error {
+func layoutPath(w, rel string, kindOf func(string) hostwalk.Kind, add func(string, Op)) error {
 	parts := strings.Split(rel, "/")
 	cur := w
 	for i, part := range parts {
@@ -135,16 +137,16 @@ func layoutPath(w, rel string, kindOf func(string) hostwalk.Kind, add func(strin
 		case hostwalk.KindLink:
 			return &LinkError{Path: cur}
 		case hostwalk.KindMissing:
-			add(filepath.Join(w, rel), opWatch)
+			add(filepath.Join(w, rel), Watch)
 			return nil
 		case hostwalk.KindDir:
 			if !last {
-				add(cur, opPin)
+				add(cur, Pin)
 				continue
 			}
-			add(cur, opHold)
+			add(cur, Hold)
 		default:
-			add(cur, opHold)
+			add(cur, Hold)
 			return nil
 		}
 	}
@@ -164,23 +166,23 @@ func owner(p string, writable []string) string {
 
 // sortActions orders the actions by path (a directory sorts before what it
 // holds) and drops what lies below a held path.
-func sortActions(acts map[string]holdOp) []holdAction {
+func sortActions(acts map[string]Op) []Action {
 	paths := make([]string, 0, len(acts))
 	for p := range acts {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	var out []holdAction
+	var out []Action
 	held := map[string]bool{}
 	for _, p := range paths {
 		if heldAbove(p, held) {
 			continue
 		}
 		op := acts[p]
-		if op == opHold {
+		if op == Hold {
 			held[p] = true
 		}
-		out = append(out, holdAction{Path: p, Op: op})
+		out = append(out, Action{Path: p, Op: op})
 	}
 	return out
 }
@@ -197,4 +199,5 @@ func heldAbove(p string, held map[string]bool) bool {
 	}
 }
 
-func (a holdAction) String() string { return fmt.Sprintf("%s %s", a.Op, a.Path) }
+// String is the action as the layout golden files spell it: "op path".
+func (a Action) String() string { return fmt.Sprintf("%s %s", a.Op, a.Path) }

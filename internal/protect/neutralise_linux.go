@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // quarantine moves what the run's commands created out of the way. q is
@@ -24,7 +25,7 @@ import (
 type quarantine struct {
 	dir   string
 	run   string
-	items []Quarantined
+	items []report.Quarantined
 	made  bool
 	// earliest is, per snapshotted path, its earliest copy among the
 	// journals settled together (see restoreHeld).
@@ -32,7 +33,7 @@ type quarantine struct {
 	// bounds bound each sweep's walk; sweep adds up what they walked
 	// (nil: no sweep yet).
 	bounds hostwalk.Bounds
-	sweep  *WalkReport
+	sweep  *report.WalkReport
 }
 
 // walk walks writable for git directories within q's bounds and adds the
@@ -60,14 +61,14 @@ func (q *quarantine) neutralise(j *journal, finds *hostwalk.GitFinds) {
 			q.moveAt(w, p, "created during the run where a protected path was missing")
 		}
 	}
-	old := map[gitID]bool{}
+	old := map[GitID]bool{}
 	for _, g := range j.Gits {
 		old[g] = true
 	}
-	now := func(p string) gitID {
-		ids := gitIDs([]string{p})
+	now := func(p string) GitID {
+		ids := GitIDs([]string{p})
 		if len(ids) == 0 {
-			return gitID{Path: p}
+			return GitID{Path: p}
 		}
 		return ids[0]
 	}
@@ -169,7 +170,7 @@ func (q *quarantine) stripConfig(w, p string) {
 	}
 	to, err := q.take(parent, name, p)
 	if err != nil {
-		q.items = append(q.items, Quarantined{Path: p, Why: "cannot quarantine: " + fault.Reason(err), Run: q.run})
+		q.items = append(q.items, report.Quarantined{Path: p, Why: "cannot quarantine: " + fault.Reason(err), Run: q.run})
 		return
 	}
 	// A config with nothing left to keep is not rewritten: sandbox-run
@@ -183,7 +184,7 @@ func (q *quarantine) stripConfig(w, p string) {
 		unix.Fchown(nfd, int(st.Uid), int(st.Gid))
 		unix.Close(nfd)
 	}
-	q.items = append(q.items, Quarantined{Path: p, To: to,
+	q.items = append(q.items, report.Quarantined{Path: p, To: to,
 		Why: "a git directory created during the run: its settings that can run a program were removed, the rest kept", Run: q.run})
 }
 
@@ -207,10 +208,10 @@ func (q *quarantine) moveAt(w, p, why string) {
 	}
 	to, err := q.take(parent, name, p)
 	if err != nil {
-		q.items = append(q.items, Quarantined{Path: p, Why: why + "; cannot quarantine: " + fault.Reason(err), Run: q.run})
+		q.items = append(q.items, report.Quarantined{Path: p, Why: why + "; cannot quarantine: " + fault.Reason(err), Run: q.run})
 		return
 	}
-	q.items = append(q.items, Quarantined{Path: p, To: to, Why: why, Run: q.run})
+	q.items = append(q.items, report.Quarantined{Path: p, To: to, Why: why, Run: q.run})
 }
 
 // take moves name (in the directory parent, which is p's) into the

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // A mechanism that cannot hold an existing protected path read-only
@@ -35,8 +36,9 @@ import (
 // hard-link identities, sockets, FIFOs and devices are not kept (the
 // start walk refuses sockets and FIFOs in writable directories).
 
-// heldCopy names a snapshotted path and its copy, in a run's journal.
-type heldCopy struct {
+// HeldCopy names a snapshotted path and its copy, in a run's journal and
+// its State.
+type HeldCopy struct {
 	Path string `json:"path"`
 	Copy string `json:"copy"`
 	// Taken is when the copy was made (Unix nanoseconds): of runs that
@@ -60,18 +62,22 @@ func earliestCopies(js []*journal) map[string]int64 {
 }
 
 // Bounds of one run's snapshots: a protected path past them cannot be
-// kept, and the run is refused.
+// kept, and the run is refused (ErrSnapBounds). SnapMaxEntries counts
+// every file, directory and link copied, the paths themselves included.
 const (
-	snapMaxEntries = 4096
+	SnapMaxEntries = 4096
 	snapMaxBytes   = 64 << 20
 )
 
-// errSnapBounds is wrapped when a snapshot passes its bounds.
-var errSnapBounds = errors.New("sandbox: protected path too large to snapshot")
+// ErrSnapBounds is wrapped by Snapshot's error when a protected path
+// passes the snapshot bounds (4,096 entries, 64 MiB): the run is refused.
+var ErrSnapBounds = errors.New("sandbox: protected path too large to snapshot")
 
-// snapshotDir is where run runID keeps its snapshots: a private directory
-// in the cache, or, without a cache, a new temporary directory.
-func snapshotDir(cache, runID string) (string, error) {
+// SnapshotDir makes and returns where run runID keeps its snapshots: a
+// private directory in the cache (made without following a link, this
+// user's, closed to others), or, without a cache, a new temporary
+// directory. Removing it is the caller's when the run is refused.
+func SnapshotDir(cache, runID string) (string, error) {
 	if cache == "" {
 		return os.MkdirTemp("", "sandbox-run-snapshot-")
 	}
@@ -84,12 +90,14 @@ func snapshotDir(cache, runID string) (string, error) {
 	return dir, nil
 }
 
-// snapshot copies each of paths (existing files and directories below the
+// Snapshot copies each of paths (existing files and directories below the
 // writable directories, none of them a link: the layout refused those)
-// into dir, within the bounds.
-func snapshot(dir string, paths []string) ([]heldCopy, error) {
-	b := &snapBudget{entries: snapMaxEntries, bytes: snapMaxBytes}
-	out := make([]heldCopy, 0, len(paths))
+// into dir, within the bounds (past them: ErrSnapBounds), keeping type,
+// permission bits, contents, link targets and, as root, owners. On an
+// error the copies made so far are returned with it.
+func Snapshot(dir string, paths []string) ([]HeldCopy, error) {
+	b := &snapBudget{entries: SnapMaxEntries, bytes: snapMaxBytes}
+	out := make([]HeldCopy, 0, len(paths))
 	for _, p := range paths {
 		cp := filepath.Join(dir, strings.TrimPrefix(p, "/"))
 		if err := os.MkdirAll(filepath.Dir(cp), 0o700); err != nil {
@@ -98,7 +106,7 @@ func snapshot(dir string, paths []string) ([]heldCopy, error) {
 		if err := copyKeep(p, cp, b); err != nil {
 			return out, fmt.Errorf("%s: %w", p, err)
 		}
-		out = append(out, heldCopy{Path: p, Copy: cp, Taken: time.Now().UnixNano()})
+		out = append(out, HeldCopy{Path: p, Copy: cp, Taken: time.Now().UnixNano()})
 	}
 	return out, nil
 }
@@ -110,7 +118,7 @@ func (b *snapBudget) take(size int64) error {
 	b.entries--
 	b.bytes -= size
 	if b.entries < 0 || b.bytes < 0 {
-		return fmt.Errorf("%w (bounds: %d entries, %d MiB)", errSnapBounds, snapMaxEntries, snapMaxBytes>>20)
+		return fmt.Errorf("%w (bounds: %d entries, %d MiB)", ErrSnapBounds, SnapMaxEntries, snapMaxBytes>>20)
 	}
 	return nil
 }
@@ -257,7 +265,7 @@ func (q *quarantine) restoreHeld(j *journal) {
 		if t, ok := q.earliest[h.Path]; ok && h.Taken > t {
 			continue // an earlier run's copy, settled alongside, is the one put back
 		}
-		left := snapMaxEntries
+		left := SnapMaxEntries
 		if sameTree(h.Path, h.Copy, &left) {
 			continue
 		}
@@ -266,7 +274,7 @@ func (q *quarantine) restoreHeld(j *journal) {
 		q.moveAt(w, h.Path, why)
 		if len(q.items) == n {
 			// Nothing was there to move: the command removed it.
-			q.items = append(q.items, Quarantined{Path: h.Path, Run: q.run,
+			q.items = append(q.items, report.Quarantined{Path: h.Path, Run: q.run,
 				Why: "removed during the run where --sandbox landlock could not hold it; the copy from the run's start is put back"})
 		} else if q.items[n].To == "" {
 			kept = true // the move failed: the item says why; nothing is put back over it
@@ -275,7 +283,7 @@ func (q *quarantine) restoreHeld(j *journal) {
 		}
 		if err := putBack(w, h); err != nil {
 			kept = true
-			q.items = append(q.items, Quarantined{Path: h.Path, To: h.Copy, Run: q.run,
+			q.items = append(q.items, report.Quarantined{Path: h.Path, To: h.Copy, Run: q.run,
 				Why: "could not be put back from the copy taken at the run's start (" + fault.Reason(err) + "); the copy is kept"})
 		}
 	}
@@ -286,12 +294,12 @@ func (q *quarantine) restoreHeld(j *journal) {
 
 // putBack copies h's snapshot to h.Path, which must not exist, inside its
 // parent directory opened from w without following a link.
-func putBack(w string, h heldCopy) error {
+func putBack(w string, h HeldCopy) error {
 	parent, name, err := openParent(w, h.Path)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(parent)
-	b := &snapBudget{entries: snapMaxEntries, bytes: snapMaxBytes}
+	b := &snapBudget{entries: SnapMaxEntries, bytes: snapMaxBytes}
 	return copyKeep(h.Copy, fmt.Sprintf("/proc/self/fd/%d/%s", parent, name), b)
 }

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"encoding/binary"
@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,7 +86,7 @@ type liveGuard struct {
 	writable []string
 	watched  []string        // protected paths missing at the start
 	near     map[string]bool // watched paths and every directory above one
-	old      map[gitID]bool  // git directories and .git entries at the start
+	old      map[GitID]bool  // git directories and .git entries at the start
 	commons  map[string]bool // commondir targets named by new git directories
 	q        *quarantine
 	audit    io.Writer
@@ -95,7 +96,7 @@ type liveGuard struct {
 	rescan   bool // a pass over everything after an overflow is queued
 	again    bool // another overflow came during it
 	budget   int
-	rep      LiveGuardReport
+	rep      report.LiveGuardReport
 	start    time.Time
 	done     chan struct{}
 	l        hostwalk.Lister
@@ -119,7 +120,7 @@ func liveBudget() int {
 // protected names live there), the rest by the guard's goroutine while the
 // command starts. budget is the ceiling on watches (0: liveBudget). An
 // error means no guard: the caller names the loss.
-func startLiveGuard(writable, watched []string, gits []gitID, q *quarantine, audit io.Writer, runID string, budget int) (*liveGuard, error) {
+func startLiveGuard(writable, watched []string, gits []GitID, q *quarantine, audit io.Writer, runID string, budget int) (*liveGuard, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w (the user's fs.inotify.max_user_instances may be used up)", err)
@@ -130,12 +131,12 @@ func startLiveGuard(writable, watched []string, gits []gitID, q *quarantine, aud
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
 	g := &liveGuard{fd: fd, wake: wake, writable: writable, watched: watched, q: q, audit: audit, runID: runID,
-		near: map[string]bool{}, old: map[gitID]bool{}, commons: map[string]bool{}, wds: map[int32]guardWatch{},
+		near: map[string]bool{}, old: map[GitID]bool{}, commons: map[string]bool{}, wds: map[int32]guardWatch{},
 		budget: budget, start: time.Now(), done: make(chan struct{})}
 	if g.budget <= 0 {
 		g.budget = liveBudget()
 	}
-	g.rep = LiveGuardReport{Budget: g.budget, Complete: true}
+	g.rep = report.LiveGuardReport{Budget: g.budget, Complete: true}
 	for _, p := range watched {
 		for d := p; owner(d, writable) != "" && !g.near[d]; d = filepath.Dir(d) {
 			g.near[d] = true
@@ -153,7 +154,7 @@ func startLiveGuard(writable, watched []string, gits []gitID, q *quarantine, aud
 
 // stop ends the guard and returns its report; what it quarantined is in
 // its quarantine's items.
-func (g *liveGuard) stop() LiveGuardReport {
+func (g *liveGuard) stop() report.LiveGuardReport {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	unix.Write(g.wake, one[:])
@@ -363,7 +364,7 @@ func (g *liveGuard) gitDir(d string, fd int, names hostwalk.Dirents) {
 	if unix.Fstat(fd, &st) != nil {
 		return
 	}
-	if g.old[gitID{Path: d, Dev: st.Dev, Ino: st.Ino}] {
+	if g.old[GitID{Path: d, Dev: st.Dev, Ino: st.Ino}] {
 		if !g.watch(fd, d, kindOldGit, maskDir) {
 			return
 		}
@@ -511,7 +512,7 @@ func (g *liveGuard) dotGit(p string) {
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
-		if !g.old[gitID{Path: p, Dev: st.Dev, Ino: st.Ino}] {
+		if !g.old[GitID{Path: p, Dev: st.Dev, Ino: st.Ino}] {
 			g.act(func() { g.q.moveAt(g.owner(p), p, "a .git link created during the run") })
 		}
 	case unix.S_IFDIR:

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"os"
@@ -30,25 +30,25 @@ func TestLayoutSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	writable := []string{w, home}
-	named, own := splitOwn(writable, []string{home})
+	named, own := SplitOwn(writable, []string{home})
 	if !slices.Equal(named, []string{w}) || !slices.Equal(own, []string{home}) {
-		t.Fatalf("splitOwn = %v, %v", named, own)
+		t.Fatalf("SplitOwn = %v, %v", named, own)
 	}
 	finds := hostwalk.FindGit(writable, hostwalk.Bounds{})
 	acts, err := layoutSplit(named, own, []string{".bashrc", ".profile"}, finds.Dirs, finds.Files, hostwalk.LstatKind)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]holdOp{}
+	got := map[string]Op{}
 	for _, a := range acts {
 		got[a.Path] = a.Op
 	}
-	for p, op := range map[string]holdOp{
-		filepath.Join(w, ".bashrc"):                   opWatch,
-		filepath.Join(w, ".profile"):                  opWatch,
-		filepath.Join(home, "repo", ".git"):           opPin,
-		filepath.Join(home, "repo", ".git", "config"): opHold,
-		filepath.Join(home, "repo", ".git", "hooks"):  opHold,
+	for p, op := range map[string]Op{
+		filepath.Join(w, ".bashrc"):                   Watch,
+		filepath.Join(w, ".profile"):                  Watch,
+		filepath.Join(home, "repo", ".git"):           Pin,
+		filepath.Join(home, "repo", ".git", "config"): Hold,
+		filepath.Join(home, "repo", ".git", "hooks"):  Hold,
 	} {
 		if g, ok := got[p]; !ok || g != op {
 			t.Errorf("%s: op %v (present %v), want %v", p, g, ok, op)
@@ -63,26 +63,5 @@ func TestLayoutSplit(t *testing.T) {
 	// names held, and the link refused.
 	if _, err := layoutSplit([]string{w, home}, nil, []string{".bashrc", ".profile"}, finds.Dirs, finds.Files, hostwalk.LstatKind); err == nil {
 		t.Errorf("a link at %s/.profile was laid out in a named directory", home)
-	}
-}
-
-func TestOwnName(t *testing.T) {
-	own := []string{"/data/sessions/s/home", "/data/caches/uid-1/npm"}
-	for _, tt := range []struct {
-		path string
-		want bool
-	}{
-		{"/data/sessions/s/home/.bashrc", true},
-		{"/data/caches/uid-1/npm/.npmrc", true},
-		{"/data/sessions/s/home/.config/fish", true},
-		{"/data/sessions/s/home/.git/config", false}, // git's held parts stay
-		{"/data/sessions/s/home/.git", false},
-		{"/work/.bashrc", false},
-		{"/data/sessions/s/homeX/.bashrc", false},
-		{"/data/sessions/s/.bashrc", false},
-	} {
-		if got := ownName(tt.path, own); got != tt.want {
-			t.Errorf("ownName(%s) = %v, want %v", tt.path, got, tt.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -39,7 +40,7 @@ func identity(t *testing.T, p string) placeholder {
 // with another start time, as a reused pid looks.
 func goneJournal(t *testing.T, dir, id string, j journal) {
 	t.Helper()
-	start, boot, err := selfStart()
+	start, boot, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +95,11 @@ func TestSettleWaitsForLiveRuns(t *testing.T) {
 
 	// A live run on another directory: no reason to wait.
 	// A live run on the same one: the ended run's journal waits.
-	live, err := writeJournal(dir, "live", []string{w}, protection{})
+	live, err := writeJournal(dir, "live", []string{w}, State{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeJournal(dir, "elsewhere", []string{other}, protection{}); err != nil {
+	if _, err := writeJournal(dir, "elsewhere", []string{other}, State{}); err != nil {
 		t.Fatal(err)
 	}
 	q := &quarantine{dir: filepath.Join(t.TempDir(), "q")}

@@ -1,10 +1,13 @@
-package sandbox
+package protect
 
-import "github.com/sandbox-run/sandbox-run/internal/hostwalk"
+import (
+	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/report"
+)
 
 // mergeWalks adds b to a (either may be nil): the report of several walks
 // is complete when each is.
-func mergeWalks(a, b *WalkReport) *WalkReport {
+func mergeWalks(a, b *report.WalkReport) *report.WalkReport {
 	if b == nil {
 		return a
 	}
@@ -28,12 +31,12 @@ func mergeWalks(a, b *WalkReport) *WalkReport {
 // (WalkReport: Complete false, Skipped naming what was not walked): at a
 // run's start a repository beyond is not held (a note says so); in the
 // sweep after a run it is not neutralised, and the run exits 125 (see
-// pendingProtection.finish).
+// Pending.Finish).
 
-// protectHooks are what in-package tests change of a run's protection:
-// smaller walk bounds than 200,000 files, and the live guard off, to test
-// the sweep after the run alone.
-type protectHooks struct {
-	bounds  hostwalk.Bounds
-	noGuard bool
+// Hooks are what tests change of a run's protection: smaller walk bounds
+// than 200,000 files, and the live guard off, to test the sweep after the
+// run alone. The zero value is a real run's.
+type Hooks struct {
+	Bounds  hostwalk.Bounds // bounds of the sweeps' walks (zero: hostwalk's defaults)
+	NoGuard bool            // start no live guard (the report says it was turned off)
 }

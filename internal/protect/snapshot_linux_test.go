@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"os"
@@ -24,7 +24,7 @@ func TestRestoreHeldEarliestCopy(t *testing.T) {
 			if err := os.WriteFile(cp, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return &journal{RunID: run, Writable: []string{w}, SnapshotDir: dir, Held: []heldCopy{{Path: p, Copy: cp, Taken: taken}}}
+			return &journal{RunID: run, Writable: []string{w}, SnapshotDir: dir, Held: []HeldCopy{{Path: p, Copy: cp, Taken: taken}}}
 		}
 		return w, mk("early", "original\n", 1), mk("late", "changed by the first run\n", 2)
 	}

@@ -1,20 +1,19 @@
-package sandbox
+package protect
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -41,30 +40,31 @@ type journal struct {
 	RunID        string        `json:"run_id,omitempty"`
 	Writable     []string      `json:"writable,omitempty"`
 	Watched      []string      `json:"watched,omitempty"`
-	Gits         []gitID       `json:"gits,omitempty"`
+	Gits         []GitID       `json:"gits,omitempty"`
 	Placeholders []placeholder `json:"placeholders,omitempty"`
 	// Held are the existing protected paths a mechanism could not hold
 	// read-only, with their snapshots in SnapshotDir (see restoreHeld).
-	Held        []heldCopy `json:"held,omitempty"`
+	Held        []HeldCopy `json:"held,omitempty"`
 	SnapshotDir string     `json:"snapshot_dir,omitempty"`
 }
 
-// gitID names a git directory or .git file that existed at a run's start:
+// GitID names a git directory or .git file that existed at a run's start:
 // its path and inode, so that one put in its place during the run (the old
 // one renamed away, a new one made) counts as new.
-type gitID struct {
+type GitID struct {
 	Path string `json:"path"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
 }
 
-// gitIDs identifies paths as they are now; one that is gone is left out.
-func gitIDs(paths []string) []gitID {
-	out := make([]gitID, 0, len(paths))
+// GitIDs identifies paths as they are now (lstat: a link is named as
+// itself, never followed); one that is gone is left out.
+func GitIDs(paths []string) []GitID {
+	out := make([]GitID, 0, len(paths))
 	for _, p := range paths {
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) == nil {
-			out = append(out, gitID{Path: p, Dev: st.Dev, Ino: st.Ino})
+			out = append(out, GitID{Path: p, Dev: st.Dev, Ino: st.Ino})
 		}
 	}
 	return out
@@ -99,7 +99,7 @@ func legacyJournalDir(cache string) string { return filepath.Join(cache, "runs")
 
 // writeJournal records run runID's start state and returns the journal's
 // path.
-func writeJournal(dir, runID string, writable []string, pr protection) (string, error) {
+func writeJournal(dir, runID string, writable []string, pr State) (string, error) {
 	var me self
 	j, err := newJournal(runID, &me, writable, pr)
 	if err != nil {
@@ -124,13 +124,13 @@ func writeJournalIn(d *pathguard.Dir, dir string, j journal) (string, error) {
 
 // newJournal is run runID's start state, as its journal records it; me
 // is this process, read once per run.
-func newJournal(runID string, me *self, writable []string, pr protection) (journal, error) {
+func newJournal(runID string, me *self, writable []string, pr State) (journal, error) {
 	start, boot, err := me.get()
 	if err != nil {
 		return journal{}, err
 	}
 	return journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
-		Writable: writable, Watched: pr.watched, Gits: pr.gits, Held: pr.held, SnapshotDir: pr.snapDir}, nil
+		Writable: writable, Watched: pr.Watched, Gits: pr.Gits, Held: pr.Held, SnapshotDir: pr.SnapDir}, nil
 }
 
 // saveJournal writes j whole to name in d (a new file, then renamed): a
@@ -228,7 +228,7 @@ func settleIn(d *pathguard.Dir, dir, own string, me *self, q *quarantine) {
 			continue
 		}
 		paths[j] = name
-		if filepath.Join(dir, name) != own && !j.Ended && j.BootID == boot && alive(j.PID, j.Start) {
+		if filepath.Join(dir, name) != own && !j.Ended && j.BootID == boot && procid.Alive(j.PID, j.Start) {
 			live = append(live, j)
 		} else {
 			over = append(over, j)
@@ -312,15 +312,8 @@ func removeEmpty(p string) {
 	}
 }
 
-// alive says whether pid runs and started at start: a pid reused by
-// another process does not count.
-func alive(pid int, start uint64) bool {
-	s, err := procStart(pid)
-	return err == nil && s == start
-}
-
 // self is this process as journals name it: its start time and the
-// boot's id, read once (selfStart) when first asked for. The zero value
+// boot's id, read once (procid.Self) when first asked for. The zero value
 // is ready to use; a run keeps one for its journal and its settles.
 type self struct {
 	read  bool
@@ -333,41 +326,8 @@ type self struct {
 // time; an error is kept and returned again.
 func (s *self) get() (uint64, string, error) {
 	if !s.read {
-		s.start, s.boot, s.err = selfStart()
+		s.start, s.boot, s.err = procid.Self()
 		s.read = true
 	}
 	return s.start, s.boot, s.err
-}
-
-// selfStart returns this process's start time and the boot's id.
-func selfStart() (uint64, string, error) {
-	start, err := procStart(os.Getpid())
-	if err != nil {
-		return 0, "", err
-	}
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return 0, "", err
-	}
-	return start, string(bytes.TrimSpace(b)), nil
-}
-
-// procStart reads field 22 of /proc/PID/stat, the start time. The command
-// name (field 2) may hold spaces and parentheses, so fields are counted
-// after its last ')'.
-func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("sandbox: malformed /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// After the name: state is field 3, so start time (22) is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("sandbox: /proc/%d/stat: %w", pid, fs.ErrInvalid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
 }

@@ -1,4 +1,4 @@
-package sandbox
+package protect
 
 import (
 	"encoding/json"
@@ -58,7 +58,7 @@ func (a *auditTap) next(t *testing.T, event string) tapRec {
 
 // guardOn starts a guard over w (watched: the protected paths missing at
 // the start) with a quarantine in the test's own directory.
-func guardOn(t *testing.T, w string, watched []string, gits []gitID) (*liveGuard, *auditTap, *quarantine) {
+func guardOn(t *testing.T, w string, watched []string, gits []GitID) (*liveGuard, *auditTap, *quarantine) {
 	t.Helper()
 	tap := newTap()
 	q := &quarantine{dir: t.TempDir(), run: "r"}
@@ -223,7 +223,7 @@ func TestLiveGuardLeavesOldAndOutside(t *testing.T) {
 	os.WriteFile(filepath.Join(old, "config"), []byte(evilConfig), 0o644)
 	newRepo(t, filepath.Join(outside, "r", ".git"))
 	os.WriteFile(filepath.Join(outside, "r", ".git", "config"), []byte(evilConfig), 0o644)
-	_, tap, _ := guardOn(t, w, nil, gitIDs([]string{old}))
+	_, tap, _ := guardOn(t, w, nil, GitIDs([]string{old}))
 	os.Symlink(filepath.Join(outside, "r"), filepath.Join(w, "link"))
 	os.Symlink(filepath.Join(outside, "r", ".git"), filepath.Join(w, "sub-gitlink"))
 	os.WriteFile(filepath.Join(w, "gitfile"), []byte("gitdir: "+filepath.Join(outside, "r", ".git")+"\n"), 0o644)
