@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -315,7 +316,7 @@ func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr err
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case endedBy(sres, sandbox.ClassTimedOut), endedBy(sres, sandbox.ClassMechanismKilled):
+	case endedBy(sres, report.ClassTimedOut), endedBy(sres, report.ClassMechanismKilled):
 		return &SandboxEndError{Exit: *sres.Report.Exit}
 	case serr != nil:
 		return serr
@@ -333,18 +334,18 @@ func sessionError(ctx context.Context, sres *sandbox.Result, err, serr, rerr err
 // server: the policy's timeout (it matches sandbox.ErrTimeout), or the
 // mechanism killed. Exit says which, and why.
 type SandboxEndError struct {
-	Exit sandbox.Exit
+	Exit report.Exit
 }
 
 func (e *SandboxEndError) Error() string { return e.Exit.Reason }
 
 // Is matches sandbox.ErrTimeout for a session the timeout ended.
 func (e *SandboxEndError) Is(target error) bool {
-	return target == sandbox.ErrTimeout && e.Exit.Class == sandbox.ClassTimedOut
+	return target == sandbox.ErrTimeout && e.Exit.Class == report.ClassTimedOut
 }
 
 // endedBy says whether the sandbox's run ended with class c.
-func endedBy(res *sandbox.Result, c sandbox.ExitClass) bool {
+func endedBy(res *sandbox.Result, c report.ExitClass) bool {
 	return res != nil && res.Report.Exit != nil && res.Report.Exit.Class == c
 }
 
@@ -358,7 +359,7 @@ func endReason(res *sandbox.Result, err error) string {
 		return "the sandbox could not be set up: " + err.Error()
 	case res == nil:
 		return "it did not start"
-	case endedBy(res, sandbox.ClassTimedOut):
+	case endedBy(res, report.ClassTimedOut):
 		return "the timeout ended it"
 	default:
 		if sig, ok := exitcode.Signal(res.ExitCode); ok {

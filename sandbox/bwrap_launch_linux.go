@@ -549,7 +549,7 @@ func (w *bwWatch) readOOM(pid int) error {
 
 // readback puts what init read inside, and the oom_score_adj read from
 // the host, into the report.
-func (w *bwWatch) readback(rep *Report) {
+func (w *bwWatch) readback(rep *report.Report) {
 	rep.OOMScoreAdj = w.oom
 	if w.r.nw != nil && w.r.nw.px != nil {
 		// Attached, or lost when planned or started: say which.
@@ -589,7 +589,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	// has ended the sandbox with it; the command's status is lost.
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
-		rep.Exit = &Exit{Code: ExitSetup, Class: ClassMechanismKilled}
+		rep.Exit = &report.Exit{Code: ExitSetup, Class: report.ClassMechanismKilled}
 		return &Result{ExitCode: ExitSetup, Report: rep}, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
@@ -647,7 +647,7 @@ func (w *bwWatch) failed() error {
 
 // ended classifies a command that started: its own status, ctx's end, or
 // a limit.
-func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, limit limits.Kind) (*Result, error) {
+func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code int, limit limits.Kind) (*Result, error) {
 	if r.fast && w.status.Readback != nil {
 		if _, ok := w.fastNS["user"]; !ok && w.fastNS != nil {
 			if u := userNSFromMap(w.status.Readback.UIDMap); u != "" {
@@ -686,7 +686,7 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep Report, code int, lim
 
 // noteFull names, in the report's notes, the writable directories whose
 // file system is full once the command has ended.
-func noteFull(rep *Report) {
+func noteFull(rep *report.Report) {
 	full := fullDirs(rep.Writable)
 	if len(full) == 0 {
 		return

@@ -69,7 +69,7 @@ type bwRun struct {
 	// notRunnable is the fast path's finding that the command cannot be
 	// started, reported by run once the report exists.
 	notRunnable *ExecError
-	report      Report
+	report      report.Report
 }
 
 func bwrapMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
@@ -90,7 +90,7 @@ func (r *bwRun) finishProtection(res *Result) {
 	}
 }
 
-func (r *bwRun) Prepare(ctx context.Context) (*Report, error) {
+func (r *bwRun) Prepare(ctx context.Context) (*report.Report, error) {
 	steps := []func(context.Context) error{
 		r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
@@ -349,9 +349,9 @@ func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []bwrap.Mount, workdir stri
 // buildReport says what prepare set up; run adds what it reads back.
 func (r *bwRun) buildReport() {
 	p, pl, f := r.p, r.pl, r.info.Features
-	rep := Report{
+	rep := report.Report{
 		Tier: 1, Mechanism: "bwrap", Platform: mechanism.Platform(),
-		Bwrap:      &BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
+		Bwrap:      &report.BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    r.uid, HostGID: r.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
@@ -367,14 +367,14 @@ func (r *bwRun) buildReport() {
 		HandIn:     r.nw.handIn,
 		TLS:        r.nw.tlsReport(p),
 		Notes:      pl.notes,
-		Seccomp:    &SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
+		Seccomp:    &report.SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
 	rep.Transparent = r.nw.transparentReport()
 	if f.UnshareCgroupTry {
 		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
 	}
 	for _, a := range r.info.Advisories() {
-		rep.Bwrap.Advisories = append(rep.Bwrap.Advisories, Advisory(a))
+		rep.Bwrap.Advisories = append(rep.Bwrap.Advisories, report.Advisory(a))
 	}
 	for _, kv := range r.env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -422,7 +422,7 @@ func (r *bwRun) Describe(w io.Writer) {
 
 func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 	if e := r.notRunnable; e != nil {
-		r.report.Exit = &Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
+		r.report.Exit = &report.Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
 		return &Result{ExitCode: e.Code, Report: r.report}, e
 	}
 	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.mounts))
@@ -441,7 +441,7 @@ func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 		}
 		r.nw.close()
 		c := r.nw.px.Counts()
-		res.Report.Egress = &EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+		res.Report.Egress = &report.EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
 	}
 	return res, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // The sandbox's side of transparent egress: its address on the TUN
@@ -42,18 +43,18 @@ type transparent struct{}
 // only the HTTP proxy variables work.
 func (n *network) planTransparent() error {
 	if n.px == nil {
-		n.egress = Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
+		n.egress = report.Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
 		return nil
 	}
 	if err := unix.Faccessat(unix.AT_FDCWD, "/dev/net/tun", unix.R_OK|unix.W_OK, unix.AT_EACCESS); err != nil {
-		n.egress = Transparent{Reason: tunUnusable(err)}
+		n.egress = report.Transparent{Reason: tunUnusable(err)}
 		return nil
 	}
 	if err := n.bindResolver(); err != nil {
 		return err
 	}
 	n.tun = &transparent{}
-	n.egress = Transparent{Enabled: true}
+	n.egress = report.Transparent{Enabled: true}
 	return nil
 }
 
@@ -126,7 +127,7 @@ func (n *network) netstackConfig(fd int, mtu uint32, vnet bool, log *slog.Logger
 // starts with the proxy alone, in bwrap's own empty network namespace,
 // and the report says why (n.egress).
 func (n *network) loseTransparent(why string, log *slog.Logger) error {
-	n.egress = Transparent{Reason: "the sandbox's TUN device could not be made (" + why + "): only the HTTP proxy variables work"}
+	n.egress = report.Transparent{Reason: "the sandbox's TUN device could not be made (" + why + "): only the HTTP proxy variables work"}
 	log.Warn("transparent egress lost", "why", why)
 	return nil
 }
@@ -151,7 +152,7 @@ func dupNonblock(f *os.File) (int, error) {
 func (t *transparent) String() string { return fmt.Sprintf("transparent egress via %s", tunName) }
 
 // transparentReport is the report's Transparent of a bwrap run.
-func (n *network) transparentReport() *Transparent {
+func (n *network) transparentReport() *report.Transparent {
 	if n.mode == "none" {
 		return nil
 	}

@@ -26,11 +26,11 @@ import (
 
 // newReport is what a tier-2 run configures; launch adds what was read
 // back from inside.
-func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims []Limit) Report {
+func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims []report.Limit) report.Report {
 	pl := g.pl
-	r := Report{
+	r := report.Report{
 		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: mechanism.Platform(),
-		Gvisor:     &GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
+		Gvisor:     &report.GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
 		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
 		HostUID:    g.uid, HostGID: g.gid,
 		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
@@ -47,7 +47,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
 	}
 	if g.img != nil {
-		r.Image = &ImageReport{Reference: g.img.Reference, Digest: g.img.Digest, ID: g.img.ID}
+		r.Image = &report.ImageReport{Reference: g.img.Reference, Digest: g.img.Digest, ID: g.img.ID}
 		r.Notes = append(r.Notes, "root file system: image "+g.img.Reference+" ("+g.img.Digest+"), unpacked read-only in "+filepath.Dir(g.img.Rootfs)+"; the host's system paths are not bound")
 	}
 	for _, n := range pl.notes {
@@ -60,7 +60,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 	if gvMemory(g.p) > 0 {
 		r.Notes = append(r.Notes, "sampled memory counts runsc's memory file (all the command's memory, its tmpfs and memfds included) once, plus runsc's processes' anonymous memory")
 	}
-	r.Tmpfs = []TmpfsReport{
+	r.Tmpfs = []report.TmpfsReport{
 		{Path: "/tmp", Size: g.p.TmpSize, Enforced: "tmpfs size= (gVisor kernel)"},
 		{Path: "/dev/shm", Size: g.p.ShmSize, Enforced: "tmpfs size= (gVisor kernel)"},
 		{Path: "/dev", Enforced: "gVisor's own devtmpfs"},
@@ -71,7 +71,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		r.EnvNames = append(r.EnvNames, k)
 	}
 	sort.Strings(r.EnvNames)
-	r.Protections = []Protection{
+	r.Protections = []report.Protection{
 		{Name: "kernel:gvisor", Configured: true, Detail: "the command's system calls are served by gVisor's Sentry"},
 		gvNetProtection(g.tun != nil),
 		{Name: "no_new_privs", Configured: true},
@@ -85,17 +85,17 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 // gvNetProtection is what the sandbox's network is: gVisor's netstack
 // with loopback only, or with the TUN device of transparent egress too,
 // whose every connection the host's netstack judges.
-func gvNetProtection(tun bool) Protection {
+func gvNetProtection(tun bool) report.Protection {
 	if tun {
-		return Protection{Name: "network:transparent-egress", Configured: true,
+		return report.Protection{Name: "network:transparent-egress", Configured: true,
 			Detail: "runsc --network=none; init's TUN device in gVisor's netstack, relayed to the host's netstack, which judges every connection"}
 	}
-	return Protection{Name: "network:loopback-only", Configured: true, Detail: "runsc --network=none"}
+	return report.Protection{Name: "network:loopback-only", Configured: true, Detail: "runsc --network=none"}
 }
 
 // verifyGvisor marks each protection from init's readback: the kernel's
 // own log names gVisor, NoNewPrivs is 1, CapEff is empty.
-func verifyGvisor(ps []Protection, rb *initproc.Readback) {
+func verifyGvisor(ps []report.Protection, rb *initproc.Readback) {
 	if rb == nil {
 		return
 	}

@@ -51,7 +51,7 @@ type gvRun struct {
 	pl       *plan
 	nw       *network
 	status   net.Listener
-	report   Report
+	report   report.Report
 	spec     gvisor.Bundle
 	undo     mechanism.Cleanups
 	uid, gid int
@@ -69,7 +69,7 @@ func (g *gvRun) Close(res *Result) {
 	g.undo.Run()
 }
 
-func (g *gvRun) Prepare(ctx context.Context) (*Report, error) {
+func (g *gvRun) Prepare(ctx context.Context) (*report.Report, error) {
 	if err := g.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func redactSpec(b []byte, env []string) string {
 
 // gvLimits refuses the limits tier 2 cannot enforce and renders the rest
 // as rlimits that gVisor's kernel holds.
-func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
+func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []report.Limit, error) {
 	for _, l := range []struct {
 		flag string
 		set  bool
@@ -110,27 +110,27 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []Limit, error) {
 		}
 	}
 	rl := []gvisor.Rlimit{{Type: "RLIMIT_CORE"}}
-	out := []Limit{{Name: "core", Value: "0", Enforced: "rlimit (gVisor kernel)"}}
+	out := []report.Limit{{Name: "core", Value: "0", Enforced: "rlimit (gVisor kernel)"}}
 	if p.NoFile > 0 {
 		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_NOFILE", Soft: uint64(p.NoFile), Hard: uint64(p.NoFile)})
-		out = append(out, Limit{Name: "nofile", Value: strconv.FormatInt(p.NoFile, 10), Enforced: "rlimit (gVisor kernel)"})
+		out = append(out, report.Limit{Name: "nofile", Value: strconv.FormatInt(p.NoFile, 10), Enforced: "rlimit (gVisor kernel)"})
 	}
 	if p.FSize > 0 {
 		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_FSIZE", Soft: uint64(p.FSize), Hard: uint64(p.FSize)})
-		out = append(out, Limit{Name: "fsize", Value: strconv.FormatInt(p.FSize, 10), Enforced: "rlimit (gVisor kernel)"})
+		out = append(out, report.Limit{Name: "fsize", Value: strconv.FormatInt(p.FSize, 10), Enforced: "rlimit (gVisor kernel)"})
 	}
 	// The default process ceiling is not the caller's request: tier 2
 	// has no way to hold it (gVisor's RLIMIT_NPROC does not count the
 	// sandbox's tasks), and the report says so instead of refusing every
 	// run.
-	out = append(out, Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none", Source: SourceDefault})
+	out = append(out, report.Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none", Source: report.SourceDefault})
 	// Memory, the default ceiling or --memory, is held by sampling
 	// runsc's process tree (limits.SampleGVisor; launch starts it).
 	switch m := gvMemory(p); {
 	case m > 0:
-		out = append(out, Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: report.SourceOf(p.Memory)})
+		out = append(out, report.Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: report.SourceOf(p.Memory)})
 	case p.Memory == policy.NoMemoryLimit:
-		out = append(out, Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: SourcePolicy})
+		out = append(out, report.Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: report.SourcePolicy})
 	}
 	// gVisor's kernel serves inotify itself; runsc takes no host
 	// instance for the command's, and no ceiling of the run's is set.
@@ -235,7 +235,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 
 // prepareSpec sets up the network and init's status socket, renders the
 // spec and, unless this is a dry run, writes the bundle.
-func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []Limit, hostUID, hostGID int) error {
+func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
 	p, pl, log, rootless := g.p, g.pl, g.opts.logger(), g.cfg.Rootless
 	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // Transparent egress under gVisor. The sandbox's network is gVisor's
@@ -48,7 +49,7 @@ type gvTun struct {
 func (g *gvRun) planTun(uid, gid int, root bool, log *slog.Logger) (*initproc.Tun, error) {
 	n := g.nw
 	if n.px == nil {
-		n.egress = Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
+		n.egress = report.Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
 		return nil, nil
 	}
 	if err := n.bindResolver(); err != nil {
@@ -61,7 +62,7 @@ func (g *gvRun) planTun(uid, gid int, root bool, log *slog.Logger) (*initproc.Tu
 	t := &gvTun{ln: ln.(*net.UnixListener), ready: make(chan struct{})}
 	g.tun = t
 	n.binds = append(n.binds, [2]string{path, gvTunInside})
-	n.egress = Transparent{Enabled: true}
+	n.egress = report.Transparent{Enabled: true}
 	n.serve(func(ctx context.Context) error { return t.serve(ctx, n, log) }, log, "gVisor netstack")
 	return &initproc.Tun{Addr: gvTunAddr, Socket: gvTunInside}, nil
 }
@@ -117,12 +118,12 @@ func (t *gvTun) stack(c *net.UnixConn, n *network, log *slog.Logger) (*netstack.
 // and names transparent egress lost in the report when the netstack
 // could not serve it (the sandbox's connections then fail; nothing else
 // goes out).
-func (t *gvTun) confirm(r *Report) {
+func (t *gvTun) confirm(r *report.Report) {
 	if t == nil {
 		return
 	}
 	<-t.ready
 	if t.err != nil && r.Transparent != nil {
-		r.Transparent = &Transparent{Reason: "the host's netstack could not serve gVisor's TUN device (" + t.err.Error() + "): only the HTTP proxy variables work"}
+		r.Transparent = &report.Transparent{Reason: "the host's netstack could not serve gVisor's TUN device (" + t.err.Error() + "): only the HTTP proxy variables work"}
 	}
 }

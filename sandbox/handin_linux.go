@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // Where the hand-ins appear inside.
@@ -37,8 +38,8 @@ const (
 // (never in or through a writable directory) and pinned by descriptor.
 func (r *bwRun) handIn(context.Context) error {
 	p, n := r.p, r.nw
-	rep := &HandInReport{}
-	steps := []func(*HandInReport) error{r.handInAgent, r.handInSockets, r.handInHostPorts, r.handInPublish}
+	rep := &report.HandInReport{}
+	steps := []func(*report.HandInReport) error{r.handInAgent, r.handInSockets, r.handInHostPorts, r.handInPublish}
 	for _, s := range steps {
 		if err := s(rep); err != nil {
 			return err
@@ -76,7 +77,7 @@ func (r *bwRun) pin(flag, path string) (string, error) {
 }
 
 // handInAgent serves the filtered agent and binds known_hosts.
-func (r *bwRun) handInAgent(rep *HandInReport) error {
+func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	p, n := r.p, r.nw
 	if p.SSHAgent == "" {
 		return nil
@@ -133,7 +134,7 @@ func (r *bwRun) handInAgent(rep *HandInReport) error {
 
 // handInSockets relays each named socket, refusing one that grants host
 // root unless it was named unsafe.
-func (r *bwRun) handInSockets(rep *HandInReport) error {
+func (r *bwRun) handInSockets(rep *report.HandInReport) error {
 	paths, unsafe := r.p.HandInSockets()
 	for i, sp := range paths {
 		target, err := r.pin("--unix-socket", sp)
@@ -154,14 +155,14 @@ func (r *bwRun) handInSockets(rep *HandInReport) error {
 		al := &auditListener{Listener: ln, audit: r.opts.Audit, runID: r.runID, event: "unix_socket", fields: map[string]any{"path": sp, "unsafe": why != ""}}
 		r.nw.serve(func(ctx context.Context) error { return forwarder.Serve(ctx, al, target) }, r.log, "relay to "+sp)
 		r.nw.binds = append(r.nw.binds, [2]string{path, sp})
-		rep.Sockets = append(rep.Sockets, SocketHandIn{Path: sp, Unsafe: why != "", Why: why})
+		rep.Sockets = append(rep.Sockets, report.SocketHandIn{Path: sp, Unsafe: why != "", Why: why})
 	}
 	return nil
 }
 
 // handInHostPorts relays each host port: init listens at the address
 // inside, the relay outside dials the same address on the host.
-func (r *bwRun) handInHostPorts(rep *HandInReport) error {
+func (r *bwRun) handInHostPorts(rep *report.HandInReport) error {
 	for i, h := range r.p.HostPorts {
 		ap, err := policy.ParseHostPort(h)
 		if err != nil {
@@ -187,7 +188,7 @@ func (r *bwRun) handInHostPorts(rep *HandInReport) error {
 
 // handInPublish listens on the host's loopback for each published port
 // and pairs its clients with the data connections init opens.
-func (r *bwRun) handInPublish(rep *HandInReport) error {
+func (r *bwRun) handInPublish(rep *report.HandInReport) error {
 	for i, s := range r.p.Publish {
 		in, host, err := policy.ParsePublish(s)
 		if err != nil {
@@ -211,7 +212,7 @@ func (r *bwRun) handInPublish(rep *HandInReport) error {
 		inside := handInDir + "publish-" + strconv.Itoa(i) + ".sock"
 		r.nw.binds = append(r.nw.binds, [2]string{path, inside})
 		r.nw.publish = append(r.nw.publish, initproc.Forward{Port: int(in), Socket: inside})
-		rep.Published = append(rep.Published, PublishedReport{Inside: int(in), Host: addr})
+		rep.Published = append(rep.Published, report.PublishedReport{Inside: int(in), Host: addr})
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // image resolves --image for a tier-1 run (--sandbox bwrap): the image's
@@ -29,11 +30,11 @@ func (r *bwRun) image(ctx context.Context) (err error) {
 
 // imageReport names the image in a tier-1 report and says what its tree
 // replaced; it leaves rep alone without --image.
-func (r *bwRun) imageReport(rep *Report) {
+func (r *bwRun) imageReport(rep *report.Report) {
 	if r.img == nil {
 		return
 	}
-	rep.Image = &ImageReport{Reference: r.img.Reference, Digest: r.img.Digest, ID: r.img.ID}
+	rep.Image = &report.ImageReport{Reference: r.img.Reference, Digest: r.img.Digest, ID: r.img.ID}
 	rep.Notes = append(rep.Notes, "root file system: image "+r.img.Reference+" ("+r.img.Digest+"), unpacked read-only in "+filepath.Dir(r.img.Rootfs)+"; the host's system paths are not bound; tier 1: the host's kernel runs the image's code (bwrap, seccomp), asked for with --sandbox bwrap")
 }
 

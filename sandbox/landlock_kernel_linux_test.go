@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // llProbeArg makes this test binary a probe: __llprobe NAME [ARG] tries
@@ -404,7 +405,7 @@ func TestKernelLandlockProtected(t *testing.T) {
 // llProtectedAfter checks w after a landlock run of llProtectScript: every
 // file of want is back as it was, what the script created is gone, and the
 // report's quarantined list names each change.
-func llProtectedAfter(t *testing.T, w string, want map[string]string, quarantined []Quarantined) {
+func llProtectedAfter(t *testing.T, w string, want map[string]string, quarantined []report.Quarantined) {
 	t.Helper()
 	for name, body := range want {
 		p := filepath.Join(w, name)
@@ -421,7 +422,7 @@ func llProtectedAfter(t *testing.T, w string, want map[string]string, quarantine
 			t.Errorf("%s is still there after the run: %v", gone, err)
 		}
 	}
-	q := map[string]Quarantined{}
+	q := map[string]report.Quarantined{}
 	for _, it := range quarantined {
 		q[strings.TrimPrefix(it.Path, w+"/")] = it
 	}
@@ -480,7 +481,7 @@ func TestKernelLandlockProtectedTooLarge(t *testing.T) {
 // without a cache moved what it neutralised into (os.MkdirTemp's
 // sandbox-run-quarantine-*), which the run leaves for its caller to
 // inspect.
-func removeQuarantine(t *testing.T, qs []Quarantined) {
+func removeQuarantine(t *testing.T, qs []report.Quarantined) {
 	t.Helper()
 	for _, q := range qs {
 		for d := q.To; d != "" && d != "/" && d != "."; d = filepath.Dir(d) {

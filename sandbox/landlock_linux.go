@@ -62,7 +62,7 @@ type llRun struct {
 	p        policy.Policy
 	cmd      []string
 	opts     Options
-	report   Report
+	report   report.Report
 	rs       *landlock.Ruleset
 	spec     landlockSpec
 	lim      limits.Plan
@@ -88,7 +88,7 @@ func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.M
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (r *llRun) Prepare(ctx context.Context) (*Report, error) {
+func (r *llRun) Prepare(ctx context.Context) (*report.Report, error) {
 	if r.opts.Terminal != nil {
 		return nil, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
@@ -373,20 +373,20 @@ func withTmpdir(env []string, p policy.Policy, tmp string) []string {
 // buildReport states what prepare set up; supervise adds the read-back.
 func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	p, rs := r.p, r.rs
-	rep := Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: mechanism.Platform(), HostUID: r.uid, HostGID: r.gid,
+	rep := report.Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: mechanism.Platform(), HostUID: r.uid, HostGID: r.gid,
 		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
 		Network: mode, AllowHosts: p.AllowHosts, Transparent: mechanism.TransparentLost(mode, mechanism.NoTransparentLandlock),
-		Seccomp:  &SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
-		Landlock: &LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
+		Seccomp:  &report.SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
+		Landlock: &report.LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		rep.EnvNames = append(rep.EnvNames, k)
 	}
 	sort.Strings(rep.EnvNames)
 	for _, l := range rs.Losses {
-		rep.Losses = append(rep.Losses, Loss{Name: l.Name, Detail: l.Detail})
+		rep.Losses = append(rep.Losses, report.Loss{Name: l.Name, Detail: l.Detail})
 	}
-	rep.Protections = []Protection{
+	rep.Protections = []report.Protection{
 		{Name: "landlock", Configured: true, Detail: "ABI " + strconv.Itoa(rs.ABI)},
 		{Name: "no_new_privs", Configured: true},
 		{Name: "seccomp", Configured: true},
@@ -398,7 +398,7 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 		{Name: "network_by_port", Configured: rs.Network},
 	}
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "namespace:ipc", "capabilities_dropped"} {
-		rep.Protections = append(rep.Protections, Protection{Name: n, Configured: false})
+		rep.Protections = append(rep.Protections, report.Protection{Name: n, Configured: false})
 	}
 	rep.Watched, rep.Copied = r.prot.Watched, heldPaths(r.prot.Held)
 	rep.ProtectWalk = &r.prot.Walk
@@ -505,14 +505,14 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		r.stop()
 		<-r.pxDone
 		n := r.px.Counts()
-		rep.Egress = &EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
+		rep.Egress = &report.EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
 	}
 	return &Result{ExitCode: code, Report: *rep}, err
 }
 
 // wait waits for the command, relaying signals, holding the sampled
 // limits and ctx; then it ends every descendant.
-func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, ExitClass, error) {
+func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, report.ExitClass, error) {
 	pid := c.Process.Pid
 	over, err := mechanism.Sample(ctx, pid, r.lim.Sample)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // Protected paths under --sandbox landlock. Landlock grants are additive
@@ -80,9 +81,9 @@ func (r *llRun) settleProtected(res *Result) {
 }
 
 // protectedReport states how the protected paths were handled.
-func (r *llRun) protectedReport() Protection {
+func (r *llRun) protectedReport() report.Protection {
 	held, watched := len(r.prot.Held), len(r.prot.Watched)
-	return Protection{Name: "protected_paths", Configured: true,
+	return report.Protection{Name: "protected_paths", Configured: true,
 		Detail: strconv.Itoa(held) + " existing ones kept as copies, " + strconv.Itoa(watched) +
 			" missing ones watched: the existing ones writable while the run lasts (Landlock cannot hold them), what appears at a missing one moved out as it appears (the live guard); when the last run on the directory ends, changes are quarantined and the copies put back"}
 }

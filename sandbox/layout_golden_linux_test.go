@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/layout/*.golden from the current layout")
@@ -107,7 +108,7 @@ func (h fakeHost) facts(p policy.Policy) *hostFacts {
 		f.reads = append(f.reads, h.reads[r])
 	}
 	f.prot = protectFacts{kinds: map[string]hostwalk.Kind{}, Found: protect.Found{Links: h.links, GitDirs: h.gitDirs, GitFiles: h.gitFiles,
-		GitLinks: h.gitLinks}, self: map[string]pathguard.Resolution{}, walk: WalkReport{Complete: !h.partial}}
+		GitLinks: h.gitLinks}, self: map[string]pathguard.Resolution{}, walk: report.WalkReport{Complete: !h.partial}}
 	for _, w := range f.writable {
 		f.prot.kinds[w.Path] = hostwalk.KindDir
 	}

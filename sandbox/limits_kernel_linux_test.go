@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // limitProbe is one limit of the honest-limits table: how to set it, which
@@ -137,7 +138,7 @@ except OSError as e:
 		script:  `sleep 8; echo slept`,
 		reached: func(out string) bool { return strings.Contains(out, "slept") },
 		check: func(t *testing.T, method string, o probeOutcome) {
-			if o.err != nil || o.res == nil || o.res.ExitCode != ExitTimeout || o.res.Report.Exit == nil || o.res.Report.Exit.Class != ClassTimedOut {
+			if o.err != nil || o.res == nil || o.res.ExitCode != ExitTimeout || o.res.Report.Exit == nil || o.res.Report.Exit.Class != report.ClassTimedOut {
 				t.Fatalf("want exit 124, class timed_out and no error: res %+v err %v", o.res, o.err)
 			}
 		},
@@ -147,7 +148,7 @@ except OSError as e:
 // wantLimitExit checks that the whole sandbox was ended for kind (a
 // command that ran: no error, the limit's class and a reason), and
 // returns the report's Exit.
-func wantLimitExit(t *testing.T, o probeOutcome, kind limits.Kind) *Exit {
+func wantLimitExit(t *testing.T, o probeOutcome, kind limits.Kind) *report.Exit {
 	t.Helper()
 	if o.err != nil || o.res == nil || o.res.Report.Exit == nil {
 		t.Fatalf("want the sandbox ended by %s: res %+v err %v, out %q, stderr %q", kind, o.res, o.err, o.out, o.stderr)

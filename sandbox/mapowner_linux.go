@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // ownerLend is --map-owner's part of a run: the workdir's owner on the
@@ -202,7 +203,7 @@ func (r *bwRun) lendOwner(context.Context) (err error) {
 
 // lendReport says in rep's notes that the workdir's owner was lent (the
 // run is planned to attach it; a failed attach ends the run with 125).
-func (r *bwRun) lendReport(rep *Report) {
+func (r *bwRun) lendReport(rep *report.Report) {
 	if r.lend == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // newMechanism returns the mechanism the policy's mode names on this
@@ -50,7 +51,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	rep.Schema = ReportSchema
+	rep.Schema = report.ReportSchema
 	rep.Secrets = secretsReport(p)
 	if opts.DryRun != nil {
 		m.Describe(opts.DryRun)
@@ -70,7 +71,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	res, err = m.Run(ctx)
 	end := map[string]any{}
 	if res != nil {
-		res.Report.Schema = ReportSchema
+		res.Report.Schema = report.ReportSchema
 		end["exit"] = res.ExitCode
 		if res.Report.Egress != nil {
 			end["egress"] = res.Report.Egress

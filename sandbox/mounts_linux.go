@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // hostFacts is what the mount layout needs to know of the host. It is
@@ -62,7 +63,7 @@ type protectFacts struct {
 	protect.Found
 	kinds map[string]hostwalk.Kind
 	self  map[string]pathguard.Resolution
-	walk  WalkReport
+	walk  report.WalkReport
 }
 
 func (pf protectFacts) kindOf(p string) hostwalk.Kind { return pf.kinds[p] }
@@ -91,7 +92,7 @@ type layout struct {
 	protected []string
 	watched   []string
 	notes     []string
-	tmpfs     []TmpfsReport
+	tmpfs     []report.TmpfsReport
 }
 
 // bind adds a bind of the vetted source r at dst: by the descriptor

@@ -24,6 +24,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // Where the forwarded sockets appear inside, and the loopback ports init
@@ -43,15 +44,15 @@ type network struct {
 	mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	binds    [][2]string
 	forwards []initproc.Forward
-	publish  []initproc.Forward // published ports (handin_linux.go)
-	handIn   *HandInReport      // what was handed in; nil for nothing
+	publish  []initproc.Forward   // published ports (handin_linux.go)
+	handIn   *report.HandInReport // what was handed in; nil for nothing
 	env      map[string]string
-	px       *proxy.Proxy // the built-in proxy, for its counts; nil otherwise
-	dir      string       // the run's runtime dir, removed by close or release
-	swept    func()       // waits for the sweep of killed runs' dirs; nil before listen
-	writable []string     // the run's writable dirs, which its TMPDIR must lie outside
-	tun      *transparent // transparent egress to attach (bwrap), nil for none
-	egress   Transparent  // what the report says of transparent egress
+	px       *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
+	dir      string             // the run's runtime dir, removed by close or release
+	swept    func()             // waits for the sweep of killed runs' dirs; nil before listen
+	writable []string           // the run's writable dirs, which its TMPDIR must lie outside
+	tun      *transparent       // transparent egress to attach (bwrap), nil for none
+	egress   report.Transparent // what the report says of transparent egress
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // systemPaths are mounted read-only (or recreated as the same symlink) when
@@ -46,12 +47,12 @@ type plan struct {
 	protected   []string
 	notes       []string
 	prot        protect.State
-	quarantined []Quarantined // what the run's start neutralised of earlier runs
+	quarantined []report.Quarantined // what the run's start neutralised of earlier runs
 	// late are mounts made after every other (before / is made
 	// read-only): remounts of the sandbox's own file systems under which
 	// other binds need mount points.
 	late  []bwrap.Mount
-	tmpfs []TmpfsReport
+	tmpfs []report.TmpfsReport
 	scan  readScan // the --read paths' socket search
 	wscan readScan // the writable directories' socket search
 	// own are sandbox-run's state dirs among the writable ones (sessions'

@@ -11,6 +11,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // ownPlaces are where the sandbox has file systems of its own (/proc, /dev,
@@ -125,17 +126,17 @@ func (l *layout) addOwnMounts(p policy.Policy, sizeOption bool) {
 		l.notes = append(l.notes, "/tmp and /dev/shm are not size-capped (bwrap lacks --size)")
 	}
 	l.tmpfs = append(l.tmpfs,
-		TmpfsReport{Path: "/tmp", Size: tmp, Enforced: how},
-		TmpfsReport{Path: "/dev/shm", Size: shm, Enforced: how},
-		TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"},
-		TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
+		report.TmpfsReport{Path: "/tmp", Size: tmp, Enforced: how},
+		report.TmpfsReport{Path: "/dev/shm", Size: shm, Enforced: how},
+		report.TmpfsReport{Path: "/dev", Enforced: "read-only (bwrap --remount-ro): nothing can be written but device nodes"},
+		report.TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
 }
 
 // report is the search's part of the isolation report; nil when there
 // is no path to search.
-func (s readScan) report(paths int) *ReadScanReport {
+func (s readScan) report(paths int) *report.ReadScanReport {
 	if paths == 0 {
 		return nil
 	}
-	return &ReadScanReport{Paths: paths, Entries: s.entries, Seconds: s.elapsed.Seconds(), Covered: s.covered}
+	return &report.ReadScanReport{Paths: paths, Entries: s.entries, Seconds: s.elapsed.Seconds(), Covered: s.covered}
 }

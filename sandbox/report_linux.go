@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // What only the Linux mechanisms put in a report: bwrap's diagnosis,
@@ -25,7 +26,7 @@ func bwrapErr(err error) error {
 
 // readbackOf is a copy of init's read-back for the report (the same
 // type; Namespaces shared); nil for nil.
-func readbackOf(rb *initproc.Readback) *Readback {
+func readbackOf(rb *initproc.Readback) *report.Readback {
 	if rb == nil {
 		return nil
 	}
@@ -40,7 +41,7 @@ func readbackOf(rb *initproc.Readback) *Readback {
 // inotifyLost names the inotify ceiling as not held in rep (enforced
 // "none") and says why in a note: a default that could not be had is
 // named as lost, never claimed.
-func inotifyLost(rep *Report, why error) {
+func inotifyLost(rep *report.Report, why error) {
 	for i, l := range rep.Limits {
 		if l.Name == "inotify_instances" || l.Name == "inotify_watches" {
 			rep.Limits[i].Enforced = "none"
@@ -50,8 +51,8 @@ func inotifyLost(rep *Report, why error) {
 }
 
 // bwrapProtections lists what a tier-1 bwrap run configures.
-func bwrapProtections(disableUserns, bindsByFD, cgroupNS bool, uid int, seccompDigest string) []Protection {
-	p := []Protection{
+func bwrapProtections(disableUserns, bindsByFD, cgroupNS bool, uid int, seccompDigest string) []report.Protection {
+	p := []report.Protection{
 		{Name: "namespace:user", Configured: true},
 		{Name: "namespace:mount", Configured: true},
 		{Name: "namespace:pid", Configured: true},
@@ -74,7 +75,7 @@ func bwrapProtections(disableUserns, bindsByFD, cgroupNS bool, uid int, seccompD
 }
 
 // verify fills Verified from what init read from inside.
-func verify(ps []Protection, rb *initproc.Readback) {
+func verify(ps []report.Protection, rb *initproc.Readback) {
 	if rb == nil {
 		return
 	}
@@ -109,7 +110,7 @@ func verify(ps []Protection, rb *initproc.Readback) {
 // verifyHostUID records the uid the host saw the sandbox's PID 1 run as
 // (bwrap nests user namespaces, so uid_map read inside names the
 // intermediate namespace, not the host). uid < 0: it could not be read.
-func verifyHostUID(ps []Protection, uid int) {
+func verifyHostUID(ps []report.Protection, uid int) {
 	if uid < 0 {
 		return
 	}

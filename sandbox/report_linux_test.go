@@ -8,7 +8,7 @@ import (
 )
 
 func TestEnvironmentDigestCanonical(t *testing.T) {
-	base := Report{Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64", Network: "none",
+	base := report.Report{Tier: 1, Mechanism: "bwrap", Platform: "linux/amd64", Network: "none",
 		Writable: []string{"/b", "/a"}, Protections: bwrapProtections(true, true, true, 65534, "sha256:x")}
 	same := base
 	same.Writable = []string{"/a", "/b"} // order does not matter
@@ -16,18 +16,18 @@ func TestEnvironmentDigestCanonical(t *testing.T) {
 	if report.Digest(&base) != report.Digest(&same) {
 		t.Error("digest depends on order or run id")
 	}
-	changes := map[string]func(r *Report){
-		"network":    func(r *Report) { r.Network = "proxy (built-in)" },
-		"allow":      func(r *Report) { r.AllowHosts = []string{"example.com"} },
-		"read":       func(r *Report) { r.ReadOnly = []string{"/opt"} },
-		"tmp":        func(r *Report) { r.TmpSize = 1 },
-		"limit":      func(r *Report) { r.Limits = []Limit{{Name: "memory", Value: "1G", Enforced: "cgroup"}} },
-		"protection": func(r *Report) { r.Protections = bwrapProtections(false, true, true, 65534, "sha256:x") },
-		"tier":       func(r *Report) { r.Tier = 0 },
+	changes := map[string]func(r *report.Report){
+		"network":    func(r *report.Report) { r.Network = "proxy (built-in)" },
+		"allow":      func(r *report.Report) { r.AllowHosts = []string{"example.com"} },
+		"read":       func(r *report.Report) { r.ReadOnly = []string{"/opt"} },
+		"tmp":        func(r *report.Report) { r.TmpSize = 1 },
+		"limit":      func(r *report.Report) { r.Limits = []report.Limit{{Name: "memory", Value: "1G", Enforced: "cgroup"}} },
+		"protection": func(r *report.Report) { r.Protections = bwrapProtections(false, true, true, 65534, "sha256:x") },
+		"tier":       func(r *report.Report) { r.Tier = 0 },
 	}
 	for name, change := range changes {
 		r := base
-		r.Protections = append([]Protection(nil), base.Protections...)
+		r.Protections = append([]report.Protection(nil), base.Protections...)
 		change(&r)
 		if report.Digest(&r) == report.Digest(&base) {
 			t.Errorf("changing %s kept the digest", name)
@@ -68,9 +68,9 @@ func TestVerify(t *testing.T) {
 func TestClassify(t *testing.T) {
 	for _, tt := range []struct {
 		code  int
-		class ExitClass
-		want  ExitClass
-	}{{0, "", ClassExited}, {3, "", ClassExited}, {137, "", ClassSignaled}, {143, ClassTimedOut, ClassTimedOut}, {255, "", ClassExited}} {
+		class report.ExitClass
+		want  report.ExitClass
+	}{{0, "", report.ClassExited}, {3, "", report.ClassExited}, {137, "", report.ClassSignaled}, {143, report.ClassTimedOut, report.ClassTimedOut}, {255, "", report.ClassExited}} {
 		if got := report.Classify(tt.code, tt.class); got.Class != tt.want || got.Code != tt.code {
 			t.Errorf("report.Classify(%d,%q) = %+v, want %s", tt.code, tt.class, got, tt.want)
 		}

@@ -353,7 +353,7 @@ func timedOut(tctx context.Context, d time.Duration, res *Result, err error) (*R
 	}
 	res.ExitCode = ExitTimeout
 	te := &TimeoutError{Timeout: d, Started: true}
-	res.Report.Exit = &Exit{Code: ExitTimeout, Class: ClassTimedOut, Reason: te.Error()}
+	res.Report.Exit = &report.Exit{Code: ExitTimeout, Class: report.ClassTimedOut, Reason: te.Error()}
 	return res, te
 }
 
@@ -383,7 +383,7 @@ func outcome(res *Result, err error) (*Result, error) {
 	case errors.As(err, &te), errors.As(err, &ke):
 		exit.Reason = err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		exit.Class, exit.Reason = ClassCancelled, "cancelled ("+err.Error()+"); the whole sandbox was ended"
+		exit.Class, exit.Reason = report.ClassCancelled, "cancelled ("+err.Error()+"); the whole sandbox was ended"
 	default:
 		return res, err
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -32,12 +33,12 @@ const schemaFile = "../docs/report.schema.json"
 // description in the schema.
 func TestReportSchema(t *testing.T) {
 	g := newSchemaGen(t)
-	root := g.object(reflect.TypeOf(Report{}))
+	root := g.object(reflect.TypeOf(report.Report{}))
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	root["$id"] = "https://sandbox-run.dev/schema/" + ReportSchema + ".json"
-	root["title"] = "sandbox-run isolation report (" + ReportSchema + ")"
+	root["$id"] = "https://sandbox-run.dev/schema/" + report.ReportSchema + ".json"
+	root["title"] = "sandbox-run isolation report (" + report.ReportSchema + ")"
 	props := root["properties"].(map[string]any)
-	props["schema"].(map[string]any)["const"] = ReportSchema
+	props["schema"].(map[string]any)["const"] = report.ReportSchema
 	root["$defs"] = g.defs
 	b, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {

@@ -2,17 +2,18 @@ package sandbox
 
 import (
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // secretsReport lists p's secrets and its LLM key for the report.
-func secretsReport(p policy.Policy) []SecretReport {
-	var out []SecretReport
+func secretsReport(p policy.Policy) []report.SecretReport {
+	var out []report.SecretReport
 	for _, s := range p.Secrets {
 		kind, where := s.Source()
-		out = append(out, SecretReport{Name: s.Name, Hosts: s.Hosts, From: kind + ":" + where, InBody: s.InBody, By: "egress proxy"})
+		out = append(out, report.SecretReport{Name: s.Name, Hosts: s.Hosts, From: kind + ":" + where, InBody: s.InBody, By: "egress proxy"})
 	}
 	if k := p.LLMKeyEnv; k != "" {
-		r := SecretReport{Name: k, From: "env:" + k, By: "llm relay"}
+		r := report.SecretReport{Name: k, From: "env:" + k, By: "llm relay"}
 		if p.LLMSocket == "" {
 			h, _ := policy.LLMProviderHost(k)
 			r.Hosts, r.By = []string{h}, "egress proxy"
@@ -23,7 +24,7 @@ func secretsReport(p policy.Policy) []SecretReport {
 }
 
 // secretNames lists the names of rs; nil for none.
-func secretNames(rs []SecretReport) []string {
+func secretNames(rs []report.SecretReport) []string {
 	var out []string
 	for _, r := range rs {
 		out = append(out, r.Name)

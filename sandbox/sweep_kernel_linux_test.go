@@ -14,6 +14,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // TestSweepBoundFailsClosed: a repository the command makes past the
@@ -72,8 +73,8 @@ func TestSweepBoundFailsClosed(t *testing.T) {
 	if !small.ran {
 		t.Fatal("control: past the bound, the host's git status did not run the planted program (untested)")
 	}
-	if small.res.ExitCode != ExitSetup || small.res.Report.Exit == nil || small.res.Report.Exit.Class != ClassSweepIncomplete {
-		t.Errorf("exit %d, %+v; want 125, class %s", small.res.ExitCode, small.res.Report.Exit, ClassSweepIncomplete)
+	if small.res.ExitCode != ExitSetup || small.res.Report.Exit == nil || small.res.Report.Exit.Class != report.ClassSweepIncomplete {
+		t.Errorf("exit %d, %+v; want 125, class %s", small.res.ExitCode, small.res.Report.Exit, report.ClassSweepIncomplete)
 	}
 	if s := small.res.Report.Sweep; s == nil || s.Complete || len(s.Skipped) == 0 {
 		t.Errorf("report's sweep %+v, want it incomplete with what was skipped", s)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // marked returns the pids of the host's processes whose argv holds marker.
@@ -84,7 +85,7 @@ func TestRunEnforcesTimeout(t *testing.T) {
 			if took < 3*time.Second || took > 15*time.Second {
 				t.Errorf("Run returned after %v, want the 3s timeout (bounded at 15s)", took)
 			}
-			if e := res.Report.Exit; e == nil || e.Code != ExitTimeout || e.Class != ClassTimedOut || !strings.Contains(e.Reason, "timed out after 3s") {
+			if e := res.Report.Exit; e == nil || e.Code != ExitTimeout || e.Class != report.ClassTimedOut || !strings.Contains(e.Reason, "timed out after 3s") {
 				t.Errorf("report exit %+v, want code 124 class timed_out with its reason", e)
 			}
 			found := false
@@ -116,7 +117,7 @@ func TestRunEnforcesTimeout(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			res, err = Run(ctx, p, []string{"sh", "-c", "sleep " + marker}, Options{Stdout: null, Stderr: null})
-			if err != nil || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != ClassCancelled {
+			if err != nil || res == nil || res.Report.Exit == nil || res.Report.Exit.Class != report.ClassCancelled {
 				t.Errorf("caller's deadline: res %+v err %v, want class cancelled and no error", res, err)
 			}
 			if res != nil && res.ExitCode == ExitTimeout {

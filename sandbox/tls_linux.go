@@ -10,6 +10,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // caInside is where the run's CA bundle (the system roots plus the run's
@@ -120,7 +121,7 @@ func contains(list []string, s string) bool {
 
 // tlsReport is the report's TLS section: nil when the run's proxy
 // terminates nothing.
-func (n *network) tlsReport(p policy.Policy) *TLSReport {
+func (n *network) tlsReport(p policy.Policy) *report.TLSReport {
 	if n == nil || n.px == nil || n.px.CACertificatePEM() == nil {
 		return nil
 	}
@@ -128,6 +129,6 @@ func (n *network) tlsReport(p policy.Policy) *TLSReport {
 	if p.UpstreamCA != "" {
 		roots = p.UpstreamCA
 	}
-	return &TLSReport{Terminated: n.px.TerminatedHosts(), Rules: n.px.HTTPRules(), UpstreamRoots: roots,
+	return &report.TLSReport{Terminated: n.px.TerminatedHosts(), Rules: n.px.HTTPRules(), UpstreamRoots: roots,
 		CABundle: caInside, CAEnv: append([]string(nil), caEnv...), Covered: n.caCovered}
 }

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/policy"
-	"github.com/sandbox-run/sandbox-run/sandbox"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 const (
@@ -57,7 +57,7 @@ func sandboxItem(ctx context.Context, binary string) Item {
 	if r.Tier != 1 || r.Mechanism != "seatbelt" {
 		problems = append(problems, fmt.Sprintf("tier %d mechanism %s", r.Tier, r.Mechanism))
 	}
-	if !slices.ContainsFunc(r.Protections, func(p sandbox.Protection) bool { return p.Name == "seatbelt_profile" && p.Configured }) {
+	if !slices.ContainsFunc(r.Protections, func(p report.Protection) bool { return p.Name == "seatbelt_profile" && p.Configured }) {
 		problems = append(problems, "no Seatbelt profile in the report")
 	}
 	if os.Geteuid() == 0 && r.HostUID == 0 {

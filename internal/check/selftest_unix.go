@@ -15,14 +15,14 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/probe"
 	"github.com/sandbox-run/sandbox-run/policy"
-	"github.com/sandbox-run/sandbox-run/sandbox"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // sandboxReport sets up one real sandbox with binary (empty: this one),
 // runs /usr/bin/true in it and returns its isolation report. On failure the
 // report is nil and summary and fix say why; what names the sandbox in
 // that summary.
-func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r *sandbox.Report, summary, fix string) {
+func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r *report.Report, summary, fix string) {
 	if binary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -68,7 +68,7 @@ func sandboxReport(ctx context.Context, binary, what string, extra ...string) (r
 	if err != nil {
 		return nil, "no isolation report: " + err.Error(), "report this as a bug in sandbox-run"
 	}
-	r = new(sandbox.Report)
+	r = new(report.Report)
 	if err := json.Unmarshal(b, r); err != nil {
 		return nil, "unreadable isolation report: " + err.Error(), "report this as a bug in sandbox-run"
 	}

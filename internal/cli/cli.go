@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -380,7 +381,7 @@ func runOutcome(stdio IO, af *auditFile, res *sandbox.Result, err error) (code i
 	case err != nil:
 		af.discard()
 		return failClient(stdio, err), true
-	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != sandbox.ClassCancelled:
+	case res.Report.Exit != nil && res.Report.Exit.Reason != "" && res.Report.Exit.Class != report.ClassCancelled:
 		// sandbox-run ended it: a limit, the timeout, bwrap killed.
 		fmt.Fprintf(stdio.Stderr, "sandbox-run: %s\n", res.Report.Exit.Reason)
 	}
@@ -445,7 +446,7 @@ func (a *auditFile) discard() {
 	pathguard.RemoveIfSame(a.Name(), a.File)
 }
 
-func writeReport(path string, r sandbox.Report) error {
+func writeReport(path string, r report.Report) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -512,7 +513,7 @@ func printSummary(w io.Writer, res *sandbox.Result) {
 
 // printFull says which writable directories ended on a full file system:
 // the command's ENOSPC is then the disk's doing, not the sandbox's.
-func printFull(w io.Writer, r sandbox.Report) {
+func printFull(w io.Writer, r report.Report) {
 	for _, d := range r.FullFilesystems {
 		fmt.Fprintf(w, "sandbox-run: note: the file system of %s is full: writes there failed with ENOSPC (No space left on device)\n", d)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
-	"github.com/sandbox-run/sandbox-run/sandbox"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // otherUID is devenv.Reachable through rv's memo when the command runs as
@@ -36,7 +36,7 @@ func printOutsideRepos(w io.Writer, p policy.Policy) {
 // printDeveloper is --summary's line on what of the caller's setup the
 // command got: the git settings by name (never their values) and the
 // toolchain directories.
-func printDeveloper(w io.Writer, d *sandbox.DeveloperReport) {
+func printDeveloper(w io.Writer, d *report.DeveloperReport) {
 	if d == nil {
 		return
 	}

@@ -3,11 +3,13 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/sandbox-run/sandbox-run/internal/devenv"
-	"github.com/sandbox-run/sandbox-run/pathguard"
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/internal/devenv"
+	"github.com/sandbox-run/sandbox-run/pathguard"
+	"github.com/sandbox-run/sandbox-run/report"
 
 	"github.com/spf13/pflag"
 
@@ -138,7 +140,7 @@ func (f *runFlags) checkHost(pr *prepared, sc subcommand) error {
 // exit status: code, or ExitRefused when the report was lost from a run
 // that otherwise succeeded (a harness must not take a run it cannot
 // account for as a success).
-func (f *runFlags) writeReportFile(stderr io.Writer, r sandbox.Report, code int) int {
+func (f *runFlags) writeReportFile(stderr io.Writer, r report.Report, code int) int {
 	if f.report == "" {
 		return code
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -89,7 +90,7 @@ func printOffline(w io.Writer, cmd []string, res *sandbox.Result) {
 	if c := res.ExitCode; c == 0 || (c >= ExitTimeout && c != 128) {
 		return
 	}
-	if e := res.Report.Exit; e != nil && e.Class != sandbox.ClassExited {
+	if e := res.Report.Exit; e != nil && e.Class != report.ClassExited {
 		return // a limit, the timeout, a signal or a cancel ended it
 	}
 	if n := res.Report.Network; n != "none" && n != "llm only" {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -35,9 +36,9 @@ func TestPrintOffline(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			res := &sandbox.Result{ExitCode: tt.code, Report: sandbox.Report{Network: tt.network}}
+			res := &sandbox.Result{ExitCode: tt.code, Report: report.Report{Network: tt.network}}
 			if tt.name == "ended by a limit" {
-				res.Report.Exit = &sandbox.Exit{Code: tt.code, Class: sandbox.ClassPidsLimit}
+				res.Report.Exit = &report.Exit{Code: tt.code, Class: report.ClassPidsLimit}
 			}
 			printOffline(&b, tt.cmd, res)
 			got := b.String()

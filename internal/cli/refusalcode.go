@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/sandbox-run/sandbox-run/report"
 	"github.com/sandbox-run/sandbox-run/sandbox"
 )
 
@@ -30,7 +31,7 @@ func (f *runFlags) own(code int) int {
 // the sweep incomplete), that mapped by own. A command that exits 125 by
 // itself keeps 125 whatever the flag says.
 func (f *runFlags) exitOf(res *sandbox.Result) int {
-	if e := res.Report.Exit; e != nil && (e.Class == sandbox.ClassMechanismKilled || e.Class == sandbox.ClassSweepIncomplete) {
+	if e := res.Report.Exit; e != nil && (e.Class == report.ClassMechanismKilled || e.Class == report.ClassSweepIncomplete) {
 		return f.own(res.ExitCode)
 	}
 	return res.ExitCode
@@ -38,11 +39,11 @@ func (f *runFlags) exitOf(res *sandbox.Result) int {
 
 // exitWhose says in the summary whose status the exit is: the command's
 // own (a command may exit 125 by itself), or how sandbox-run ended it.
-func exitWhose(e *sandbox.Exit) string {
+func exitWhose(e *report.Exit) string {
 	switch {
 	case e == nil:
 		return ""
-	case e.Class == sandbox.ClassExited:
+	case e.Class == report.ClassExited:
 		return " (the command's own status)"
 	}
 	return " (" + string(e.Class) + ")"

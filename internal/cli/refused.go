@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
-	"github.com/sandbox-run/sandbox-run/sandbox"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // newRefusals is the run's refusal collector: with --verbose it names
@@ -20,7 +20,7 @@ func newRefusals(verbose bool, stderr io.Writer) *refusals.Collector {
 // printRefused names, once each, what the run refused the command, with
 // the flag that would allow it: a tool that failed at the boundary said
 // only "403" or "connection refused".
-func printRefused(w io.Writer, rep sandbox.Report) {
+func printRefused(w io.Writer, rep report.Report) {
 	printHandIn(w, rep.HandIn)
 	if len(rep.Refused) == 0 {
 		return
@@ -31,7 +31,7 @@ func printRefused(w io.Writer, rep sandbox.Report) {
 
 // printHandIn names what the run handed in from the host, an unsafe
 // socket as such.
-func printHandIn(w io.Writer, h *sandbox.HandInReport) {
+func printHandIn(w io.Writer, h *report.HandInReport) {
 	if h == nil {
 		return
 	}

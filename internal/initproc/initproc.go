@@ -75,7 +75,7 @@ type Status struct {
 // host through /proc/PID of the trampoline, the process that becomes the
 // command, while it waits for sandbox-run's go. It is the one read-back
 // type: init writes it on its status line and the report holds it
-// (sandbox.Readback names it); its fields are part of the report's
+// (report.Readback names it); its fields are part of the report's
 // contract (its JSON Schema reads these comments).
 type Readback struct {
 	// PID is the reader's pid inside: init's (1 with a PID namespace) or

@@ -15,7 +15,7 @@ import (
 )
 
 // Mechanisms and Platforms are every sandbox mechanism sandbox-run can
-// report (sandbox.Report.Mechanism) and every platform it ships for. Each
+// report (report.Report.Mechanism) and every platform it ships for. Each
 // case holds an expectation for each pair; a pair without one fails Load.
 var (
 	Mechanisms = []string{"bwrap", "gvisor", "landlock", "seatbelt", "none"}
