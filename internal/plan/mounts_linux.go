@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"path/filepath"
@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
+	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // hostFacts is what the mount layout needs to know of the host. It is
@@ -17,7 +18,7 @@ import (
 // mounts. Every path in it was vetted by pathguard when it was gathered.
 type hostFacts struct {
 	writable []pathguard.Resolution // the writable dirs, in the guard's order
-	system   []systemFact           // the systemPaths the host has, in order
+	system   []systemFact           // the SystemPaths the host has, in order
 	procRO   []string               // the procReadOnly entries the host has
 	procHide []procFact             // the procHidden entries the host has
 	reads    []readFact             // one per --read path, in the policy's order
@@ -26,7 +27,7 @@ type hostFacts struct {
 	// scan and wscan are the socket searches of the --read paths and of
 	// the writable dirs: what they cost, and (covered) the paths inside
 	// the sandbox to cover with /dev/null, in order and once each.
-	scan, wscan readScan
+	scan, wscan ReadScan
 }
 
 // systemFact is one system path the host has: a symbolic link (recreated
@@ -62,7 +63,7 @@ type protectFacts struct {
 	protect.Found
 	kinds map[string]hostwalk.Kind
 	self  map[string]pathguard.Resolution
-	walk  WalkReport
+	walk  report.WalkReport
 }
 
 func (pf protectFacts) kindOf(p string) hostwalk.Kind { return pf.kinds[p] }
@@ -91,7 +92,7 @@ type layout struct {
 	protected []string
 	watched   []string
 	notes     []string
-	tmpfs     []TmpfsReport
+	tmpfs     []report.TmpfsReport
 }
 
 // bind adds a bind of the vetted source r at dst: by the descriptor
@@ -156,7 +157,7 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 	if err := l.addProtected(p, f.prot); err != nil {
 		return nil, err
 	}
-	for _, dst := range f.wscan.covered {
+	for _, dst := range f.wscan.Covered {
 		l.cover(dst)
 	}
 	return l, nil
