@@ -44,7 +44,7 @@ type Plan struct {
 	// Guard is the pathguard that vetted every source of the plan; later
 	// binds (the proxies' sockets, the git hint) are vetted by it.
 	Guard *pathguard.Guard
-	// Mounts is the layout in bwrap's order (see layOut's guarantee):
+	// Mounts is the layout, in the order the package doc gives:
 	// each bind of a vetted source carries its descriptor number when
 	// ByFD, else FD -1 and the path.
 	Mounts []bwrap.Mount
