@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// plan is a mount plan as sandbox's newPlan makes it for bwrap, in its
+// plan is a mount plan as internal/plan's plan.New makes it for bwrap, in its
 // order: system paths, /proc and its entries, own mounts, --read, the
 // writable dirs, protected paths, then the late remounts.
 func plan() []bwrap.Mount {

@@ -100,7 +100,7 @@ func (r *bwRun) start() (*bwProc, error) {
 	secW.Close()
 	o := r.opts
 	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
-	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.files...)
+	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.Files...)
 	if !r.fast {
 		files = append(files, gateR) // init's gate (command sets GateFD)
 	}
@@ -118,7 +118,7 @@ func (r *bwRun) start() (*bwProc, error) {
 		f.Close()
 	}
 	gateR.Close()
-	r.pl.close()
+	r.pl.Close()
 	go func() {
 		argsW.Write(stream)
 		argsW.Close()

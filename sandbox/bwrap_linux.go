@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -44,7 +45,7 @@ type bwRun struct {
 	uid, gid int
 	root     bool // sandbox-run runs as root; the sandbox as uid, gid
 	runID    string
-	pl       *plan
+	pl       *plan.Plan
 	img      *ociimage.Image // the root file system's image (--image); nil: the host's
 	lend     *ownerLend      // --map-owner; nil: none
 	pend     *protect.Pending
@@ -169,21 +170,21 @@ func (r *bwRun) protection(context.Context) error {
 		// session's and caches' directories: walk them afresh.
 		rv = pathguard.NewResolver()
 	}
-	pl, pend, err := startProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() (*plan, error) {
+	pl, pend, err := plan.StartProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() (*plan.Plan, error) {
 		lent := ""
 		if r.opts.MapOwner {
 			lent = p.Workdir
 		}
-		return newLendingPlan(rv, p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
+		return plan.NewLending(rv, p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
 	})
 	if err != nil {
 		return err
 	}
 	r.pl, r.pend = pl, pend
-	r.undo.Push(pl.close)
+	r.undo.Push(pl.Close)
 	if len(p.Read) > 0 {
-		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.scan.entries,
-			"elapsed", pl.scan.elapsed, "covered", len(pl.scan.covered))
+		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.Scan.Entries,
+			"elapsed", pl.Scan.Elapsed, "covered", len(pl.Scan.Covered))
 	}
 	return nil
 }
@@ -206,7 +207,7 @@ func (r *bwRun) network(ctx context.Context) error {
 // bindNetwork binds the network's sockets into the plan.
 func (r *bwRun) bindNetwork(context.Context) error {
 	for _, b := range r.nw.binds {
-		if err := r.pl.bindSocket(b[0], b[1]); err != nil {
+		if err := r.pl.BindSocket(b[0], b[1]); err != nil {
 			return err
 		}
 	}
@@ -250,7 +251,7 @@ func (r *bwRun) environment(context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.env = r.pl.bindGitHint(r.p, env, r.opts.BwrapCache, r.uid, r.gid)
+	r.env = bindGitHint(r.pl, r.p, env, r.opts.BwrapCache, r.uid, r.gid)
 	if r.img != nil {
 		r.env = imageEnv(r.env, r.img.Env, r.p)
 	}
@@ -287,13 +288,13 @@ func (r *bwRun) command(context.Context) error {
 	if !r.fast {
 		// Init's go-ahead, after every bind descriptor (see start): the
 		// watch opens it once init runs (onReady).
-		initCfg.GateFD = fdBinds + len(r.pl.files)
+		initCfg.GateFD = fdBinds + len(r.pl.Files)
 		initCfg.Rlimits = r.lim.Rlimits
 		r.argv = append(append(head, fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg), initCfg.Args()...)
 		return nil
 	}
 	pl := r.pl
-	visible := append(append(append([]string(nil), systemPaths...), pl.writable...), pl.readOnly...)
+	visible := append(append(append([]string(nil), plan.SystemPaths...), pl.Writable...), pl.ReadOnly...)
 	resolved, err := resolveCommand(r.cmd[0], r.p.Workdir, r.env, visible, r.uid, r.gid)
 	if err != nil {
 		r.notRunnable, resolved = err.(*ExecError), r.cmd[0]
@@ -306,7 +307,7 @@ func (r *bwRun) command(context.Context) error {
 
 // bwrapArgs builds bwrap's argument stream from the plan.
 func (r *bwRun) bwrapArgs(context.Context) error {
-	mounts := append(append([]bwrap.Mount(nil), r.pl.mounts...), r.pl.late...)
+	mounts := append(append([]bwrap.Mount(nil), r.pl.Mounts...), r.pl.Late...)
 	args, err := bwrap.Args(bwrapSpec(r.info.Features, !r.fast, mounts, r.p.Workdir, r.env))
 	if err != nil {
 		return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
@@ -354,19 +355,19 @@ func (r *bwRun) buildReport() {
 		Bwrap:      &report.BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    r.uid, HostGID: r.gid,
-		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		Watched: pl.prot.Watched, ProtectWalk: &pl.prot.Walk, Quarantined: pl.quarantined,
-		TmpSize:    report.TmpfsSize(pl.tmpfs, "/tmp"),
-		Tmpfs:      pl.tmpfs,
-		ReadScan:   pl.scan.report(len(p.Read)),
-		WriteScan:  pl.wscan.report(len(pl.writable)),
+		Writable: pl.Writable, ReadOnly: pl.ReadOnly, Protected: pl.Protected,
+		Watched: pl.Prot.Watched, ProtectWalk: &pl.Prot.Walk, Quarantined: pl.Quarantined,
+		TmpSize:    report.TmpfsSize(pl.Tmpfs, "/tmp"),
+		Tmpfs:      pl.Tmpfs,
+		ReadScan:   pl.Scan.Report(len(p.Read)),
+		WriteScan:  pl.WScan.Report(len(pl.Writable)),
 		BindsByFD:  f.BindFD,
 		RunID:      r.runID,
 		Network:    r.nw.mode,
 		AllowHosts: p.AllowHosts,
 		HandIn:     r.nw.handIn,
 		TLS:        r.nw.tlsReport(p),
-		Notes:      pl.notes,
+		Notes:      pl.Notes,
 		Seccomp:    &report.SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
 	rep.Transparent = r.nw.transparentReport()
@@ -413,7 +414,7 @@ func (r *bwRun) Describe(w io.Writer) {
 			f.Close()
 		}
 	}
-	for _, m := range r.pl.mounts {
+	for _, m := range r.pl.Mounts {
 		if m.FD >= 0 {
 			fmt.Fprintf(w, "  %d = %s\n", m.FD, m.Src)
 		}
@@ -425,7 +426,7 @@ func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 		r.report.Exit = &report.Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
 		return &Result{ExitCode: e.Code, Report: r.report}, e
 	}
-	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.mounts))
+	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.Mounts))
 	res, err := r.launch(ctx)
 	if res != nil && r.nw.px != nil {
 		// The sandbox is gone. The proxy winds down (a few goroutine

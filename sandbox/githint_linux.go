@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -101,20 +102,20 @@ exit $s
 // reach root's cache). Nothing of it is made per run. It is left out, with
 // no loss of protection, when the policy sets PATH itself, when git is not
 // there, or when anything in the way fails.
-func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gid int) []string {
+func bindGitHint(pl *plan.Plan, p policy.Policy, env []string, cache string, uid, gid int) []string {
 	if _, ok := p.Env["PATH"]; ok {
 		return env
 	}
 	if _, err := os.Stat("/usr/bin/git"); err != nil {
 		return env
 	}
-	rv := pl.guard.Resolver()
+	rv := pl.Guard.Resolver()
 	path, err := gitHintSource(rv, cache)
-	if err != nil || accessibleVia(rv, path, uid, gid, false, nil) != nil {
+	if err != nil || plan.AccessibleVia(rv, path, uid, gid, false, nil) != nil {
 		return env
 	}
-	r, err := pl.guard.CheckRead(path)
-	if err != nil || !r.Exists || pl.bind(bwrap.ROBind, r, filepath.Join(gitHintDir, "git")) != nil {
+	r, err := pl.Guard.CheckRead(path)
+	if err != nil || !r.Exists || pl.Bind(bwrap.ROBind, r, filepath.Join(gitHintDir, "git")) != nil {
 		return env
 	}
 	out := make([]string, len(env))
@@ -124,7 +125,7 @@ func (pl *plan) bindGitHint(p policy.Policy, env []string, cache string, uid, gi
 		}
 		out[i] = kv
 	}
-	pl.notes = append(pl.notes, "git on PATH is "+gitHintDir+"/git, which runs /usr/bin/git and explains a refused write to a held .git/config")
+	pl.Notes = append(pl.Notes, "git on PATH is "+gitHintDir+"/git, which runs /usr/bin/git and explains a refused write to a held .git/config")
 	return out
 }
 

@@ -33,9 +33,9 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		Gvisor:     &report.GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
 		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
 		HostUID:    g.uid, HostGID: g.gid,
-		Writable: pl.writable, ReadOnly: pl.readOnly, Protected: pl.protected,
-		TmpSize:    report.TmpfsSize(pl.tmpfs, "/tmp"),
-		ReadScan:   pl.scan.report(len(g.p.Read)),
+		Writable: pl.Writable, ReadOnly: pl.ReadOnly, Protected: pl.Protected,
+		TmpSize:    report.TmpfsSize(pl.Tmpfs, "/tmp"),
+		ReadScan:   pl.Scan.Report(len(g.p.Read)),
 		Network:    g.nw.mode,
 		AllowHosts: g.p.AllowHosts,
 		TLS:        g.nw.tlsReport(g.p),
@@ -50,7 +50,7 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		r.Image = &report.ImageReport{Reference: g.img.Reference, Digest: g.img.Digest, ID: g.img.ID}
 		r.Notes = append(r.Notes, "root file system: image "+g.img.Reference+" ("+g.img.Digest+"), unpacked read-only in "+filepath.Dir(g.img.Rootfs)+"; the host's system paths are not bound")
 	}
-	for _, n := range pl.notes {
+	for _, n := range pl.Notes {
 		if !strings.HasPrefix(n, "binds by path") {
 			r.Notes = append(r.Notes, n)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -48,7 +49,7 @@ type gvRun struct {
 	id       string
 	dir      string // private runtime dir: bundle/, state/
 	bundle   string
-	pl       *plan
+	pl       *plan.Plan
 	nw       *network
 	status   net.Listener
 	report   report.Report
@@ -220,8 +221,8 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// on the directory has ended (its lines on stderr; the report's
 	// quarantined list is bwrap's only).
 	runID := mechanism.NewRunID()
-	pl, pend, err := startProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.protect, func() (*plan, error) {
-		return newPlan(p, own, false, 0, hostUID, hostGID, true)
+	pl, pend, err := plan.StartProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.protect, func() (*plan.Plan, error) {
+		return plan.New(p, own, false, 0, hostUID, hostGID, true)
 	})
 	if err != nil {
 		return err
@@ -256,7 +257,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	if err := g.makeDir(); err != nil {
 		return err
 	}
-	self, err := selfBinary(pl.guard)
+	self, err := selfBinary(pl.Guard)
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		return err
 	}
 	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Tun: tun, Command: g.cmd}
-	mounts := append(append(append([]bwrap.Mount(nil), pl.mounts...), extra...), pl.late...)
+	mounts := append(append(append([]bwrap.Mount(nil), pl.Mounts...), extra...), pl.Late...)
 	if g.img != nil {
 		if mounts, err = imageMounts(g.img.Rootfs, mounts); err != nil {
 			return err
@@ -319,7 +320,7 @@ func selfBinary(guard *pathguard.Guard) (string, error) {
 	}
 	r, err := guard.CheckRead(exe)
 	if err != nil {
-		return "", guardErr(err)
+		return "", plan.GuardErr(err)
 	}
 	return r.Path, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -56,9 +57,9 @@ func (r *bwRun) handIn(context.Context) error {
 // a socket swapped at the path later is not reached (nor is a server
 // restarted there).
 func (r *bwRun) pin(flag, path string) (string, error) {
-	res, err := r.pl.guard.CheckRead(path)
+	res, err := r.pl.Guard.CheckRead(path)
 	if err != nil {
-		return "", guardErr(err)
+		return "", plan.GuardErr(err)
 	}
 	if !res.Exists {
 		return "", fault.New(flag+" "+path, "does not exist", "start what serves it, or fix the path")
@@ -100,8 +101,8 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	}
 	// A copy in the runtime directory, which the sandbox's uid can read
 	// (the user's ~/.ssh is often not), bound read-only.
-	if err := r.pl.guard.CheckHost(p.SSHKnownHosts); err != nil {
-		return guardErr(err)
+	if err := r.pl.Guard.CheckHost(p.SSHKnownHosts); err != nil {
+		return plan.GuardErr(err)
 	}
 	kh, err := pathguard.OpenFile(p.SSHKnownHosts, os.O_RDONLY, 0)
 	if err != nil {
@@ -116,11 +117,11 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err := os.WriteFile(cp, text, 0o644); err != nil {
 		return fault.New("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
 	}
-	res, err := r.pl.guard.CheckRead(cp)
+	res, err := r.pl.Guard.CheckRead(cp)
 	if err != nil {
-		return guardErr(err)
+		return plan.GuardErr(err)
 	}
-	if err := r.pl.bind(bwrap.ROBind, res, knownHostsInside); err != nil {
+	if err := r.pl.Bind(bwrap.ROBind, res, knownHostsInside); err != nil {
 		return fault.New("cannot open "+cp, err.Error(), "check $TMPDIR")
 	}
 	// ssh finds ~ in the password file, not $HOME, so the file is named

@@ -48,11 +48,11 @@ func (r *bwRun) imageBinds(context.Context) error {
 		return nil
 	}
 	pl := r.pl
-	mounts, err := imageMounts(r.img.Rootfs, append(append([]bwrap.Mount(nil), pl.mounts...), pl.late...))
+	mounts, err := imageMounts(r.img.Rootfs, append(append([]bwrap.Mount(nil), pl.Mounts...), pl.Late...))
 	if err != nil {
 		return err
 	}
-	if pl.byFD {
+	if pl.ByFD {
 		prefix := r.img.Rootfs + "/"
 		for i, m := range mounts {
 			if m.Kind != bwrap.ROBind || m.FD >= 0 || !strings.HasPrefix(m.Src, prefix) {
@@ -62,10 +62,10 @@ func (r *bwRun) imageBinds(context.Context) error {
 			if err != nil {
 				return fault.New("cannot open the image's "+m.Dst, err.Error(), "remove "+filepath.Dir(r.img.Rootfs)+" so that the next run unpacks it again")
 			}
-			mounts[i].FD = pl.fdBase + len(pl.files)
-			pl.files = append(pl.files, f)
+			mounts[i].FD = pl.FDBase + len(pl.Files)
+			pl.Files = append(pl.Files, f)
 		}
 	}
-	pl.mounts, pl.late = mounts, nil
+	pl.Mounts, pl.Late = mounts, nil
 	return nil
 }

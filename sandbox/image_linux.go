@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -109,7 +110,7 @@ func imageMounts(rootfs string, mounts []bwrap.Mount) ([]bwrap.Mount, error) {
 	var rest []bwrap.Mount
 	var dests []string
 	for _, m := range mounts {
-		if slices.Contains(systemPaths, m.Dst) && (m.Kind == bwrap.Symlink || m.Src == m.Dst) {
+		if slices.Contains(plan.SystemPaths, m.Dst) && (m.Kind == bwrap.Symlink || m.Src == m.Dst) {
 			continue
 		}
 		rest = append(rest, m)

@@ -17,7 +17,7 @@ import (
 // usable (usableInit), otherwise this one (O_PATH).
 func (r *bwRun) openInit() (*os.File, error) {
 	if ib := initPath(r.opts.Init); ib.Path != "" {
-		f, err := usableInit(ib, r.pl.guard, r.uid, r.gid)
+		f, err := usableInit(ib, r.pl.Guard, r.uid, r.gid)
 		if err == nil {
 			r.log.Debug("init", "binary", f.Name())
 			return f, nil

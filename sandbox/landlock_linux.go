@@ -26,6 +26,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/landlock"
@@ -264,7 +265,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 // dirs and the run's own TMPDIR, and the harmless device files.
 func (r *llRun) paths() (landlock.Input, error) {
 	var in landlock.Input
-	for _, sp := range append(append([]string{}, systemPaths...), "/proc") {
+	for _, sp := range append(append([]string{}, plan.SystemPaths...), "/proc") {
 		if fi, err := os.Stat(sp); err == nil && fi.IsDir() {
 			in.ReadDirs = append(in.ReadDirs, sp)
 		}
@@ -281,7 +282,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 		}
 	}
 	for _, w := range r.p.Writable() {
-		if err := accessibleAs(w, r.uid, r.gid, true, nil); err != nil {
+		if err := plan.AccessibleAs(w, r.uid, r.gid, true, nil); err != nil {
 			return in, err
 		}
 	}

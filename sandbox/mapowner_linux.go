@@ -196,7 +196,7 @@ func lendsOwner(m mechanism.Mechanism) bool {
 // prepare step.
 func (r *bwRun) lendOwner(context.Context) (err error) {
 	if r.opts.MapOwner {
-		r.lend, err = planLend(r.p.Workdir, r.pl.mounts, r.uid, r.gid)
+		r.lend, err = planLend(r.p.Workdir, r.pl.Mounts, r.uid, r.gid)
 	}
 	return err
 }

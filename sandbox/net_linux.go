@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -129,7 +130,7 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}
 		n.dir = dir
-		if err := accessibleAs(dir, uid, gid, false, nil); err != nil {
+		if err := plan.AccessibleAs(dir, uid, gid, false, nil); err != nil {
 			why := err.Error()
 			var se *SetupError
 			if errors.As(err, &se) {
@@ -281,7 +282,7 @@ func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	if fi.Mode().Type() != fs.ModeSocket {
 		return fault.New(flag+" "+path, "is not a Unix socket", fix)
 	}
-	if err := accessibleAs(path, uid, gid, false, nil); err != nil {
+	if err := plan.AccessibleAs(path, uid, gid, false, nil); err != nil {
 		return err
 	}
 	if root && !socketWritableBy(fi, uid, gid) {

@@ -105,6 +105,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -441,7 +442,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 		h.Home = append(h.Home, spellings(u.HomeDir)...)
 	}
 	h.State = append(spellings(opts.BwrapCache), spellings(opts.DataDir)...)
-	h.Own = hostOwn(opts.Resolver, p.UID)
+	h.Own = plan.HostOwn(opts.Resolver, p.UID)
 	return h
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -407,16 +408,20 @@ func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, er
 				Fix: "pass a cgroup v2 directory you may write, with the memory and pids controllers enabled for its children, or drop --cgroup-base"}
 		}
 	}
-	plan, err := limits.NewPlan(l, env)
+	lp, err := limits.NewPlan(l, env)
 	if err != nil {
 		return limits.Plan{}, nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits (--memory of at least 1M, --nofile of at least 4)"}
 	}
-	if base == "" || plan.Cgroup == (limits.Limits{}) {
-		return plan, nil, nil
+	if base == "" || lp.Cgroup == (limits.Limits{}) {
+		return lp, nil, nil
 	}
-	cg, err := limits.Create(base, "sandbox-run-"+runID, plan.Cgroup)
+	cg, err := limits.Create(base, "sandbox-run-"+runID, lp.Cgroup)
 	if err != nil {
 		return limits.Plan{}, nil, &SetupError{What: "cannot create the run's cgroup in " + base, Why: err.Error(), Fix: "check the delegation of " + base + " or drop --cgroup-base"}
 	}
-	return plan, cg, nil
+	return lp, cg, nil
 }
+
+// shownInside reports whether a host path is visible inside a bwrap
+// sandbox under p (plan.ShownInside).
+func shownInside(p policy.Policy) func(string) bool { return plan.ShownInside(p) }

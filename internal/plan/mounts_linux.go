@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"path/filepath"
@@ -18,7 +18,7 @@ import (
 // mounts. Every path in it was vetted by pathguard when it was gathered.
 type hostFacts struct {
 	writable []pathguard.Resolution // the writable dirs, in the guard's order
-	system   []systemFact           // the systemPaths the host has, in order
+	system   []systemFact           // the SystemPaths the host has, in order
 	procRO   []string               // the procReadOnly entries the host has
 	procHide []procFact             // the procHidden entries the host has
 	reads    []readFact             // one per --read path, in the policy's order
@@ -27,7 +27,7 @@ type hostFacts struct {
 	// scan and wscan are the socket searches of the --read paths and of
 	// the writable dirs: what they cost, and (covered) the paths inside
 	// the sandbox to cover with /dev/null, in order and once each.
-	scan, wscan readScan
+	scan, wscan ReadScan
 }
 
 // systemFact is one system path the host has: a symbolic link (recreated
@@ -157,7 +157,7 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 	if err := l.addProtected(p, f.prot); err != nil {
 		return nil, err
 	}
-	for _, dst := range f.wscan.covered {
+	for _, dst := range f.wscan.Covered {
 		l.cover(dst)
 	}
 	return l, nil

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"fmt"
@@ -39,10 +39,10 @@ func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string,
 		if _, seen := f.wscan.done[w]; seen || slices.Contains(own, w) {
 			continue
 		}
-		lim.UsedEntries, lim.UsedCovered = f.wscan.entries, len(f.scan.covered)+len(f.wscan.covered)
+		lim.UsedEntries, lim.UsedCovered = f.wscan.Entries, len(f.scan.Covered)+len(f.wscan.Covered)
 		res, err := hostwalk.ScanSpecialFrom(rv, w, lim, tops[w])
-		f.wscan.entries += res.Entries
-		f.wscan.elapsed += res.Elapsed
+		f.wscan.Entries += res.Entries
+		f.wscan.Elapsed += res.Elapsed
 		if f.wscan.done == nil {
 			f.wscan.done = map[string]hostwalk.ScanResult{}
 		}
@@ -53,8 +53,8 @@ func (f *hostFacts) scanWritable(rv *pathguard.Resolver, writable, own []string,
 					lim.Entries, lim.Depth, lim.Covered))
 		}
 		for _, sf := range res.Found {
-			if dst := filepath.Join(w, sf.Rel); !slices.Contains(f.wscan.covered, dst) {
-				f.wscan.covered = append(f.wscan.covered, dst)
+			if dst := filepath.Join(w, sf.Rel); !slices.Contains(f.wscan.Covered, dst) {
+				f.wscan.Covered = append(f.wscan.Covered, dst)
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build darwin || linux
 
-package sandbox
+package plan
 
 import (
 	"fmt"
@@ -52,9 +52,9 @@ func ownDir(rv *pathguard.Resolver, owners ...int) func(string) error {
 	}
 }
 
-// hostOwn is ownDir for this process and policy uid (the sandbox's when
+// HostOwn is ownDir for this process and policy uid (the sandbox's when
 // root), through rv.
-func hostOwn(rv *pathguard.Resolver, sandboxUID int) func(string) error {
+func HostOwn(rv *pathguard.Resolver, sandboxUID int) func(string) error {
 	euid := os.Geteuid()
 	if euid == 0 {
 		return ownDir(rv, euid, sandboxUID)

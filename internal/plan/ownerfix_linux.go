@@ -1,10 +1,12 @@
-package sandbox
+package plan
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 // notWritableFix is the fix for a writable directory p that the
@@ -23,7 +25,7 @@ func notWritableFix(p string, uid, gid int) string {
 // notLendable rewrites notWritableFix's fix in err for a writable
 // directory that is not the workdir: --map-owner lends the workdir only.
 func notLendable(err error, p string, uid, gid int) error {
-	var se *SetupError
+	var se *fault.Error
 	if errors.As(err, &se) && se.Fix == notWritableFix(p, uid, gid) {
 		se.Fix = fmt.Sprintf("chown -R %d:%d %s (--map-owner lends the workdir only), or pass --user UID[:GID] of its owner", uid, gid, p)
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"io"
@@ -45,7 +45,7 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 		}
 		r, err := resolveSelf(g, a.Path)
 		if err != nil {
-			return guardErr(err)
+			return GuardErr(err)
 		}
 		pf.self[a.Path] = r
 	}
@@ -53,23 +53,23 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 	return nil
 }
 
-// startProtection sweeps what ended runs left to neutralise, builds the
+// StartProtection sweeps what ended runs left to neutralise, builds the
 // plan (through mk) and records the run's journal, all under the journal
 // lock, so that no run starts on a path another one is quarantining.
 // Without a cache directory there is no journal: the run neutralises what
 // its own command created as it ends, whatever runs alongside.
-func startProtection(p policy.Policy, cache, runID string, dry bool, aw io.Writer, h protect.Hooks, mk func() (*plan, error)) (*plan, *protect.Pending, error) {
-	var pl *plan
+func StartProtection(p policy.Policy, cache, runID string, dry bool, aw io.Writer, h protect.Hooks, mk func() (*Plan, error)) (*Plan, *protect.Pending, error) {
+	var pl *Plan
 	pend, err := protect.Start(cache, runID, dry, aw, h, func() ([]string, protect.State, func(), error) {
 		var err error
 		if pl, err = mk(); err != nil {
 			return nil, protect.State{}, nil, err
 		}
-		return pl.writable, pl.prot, pl.close, nil
+		return pl.Writable, pl.Prot, pl.Close, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	pl.quarantined = pend.Started()
+	pl.Quarantined = pend.Started()
 	return pl, pend, nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -188,7 +189,7 @@ func TestLayoutRefuses(t *testing.T) {
 			p := tt.p.WithDefaults()
 			f := tt.host.facts(p)
 			_, err := layOut(p, f, bwrap.Features{BindFD: true, Size: true}, fdBinds)
-			var se *SetupError
+			var se *fault.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || se.Fix == "" {
 				t.Fatalf("layOut = %v, want a setup error saying %q with a fix", err, tt.want)
 			}

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -27,13 +28,13 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	}
 	sandboxtest.SocketInode(t, filepath.Join(w, ".git", "fsmonitor--daemon.ipc"))
 	p := policy.Policy{Workdir: w, Write: []string{filepath.Join(w, "a")}}.WithDefaults()
-	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.close()
+	defer pl.Close()
 	lastBind := -1
-	for i, m := range pl.mounts {
+	for i, m := range pl.Mounts {
 		if m.Src != "/dev/null" && policy.Within(m.Dst, w) {
 			lastBind = i
 		}
@@ -41,18 +42,18 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	want := []string{"agent.sock", "a/pipe", "a/b/docker.sock", ".git/fsmonitor--daemon.ipc"}
 	for _, rel := range want {
 		dst := filepath.Join(w, rel)
-		i := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
-		if i < 0 || pl.mounts[i].Src != "/dev/null" || pl.mounts[i].Kind != bwrap.ROBind || i < lastBind {
+		i := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
+		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != bwrap.ROBind || i < lastBind {
 			t.Errorf("%s: not covered by /dev/null after the last bind in the workdir (index %d, last bind %d)", dst, i, lastBind)
 		}
 	}
-	if len(pl.wscan.covered) != len(want) {
-		t.Errorf("covered %q, want the %d of %q once each", pl.wscan.covered, len(want), want)
+	if len(pl.WScan.Covered) != len(want) {
+		t.Errorf("covered %q, want the %d of %q once each", pl.WScan.Covered, len(want), want)
 	}
-	if slices.ContainsFunc(pl.mounts, func(m bwrap.Mount) bool { return policy.Within(m.Dst, outside) }) {
+	if slices.ContainsFunc(pl.Mounts, func(m bwrap.Mount) bool { return policy.Within(m.Dst, outside) }) {
 		t.Errorf("the link to %s was followed", outside)
 	}
-	rep := pl.wscan.report(len(pl.writable))
+	rep := pl.WScan.Report(len(pl.Writable))
 	// root: agent.sock, a, link.sock, .git; a: b, pipe, file; b: docker.sock;
 	// .git: hooks, fsmonitor--daemon.ipc; hooks: the placeholders protect
 	// made, if any (they are entries like any other).
@@ -79,14 +80,14 @@ func TestPlanWritableBounds(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &hostFacts{}
-			f.scan.covered = make([]string, tt.used)
+			f.scan.Covered = make([]string, tt.used)
 			err := f.scanWritable(nil, []string{w}, nil, tt.lim, nil)
-			var se *SetupError
+			var se *fault.Error
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("within the bounds: %v", err)
-			case tt.want == "" && len(f.wscan.covered) != 3:
-				t.Fatalf("covered %q, want 3", f.wscan.covered)
+			case tt.want == "" && len(f.wscan.Covered) != 3:
+				t.Fatalf("covered %q, want 3", f.wscan.Covered)
 			case tt.want == "":
 			case !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(se.Fix, "narrower"):
 				t.Fatalf("error %v, want a setup error saying %q with a fix", err, tt.want)
@@ -103,12 +104,12 @@ func TestPlanOwnStateNotSearched(t *testing.T) {
 	sandboxtest.SocketInode(t, filepath.Join(cache, "left.sock"))
 	for _, own := range [][]string{nil, {cache}} {
 		p := policy.Policy{Workdir: w, Write: []string{cache}}.WithDefaults()
-		pl, err := newPlan(p, own, false, 9, os.Getuid(), os.Getgid(), true)
+		pl, err := New(p, own, false, 9, os.Getuid(), os.Getgid(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		covered := slices.Contains(pl.wscan.covered, filepath.Join(cache, "left.sock"))
-		pl.close()
+		covered := slices.Contains(pl.WScan.Covered, filepath.Join(cache, "left.sock"))
+		pl.Close()
 		if covered != (own == nil) {
 			t.Errorf("own %v: socket covered %v", own, covered)
 		}

@@ -1,8 +1,10 @@
-package sandbox
+package plan
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 )
 
 func TestOwnerFix(t *testing.T) {
@@ -24,12 +26,12 @@ func TestOwnerFix(t *testing.T) {
 // sent to --map-owner, which lends the workdir only; other errors pass.
 func TestNotLendable(t *testing.T) {
 	d := t.TempDir()
-	err := notLendable(&SetupError{What: "w", Why: "y", Fix: notWritableFix(d, 65534, 65534)}, d, 65534, 65534)
-	if fix := err.(*SetupError).Fix; !strings.HasPrefix(fix, "chown -R 65534:65534 "+d+" (--map-owner lends the workdir only)") {
+	err := notLendable(&fault.Error{What: "w", Why: "y", Fix: notWritableFix(d, 65534, 65534)}, d, 65534, 65534)
+	if fix := err.(*fault.Error).Fix; !strings.HasPrefix(fix, "chown -R 65534:65534 "+d+" (--map-owner lends the workdir only)") {
 		t.Errorf("fix %q", fix)
 	}
-	other := &SetupError{What: "w", Why: "y", Fix: "chmod o+x /x"}
-	if notLendable(other, d, 65534, 65534).(*SetupError).Fix != "chmod o+x /x" {
+	other := &fault.Error{What: "w", Why: "y", Fix: "chmod o+x /x"}
+	if notLendable(other, d, 65534, 65534).(*fault.Error).Fix != "chmod o+x /x" {
 		t.Errorf("another refusal's fix was rewritten")
 	}
 }

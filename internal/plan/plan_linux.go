@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"cmp"
@@ -20,9 +20,9 @@ import (
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
-// systemPaths are mounted read-only (or recreated as the same symlink) when
+// SystemPaths are mounted read-only (or recreated as the same symlink) when
 // the host has them. Nothing else of the host's tree is visible.
-var systemPaths = policy.SystemReadable() // one list: policy judges settings' read denies against it
+var SystemPaths = policy.SystemReadable() // one list: policy judges settings' read denies against it
 
 // procReadOnly and procHidden are /proc entries that are not namespaced:
 // they act on the whole host. The list is the one container runtimes use.
@@ -32,72 +32,96 @@ var (
 		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
 )
 
-// plan is the mount plan of one run and the host-side handles it holds.
-// Its files are the descriptors bwrap binds by (--ro-bind-fd/--bind-fd).
-// The plan creates nothing in the user's tree: watched are the protected
-// paths that were missing (see package protect).
-type plan struct {
-	guard       *pathguard.Guard
-	mounts      []bwrap.Mount
-	files       []*os.File // in the order of their fd numbers, starting at fdBase
-	fdBase      int
-	byFD        bool
-	writable    []string
-	readOnly    []string
-	protected   []string
-	notes       []string
-	prot        protect.State
-	quarantined []report.Quarantined // what the run's start neutralised of earlier runs
-	// late are mounts made after every other (before / is made
+// Plan is the mount plan of one run and the host-side handles it holds:
+// the layout (Mounts, Late) that bwrap binds and gVisor translates, and
+// what the report says of it. Its Files are the descriptors bwrap binds
+// by (--ro-bind-fd/--bind-fd). The plan creates nothing in the user's
+// tree: Prot.Watched are the protected paths that were missing (see
+// package protect). A mechanism reads the fields and may append to
+// Mounts (through Bind), Notes and, for a root file system of its own,
+// rewrite Mounts and Late; it never re-vets what the plan vetted.
+type Plan struct {
+	// Guard is the pathguard that vetted every source of the plan; later
+	// binds (the proxies' sockets, the git hint) are vetted by it.
+	Guard *pathguard.Guard
+	// Mounts is the layout, in the order the package doc gives:
+	// each bind of a vetted source carries its descriptor number when
+	// ByFD, else FD -1 and the path.
+	Mounts []bwrap.Mount
+	// Files are the opened sources, in the order of their descriptor
+	// numbers, starting at FDBase; Close releases them.
+	Files []*os.File
+	// FDBase is the descriptor number of Files[0] in bwrap.
+	FDBase int
+	// ByFD says the binds are made by descriptor (bwrap has --bind-fd).
+	ByFD bool
+	// Writable, ReadOnly and Protected are the report's lists: the
+	// writable dirs, the --read paths, the protected paths held
+	// read-only.
+	Writable  []string
+	ReadOnly  []string
+	Protected []string
+	// Notes are the report's notes on the layout (warnings included).
+	Notes []string
+	// Prot is what package protect journals and guards for the run.
+	Prot protect.State
+	// Quarantined is what the run's start neutralised of earlier runs
+	// (set by StartProtection).
+	Quarantined []report.Quarantined
+	// Late are mounts made after every other (before / is made
 	// read-only): remounts of the sandbox's own file systems under which
 	// other binds need mount points.
-	late  []bwrap.Mount
-	tmpfs []report.TmpfsReport
-	scan  readScan // the --read paths' socket search
-	wscan readScan // the writable directories' socket search
-	// own are sandbox-run's state dirs among the writable ones (sessions'
+	Late []bwrap.Mount
+	// Tmpfs is the report's list of the sandbox's own file systems.
+	Tmpfs []report.TmpfsReport
+	// Scan and WScan are the socket searches of the --read paths and of
+	// the writable directories.
+	Scan  ReadScan
+	WScan ReadScan
+	// Own are sandbox-run's state dirs among the writable ones (sessions'
 	// homes, shared caches): only sandboxes write there, so no host
 	// process's socket is to be covered, and a large cache would exhaust
 	// the search's budget.
-	own []string
+	Own []string
 }
 
-func (pl *plan) close() {
-	for _, f := range pl.files {
+// Close releases the plan's Files. It may be called more than once.
+func (pl *Plan) Close() {
+	for _, f := range pl.Files {
 		f.Close()
 	}
-	pl.files = nil
+	pl.Files = nil
 }
 
-// bind adds a bind of the vetted source r at dst, after newPlan (the
+// Bind adds a bind of the vetted source r at dst, after New (the
 // proxies' sockets, the git hint). Where bwrap can, it binds by a
 // descriptor that pathguard opened and checked to be the very inode the
 // walk vetted, so no later swap of the path changes what is mounted.
-func (pl *plan) bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) error {
+func (pl *Plan) Bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) error {
 	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
-	if pl.byFD {
+	if pl.ByFD {
 		f, err := r.Open()
 		if err != nil {
 			return err
 		}
-		m.FD = pl.fdBase + len(pl.files)
-		pl.files = append(pl.files, f)
+		m.FD = pl.FDBase + len(pl.Files)
+		pl.Files = append(pl.Files, f)
 	}
-	pl.mounts = append(pl.mounts, m)
+	pl.Mounts = append(pl.Mounts, m)
 	return nil
 }
 
-// bindSocket binds a Unix socket from outside (the egress or LLM proxy) at
+// BindSocket binds a Unix socket from outside (the egress or LLM proxy) at
 // dst, vetted like any read-only bind: never one inside a writable dir.
-func (pl *plan) bindSocket(src, dst string) error {
-	r, err := pl.guard.CheckRead(src)
+func (pl *Plan) BindSocket(src, dst string) error {
+	r, err := pl.Guard.CheckRead(src)
 	if err != nil {
-		return guardErr(err)
+		return GuardErr(err)
 	}
 	if !r.Exists {
 		return fault.New("socket "+src, "does not exist", "start the proxy that serves it")
 	}
-	if err := pl.bind(bwrap.ROBind, r, dst); err != nil {
+	if err := pl.Bind(bwrap.ROBind, r, dst); err != nil {
 		return fault.New("cannot open socket "+src, err.Error(), "start the proxy that serves it")
 	}
 	return nil
@@ -120,21 +144,21 @@ func resolveSelf(g *pathguard.Guard, p string) (pathguard.Resolution, error) {
 	return r, nil
 }
 
-// newPlan builds the mount plan for p in three steps: gatherFacts learns
+// New builds the mount plan for p in three steps: gatherFacts learns
 // what of the host the plan needs (the one step that looks at the host),
 // layOut translates it into the mounts (no system call), and the plan
 // opens, in order, the sources bwrap binds by descriptor. ids is the host
 // uid/gid the sandbox runs under; byFD says bwrap can bind by descriptor,
 // sizeOption that it knows --size. On error, everything the partial plan
 // holds is released.
-func newPlan(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*plan, error) {
-	return newLendingPlan(nil, p, own, byFD, fdBase, uid, gid, sizeOption, "")
+func New(p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool) (*Plan, error) {
+	return NewLending(nil, p, own, byFD, fdBase, uid, gid, sizeOption, "")
 }
 
-// newLendingPlan is newPlan for a run that lends lent's owner to uid/gid
+// NewLending is New for a run that lends lent's owner to uid/gid
 // (--map-owner; "" for none): lent need not be writable for uid/gid. Its
 // walks go through rv's memo (nil: none).
-func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*plan, error) {
+func NewLending(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool, fdBase int, uid, gid int, sizeOption bool, lent string) (*Plan, error) {
 	f, g, err := gatherFacts(rv, p, own, uid, gid, lent)
 	if err != nil {
 		return nil, err
@@ -143,19 +167,19 @@ func newLendingPlan(rv *pathguard.Resolver, p policy.Policy, own []string, byFD 
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{
-		guard: g, mounts: l.mounts, late: l.late, fdBase: fdBase, byFD: byFD,
-		writable: l.writable, readOnly: l.readOnly, protected: l.protected, notes: l.notes,
-		prot:  protect.State{Watched: l.watched, Gits: f.gits, Walk: f.prot.walk},
-		tmpfs: l.tmpfs, scan: f.scan, wscan: f.wscan, own: own,
+	pl := &Plan{
+		Guard: g, Mounts: l.mounts, Late: l.late, FDBase: fdBase, ByFD: byFD,
+		Writable: l.writable, ReadOnly: l.readOnly, Protected: l.protected, Notes: l.notes,
+		Prot:  protect.State{Watched: l.watched, Gits: f.gits, Walk: f.prot.walk},
+		Tmpfs: l.tmpfs, Scan: f.scan, WScan: f.wscan, Own: own,
 	}
 	for _, s := range l.sources {
 		fh, err := s.res.Open()
 		if err != nil {
-			pl.close()
+			pl.Close()
 			return nil, fault.New(s.what, err.Error(), s.fix)
 		}
-		pl.files = append(pl.files, fh)
+		pl.Files = append(pl.Files, fh)
 	}
 	return pl, nil
 }
@@ -172,7 +196,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 		if werr := writableMissing(p); werr != nil {
 			return nil, nil, werr
 		}
-		return nil, nil, guardErr(err)
+		return nil, nil, GuardErr(err)
 	}
 	// A writable directory named through a symlink would be mounted at its
 	// real path, not where the caller (and the command's cwd) named it.
@@ -200,7 +224,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	for _, w := range writable {
 		// The lent directory is written as its owner (--map-owner):
 		// only the way to it is checked.
-		if err := accessibleVia(rv, w, uid, gid, w != lent, searchable); err != nil {
+		if err := AccessibleVia(rv, w, uid, gid, w != lent, searchable); err != nil {
 			if w != p.Workdir {
 				err = notLendable(err, w, uid, gid)
 			}
@@ -226,7 +250,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 	return f, g, nil
 }
 
-// gatherSystem learns which systemPaths the host has, which of them are
+// gatherSystem learns which SystemPaths the host has, which of them are
 // symbolic links (and to what), and vets the others as read-only sources.
 //
 // Their kinds come from one listing of / (kinds) instead of an lstat each;
@@ -234,7 +258,7 @@ func gatherFacts(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid
 // walked by CheckRead and pinned by Resolution.Open, as before.
 func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 	var ks hostwalk.Kinds
-	for _, sp := range systemPaths {
+	for _, sp := range SystemPaths {
 		kind, err := systemKind(&ks, sp)
 		if err != nil {
 			return fault.New("cannot inspect "+sp, err.Error(), "check the host's root file system")
@@ -252,7 +276,7 @@ func (f *hostFacts) gatherSystem(g *pathguard.Guard) error {
 		}
 		r, err := g.CheckRead(sp)
 		if err != nil {
-			return guardErr(err)
+			return GuardErr(err)
 		}
 		f.system = append(f.system, systemFact{path: sp, res: r})
 	}
@@ -311,20 +335,20 @@ func (f *hostFacts) gatherProc() {
 	}
 }
 
-// accessibleAs checks, from mode bits, that uid/gid can reach p (search on
+// AccessibleAs checks, from mode bits, that uid/gid can reach p (search on
 // every ancestor) and, when write is set, write it. It matters when
 // sandbox-run is root and bwrap runs under an unprivileged uid: bwrap would
 // otherwise fail with a bare "Permission denied". ACLs are not read; a
 // directory an ACL opens is refused here. searchable, when not nil, holds
 // the directories already found searchable in this run, so that many binds
 // under one tree stat its ancestors once.
-func accessibleAs(p string, uid, gid int, write bool, searchable map[string]bool) error {
-	return accessibleVia(nil, p, uid, gid, write, searchable)
+func AccessibleAs(p string, uid, gid int, write bool, searchable map[string]bool) error {
+	return AccessibleVia(nil, p, uid, gid, write, searchable)
 }
 
-// accessibleVia is accessibleAs looking the directories up through rv's
+// AccessibleVia is AccessibleAs looking the directories up through rv's
 // memo (nil: none), which the plan's walks have mostly filled already.
-func accessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, searchable map[string]bool) error {
+func AccessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, searchable map[string]bool) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
@@ -420,21 +444,21 @@ func writableMissing(p policy.Policy) error {
 	return nil
 }
 
-// guardErr turns a pathguard refusal into a setup error: one line naming
+// GuardErr turns a pathguard refusal into a setup error: one line naming
 // the bind, the link, the writable dir and the fix.
-func guardErr(err error) error {
+func GuardErr(err error) error {
 	var ee *pathguard.EscapeError
 	if errors.As(err, &ee) {
 		why, fix := ee.Reason()
-		return &SetupError{What: "refused", Why: why, Fix: fix, Err: err}
+		return &fault.Error{What: "refused", Why: why, Fix: fix, Err: err}
 	}
 	return fault.New("cannot vet a bind", err.Error(), "check that every --workdir, --write and --read path exists")
 }
 
-// shownInside reports whether a host path is visible inside a bwrap
+// ShownInside reports whether a host path is visible inside a bwrap
 // sandbox under p: a system path, a writable or a --read path.
-func shownInside(p policy.Policy) func(string) bool {
-	dirs := append(append(append([]string(nil), systemPaths...), p.Writable()...), p.Read...)
+func ShownInside(p policy.Policy) func(string) bool {
+	dirs := append(append(append([]string(nil), SystemPaths...), p.Writable()...), p.Read...)
 	return func(path string) bool {
 		for _, d := range dirs {
 			if policy.Within(path, d) {

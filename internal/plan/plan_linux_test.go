@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -28,13 +29,13 @@ func TestPlanProtected(t *testing.T) {
 	os.WriteFile(filepath.Join(w, ".bashrc"), []byte("x"), 0o644)
 	before := fileSnapshot(t, w)
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.close()
+	defer pl.Close()
 	kinds := map[string]bwrap.MountKind{}
-	for _, m := range pl.mounts {
+	for _, m := range pl.Mounts {
 		if strings.HasPrefix(m.Dst, w) {
 			kinds[m.Dst] = m.Kind
 		}
@@ -51,12 +52,12 @@ func TestPlanProtected(t *testing.T) {
 		if _, ok := kinds[filepath.Join(w, missing)]; ok {
 			t.Errorf("missing %s is mounted: bwrap would create it on the host", missing)
 		}
-		if !slices.Contains(pl.prot.Watched, filepath.Join(w, missing)) {
-			t.Errorf("missing %s is not watched: %v", missing, pl.prot.Watched)
+		if !slices.Contains(pl.Prot.Watched, filepath.Join(w, missing)) {
+			t.Errorf("missing %s is not watched: %v", missing, pl.Prot.Watched)
 		}
 	}
 	if after := fileSnapshot(t, w); after != before {
-		t.Errorf("newPlan changed the user's tree:\nbefore:\n%s\nafter:\n%s", before, after)
+		t.Errorf("New changed the user's tree:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 
@@ -78,9 +79,9 @@ func TestPlanRefusesProtectedSymlink(t *testing.T) {
 	w := t.TempDir()
 	os.Symlink("/etc", filepath.Join(w, ".vscode"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
-	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), ".vscode") {
-		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
+	_, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	if !errors.Is(err, fault.ErrSetup) || !strings.Contains(err.Error(), ".vscode") {
+		t.Fatalf("New = %v, want a setup error naming the link", err)
 	}
 	// Nothing was left behind by the partial plan.
 	ents, _ := os.ReadDir(w)
@@ -96,9 +97,9 @@ func TestPlanRefusesGitLink(t *testing.T) {
 	os.MkdirAll(filepath.Join(w, "a/b"), 0o755)
 	os.Symlink(other, filepath.Join(w, "a/b/.git"))
 	p := policy.Policy{Workdir: w}.WithDefaults()
-	_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
-	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), filepath.Join(w, "a/b/.git")) || !strings.Contains(err.Error(), "fix:") {
-		t.Fatalf("newPlan = %v, want a setup error naming the link", err)
+	_, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	if !errors.Is(err, fault.ErrSetup) || !strings.Contains(err.Error(), filepath.Join(w, "a/b/.git")) || !strings.Contains(err.Error(), "fix:") {
+		t.Fatalf("New = %v, want a setup error naming the link", err)
 	}
 }
 

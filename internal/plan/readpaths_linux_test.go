@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -35,26 +36,26 @@ func TestReadCoversOwn(t *testing.T) {
 func TestPlanReadCoversSockets(t *testing.T) {
 	root, _ := sandboxtest.SpecialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root}}.WithDefaults()
-	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.close()
-	readAt := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == root })
+	defer pl.Close()
+	readAt := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == root })
 	if readAt < 0 {
 		t.Fatalf("no bind of %s", root)
 	}
 	for _, rel := range []string{"agent.sock", "a/pipe", "a/b/docker.sock"} {
 		dst := filepath.Join(root, rel)
-		i := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
-		if i < 0 || pl.mounts[i].Src != "/dev/null" || pl.mounts[i].Kind != bwrap.ROBind || i < readAt {
+		i := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
+		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != bwrap.ROBind || i < readAt {
 			t.Errorf("%s: not covered by /dev/null after the --read bind (index %d, read at %d)", dst, i, readAt)
 		}
-		if !slices.Contains(pl.scan.covered, dst) {
-			t.Errorf("%s missing from the covered list %q", dst, pl.scan.covered)
+		if !slices.Contains(pl.Scan.Covered, dst) {
+			t.Errorf("%s missing from the covered list %q", dst, pl.Scan.Covered)
 		}
 	}
-	if rep := pl.scan.report(1); rep == nil || rep.Entries != 7 || len(rep.Covered) != 3 {
+	if rep := pl.Scan.Report(1); rep == nil || rep.Entries != 7 || len(rep.Covered) != 3 {
 		t.Errorf("report %+v, want 7 entries and 3 covered", rep)
 	}
 }
@@ -81,8 +82,8 @@ func TestPlanReadRefusals(t *testing.T) {
 	} {
 		t.Run(tt.read, func(t *testing.T) {
 			p := policy.Policy{Workdir: t.TempDir(), Read: []string{tt.read}}.WithDefaults()
-			_, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
-			var se *SetupError
+			_, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+			var se *fault.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || se.Fix == "" {
 				t.Fatalf("error %v, want a setup error naming %q with a fix", err, tt.want)
 			}
@@ -96,13 +97,13 @@ func TestPlanReadRefusals(t *testing.T) {
 func TestPlanTmpfs(t *testing.T) {
 	for _, sizeOption := range []bool{true, false} {
 		p := policy.Policy{Workdir: t.TempDir(), ShmSize: 16 << 20}.WithDefaults()
-		pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), sizeOption)
+		pl, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), sizeOption)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl.close()
+		pl.Close()
 		sizes := map[string]int64{}
-		for _, m := range pl.mounts {
+		for _, m := range pl.Mounts {
 			if m.Kind == bwrap.Tmpfs {
 				sizes[m.Dst] = m.Size
 			}
@@ -110,25 +111,25 @@ func TestPlanTmpfs(t *testing.T) {
 		if sizes["/dev/shm"] != 16<<20 || sizes["/tmp"] != policy.DefaultTmpSize {
 			t.Errorf("tmpfs sizes %v", sizes)
 		}
-		dev := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Kind == bwrap.Dev })
-		shm := slices.IndexFunc(pl.mounts, func(m bwrap.Mount) bool { return m.Dst == "/dev/shm" })
+		dev := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Kind == bwrap.Dev })
+		shm := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == "/dev/shm" })
 		if dev < 0 || shm < dev {
 			t.Errorf("/dev/shm tmpfs at %d, /dev at %d: the tmpfs must follow", shm, dev)
 		}
-		if want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.late, want) {
-			t.Errorf("late mounts %v, want %v: /dev, then / (last) made read-only", pl.late, want)
+		if want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.Late, want) {
+			t.Errorf("late mounts %v, want %v: /dev, then / (last) made read-only", pl.Late, want)
 		}
 		wantTmp, wantShm := int64(policy.DefaultTmpSize), int64(16<<20)
 		if !sizeOption {
 			wantTmp, wantShm = 0, 0
 		}
-		if got := report.TmpfsSize(pl.tmpfs, "/tmp"); got != wantTmp {
+		if got := report.TmpfsSize(pl.Tmpfs, "/tmp"); got != wantTmp {
 			t.Errorf("size option %v: /tmp reported %d, want %d", sizeOption, got, wantTmp)
 		}
-		if got := report.TmpfsSize(pl.tmpfs, "/dev/shm"); got != wantShm {
+		if got := report.TmpfsSize(pl.Tmpfs, "/dev/shm"); got != wantShm {
 			t.Errorf("size option %v: /dev/shm reported %d, want %d", sizeOption, got, wantShm)
 		}
-		for _, tf := range pl.tmpfs {
+		for _, tf := range pl.Tmpfs {
 			if tf.Size == 0 && !strings.HasPrefix(tf.Enforced, "none") && !strings.HasPrefix(tf.Enforced, "read-only") {
 				t.Errorf("%s: no size but enforced %q", tf.Path, tf.Enforced)
 			}
@@ -142,17 +143,17 @@ func TestPlanTmpfs(t *testing.T) {
 func TestPlanReadTwice(t *testing.T) {
 	root, _ := sandboxtest.SpecialTree(t)
 	p := policy.Policy{Workdir: t.TempDir(), Read: []string{root, root}}.WithDefaults()
-	pl, err := newPlan(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
+	pl, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.close()
-	if pl.scan.entries != 7 || len(pl.scan.covered) != 3 {
-		t.Errorf("entries %d, covered %q: want 7 and 3", pl.scan.entries, pl.scan.covered)
+	defer pl.Close()
+	if pl.Scan.Entries != 7 || len(pl.Scan.Covered) != 3 {
+		t.Errorf("entries %d, covered %q: want 7 and 3", pl.Scan.Entries, pl.Scan.Covered)
 	}
 	sock := filepath.Join(root, "agent.sock")
 	var lastRead, lastCover int
-	for i, m := range pl.mounts {
+	for i, m := range pl.Mounts {
 		switch m.Dst {
 		case root:
 			lastRead = i

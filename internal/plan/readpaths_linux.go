@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"fmt"
@@ -50,11 +50,11 @@ func readCoversOwn(p string) (string, bool) {
 	return "", false
 }
 
-// readScan sums up the socket search of one run, for the report and the log.
-type readScan struct {
-	entries int
-	elapsed time.Duration
-	covered []string                       // paths inside the sandbox, each covered by /dev/null
+// ReadScan sums up the socket search of one run, for the report and the log.
+type ReadScan struct {
+	Entries int                            // the entries the search listed
+	Elapsed time.Duration                  // the time it took
+	Covered []string                       // paths inside the sandbox, each covered by /dev/null
 	done    map[string]hostwalk.ScanResult // by real path: a path named twice is searched once
 }
 
@@ -69,20 +69,20 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 	}
 	r, err := g.CheckRead(src)
 	if err != nil {
-		return guardErr(err)
+		return GuardErr(err)
 	}
 	if err := vetRead(src, r); err != nil {
 		return err
 	}
-	if err := accessibleVia(g.Resolver(), r.Path, uid, gid, false, searchable); err != nil {
+	if err := AccessibleVia(g.Resolver(), r.Path, uid, gid, false, searchable); err != nil {
 		return err
 	}
 	res, seen := f.scan.done[r.Path]
 	if !seen {
-		lim.UsedEntries, lim.UsedCovered = f.scan.entries, len(f.scan.covered)
+		lim.UsedEntries, lim.UsedCovered = f.scan.Entries, len(f.scan.Covered)
 		res, err = hostwalk.ScanSpecial(g.Resolver(), r.Path, lim)
-		f.scan.entries += res.Entries
-		f.scan.elapsed += res.Elapsed
+		f.scan.Entries += res.Entries
+		f.scan.Elapsed += res.Elapsed
 		if f.scan.done == nil {
 			f.scan.done = map[string]hostwalk.ScanResult{}
 		}
@@ -97,8 +97,8 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 			"drop --read "+src+"; handing a socket or FIFO in is not supported")
 	}
 	for _, sf := range res.Found {
-		if dst := filepath.Join(src, sf.Rel); !slices.Contains(f.scan.covered, dst) {
-			f.scan.covered = append(f.scan.covered, dst)
+		if dst := filepath.Join(src, sf.Rel); !slices.Contains(f.scan.Covered, dst) {
+			f.scan.Covered = append(f.scan.Covered, dst)
 		}
 	}
 	f.reads = append(f.reads, readFact{name: src, res: r, found: res.Found})
@@ -132,11 +132,11 @@ func (l *layout) addOwnMounts(p policy.Policy, sizeOption bool) {
 		report.TmpfsReport{Path: "/", Enforced: "read-only (bwrap --remount-ro)"})
 }
 
-// report is the search's part of the isolation report; nil when there
+// Report is the search's part of the isolation report; nil when there
 // is no path to search.
-func (s readScan) report(paths int) *report.ReadScanReport {
+func (s ReadScan) Report(paths int) *report.ReadScanReport {
 	if paths == 0 {
 		return nil
 	}
-	return &report.ReadScanReport{Paths: paths, Entries: s.entries, Seconds: s.elapsed.Seconds(), Covered: s.covered}
+	return &report.ReadScanReport{Paths: paths, Entries: s.Entries, Seconds: s.Elapsed.Seconds(), Covered: s.Covered}
 }
