@@ -99,7 +99,7 @@ func (r *bwRun) start() (*bwProc, error) {
 	}
 	secW.Close()
 	o := r.opts
-	stdin, stdout, stderr := orNull(o.Stdin, devnull), orNull(o.Stdout, devnull), orNull(o.Stderr, devnull)
+	stdin, stdout, stderr := mechanism.OrNull(o.Stdin, devnull), mechanism.OrNull(o.Stdout, devnull), mechanism.OrNull(o.Stderr, devnull)
 	files := append([]*os.File{stdin, stdout, capW, argsR, statusW, stderr, infoW, self, secR}, r.pl.Files...)
 	if !r.fast {
 		files = append(files, gateR) // init's gate (command sets GateFD)
@@ -283,7 +283,7 @@ type bwWatch struct {
 	r         *bwRun
 	ctx       context.Context
 	bp        *bwProc
-	rl        relay
+	rl        mechanism.StderrRelay
 	relayDone chan struct{}
 	statusCh  chan *initproc.Status
 	pidCh     chan bwInfo
@@ -322,8 +322,8 @@ type bwWatch struct {
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
 	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}),
 		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan bwInfo, 1), readyCh: make(chan struct{}, 1)}
-	w.rl.out = bp.stderr
-	go func() { w.rl.run(bp.capR); close(w.relayDone) }()
+	w.rl.Out = bp.stderr
+	go func() { w.rl.Run(bp.capR); close(w.relayDone) }()
 	go w.readStatus()
 	go func() {
 		w.pidCh <- readInfo(bp.infoR)
@@ -453,9 +453,9 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 	if s == nil || !s.Started {
 		return
 	}
-	w.rl.start()
+	w.rl.Start()
 	w.cmdStarted = true
-	w.r.nw.release()
+	w.r.nw.Release()
 	if w.pidCh != nil {
 		// bwrap writes the pid before it starts init, so it is there to
 		// read.
@@ -551,9 +551,9 @@ func (w *bwWatch) readOOM(pid int) error {
 // the host, into the report.
 func (w *bwWatch) readback(rep *report.Report) {
 	rep.OOMScoreAdj = w.oom
-	if w.r.nw != nil && w.r.nw.px != nil {
+	if w.r.nw != nil && w.r.nw.Proxy != nil {
 		// Attached, or lost when planned or started: say which.
-		rep.Transparent = w.r.nw.transparentReport()
+		rep.Transparent = w.r.nw.TransparentReport()
 		if !rep.Transparent.Enabled {
 			rep.Notes = append(rep.Notes, "transparent egress lost: "+rep.Transparent.Reason)
 		}
@@ -564,7 +564,7 @@ func (w *bwWatch) readback(rep *report.Report) {
 	if w.status == nil || w.status.Readback == nil {
 		return
 	}
-	rep.Readback = readbackOf(w.status.Readback)
+	rep.Readback = mechanism.ReadbackOf(w.status.Readback)
 	rep.Seccomp.Readback = w.status.Readback.Seccomp
 	verify(rep.Protections, w.status.Readback)
 }
@@ -575,7 +575,7 @@ func (w *bwWatch) readback(rep *report.Report) {
 func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	code := ExitSetup
 	if w.ex.err == nil {
-		code = waitCode(w.ex.ws)
+		code = mechanism.WaitCode(w.ex.ws)
 	}
 	rep := r.report
 	noteFull(&rep)
@@ -597,7 +597,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	case st != nil && st.Started:
 		return r.ended(ctx, w, rep, code, limit)
 	case st != nil && (st.Exit == ExitNotExecutable || st.Exit == ExitNotFound):
-		rep.Readback = readbackOf(st.Readback)
+		rep.Readback = mechanism.ReadbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
 		return mechanism.NotRunnable(rep, r.cmd[0], st.Exit, st.Reason)
 	case st != nil && r.fast && st.Error != "":
@@ -622,7 +622,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
-	return nil, bwrapErr(bwrap.Diagnose(w.rl.held(), code, bwrap.ReadHost(r.procSys())))
+	return nil, bwrapErr(bwrap.Diagnose(w.rl.Held(), code, bwrap.ReadHost(r.procSys())))
 }
 
 // failed is the set-up error of a sandbox that sandbox-run itself ended

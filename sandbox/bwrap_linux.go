@@ -31,7 +31,7 @@ import (
 type bwRun struct {
 	p    policy.Policy
 	cmd  []string
-	opts Options
+	opts mechanism.Config
 	log  *slog.Logger
 	undo mechanism.Cleanups
 	// stderr is the caller's, for the quarantine's lines after the run
@@ -49,7 +49,7 @@ type bwRun struct {
 	img      *ociimage.Image // the root file system's image (--image); nil: the host's
 	lend     *ownerLend      // --map-owner; nil: none
 	pend     *protect.Pending
-	nw       *network
+	nw       *Network
 	tty      *terminal
 	env      []string
 	lim      limits.Plan
@@ -73,8 +73,8 @@ type bwRun struct {
 	report      report.Report
 }
 
-func bwrapMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
-	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.logger(), stderr: opts.Stderr}, nil
+func bwrapMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.Log(), stderr: opts.Stderr}, nil
 }
 
 func (r *bwRun) Close(res *Result) {
@@ -87,7 +87,8 @@ func (r *bwRun) Close(res *Result) {
 // first call.
 func (r *bwRun) finishProtection(res *Result) {
 	if r.pend != nil {
-		r.pend.Finish(res, r.stderr)
+		rep, code := res.Parts()
+		r.pend.Finish(rep, code, r.stderr)
 	}
 }
 
@@ -157,7 +158,7 @@ func (r *bwRun) ids(context.Context) (err error) {
 // protection makes the session's state, then the mount plan under the
 // run journals' lock.
 func (r *bwRun) protection(context.Context) error {
-	p, own, err := prepareState(r.p, r.opts, r.uid, r.gid)
+	p, own, err := PrepareState(r.p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (r *bwRun) protection(context.Context) error {
 		// session's and caches' directories: walk them afresh.
 		rv = pathguard.NewResolver()
 	}
-	pl, pend, err := plan.StartProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() (*plan.Plan, error) {
+	pl, pend, err := plan.StartProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.Protect, func() (*plan.Plan, error) {
 		lent := ""
 		if r.opts.MapOwner {
 			lent = p.Workdir
@@ -192,13 +193,13 @@ func (r *bwRun) protection(context.Context) error {
 // network starts the proxies and forwarders the policy asks for and binds
 // their sockets into the plan.
 func (r *bwRun) network(ctx context.Context) error {
-	nw, err := setupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
+	nw, err := SetupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
 	r.nw = nw
-	r.undo.Push(nw.close)
-	if err := nw.planTransparent(); err != nil {
+	r.undo.Push(nw.Close)
+	if err := nw.PlanTransparent(); err != nil {
 		return err
 	}
 	return nil
@@ -206,7 +207,7 @@ func (r *bwRun) network(ctx context.Context) error {
 
 // bindNetwork binds the network's sockets into the plan.
 func (r *bwRun) bindNetwork(context.Context) error {
-	for _, b := range r.nw.binds {
+	for _, b := range r.nw.Binds {
 		if err := r.pl.BindSocket(b[0], b[1]); err != nil {
 			return err
 		}
@@ -223,7 +224,7 @@ func (r *bwRun) terminal(context.Context) error {
 	}
 	if _, set := r.p.Env["TERM"]; !set && o.LookupEnv != nil {
 		if term, ok := o.LookupEnv("TERM"); ok {
-			r.nw.env["TERM"] = term
+			r.nw.Env["TERM"] = term
 		}
 	}
 	var in io.Reader = o.Terminal
@@ -247,7 +248,7 @@ func (r *bwRun) terminal(context.Context) error {
 }
 
 func (r *bwRun) environment(context.Context) error {
-	env, err := mechanism.CommandEnv(r.p, r.nw.env, r.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(r.p, r.nw.Env, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func (r *bwRun) limits(context.Context) error {
 // itself: core dumps off and the process ceiling), otherwise the fast
 // path, bwrap's own PID 1 and a sh trampoline.
 func (r *bwRun) command(context.Context) error {
-	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.forwards, Publish: r.nw.publish, Command: r.cmd, TTY: r.tty != nil}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.Forwards, Publish: r.nw.Publish, Command: r.cmd, TTY: r.tty != nil}
 	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
 	// An image's command is found in the image's tree by init, not on
@@ -317,7 +318,7 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
 	}
 	r.args = args
-	if r.nw.tun != nil && !r.fast {
+	if r.nw.Tun != nil && !r.fast {
 		spec := bwrapSpec(r.info.Features, true, mounts, r.p.Workdir, r.env)
 		spec.NetMade = true
 		if r.argsNet, err = bwrap.Args(spec); err != nil {
@@ -363,14 +364,14 @@ func (r *bwRun) buildReport() {
 		WriteScan:  pl.WScan.Report(len(pl.Writable)),
 		BindsByFD:  f.BindFD,
 		RunID:      r.runID,
-		Network:    r.nw.mode,
+		Network:    r.nw.Mode,
 		AllowHosts: p.AllowHosts,
-		HandIn:     r.nw.handIn,
-		TLS:        r.nw.tlsReport(p),
+		HandIn:     r.nw.HandIn,
+		TLS:        r.nw.TLSReport(p),
 		Notes:      pl.Notes,
 		Seccomp:    &report.SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},
 	}
-	rep.Transparent = r.nw.transparentReport()
+	rep.Transparent = r.nw.TransparentReport()
 	if f.UnshareCgroupTry {
 		rep.Namespaces = append(rep.Namespaces, "cgroup (if the kernel allows)")
 	}
@@ -398,10 +399,10 @@ func (r *bwRun) buildReport() {
 // redacted) and the descriptors the binds come from, and init's binary
 // when the run has an init.
 func (r *bwRun) Describe(w io.Writer) {
-	fmt.Fprintf(w, "argv: %s\n", strings.Join(quoteAll(r.argv), " "))
+	fmt.Fprintf(w, "argv: %s\n", strings.Join(mechanism.QuoteAll(r.argv), " "))
 	fmt.Fprintf(w, "args stream (fd %d):\n", fdArgs)
 	for _, a := range bwrap.Redact(r.args) {
-		fmt.Fprintf(w, "  %s\n", quote(a))
+		fmt.Fprintf(w, "  %s\n", mechanism.Quote(a))
 	}
 	fmt.Fprintf(w, "descriptors:\n")
 	if !r.fast {
@@ -428,7 +429,7 @@ func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 	}
 	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.Mounts))
 	res, err := r.launch(ctx)
-	if res != nil && r.nw.px != nil {
+	if res != nil && r.nw.Proxy != nil {
 		// The sandbox is gone. The proxy winds down (a few goroutine
 		// hand-offs, some 0.3 ms on a busy machine) while the protected
 		// paths are settled, then is waited for, so that every connection
@@ -436,12 +437,12 @@ func (r *bwRun) Run(ctx context.Context) (*Result, error) {
 		// stacked one is a no-op). With a terminal, settling waits for
 		// close: its lines must follow the command's last output and the
 		// terminal's restore from raw mode.
-		r.nw.halt()
+		r.nw.Halt()
 		if r.tty == nil {
 			r.finishProtection(res)
 		}
-		r.nw.close()
-		c := r.nw.px.Counts()
+		r.nw.Close()
+		c := r.nw.Proxy.Counts()
 		res.Report.Egress = &report.EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
 	}
 	return res, err

@@ -36,13 +36,13 @@ func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims [
 		Writable: pl.Writable, ReadOnly: pl.ReadOnly, Protected: pl.Protected,
 		TmpSize:    report.TmpfsSize(pl.Tmpfs, "/tmp"),
 		ReadScan:   pl.Scan.Report(len(g.p.Read)),
-		Network:    g.nw.mode,
+		Network:    g.nw.Mode,
 		AllowHosts: g.p.AllowHosts,
-		TLS:        g.nw.tlsReport(g.p),
+		TLS:        g.nw.TLSReport(g.p),
 		Limits:     lims,
 		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
 	}
-	r.Transparent = g.nw.transparentReport()
+	r.Transparent = g.nw.TransparentReport()
 	if g.cfg.Rootless {
 		r.HostUID, r.HostGID = os.Getuid(), os.Getgid()
 	}
@@ -165,10 +165,10 @@ func (g *gvRun) launch(ctx context.Context) (*Result, error) {
 		return nil, fault.New("cannot start runsc", err.Error(), "check that "+g.runsc+" is executable")
 	}
 	errW.Close()
-	var rl relay
-	rl.out = orNull(g.opts.Stderr, devnull)
+	var rl mechanism.StderrRelay
+	rl.Out = mechanism.OrNull(g.opts.Stderr, devnull)
 	relayDone := make(chan struct{})
-	go func() { rl.run(errR); close(relayDone) }()
+	go func() { rl.Run(errR); close(relayDone) }()
 	statusCh := make(chan *initproc.Status, 1)
 	go g.readStatus(statusCh)
 	return g.supervise(ctx, c, exited, statusCh, &rl, relayDone)
@@ -218,7 +218,7 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 	out <- &s
 }
 
-func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *relay, relayDone <-chan struct{}) (*Result, error) {
+func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *mechanism.StderrRelay, relayDone <-chan struct{}) (*Result, error) {
 	var (
 		status   *initproc.Status
 		pending  []os.Signal
@@ -245,8 +245,8 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 				}
 				// runsc's gofer holds the bound sockets now: their
 				// directory goes, so a SIGKILL later leaves none.
-				g.nw.release()
-				rl.start()
+				g.nw.Release()
+				rl.Start()
 				for _, sig := range pending {
 					g.kill(sig)
 				}
@@ -283,7 +283,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	if waitErr == nil {
 		code = 0
 	} else if errors.As(waitErr, &ee) {
-		code = waitCode(ee.Sys().(syscall.WaitStatus))
+		code = mechanism.WaitCode(ee.Sys().(syscall.WaitStatus))
 	}
 	if watchErr != nil {
 		return nil, fault.New("cannot watch the sandbox's memory ceiling", watchErr.Error(),
@@ -313,13 +313,13 @@ func (g *gvRun) watchMemory(ctx context.Context, pid int) (<-chan limits.Exceede
 }
 
 // classify maps what runsc and init said to the run's outcome.
-func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *relay, killed bool) (*Result, error) {
+func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *mechanism.StderrRelay, killed bool) (*Result, error) {
 	r := g.report
 	r.OOMScoreAdj = g.oom
 	switch {
 	case status != nil && status.Started:
 		g.tun.confirm(&r)
-		r.Readback = readbackOf(status.Readback)
+		r.Readback = mechanism.ReadbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		r.Exit = report.Classify(code, "")
 		if killed {
@@ -329,7 +329,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		}
 		return &Result{ExitCode: code, Report: r}, nil
 	case status != nil && (status.Exit == ExitNotExecutable || status.Exit == ExitNotFound):
-		r.Readback = readbackOf(status.Readback)
+		r.Readback = mechanism.ReadbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		return mechanism.NotRunnable(r, g.cmd[0], status.Exit, status.Reason)
 	case status != nil:
@@ -337,7 +337,7 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 	case killed || ctx.Err() != nil:
 		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	}
-	why := lastLine(rl.held())
+	why := lastLine(rl.Held())
 	if why == "" {
 		why = "runsc exited with status " + strconv.Itoa(code) + " before the command started"
 	}

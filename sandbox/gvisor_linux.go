@@ -43,14 +43,14 @@ type gvRun struct {
 	oom      *int // runsc's processes' oom_score_adj, read back; nil unread
 	p        policy.Policy
 	cmd      []string
-	opts     Options
+	opts     mechanism.Config
 	runsc    string
 	cfg      gvisor.Runsc
 	id       string
 	dir      string // private runtime dir: bundle/, state/
 	bundle   string
 	pl       *plan.Plan
-	nw       *network
+	nw       *Network
 	status   net.Listener
 	report   report.Report
 	spec     gvisor.Bundle
@@ -61,7 +61,7 @@ type gvRun struct {
 	tun      *gvTun          // transparent egress's host end; nil for none
 }
 
-func gvisorMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func gvisorMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &gvRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
@@ -81,7 +81,7 @@ func (g *gvRun) Prepare(ctx context.Context) (*report.Report, error) {
 // values redacted.
 func (g *gvRun) Describe(w io.Writer) {
 	b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
-	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(quoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
+	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(mechanism.QuoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
 }
 
 func (g *gvRun) Run(ctx context.Context) (*Result, error) { return g.launch(ctx) }
@@ -179,10 +179,10 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
+	if err := CheckTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
 		return err
 	}
-	path, err := findTool(g.opts.Resolver, toolRunsc, g.opts.RunscPath, p.Writable())
+	path, err := mechanism.FindTool(g.opts.Resolver, toolRunsc, g.opts.RunscPath, p.Writable())
 	if err != nil {
 		return err
 	}
@@ -191,8 +191,10 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if g.img, err = g.resolveImage(ctx); err != nil {
-		return err
+	if g.opts.Image != nil {
+		if g.img, err = g.opts.Image(ctx); err != nil {
+			return err
+		}
 	}
 	uid, gid, rootless, err := gvIDs(p)
 	if err != nil {
@@ -210,8 +212,8 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// with runsc, which died with sandbox-run (parent-death signals), and
 	// no cgroup was made (--ignore-cgroups), so the directory is all there
 	// is.
-	g.undo.Push(startSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
-	p, own, err := prepareState(p, g.opts, hostUID, hostGID)
+	g.undo.Push(StartSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
+	p, own, err := PrepareState(p, g.opts, hostUID, hostGID)
 	if err != nil {
 		return err
 	}
@@ -221,7 +223,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// on the directory has ended (its lines on stderr; the report's
 	// quarantined list is bwrap's only).
 	runID := mechanism.NewRunID()
-	pl, pend, err := plan.StartProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.protect, func() (*plan.Plan, error) {
+	pl, pend, err := plan.StartProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.Protect, func() (*plan.Plan, error) {
 		return plan.New(p, own, false, 0, hostUID, hostGID, true)
 	})
 	if err != nil {
@@ -229,7 +231,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	}
 	g.pl = pl
 	stderr := g.opts.Stderr
-	g.undo.Push(func() { pend.Finish(g.res, stderr) })
+	g.undo.Push(func() { rep, code := g.res.Parts(); pend.Finish(rep, code, stderr) })
 	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
@@ -237,14 +239,14 @@ func (g *gvRun) setUp(ctx context.Context) error {
 // prepareSpec sets up the network and init's status socket, renders the
 // spec and, unless this is a dry run, writes the bundle.
 func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
-	p, pl, log, rootless := g.p, g.pl, g.opts.logger(), g.cfg.Rootless
-	nw, err := setupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
+	p, pl, log, rootless := g.p, g.pl, g.opts.Log(), g.cfg.Rootless
+	nw, err := SetupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
 	g.nw = nw
-	g.undo.Push(nw.close)
-	ln, statusPath, err := nw.listen("status.sock", hostUID, hostGID, !rootless)
+	g.undo.Push(nw.Close)
+	ln, statusPath, err := nw.Listen("status.sock", hostUID, hostGID, !rootless)
 	if err != nil {
 		return err
 	}
@@ -262,14 +264,14 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		return err
 	}
 	extra := []bwrap.Mount{{Kind: bwrap.ROBind, Src: self, Dst: gvInitInside, FD: -1}, {Kind: bwrap.ROBind, Src: statusPath, Dst: gvStatusInside, FD: -1}}
-	for _, b := range nw.binds {
+	for _, b := range nw.Binds {
 		extra = append(extra, bwrap.Mount{Kind: bwrap.ROBind, Src: b[0], Dst: b[1], FD: -1})
 	}
-	env, err := mechanism.CommandEnv(p, nw.env, g.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(p, nw.Env, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
-	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.forwards, Tun: tun, Command: g.cmd}
+	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.Forwards, Tun: tun, Command: g.cmd}
 	mounts := append(append(append([]bwrap.Mount(nil), pl.Mounts...), extra...), pl.Late...)
 	if g.img != nil {
 		if mounts, err = imageMounts(g.img.Rootfs, mounts); err != nil {
@@ -449,20 +451,4 @@ func runscCacheName(path string) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%d|%d.%d|%d.%d", path, st.Dev, st.Ino, st.Size,
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
 	return "runsc-" + hex.EncodeToString(h[:12]) + ".json"
-}
-
-// resolved is p with its links resolved, or p when that fails.
-func resolved(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-func resolvedAll(ps []string) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = resolved(p)
-	}
-	return out
 }

@@ -32,7 +32,7 @@ const (
 // gvTunAddr is the sandbox's address on gVisor's device: the same as
 // bwrap's, with prefix 0, since gVisor routes an address's prefix through
 // its device and its netlink has no RTM_NEWROUTE (runsc 20221219).
-var gvTunAddr = netip.PrefixFrom(tunAddr.Addr(), 0)
+var gvTunAddr = netip.PrefixFrom(TunAddr.Addr(), 0)
 
 // gvTun is the host's end of a gVisor run's transparent egress.
 type gvTun struct {
@@ -48,29 +48,29 @@ type gvTun struct {
 // Transparent is set either way (n.egress).
 func (g *gvRun) planTun(uid, gid int, root bool, log *slog.Logger) (*initproc.Tun, error) {
 	n := g.nw
-	if n.px == nil {
-		n.egress = report.Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
+	if n.Proxy == nil {
+		n.Egress = report.Transparent{Reason: "no allow-list with the built-in proxy: nothing may go out, or a node proxy decides"}
 		return nil, nil
 	}
-	if err := n.bindResolver(); err != nil {
+	if err := n.BindResolver(); err != nil {
 		return nil, err
 	}
-	ln, path, err := n.listenOn("unixpacket", "tun.sock", uid, gid, root)
+	ln, path, err := n.ListenOn("unixpacket", "tun.sock", uid, gid, root)
 	if err != nil {
 		return nil, err
 	}
 	t := &gvTun{ln: ln.(*net.UnixListener), ready: make(chan struct{})}
 	g.tun = t
-	n.binds = append(n.binds, [2]string{path, gvTunInside})
-	n.egress = report.Transparent{Enabled: true}
-	n.serve(func(ctx context.Context) error { return t.serve(ctx, n, log) }, log, "gVisor netstack")
+	n.Binds = append(n.Binds, [2]string{path, gvTunInside})
+	n.Egress = report.Transparent{Enabled: true}
+	n.Serve(func(ctx context.Context) error { return t.serve(ctx, n, log) }, log, "gVisor netstack")
 	return &initproc.Tun{Addr: gvTunAddr, Socket: gvTunInside}, nil
 }
 
 // serve accepts init's one connection (the listener is closed at once,
 // so nothing else inside can connect after it) and serves the netstack
 // over it until ctx ends.
-func (t *gvTun) serve(ctx context.Context, n *network, log *slog.Logger) error {
+func (t *gvTun) serve(ctx context.Context, n *Network, log *slog.Logger) error {
 	stop := context.AfterFunc(ctx, func() { t.ln.Close() })
 	c, err := t.ln.AcceptUnix()
 	t.ln.Close()
@@ -92,7 +92,7 @@ func (t *gvTun) serve(ctx context.Context, n *network, log *slog.Logger) error {
 
 // stack builds the netstack over c's descriptor (a duplicate the
 // netstack owns; c is closed), judged like bwrap's.
-func (t *gvTun) stack(c *net.UnixConn, n *network, log *slog.Logger) (*netstack.Stack, error) {
+func (t *gvTun) stack(c *net.UnixConn, n *Network, log *slog.Logger) (*netstack.Stack, error) {
 	defer c.Close()
 	rc, err := c.SyscallConn()
 	if err != nil {
@@ -110,7 +110,7 @@ func (t *gvTun) stack(c *net.UnixConn, n *network, log *slog.Logger) (*netstack.
 		unix.Close(fd)
 		return nil, err
 	}
-	return netstack.New(n.netstackConfig(fd, gvTunMTU, false, log))
+	return netstack.New(n.NetstackConfig(fd, gvTunMTU, false, log))
 }
 
 // confirm is called once init reported the command started, which it

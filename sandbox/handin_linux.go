@@ -47,7 +47,7 @@ func (r *bwRun) handIn(context.Context) error {
 		}
 	}
 	if p.HandIn.SSHAgent != "" || len(rep.Sockets)+len(rep.HostPorts)+len(rep.Published) > 0 {
-		n.handIn = rep
+		n.HandIn = rep
 	}
 	return nil
 }
@@ -87,14 +87,14 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err != nil {
 		return err
 	}
-	ln, path, err := n.listen("ssh-agent.sock", r.uid, r.gid, r.root)
+	ln, path, err := n.Listen("ssh-agent.sock", r.uid, r.gid, r.root)
 	if err != nil {
 		return err
 	}
 	f := &agentfilter.Filter{Agent: target, Audit: r.opts.Audit, RunID: r.runID, Refusals: r.opts.Refusals, Logger: r.log}
-	n.serve(func(ctx context.Context) error { return f.Serve(ctx, ln) }, r.log, "ssh-agent filter")
-	n.binds = append(n.binds, [2]string{path, agentInside})
-	n.env["SSH_AUTH_SOCK"] = agentInside
+	n.Serve(func(ctx context.Context) error { return f.Serve(ctx, ln) }, r.log, "ssh-agent filter")
+	n.Binds = append(n.Binds, [2]string{path, agentInside})
+	n.Env["SSH_AUTH_SOCK"] = agentInside
 	rep.SSHAgent, rep.SSHAgentInside = p.SSHAgent, agentInside
 	if p.SSHKnownHosts == "" {
 		return nil
@@ -113,7 +113,7 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err != nil || len(text) > maxKnownHosts {
 		return fault.New("cannot read "+p.SSHKnownHosts, fmt.Sprintf("unreadable or larger than %d bytes", maxKnownHosts), "trim it")
 	}
-	cp := filepath.Join(n.dir, "known_hosts")
+	cp := filepath.Join(n.Dir, "known_hosts")
 	if err := os.WriteFile(cp, text, 0o644); err != nil {
 		return fault.New("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
 	}
@@ -127,7 +127,7 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	// ssh finds ~ in the password file, not $HOME, so the file is named
 	// to it: git's ssh through GIT_SSH_COMMAND.
 	if _, set := p.Env["GIT_SSH_COMMAND"]; !set {
-		n.env["GIT_SSH_COMMAND"] = "ssh -o UserKnownHostsFile=" + knownHostsInside
+		n.Env["GIT_SSH_COMMAND"] = "ssh -o UserKnownHostsFile=" + knownHostsInside
 	}
 	rep.KnownHosts, rep.KnownHostsInside = p.SSHKnownHosts, knownHostsInside
 	return nil
@@ -149,13 +149,13 @@ func (r *bwRun) handInSockets(rep *report.HandInReport) error {
 			return fault.New("--unix-socket "+sp, "refused: it "+why+", so the command would have host root",
 				"leave it out, or pass --unix-socket-unsafe "+sp+" to hand it in anyway (the report names it unsafe)")
 		}
-		ln, path, err := r.nw.listen("unix-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := r.nw.Listen("unix-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
 		if err != nil {
 			return err
 		}
 		al := &auditListener{Listener: ln, audit: r.opts.Audit, runID: r.runID, event: "unix_socket", fields: map[string]any{"path": sp, "unsafe": why != ""}}
-		r.nw.serve(func(ctx context.Context) error { return forwarder.Serve(ctx, al, target) }, r.log, "relay to "+sp)
-		r.nw.binds = append(r.nw.binds, [2]string{path, sp})
+		r.nw.Serve(func(ctx context.Context) error { return forwarder.Serve(ctx, al, target) }, r.log, "relay to "+sp)
+		r.nw.Binds = append(r.nw.Binds, [2]string{path, sp})
 		rep.Sockets = append(rep.Sockets, report.SocketHandIn{Path: sp, Unsafe: why != "", Why: why})
 	}
 	return nil
@@ -169,19 +169,19 @@ func (r *bwRun) handInHostPorts(rep *report.HandInReport) error {
 		if err != nil {
 			return fault.New("--host-port "+h, err.Error(), "write --host-port PORT or ADDR:PORT")
 		}
-		ln, path, err := r.nw.listen("host-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := r.nw.Listen("host-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
 		if err != nil {
 			return err
 		}
 		al := &auditListener{Listener: ln, audit: r.opts.Audit, runID: r.runID, event: "host_port", fields: map[string]any{"addr": ap.String()}}
-		r.nw.serve(func(ctx context.Context) error { return forwarder.ServeTCP(ctx, al, ap.String()) }, r.log, "host port "+ap.String())
+		r.nw.Serve(func(ctx context.Context) error { return forwarder.ServeTCP(ctx, al, ap.String()) }, r.log, "host port "+ap.String())
 		inside := handInDir + "host-" + strconv.Itoa(i) + ".sock"
-		r.nw.binds = append(r.nw.binds, [2]string{path, inside})
+		r.nw.Binds = append(r.nw.Binds, [2]string{path, inside})
 		addr := ap.Addr().String()
 		if h == strconv.Itoa(int(ap.Port())) {
 			addr = "" // PORT alone: 127.0.0.1 and ::1, as the proxy's port
 		}
-		r.nw.forwards = append(r.nw.forwards, initproc.Forward{Port: int(ap.Port()), Socket: inside, Addr: addr})
+		r.nw.Forwards = append(r.nw.Forwards, initproc.Forward{Port: int(ap.Port()), Socket: inside, Addr: addr})
 		rep.HostPorts = append(rep.HostPorts, ap.String())
 	}
 	return nil
@@ -200,7 +200,7 @@ func (r *bwRun) handInPublish(rep *report.HandInReport) error {
 		if err != nil {
 			return fault.New("--publish "+s, "cannot listen on the host's "+addr+": "+fault.Reason(err), "publish on a free host port: --publish "+strconv.Itoa(int(in))+":HOSTPORT")
 		}
-		ln, path, err := r.nw.listen("publish-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := r.nw.Listen("publish-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
 		if err != nil {
 			tcp.Close()
 			return err
@@ -209,10 +209,10 @@ func (r *bwRun) handInPublish(rep *report.HandInReport) error {
 		onConn := func(a net.Addr) {
 			audit.Event(aw, runID, "publish", map[string]any{"host": addr, "inside": int(in), "peer": a.String(), "decision": "allow"})
 		}
-		r.nw.serve(func(ctx context.Context) error { return forwarder.ServePublished(ctx, tcp, ln, onConn) }, r.log, "published port "+addr)
+		r.nw.Serve(func(ctx context.Context) error { return forwarder.ServePublished(ctx, tcp, ln, onConn) }, r.log, "published port "+addr)
 		inside := handInDir + "publish-" + strconv.Itoa(i) + ".sock"
-		r.nw.binds = append(r.nw.binds, [2]string{path, inside})
-		r.nw.publish = append(r.nw.publish, initproc.Forward{Port: int(in), Socket: inside})
+		r.nw.Binds = append(r.nw.Binds, [2]string{path, inside})
+		r.nw.Publish = append(r.nw.Publish, initproc.Forward{Port: int(in), Socket: inside})
 		rep.Published = append(rep.Published, report.PublishedReport{Inside: int(in), Host: addr})
 	}
 	return nil

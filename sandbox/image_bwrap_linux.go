@@ -21,10 +21,10 @@ import (
 // may traverse (resolveImage): bwrap, running as that uid, resolves even
 // a bind by descriptor through its path.
 func (r *bwRun) image(ctx context.Context) (err error) {
-	if r.opts.Image.Ref == "" {
+	if r.opts.Image == nil {
 		return nil
 	}
-	r.img, err = resolveImage(ctx, r.p, r.opts)
+	r.img, err = r.opts.Image(ctx)
 	return err
 }
 

@@ -17,16 +17,16 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-var toolPodman = tool{"podman", "--podman", "install podman (apt-get install -y podman), which keeps the images, or pass --podman PATH"}
+var toolPodman = mechanism.Tool{Name: "podman", Flag: "--podman", Install: "install podman (apt-get install -y podman), which keeps the images, or pass --podman PATH"}
 
 // imageMechanism runs an image's tree under gVisor (tier 2) unless
 // --sandbox bwrap asks for tier 1 by name: nothing weaker is ever chosen
 // in gVisor's place.
-func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func imageMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	switch p.Sandbox {
 	case policy.ModeAuto, policy.ModeGvisor, "":
 		p.Sandbox = policy.ModeGvisor
-		return &gvRun{p: p, cmd: cmd, opts: opts}, nil
+		return gvisorMechanism(p, cmd, opts)
 	case policy.ModeBwrap:
 		return bwrapMechanism(p, cmd, opts)
 	}
@@ -36,10 +36,6 @@ func imageMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mech
 
 // resolveImage finds the run's image in podman's storage and its
 // unpacked tree; nil when the run has none.
-func (g *gvRun) resolveImage(ctx context.Context) (*ociimage.Image, error) {
-	return resolveImage(ctx, g.p, g.opts)
-}
-
 func resolveImage(ctx context.Context, p policy.Policy, opts Options) (*ociimage.Image, error) {
 	src := opts.Image
 	if src.Ref == "" {
@@ -49,7 +45,7 @@ func resolveImage(ctx context.Context, p policy.Policy, opts Options) (*ociimage
 	if err != nil {
 		return nil, imageErr(err)
 	}
-	podman, err := findTool(opts.Resolver, toolPodman, src.Podman, p.Writable())
+	podman, err := mechanism.FindTool(opts.Resolver, toolPodman, src.Podman, p.Writable())
 	if err != nil {
 		return nil, err
 	}

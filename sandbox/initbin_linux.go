@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 )
 
@@ -35,7 +36,7 @@ func (r *bwRun) openInit() (*os.File, error) {
 // initPath is ib with Path set from Beside when it is empty: the file of
 // that name beside this executable; Path stays empty when the executable
 // cannot be found.
-func initPath(ib InitBinary) InitBinary {
+func initPath(ib mechanism.InitBinary) mechanism.InitBinary {
 	if ib.Path != "" || ib.Beside == "" {
 		return ib
 	}
@@ -50,7 +51,7 @@ func initPath(ib InitBinary) InitBinary {
 // writable directory (g.CheckRead, as for any read-only bind: the command
 // could replace it for the next run), it is a regular file and uid, gid
 // may execute it. The descriptor returned (O_PATH) is the inode checked.
-func usableInit(ib InitBinary, g *pathguard.Guard, uid, gid int) (*os.File, error) {
+func usableInit(ib mechanism.InitBinary, g *pathguard.Guard, uid, gid int) (*os.File, error) {
 	if ib.BuildID == "" {
 		return nil, errors.New("no build ID to check it against")
 	}

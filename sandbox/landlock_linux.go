@@ -62,7 +62,7 @@ func landlockABI() int {
 type llRun struct {
 	p        policy.Policy
 	cmd      []string
-	opts     Options
+	opts     mechanism.Config
 	report   report.Report
 	rs       *landlock.Ruleset
 	spec     landlockSpec
@@ -85,7 +85,7 @@ type llRun struct {
 // a network below landlock.NetABI. Protected paths, which Landlock cannot
 // hold read-only beneath a writable grant, are copied and put back after
 // the run (landlock_protect_linux.go).
-func landlockMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func landlockMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
@@ -109,7 +109,7 @@ func (r *llRun) AuditStart() map[string]any {
 // the environment's names (values are never printed).
 func (r *llRun) Describe(w io.Writer) {
 	cmd := r.cmd
-	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(quoteAll(cmd), " "))
+	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(mechanism.QuoteAll(cmd), " "))
 	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
 	for _, rule := range r.rs.Rules {
 		fmt.Fprintf(w, "  %v\n", rule)
@@ -146,7 +146,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	// A session's home and the caches become writable dirs like any
 	// other, but for their protected names (protect.SplitOwn).
 	var own []string
-	p, own, err = prepareState(p, r.opts, r.uid, r.gid)
+	p, own, err = PrepareState(p, r.opts, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
@@ -207,10 +207,10 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		ports = append(ports, port)
 		return ln, strconv.Itoa(int(port)), nil
 	}
-	log, runID := r.opts.logger(), r.report.RunID
+	log, runID := r.opts.Log(), r.report.RunID
 	switch {
 	case p.EgressSocket != "":
-		if err := checkSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
+		if err := CheckSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
 			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, nil, "", err
 		}
@@ -240,7 +240,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		mechanism.SetOfflineEnv(env)
 	}
 	if p.LLMSocket != "" {
-		if err := checkSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
+		if err := CheckSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, nil, "", err
 		}
 		ln, port, err := listen()
@@ -288,7 +288,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 	}
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
-	r.swept = startSweep(os.TempDir(), llTmpPrefix, r.uid)
+	r.swept = StartSweep(os.TempDir(), llTmpPrefix, r.uid)
 	start, _, err := procid.Self()
 	if err != nil {
 		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")

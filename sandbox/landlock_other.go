@@ -13,7 +13,7 @@ import (
 // landlockArg is the landlock shim's hidden mode; it exists only on Linux.
 const landlockArg = "__sandbox-landlock"
 
-func landlockMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
+func landlockMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: landlock exists only on Linux: %w", ErrUnsupported)
 }
 

@@ -29,7 +29,7 @@ func (r *llRun) protectPaths() error {
 	cache, runID := r.opts.BwrapCache, r.report.RunID
 	writable := r.p.Writable()
 	var pr protect.State
-	pend, err := protect.Start(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.protect, func() ([]string, protect.State, func(), error) {
+	pend, err := protect.Start(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.Protect, func() ([]string, protect.State, func(), error) {
 		acts, finds, err := protect.Actions(r.p, writable, r.own)
 		if err != nil {
 			return nil, protect.State{}, nil, err
@@ -76,7 +76,8 @@ func (r *llRun) protectPaths() error {
 // printed on stderr.
 func (r *llRun) settleProtected(res *Result) {
 	if r.pend != nil {
-		r.pend.Finish(res, r.opts.Stderr)
+		rep, code := res.Parts()
+		r.pend.Finish(rep, code, r.opts.Stderr)
 	}
 }
 

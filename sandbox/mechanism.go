@@ -14,13 +14,14 @@ import (
 
 // newMechanism returns the mechanism the policy's mode names on this
 // platform.
-func newMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
-	if opts.Image.Ref != "" {
+func newMechanism(p policy.Policy, cmd []string, o Options) (mechanism.Mechanism, error) {
+	opts := o.config(p)
+	if opts.Image != nil {
 		return imageMechanism(p, cmd, opts)
 	}
 	switch p.Sandbox {
 	case policy.ModeOff:
-		return off.New(p, cmd, opts.caller()), nil
+		return off.New(p, cmd, opts.Caller), nil
 	case policy.ModeAuto:
 		return nativeMechanism(p, cmd, opts)
 	case policy.ModeBwrap:

@@ -38,22 +38,22 @@ const (
 	llmPort      = 3129
 )
 
-// network is the run's way out: the Unix sockets bound in, what init
+// Network is the run's way out: the Unix sockets bound in, what init
 // forwards, the variables that point the command at them, and what serves
 // the sockets outside (the built-in proxy, or relays to the node's).
-type network struct {
-	mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
-	binds    [][2]string
-	forwards []initproc.Forward
-	publish  []initproc.Forward   // published ports (handin_linux.go)
-	handIn   *report.HandInReport // what was handed in; nil for nothing
-	env      map[string]string
-	px       *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
-	dir      string             // the run's runtime dir, removed by close or release
+type Network struct {
+	Mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
+	Binds    [][2]string
+	Forwards []initproc.Forward
+	Publish  []initproc.Forward   // published ports (handin_linux.go)
+	HandIn   *report.HandInReport // what was handed in; nil for nothing
+	Env      map[string]string
+	Proxy    *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
+	Dir      string             // the run's runtime dir, removed by close or release
 	swept    func()             // waits for the sweep of killed runs' dirs; nil before listen
 	writable []string           // the run's writable dirs, which its TMPDIR must lie outside
-	tun      *transparent       // transparent egress to attach (bwrap), nil for none
-	egress   report.Transparent // what the report says of transparent egress
+	Tun      *Transparent       // transparent egress to attach (bwrap), nil for none
+	Egress   report.Transparent // what the report says of transparent egress
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -66,34 +66,34 @@ type network struct {
 	refused *refusals.Collector
 }
 
-// halt asks what serves the sockets to stop, without waiting for it;
+// Halt asks what serves the sockets to stop, without waiting for it;
 // close waits.
-func (n *network) halt() {
+func (n *Network) Halt() {
 	if n.stop != nil {
 		n.stop()
 	}
 }
 
-// close stops what serves the sockets and removes the runtime directory.
-func (n *network) close() {
+// Close stops what serves the sockets and removes the runtime directory.
+func (n *Network) Close() {
 	if n.stop != nil {
 		n.stop()
 		n.wg.Wait()
 	}
-	n.release()
+	n.Release()
 	if n.swept != nil {
 		n.swept()
 		n.swept = nil
 	}
 }
 
-// release removes the runtime directory once the sandbox holds its sockets
+// Release removes the runtime directory once the sandbox holds its sockets
 // by their bind mounts: the listeners keep serving the bound inodes, and a
 // sandbox-run killed later leaves no directory behind.
-func (n *network) release() {
-	if n.dir != "" {
-		os.RemoveAll(n.dir)
-		n.dir = ""
+func (n *Network) Release() {
+	if n.Dir != "" {
+		os.RemoveAll(n.Dir)
+		n.Dir = ""
 	}
 }
 
@@ -101,7 +101,7 @@ func (n *network) release() {
 // directory: netDirPrefix+PID.START-RANDOM (see sweepRunDirs).
 const netDirPrefix = "sandbox-run-net-"
 
-// listen creates the run's runtime directory on first use and a socket
+// Listen creates the run's runtime directory on first use and a socket
 // named name in it that only the sandbox's uid may reach. A TMPDIR inside
 // a writable dir of the run is refused (checkTmpdir). The directory
 // stays 0700 (MkdirTemp), and as root both are handed to that uid so that
@@ -109,27 +109,27 @@ const netDirPrefix = "sandbox-run-net-"
 // this process; the directories of killed runs are swept beside the
 // run's set-up (startSweep): one that a SIGKILL left before release goes
 // with the next run that makes one.
-func (n *network) listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
-	return n.listenOn("unix", name, uid, gid, root)
+func (n *Network) Listen(name string, uid, gid int, root bool) (net.Listener, string, error) {
+	return n.ListenOn("unix", name, uid, gid, root)
 }
 
-// listenOn is listen for a Unix socket of the given network ("unix",
+// ListenOn is listen for a Unix socket of the given network ("unix",
 // "unixpacket").
-func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.Listener, string, error) {
-	if n.dir == "" {
-		if err := checkTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
+func (n *Network) ListenOn(network, name string, uid, gid int, root bool) (net.Listener, string, error) {
+	if n.Dir == "" {
+		if err := CheckTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
 			return nil, "", err
 		}
 		start, _, err := procid.Self()
 		if err != nil {
 			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}
-		n.swept = startSweep(os.TempDir(), netDirPrefix, uid)
+		n.swept = StartSweep(os.TempDir(), netDirPrefix, uid)
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", netDirPrefix, os.Getpid(), start))
 		if err != nil {
 			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}
-		n.dir = dir
+		n.Dir = dir
 		if err := plan.AccessibleAs(dir, uid, gid, false, nil); err != nil {
 			why := err.Error()
 			var se *SetupError
@@ -146,7 +146,7 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 		}
 		n.ctx, n.stop = context.WithCancel(context.Background())
 	}
-	path := filepath.Join(n.dir, name)
+	path := filepath.Join(n.Dir, name)
 	ln, err := net.Listen(network, path)
 	if err != nil {
 		return nil, "", fault.New("cannot listen on "+path, err.Error(), "check that $TMPDIR is writable")
@@ -162,8 +162,8 @@ func (n *network) listenOn(network, name string, uid, gid int, root bool) (net.L
 	return ln, path, nil
 }
 
-// serve runs f in the background until close.
-func (n *network) serve(f func(ctx context.Context) error, log *slog.Logger, what string) {
+// Serve runs f in the background until close.
+func (n *Network) Serve(f func(ctx context.Context) error, log *slog.Logger, what string) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -179,33 +179,33 @@ func (n *network) serve(f func(ctx context.Context) error, log *slog.Logger, wha
 // for the sandbox at once (new connections get a 502 from the forwarder),
 // and one restarted at the same path is reached again. Binding target
 // itself would pin the inode it had when the run started.
-func (n *network) relay(name, target string, uid, gid int, root bool, tag []byte, log *slog.Logger) (string, error) {
-	ln, path, err := n.listen(name, uid, gid, root)
+func (n *Network) relay(name, target string, uid, gid int, root bool, tag []byte, log *slog.Logger) (string, error) {
+	ln, path, err := n.Listen(name, uid, gid, root)
 	if err != nil {
 		return "", err
 	}
-	n.serve(func(ctx context.Context) error { return forwarder.ServeTagged(ctx, ln, target, tag) }, log, "relay to "+target)
+	n.Serve(func(ctx context.Context) error { return forwarder.ServeTagged(ctx, ln, target, tag) }, log, "relay to "+target)
 	return path, nil
 }
 
-// setupNetwork decides the run's network. With no allow-list, no egress
+// SetupNetwork decides the run's network. With no allow-list, no egress
 // socket and no LLM socket the sandbox has no network at all and nothing is
 // forwarded (the fast path).
-func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger, lookup func(string) (string, bool)) (_ *network, err error) {
-	n := &network{mode: "none", env: map[string]string{}, writable: p.Writable(), audit: audit, runID: runID, refused: refused}
+func SetupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool, runID string, audit io.Writer, refused *refusals.Collector, log *slog.Logger, lookup func(string) (string, bool)) (_ *Network, err error) {
+	n := &Network{Mode: "none", Env: map[string]string{}, writable: p.Writable(), audit: audit, runID: runID, refused: refused}
 	defer func() {
 		if err != nil {
-			n.close()
+			n.Close()
 		}
 	}()
-	sec, err := loadSecrets(p, lookup, n.env)
+	sec, err := loadSecrets(p, lookup, n.Env)
 	if err != nil {
 		return nil, err
 	}
 	var egress string // the socket bound in as the egress proxy
 	switch {
 	case p.EgressSocket != "":
-		if err := checkSocket("--egress-socket", p.EgressSocket, uid, gid, root,
+		if err := CheckSocket("--egress-socket", p.EgressSocket, uid, gid, root,
 			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, err
 		}
@@ -214,7 +214,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if egress, err = n.relay("egress.sock", p.EgressSocket, uid, gid, root, tag, log); err != nil {
 			return nil, err
 		}
-		n.mode = "proxy (socket " + p.EgressSocket + ")"
+		n.Mode = "proxy (socket " + p.EgressSocket + ")"
 	case len(p.AllowHosts) > 0 || len(p.AllowHTTP) > 0:
 		roots, err := upstreamRoots(p)
 		if err != nil {
@@ -224,7 +224,7 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		if err != nil {
 			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
-		ln, path, err := n.listen("egress.sock", uid, gid, root)
+		ln, path, err := n.Listen("egress.sock", uid, gid, root)
 		if err != nil {
 			return nil, err
 		}
@@ -232,49 +232,49 @@ func setupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 			return nil, err
 		}
 		egress = path
-		n.px = px
-		n.serve(func(ctx context.Context) error { return px.Serve(ctx, ln) }, log, "egress proxy")
-		n.mode = "proxy (built-in)"
+		n.Proxy = px
+		n.Serve(func(ctx context.Context) error { return px.Serve(ctx, ln) }, log, "egress proxy")
+		n.Mode = "proxy (built-in)"
 	}
 	if egress != "" {
-		n.binds = append(n.binds, [2]string{egress, egressInside})
-		n.forwards = append(n.forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
-		mechanism.SetProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
+		n.Binds = append(n.Binds, [2]string{egress, egressInside})
+		n.Forwards = append(n.Forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
+		mechanism.SetProxyEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
 	} else {
-		mechanism.SetOfflineEnv(n.env)
+		mechanism.SetOfflineEnv(n.Env)
 	}
 	if p.LLMSocket != "" {
-		if err := checkSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
+		if err := CheckSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, err
 		}
 		var llmPath string
 		if audit != nil || p.LLMKeyEnv != "" {
 			// With an audit or a key to add, an HTTP relay that records
 			// each request.
-			ln, path, err := n.listen("llm.sock", uid, gid, root)
+			ln, path, err := n.Listen("llm.sock", uid, gid, root)
 			if err != nil {
 				return nil, err
 			}
-			n.serve(func(ctx context.Context) error {
+			n.Serve(func(ctx context.Context) error {
 				return llm.Serve(ctx, ln, p.LLMSocket, runID, audit, log, llm.Key{Set: sec, Name: p.LLMKeyEnv})
 			}, log, "LLM relay")
 			llmPath = path
 		} else if llmPath, err = n.relay("llm.sock", p.LLMSocket, uid, gid, root, nil, log); err != nil {
 			return nil, err
 		}
-		n.binds = append(n.binds, [2]string{llmPath, llmInside})
-		n.forwards = append(n.forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
-		mechanism.SetLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
-		if n.mode == "none" {
-			n.mode = "llm only"
+		n.Binds = append(n.Binds, [2]string{llmPath, llmInside})
+		n.Forwards = append(n.Forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
+		mechanism.SetLLMEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
+		if n.Mode == "none" {
+			n.Mode = "llm only"
 		}
 	}
 	return n, nil
 }
 
-// checkSocket fails closed when a socket the run depends on is missing,
+// CheckSocket fails closed when a socket the run depends on is missing,
 // not a socket, not reachable for the sandbox's uid, or refusing.
-func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
+func CheckSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fault.New(flag+" "+path, "does not exist ("+fault.Reason(err)+")", fix)
@@ -297,7 +297,7 @@ func checkSocket(flag, path string, uid, gid int, root bool, fix string) error {
 	return nil
 }
 
-func (n *network) String() string { return fmt.Sprintf("network %s", n.mode) }
+func (n *Network) String() string { return fmt.Sprintf("network %s", n.Mode) }
 
 func socketWritableBy(fi fs.FileInfo, uid, gid int) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)

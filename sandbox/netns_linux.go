@@ -40,7 +40,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 	}
 	defer ours.Close()
 	h := tun.Helper{Sock: len(files), UID: r.uid, GID: r.gid, SetGroups: r.root,
-		Device: tun.Config{Name: tunName, Addr: tunAddr, MTU: tunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
+		Device: tun.Config{Name: TunName, Addr: TunAddr, MTU: TunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
 	argv := append([]string{fmt.Sprintf("/proc/self/fd/%d", fdInit)}, h.Args()...)
 	pidfd := -1
 	pid, err = r.fork(launch{argv: argv, helper: true, pidfd: &pidfd}, append(files[:len(files):len(files)], theirs), bp.exited)
@@ -58,7 +58,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 		bp.exited = make(chan bwExit, 1)
 		return r.startPlain(files, bp, err.Error())
 	}
-	if err := r.nw.attachTransparent(dev, r.log); err != nil {
+	if err := r.nw.AttachTransparent(dev, r.log); err != nil {
 		unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		<-bp.exited
 		return 0, false, err
@@ -69,7 +69,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 // startPlain names transparent egress lost (why) and starts bwrap the
 // plain way.
 func (r *bwRun) startPlain(files []*os.File, bp *bwProc, why string) (int, bool, error) {
-	if err := r.nw.loseTransparent(why, r.log); err != nil {
+	if err := r.nw.LoseTransparent(why, r.log); err != nil {
 		return 0, false, err
 	}
 	pid, err := r.fork(launch{argv: r.argv}, files, bp.exited)

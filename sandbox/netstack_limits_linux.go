@@ -33,7 +33,7 @@ func netstackLimits() netstack.Limits {
 // netstackRefused names a connection the netstack reset by its own
 // limit: in the audit (an egress line, as the proxy writes for the
 // policy's refusals) and once in the run's refusals. No flag allows it.
-func (n *network) netstackRefused(name string, dst netip.AddrPort, err error) {
+func (n *Network) netstackRefused(name string, dst netip.AddrPort, err error) {
 	host := name
 	if host == "" {
 		host = dst.Addr().String()

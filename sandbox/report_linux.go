@@ -24,20 +24,6 @@ func bwrapErr(err error) error {
 	return err
 }
 
-// readbackOf is a copy of init's read-back for the report (the same
-// type; Namespaces shared); nil for nil.
-func readbackOf(rb *initproc.Readback) *report.Readback {
-	if rb == nil {
-		return nil
-	}
-	out := *rb
-	if k := rb.Kernel; k != nil {
-		kc := *k
-		out.Kernel = &kc
-	}
-	return &out
-}
-
 // inotifyLost names the inotify ceiling as not held in rep (enforced
 // "none") and says why in a note: a default that could not be had is
 // named as lost, never claimed.

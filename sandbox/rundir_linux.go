@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -66,11 +67,11 @@ func sweepRunDir(tmp, name, prefix string, owner int) {
 	os.RemoveAll(p)
 }
 
-// startSweep runs sweepRunDirs beside the run's set-up, off the path to
+// StartSweep runs sweepRunDirs beside the run's set-up, off the path to
 // the command's start, and returns the wait for it, which the run's
 // cleanup calls: a run never sweeps its own directory (its process is
 // alive), and it leaves nothing running behind it.
-func startSweep(tmp, prefix string, owner int) (wait func()) {
+func StartSweep(tmp, prefix string, owner int) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -79,14 +80,14 @@ func startSweep(tmp, prefix string, owner int) (wait func()) {
 	return func() { <-done }
 }
 
-// checkTmpdir refuses a TMPDIR inside a writable directory of the run:
+// CheckTmpdir refuses a TMPDIR inside a writable directory of the run:
 // held, what sandbox-run keeps in its runtime directory there, would be
 // in the command's reach, and so would the directories sweepRunDirs
 // removes.
-func checkTmpdir(writable []string, held string) error {
+func CheckTmpdir(writable []string, held string) error {
 	tmp := os.TempDir()
-	for _, t := range []string{tmp, resolved(tmp)} {
-		if policy.InsideAny(t, writable) || policy.InsideAny(t, resolvedAll(writable)) {
+	for _, t := range []string{tmp, plan.Resolved(tmp)} {
+		if policy.InsideAny(t, writable) || policy.InsideAny(t, plan.ResolvedAll(writable)) {
 			return fault.New("TMPDIR "+tmp+" lies in a writable directory", held+" would be in the command's reach",
 				"point TMPDIR at a directory outside every --workdir and --write dir, such as /tmp")
 		}

@@ -86,11 +86,11 @@ func TestSweepRunDirs(t *testing.T) {
 		}
 		return n
 	}
-	startSweep(tmp, prefix, os.Geteuid())()
+	StartSweep(tmp, prefix, os.Geteuid())()
 	if n := left(); n < 70-64 || n > 70-64+3 {
 		t.Errorf("after one sweep %d ended runs' directories are left, want 6 to 9 (at most 64 names a call)", n)
 	}
-	startSweep(tmp, prefix, os.Geteuid())()
+	StartSweep(tmp, prefix, os.Geteuid())()
 	if n := left(); n != 0 {
 		t.Errorf("after a second sweep %d ended runs' directories are left, want 0", n)
 	}

@@ -105,6 +105,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
@@ -259,6 +260,19 @@ type InitBinary struct {
 func (o Options) caller() mechanism.Caller {
 	return mechanism.Caller{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Signals: o.Signals,
 		LookupEnv: o.LookupEnv, Audit: o.Audit, Logger: o.logger()}
+}
+
+// config is o as the mechanisms read it, for a run of p: the image, when
+// o names one, is resolved by the mechanism's Prepare through it.
+func (o Options) config(p policy.Policy) mechanism.Config {
+	c := mechanism.Config{Caller: o.caller(), BwrapPath: o.BwrapPath, RunscPath: o.RunscPath,
+		BwrapCache: o.BwrapCache, DataDir: o.DataDir, Terminal: o.Terminal, DryRun: o.DryRun,
+		Refusals: o.Refusals, ProcSys: o.ProcSys, Init: mechanism.InitBinary(o.Init), MapOwner: o.MapOwner,
+		Resolver: o.Resolver, Protect: o.protect}
+	if o.Image.Ref != "" {
+		c.Image = func(ctx context.Context) (*ociimage.Image, error) { return resolveImage(ctx, p, o) }
+	}
+	return c
 }
 
 func (o Options) logger() *slog.Logger {
@@ -432,7 +446,7 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 		}
 		p = filepath.Clean(p)
 		out := []string{p}
-		if r, ok := resolvedPath(opts.Resolver, p); ok && r != p {
+		if r, ok := plan.ResolvedPath(opts.Resolver, p); ok && r != p {
 			out = append(out, r)
 		}
 		return out
@@ -446,18 +460,6 @@ func hostOf(p policy.Policy, opts Options) policy.Host {
 	return h
 }
 
-// resolvedPath is filepath.EvalSymlinks of p through rv's memo (nil: none):
-// the path p resolves to, and whether it exists. A p that is not absolute
-// and clean is resolved by EvalSymlinks itself.
-func resolvedPath(rv *pathguard.Resolver, p string) (string, bool) {
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-		r, err := filepath.EvalSymlinks(p)
-		return r, err == nil
-	}
-	r, err := rv.Resolve(p)
-	return r.Path, err == nil && r.Exists
-}
-
 // checkHost refuses a writable directory of p that exposes the system or
 // the caller's own state (policy.Host.CheckWritable), at either spelling:
 // as given and resolved.
@@ -467,7 +469,7 @@ func checkHost(p policy.Policy, opts Options) error {
 		if err := h.CheckWritable(w, w); err != nil {
 			return err
 		}
-		if r, ok := resolvedPath(opts.Resolver, w); ok && r != w {
+		if r, ok := plan.ResolvedPath(opts.Resolver, w); ok && r != w {
 			if err := h.CheckWritable(w, r); err != nil {
 				return err
 			}

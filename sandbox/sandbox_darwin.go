@@ -8,16 +8,16 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func nativeMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return seatbeltMechanism(p, cmd, opts)
 }
 
-func bwrapMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
+func bwrapMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
 }
 
-func seatbeltMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
-	return seatbelt.New(p, cmd, opts.caller()), nil
+func seatbeltMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+	return seatbelt.New(p, cmd, opts.Caller), nil
 }
 
 // shownInside is nil: Seatbelt's profile, not a mount plan, decides what

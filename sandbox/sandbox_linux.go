@@ -1,19 +1,14 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,11 +23,11 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func nativeMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return bwrapMechanism(p, cmd, opts)
 }
 
-func seatbeltMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
+func seatbeltMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
@@ -47,117 +42,14 @@ const (
 	fdBinds   = 9 // first descriptor of the bind plan
 )
 
-// tool names a mechanism's binary for findTool's messages.
-type tool struct{ name, flag, install string }
-
 var (
-	toolBwrap = tool{"bwrap", "--bwrap", "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
-	toolRunsc = tool{"runsc", "--runsc", "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}
+	toolBwrap = mechanism.Tool{Name: "bwrap", Flag: "--bwrap", Install: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
+	toolRunsc = mechanism.Tool{Name: "runsc", Flag: "--runsc", Install: "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}
 )
 
 // findBwrap resolves the bwrap to use, refusing one inside a writable dir.
 func findBwrap(rv *pathguard.Resolver, want string, writable []string) (string, error) {
-	return findTool(rv, toolBwrap, want, writable)
-}
-
-// findTool resolves a mechanism's binary: want, or t.name on PATH; one
-// that lies in a writable directory (as named or resolved) is refused:
-// the command could replace it for the next run. Links are resolved
-// through rv's memo (nil: none).
-func findTool(rv *pathguard.Resolver, t tool, want string, writable []string) (string, error) {
-	path := want
-	if path == "" {
-		var err error
-		path, err = lookPath(t.name, os.Getenv("PATH"), isExecutable)
-		if err != nil {
-			return "", &SetupError{What: t.name + " not found", Why: "no " + t.name + " on PATH", Fix: t.install}
-		}
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", &SetupError{What: t.name + " path " + path, Why: err.Error(), Fix: "pass an absolute " + t.flag + " PATH"}
-	}
-	real, err := resolveTool(rv, abs)
-	if err != nil {
-		return "", &SetupError{What: t.name + " not found at " + abs, Why: fault.Reason(err), Fix: strings.Replace(t.install, ", dnf install bubblewrap", "", 1)}
-	}
-	for _, w := range writable {
-		wr, ok := resolvedPath(rv, w)
-		if !ok {
-			wr = w
-		}
-		for _, cand := range []string{abs, real} {
-			if policy.Within(cand, w) || policy.Within(cand, wr) {
-				return "", &SetupError{What: t.name + " " + abs + " lies in writable directory " + w,
-					Why: "the sandboxed command could replace it for the next run",
-					Fix: "use a " + t.name + " outside every --workdir and --write dir, such as /usr/bin/" + t.name}
-			}
-		}
-	}
-	return real, nil
-}
-
-// lookPath is exec.LookPath(name) with PATH as path, each directory
-// tried once: a directory named again on PATH (a profile that prepends
-// what is already there) was already found not to hold name, so trying
-// it again changes nothing but the cost. The first match wins and must be
-// an executable file, as LookPath checks it; one in a relative directory
-// is refused with exec.ErrDot, as LookPath refuses it. check is the test
-// of one file (isExecutable).
-func lookPath(name, path string, check func(string) error) (string, error) {
-	if strings.Contains(name, "/") {
-		return exec.LookPath(name)
-	}
-	tried := map[string]bool{}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if tried[p] {
-			continue
-		}
-		tried[p] = true
-		file := p
-		if !filepath.IsAbs(p) {
-			file = "./" + p // a name with a slash is checked, not searched
-		}
-		if check(file) != nil {
-			continue
-		}
-		if !filepath.IsAbs(p) {
-			return "", &exec.Error{Name: name, Err: exec.ErrDot}
-		}
-		return p, nil
-	}
-	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
-}
-
-// isExecutable is exec.LookPath's test of one file: it exists, is not a
-// directory, and the effective ids may execute it.
-func isExecutable(file string) error {
-	_, err := exec.LookPath(file)
-	return err
-}
-
-// resolveTool is filepath.EvalSymlinks of the absolute, clean abs through
-// rv's memo: a missing abs is an error wrapping fs.ErrNotExist.
-func resolveTool(rv *pathguard.Resolver, abs string) (string, error) {
-	r, err := rv.Resolve(abs)
-	if err != nil {
-		return "", err
-	}
-	if !r.Exists {
-		return "", &fs.PathError{Op: "lstat", Path: r.Path, Err: fs.ErrNotExist}
-	}
-	return r.Path, nil
-}
-
-func waitCode(ws syscall.WaitStatus) int {
-	if ws.Signaled() {
-		return exitcode.OfSignal(int(ws.Signal()))
-	}
-	return ws.ExitStatus()
+	return mechanism.FindTool(rv, toolBwrap, want, writable)
 }
 
 // fullDirs returns the writable directories whose file system is full
@@ -181,74 +73,8 @@ func fullDirs(writable []string) []string {
 	return full
 }
 
-func orNull(f, null *os.File) *os.File {
-	if f != nil {
-		return f
-	}
-	return null
-}
-
 // selfPath is the binary bwrap starts as init: this one (see Reexec).
-func selfPath(Options) string { return "/proc/self/exe" }
-
-// relay passes bwrap's own stderr on once the command has started, and
-// holds it before, so that a setup failure becomes one line of ours.
-type relay struct {
-	mu      sync.Mutex
-	out     *os.File
-	started bool
-	buf     bytes.Buffer
-}
-
-func (r *relay) run(src io.Reader) {
-	b := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(b)
-		if n > 0 {
-			r.mu.Lock()
-			if r.started {
-				r.out.Write(b[:n])
-			} else if r.buf.Len() < 64<<10 {
-				r.buf.Write(b[:n])
-			}
-			r.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (r *relay) start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.started = true
-	if r.buf.Len() > 0 {
-		r.out.Write(r.buf.Bytes())
-		r.buf.Reset()
-	}
-}
-
-func (r *relay) held() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
-
-func quoteAll(a []string) []string {
-	out := make([]string, len(a))
-	for i, s := range a {
-		out[i] = quote(s)
-	}
-	return out
-}
-
-func quote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func selfPath(mechanism.Config) string { return "/proc/self/exe" }
 
 // hostUIDOf reads the real uid of pid as the host sees it: the uid the
 // sandbox's processes hold outside their user namespace.

@@ -9,15 +9,15 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts Options) (mechanism.Mechanism, error) {
+func nativeMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return seatbeltMechanism(p, cmd, opts)
 }
 
-func bwrapMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
+func bwrapMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
 }
 
-func seatbeltMechanism(policy.Policy, []string, Options) (mechanism.Mechanism, error) {
+func seatbeltMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
 	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 

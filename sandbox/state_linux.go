@@ -6,11 +6,12 @@ import (
 	"strconv"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// prepareState turns the policy's Session and Caches into host
+// PrepareState turns the policy's Session and Caches into host
 // directories and variables: a session's home is
 // DataDir/sessions/NAME/home, a cache DataDir/caches/uid-UID/NAME, each
 // made by pathguard (no link followed, 0700, owned by the sandbox's uid)
@@ -24,7 +25,7 @@ import (
 // sandbox's uid, so two users never share one. A cache is as trusted as the runs that wrote it: a run that
 // poisons it (a planted package, a cargo config, a go build cache entry)
 // reaches later runs of the same user and uid, never anyone else's.
-func prepareState(p policy.Policy, opts Options, uid, gid int) (policy.Policy, []string, error) {
+func PrepareState(p policy.Policy, opts mechanism.Config, uid, gid int) (policy.Policy, []string, error) {
 	if p.Session == "" && len(p.Caches) == 0 {
 		return p, nil, nil
 	}

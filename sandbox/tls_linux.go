@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -42,7 +43,7 @@ func upstreamRoots(p policy.Policy) (*x509.CertPool, error) {
 		return nil, nil
 	}
 	w := p.Writable()
-	if policy.InsideAny(p.UpstreamCA, w) || policy.InsideAny(resolved(p.UpstreamCA), resolvedAll(w)) {
+	if policy.InsideAny(p.UpstreamCA, w) || policy.InsideAny(plan.Resolved(p.UpstreamCA), plan.ResolvedAll(w)) {
 		return nil, fault.New("--upstream-ca "+p.UpstreamCA, "lies in a writable directory of the run, where the command could change it",
 			"keep the CA file outside every --workdir and --write dir")
 	}
@@ -62,7 +63,7 @@ func upstreamRoots(p policy.Policy) (*x509.CertPool, error) {
 // caInside and over every system bundle path the host has, and points the
 // CA variables at it. Only the certificate is written: the CA's key stays
 // in the proxy. It returns the system bundle paths it covered.
-func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string, error) {
+func (n *Network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string, error) {
 	ca := px.CACertificatePEM()
 	if ca == nil {
 		return nil, nil
@@ -91,7 +92,7 @@ func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string
 	}
 	bundle.WriteString("# sandbox-run per-run CA: signs the hosts the egress proxy terminates (--allow-http)\n")
 	bundle.Write(ca)
-	path := filepath.Join(n.dir, "ca-bundle.pem")
+	path := filepath.Join(n.Dir, "ca-bundle.pem")
 	if err := os.WriteFile(path, bundle.Bytes(), 0o644); err != nil {
 		return nil, fault.New("cannot write the run's CA bundle "+path, fault.Reason(err), "check that $TMPDIR is writable")
 	}
@@ -100,12 +101,12 @@ func (n *network) trustRunCA(px *proxy.Proxy, uid, gid int, root bool) ([]string
 			return nil, fault.New("cannot hand the CA bundle to uid "+strconv.Itoa(uid), fault.Reason(err), "check $TMPDIR")
 		}
 	}
-	n.binds = append(n.binds, [2]string{path, caInside})
+	n.Binds = append(n.Binds, [2]string{path, caInside})
 	for _, c := range covered {
-		n.binds = append(n.binds, [2]string{path, c})
+		n.Binds = append(n.Binds, [2]string{path, c})
 	}
 	for _, k := range caEnv {
-		n.env[k] = caInside
+		n.Env[k] = caInside
 	}
 	return covered, nil
 }
@@ -119,16 +120,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// tlsReport is the report's TLS section: nil when the run's proxy
+// TLSReport is the report's TLS section: nil when the run's proxy
 // terminates nothing.
-func (n *network) tlsReport(p policy.Policy) *report.TLSReport {
-	if n == nil || n.px == nil || n.px.CACertificatePEM() == nil {
+func (n *Network) TLSReport(p policy.Policy) *report.TLSReport {
+	if n == nil || n.Proxy == nil || n.Proxy.CACertificatePEM() == nil {
 		return nil
 	}
 	roots := "system"
 	if p.UpstreamCA != "" {
 		roots = p.UpstreamCA
 	}
-	return &report.TLSReport{Terminated: n.px.TerminatedHosts(), Rules: n.px.HTTPRules(), UpstreamRoots: roots,
+	return &report.TLSReport{Terminated: n.Proxy.TerminatedHosts(), Rules: n.Proxy.HTTPRules(), UpstreamRoots: roots,
 		CABundle: caInside, CAEnv: append([]string(nil), caEnv...), Covered: n.caCovered}
 }

@@ -5,6 +5,8 @@ package mechanism
 import (
 	"os"
 	"syscall"
+
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 )
 
 // GroupAttr starts a command in a session of its own, so that SignalGroup
@@ -22,3 +24,10 @@ func SignalGroup(p *os.Process, s os.Signal) {
 
 // KillGroup kills p's process group with SIGKILL.
 func KillGroup(p *os.Process) { syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+func WaitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return exitcode.OfSignal(int(ws.Signal()))
+	}
+	return ws.ExitStatus()
+}

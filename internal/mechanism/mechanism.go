@@ -297,3 +297,13 @@ func LookupFailed(rep report.Report, name string, err error) (*Result, error) {
 	}
 	return NotRunnable(rep, name, exitcode.NotFound, "command not found")
 }
+
+// Parts returns r's report and exit status for those that amend both
+// (protect.Pending.Finish); nil and nil for a nil r (the command never
+// ran).
+func (r *Result) Parts() (*report.Report, *int) {
+	if r == nil {
+		return nil, nil
+	}
+	return &r.Report, &r.ExitCode
+}

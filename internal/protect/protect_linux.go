@@ -14,7 +14,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -328,13 +327,14 @@ func (pend *Pending) Started() []report.Quarantined { return pend.started }
 
 // Finish settles the run's journal (and those of ended runs that waited
 // for it) once the command and its descendants are gone, adds what was
-// quarantined and the live guard's report to res's report (res nil: the
-// command never ran) and prints one line per item on stderr (nil: none).
+// quarantined and the live guard's report to rep (nil: the command never
+// ran; code is then nil too, else the run's exit status, which an
+// incomplete sweep replaces) and prints one line per item on stderr (nil: none).
 // An incomplete sweep makes the run's outcome exit 125, class
 // report.ClassSweepIncomplete. It runs once; later calls do nothing.
 // Without the journal lock it settles nothing and warns: the next run
 // neutralises what this one left.
-func (pend *Pending) Finish(res *mechanism.Result, stderr *os.File) {
+func (pend *Pending) Finish(rep *report.Report, code *int, stderr *os.File) {
 	if pend.finished {
 		return
 	}
@@ -370,9 +370,9 @@ func (pend *Pending) Finish(res *mechanism.Result, stderr *os.File) {
 		settleIn(jd, pend.jdir, pend.jpath, &pend.me, q)
 		unlock()
 	}
-	if res != nil {
-		res.Report.Quarantined = append(res.Report.Quarantined, q.items...)
-		res.Report.LiveGuard = &guard
+	if rep != nil {
+		rep.Quarantined = append(rep.Quarantined, q.items...)
+		rep.LiveGuard = &guard
 	}
 	if stderr != nil {
 		for _, it := range q.items {
@@ -383,7 +383,7 @@ func (pend *Pending) Finish(res *mechanism.Result, stderr *os.File) {
 		}
 	}
 	pend.sweep = mergeWalks(pend.sweep, q.sweep)
-	pend.failClosed(res, stderr)
+	pend.failClosed(rep, code, stderr)
 }
 
 // failClosed makes an incomplete sweep the run's outcome: a repository
@@ -392,13 +392,13 @@ func (pend *Pending) Finish(res *mechanism.Result, stderr *os.File) {
 // says what was not walked; the run exits ExitSetup (125) with the class
 // ClassSweepIncomplete, whatever the command's own status (named in the
 // reason), and one line on stderr says what, why and what to do.
-func (pend *Pending) failClosed(res *mechanism.Result, stderr *os.File) {
+func (pend *Pending) failClosed(rep *report.Report, code *int, stderr *os.File) {
 	s := pend.sweep
 	if s == nil {
 		return
 	}
-	if res != nil {
-		res.Report.Sweep = s
+	if rep != nil {
+		rep.Sweep = s
 	}
 	if s.Complete {
 		return
@@ -413,9 +413,9 @@ func (pend *Pending) failClosed(res *mechanism.Result, stderr *os.File) {
 	if stderr != nil {
 		fmt.Fprintln(stderr, "sandbox-run: "+what+": "+why+"; fix: "+fix)
 	}
-	if res != nil {
-		reason := what + "; the command's own exit status was " + strconv.Itoa(res.ExitCode)
-		res.ExitCode = exitcode.Setup
-		res.Report.Exit = &report.Exit{Code: exitcode.Setup, Class: report.ClassSweepIncomplete, Reason: reason}
+	if rep != nil && code != nil {
+		reason := what + "; the command's own exit status was " + strconv.Itoa(*code)
+		*code = exitcode.Setup
+		rep.Exit = &report.Exit{Code: exitcode.Setup, Class: report.ClassSweepIncomplete, Reason: reason}
 	}
 }
