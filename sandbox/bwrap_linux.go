@@ -14,6 +14,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -49,7 +50,7 @@ type bwRun struct {
 	img      *ociimage.Image // the root file system's image (--image); nil: the host's
 	lend     *ownerLend      // --map-owner; nil: none
 	pend     *protect.Pending
-	nw       *Network
+	nw       *hostnet.Network
 	tty      *terminal
 	env      []string
 	lim      limits.Plan
@@ -158,7 +159,7 @@ func (r *bwRun) ids(context.Context) (err error) {
 // protection makes the session's state, then the mount plan under the
 // run journals' lock.
 func (r *bwRun) protection(context.Context) error {
-	p, own, err := PrepareState(r.p, r.opts, r.uid, r.gid)
+	p, own, err := plan.PrepareState(r.p, r.opts.DataDir, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (r *bwRun) protection(context.Context) error {
 // network starts the proxies and forwarders the policy asks for and binds
 // their sockets into the plan.
 func (r *bwRun) network(ctx context.Context) error {
-	nw, err := SetupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
+	nw, err := hostnet.SetupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -50,7 +51,7 @@ type gvRun struct {
 	dir      string // private runtime dir: bundle/, state/
 	bundle   string
 	pl       *plan.Plan
-	nw       *Network
+	nw       *hostnet.Network
 	status   net.Listener
 	report   report.Report
 	spec     gvisor.Bundle
@@ -179,7 +180,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
+	if err := hostnet.CheckTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
 		return err
 	}
 	path, err := mechanism.FindTool(g.opts.Resolver, toolRunsc, g.opts.RunscPath, p.Writable())
@@ -212,8 +213,8 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// with runsc, which died with sandbox-run (parent-death signals), and
 	// no cgroup was made (--ignore-cgroups), so the directory is all there
 	// is.
-	g.undo.Push(StartSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
-	p, own, err := PrepareState(p, g.opts, hostUID, hostGID)
+	g.undo.Push(hostnet.StartSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
+	p, own, err := plan.PrepareState(p, g.opts.DataDir, hostUID, hostGID)
 	if err != nil {
 		return err
 	}
@@ -240,7 +241,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 // spec and, unless this is a dry run, writes the bundle.
 func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
 	p, pl, log, rootless := g.p, g.pl, g.opts.Log(), g.cfg.Rootless
-	nw, err := SetupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
+	nw, err := hostnet.SetupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -32,7 +33,7 @@ const (
 // gvTunAddr is the sandbox's address on gVisor's device: the same as
 // bwrap's, with prefix 0, since gVisor routes an address's prefix through
 // its device and its netlink has no RTM_NEWROUTE (runsc 20221219).
-var gvTunAddr = netip.PrefixFrom(TunAddr.Addr(), 0)
+var gvTunAddr = netip.PrefixFrom(hostnet.TunAddr.Addr(), 0)
 
 // gvTun is the host's end of a gVisor run's transparent egress.
 type gvTun struct {
@@ -70,7 +71,7 @@ func (g *gvRun) planTun(uid, gid int, root bool, log *slog.Logger) (*initproc.Tu
 // serve accepts init's one connection (the listener is closed at once,
 // so nothing else inside can connect after it) and serves the netstack
 // over it until ctx ends.
-func (t *gvTun) serve(ctx context.Context, n *Network, log *slog.Logger) error {
+func (t *gvTun) serve(ctx context.Context, n *hostnet.Network, log *slog.Logger) error {
 	stop := context.AfterFunc(ctx, func() { t.ln.Close() })
 	c, err := t.ln.AcceptUnix()
 	t.ln.Close()
@@ -92,7 +93,7 @@ func (t *gvTun) serve(ctx context.Context, n *Network, log *slog.Logger) error {
 
 // stack builds the netstack over c's descriptor (a duplicate the
 // netstack owns; c is closed), judged like bwrap's.
-func (t *gvTun) stack(c *net.UnixConn, n *Network, log *slog.Logger) (*netstack.Stack, error) {
+func (t *gvTun) stack(c *net.UnixConn, n *hostnet.Network, log *slog.Logger) (*netstack.Stack, error) {
 	defer c.Close()
 	rc, err := c.SyscallConn()
 	if err != nil {

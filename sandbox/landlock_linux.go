@@ -23,6 +23,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -146,7 +147,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	// A session's home and the caches become writable dirs like any
 	// other, but for their protected names (protect.SplitOwn).
 	var own []string
-	p, own, err = PrepareState(p, r.opts, r.uid, r.gid)
+	p, own, err = plan.PrepareState(p, r.opts.DataDir, r.uid, r.gid)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 	log, runID := r.opts.Log(), r.report.RunID
 	switch {
 	case p.EgressSocket != "":
-		if err := CheckSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
+		if err := hostnet.CheckSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
 			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
 			return nil, nil, "", err
 		}
@@ -240,7 +241,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 		mechanism.SetOfflineEnv(env)
 	}
 	if p.LLMSocket != "" {
-		if err := CheckSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
+		if err := hostnet.CheckSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
 			return nil, nil, "", err
 		}
 		ln, port, err := listen()
@@ -288,7 +289,7 @@ func (r *llRun) paths() (landlock.Input, error) {
 	}
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
-	r.swept = StartSweep(os.TempDir(), llTmpPrefix, r.uid)
+	r.swept = hostnet.StartSweep(os.TempDir(), llTmpPrefix, r.uid)
 	start, _, err := procid.Self()
 	if err != nil {
 		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")

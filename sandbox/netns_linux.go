@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/tun"
 )
 
@@ -40,7 +41,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 	}
 	defer ours.Close()
 	h := tun.Helper{Sock: len(files), UID: r.uid, GID: r.gid, SetGroups: r.root,
-		Device: tun.Config{Name: TunName, Addr: TunAddr, MTU: TunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
+		Device: tun.Config{Name: hostnet.TunName, Addr: hostnet.TunAddr, MTU: hostnet.TunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
 	argv := append([]string{fmt.Sprintf("/proc/self/fd/%d", fdInit)}, h.Args()...)
 	pidfd := -1
 	pid, err = r.fork(launch{argv: argv, helper: true, pidfd: &pidfd}, append(files[:len(files):len(files)], theirs), bp.exited)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 	"github.com/sandbox-run/sandbox-run/landlock"
@@ -29,7 +30,7 @@ func TestKilledRunDirSwept(t *testing.T) {
 		p      policy.Policy
 		need   func(testing.TB)
 	}{
-		{"network", netDirPrefix, policy.Policy{Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}},
+		{"network", hostnet.DirPrefix, policy.Policy{Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}},
 			func(t testing.TB) { sandboxtest.Bwrap(t) }},
 		{"landlock", llTmpPrefix, policy.Policy{Sandbox: policy.ModeLandlock},
 			func(t testing.TB) { sandboxtest.Landlock(t, landlock.MinABI) }},
@@ -109,7 +110,7 @@ func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	killed := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-x", netDirPrefix, os.Getpid(), start+1))
+	killed := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-x", hostnet.DirPrefix, os.Getpid(), start+1))
 	if err := os.Mkdir(killed, 0o700); err != nil {
 		t.Fatal(err)
 	}

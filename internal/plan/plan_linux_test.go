@@ -11,7 +11,6 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -100,17 +99,5 @@ func TestPlanRefusesGitLink(t *testing.T) {
 	_, err := New(p, nil, false, 9, os.Getuid(), os.Getgid(), true)
 	if !errors.Is(err, fault.ErrSetup) || !strings.Contains(err.Error(), filepath.Join(w, "a/b/.git")) || !strings.Contains(err.Error(), "fix:") {
 		t.Fatalf("New = %v, want a setup error naming the link", err)
-	}
-}
-
-func TestCommandEnv(t *testing.T) {
-	p := policy.Policy{Workdir: "/w", Env: map[string]string{"HTTP_PROXY": "mine"}}
-	env, err := mechanism.CommandEnv(p, map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128", "HTTPS_PROXY": "http://127.0.0.1:3128"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(env, " ")
-	if !strings.Contains(got, "HTTP_PROXY=mine") || !strings.Contains(got, "HTTPS_PROXY=http://127.0.0.1:3128") {
-		t.Errorf("commandEnv = %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package hostnet
 
 import (
 	"context"
@@ -97,9 +97,9 @@ func (n *Network) Release() {
 	}
 }
 
-// netDirPrefix names a run's runtime directory in the host's temporary
-// directory: netDirPrefix+PID.START-RANDOM (see sweepRunDirs).
-const netDirPrefix = "sandbox-run-net-"
+// DirPrefix names a run's runtime directory in the host's temporary
+// directory: DirPrefix+PID.START-RANDOM (see sweepRunDirs).
+const DirPrefix = "sandbox-run-net-"
 
 // Listen creates the run's runtime directory on first use and a socket
 // named name in it that only the sandbox's uid may reach. A TMPDIR inside
@@ -124,15 +124,15 @@ func (n *Network) ListenOn(network, name string, uid, gid int, root bool) (net.L
 		if err != nil {
 			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}
-		n.swept = StartSweep(os.TempDir(), netDirPrefix, uid)
-		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", netDirPrefix, os.Getpid(), start))
+		n.swept = StartSweep(os.TempDir(), DirPrefix, uid)
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", DirPrefix, os.Getpid(), start))
 		if err != nil {
 			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}
 		n.Dir = dir
 		if err := plan.AccessibleAs(dir, uid, gid, false, nil); err != nil {
 			why := err.Error()
-			var se *SetupError
+			var se *fault.Error
 			if errors.As(err, &se) {
 				why = se.Why
 			}
@@ -222,7 +222,7 @@ func SetupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		}
 		px, err := proxy.New(llm.WithMeter(withSecrets(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID, HTTPRules: p.AllowHTTP, UpstreamRoots: roots, Refusals: refused}, sec, runID), llm.Hosts(p), runID))
 		if err != nil {
-			return nil, &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
+			return nil, &fault.Error{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
 		ln, path, err := n.Listen("egress.sock", uid, gid, root)
 		if err != nil {

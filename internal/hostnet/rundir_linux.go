@@ -1,4 +1,4 @@
-package sandbox
+package hostnet
 
 // A run's runtime directories live in the host's TMPDIR, named for the
 // run's process (PREFIX+PID.START-RANDOM), so that a run killed before

@@ -1,4 +1,4 @@
-package sandbox
+package hostnet
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/gitrepo"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -53,7 +54,7 @@ func TestLoadSecretsErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadSecrets(p(tc.from), lookup, map[string]string{})
-			var se *SetupError
+			var se *fault.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "GH") {
 				t.Fatalf("loadSecrets: %v; want a SetupError naming GH and %q", err, tc.want)
 			}

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"os"
@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -25,35 +24,35 @@ import (
 // sandbox's uid, so two users never share one. A cache is as trusted as the runs that wrote it: a run that
 // poisons it (a planted package, a cargo config, a go build cache entry)
 // reaches later runs of the same user and uid, never anyone else's.
-func PrepareState(p policy.Policy, opts mechanism.Config, uid, gid int) (policy.Policy, []string, error) {
+func PrepareState(p policy.Policy, dataDir string, uid, gid int) (policy.Policy, []string, error) {
 	if p.Session == "" && len(p.Caches) == 0 {
 		return p, nil, nil
 	}
 	var own []string
 	env := map[string]string{}
 	if p.Session != "" {
-		if opts.DataDir == "" {
+		if dataDir == "" {
 			return p, nil, fault.New("--session "+p.Session, "there is no data directory to keep it in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or pass --home DIR")
 		}
-		dir := filepath.Join(opts.DataDir, "sessions", p.Session)
-		home, err := stateDir(opts.DataDir, []string{"sessions", p.Session}, "home", uid, gid)
+		dir := filepath.Join(dataDir, "sessions", p.Session)
+		home, err := stateDir(dataDir, []string{"sessions", p.Session}, "home", uid, gid)
 		if err != nil {
-			return p, nil, fault.New("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+			return p, nil, fault.New("--session "+p.Session, "cannot make its home in "+dir+": "+err.Error(), "check that "+dataDir+" is yours and closed to others")
 		}
 		p.Home = home
 		own = append(own, home)
 	}
 	if len(p.Caches) > 0 {
-		if opts.DataDir == "" {
+		if dataDir == "" {
 			return p, nil, fault.New("--cache", "there is no data directory to keep caches in (neither $XDG_DATA_HOME nor $HOME is set)", "set HOME, or leave out --cache")
 		}
 		rel := []string{"caches", "uid-" + strconv.Itoa(uid)}
-		base := filepath.Join(append([]string{opts.DataDir}, rel...)...)
+		base := filepath.Join(append([]string{dataDir}, rel...)...)
 		write := append([]string(nil), p.Write...)
 		for _, name := range p.Caches {
-			dir, err := stateDir(opts.DataDir, rel, name, uid, gid)
+			dir, err := stateDir(dataDir, rel, name, uid, gid)
 			if err != nil {
-				return p, nil, fault.New("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+opts.DataDir+" is yours and closed to others")
+				return p, nil, fault.New("--cache "+name, "cannot make it in "+base+": "+err.Error(), "check that "+dataDir+" is yours and closed to others")
 			}
 			write = append(write, dir)
 			own = append(own, dir)
