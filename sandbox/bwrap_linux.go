@@ -255,7 +255,7 @@ func (r *bwRun) environment(context.Context) error {
 	}
 	r.env = bindGitHint(r.pl, r.p, env, r.opts.BwrapCache, r.uid, r.gid)
 	if r.img != nil {
-		r.env = imageEnv(r.env, r.img.Env, r.p)
+		r.env = plan.ImageEnv(r.env, r.img.Env, r.p)
 	}
 	return nil
 }

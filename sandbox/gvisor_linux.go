@@ -275,10 +275,10 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.Forwards, Tun: tun, Command: g.cmd}
 	mounts := append(append(append([]bwrap.Mount(nil), pl.Mounts...), extra...), pl.Late...)
 	if g.img != nil {
-		if mounts, err = imageMounts(g.img.Rootfs, mounts); err != nil {
+		if mounts, err = plan.ImageMounts(g.img.Rootfs, mounts); err != nil {
 			return err
 		}
-		env = imageEnv(env, g.img.Env, p)
+		env = plan.ImageEnv(env, g.img.Env, p)
 	}
 	g.spec, err = gvisor.Render(gvisor.Input{
 		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,

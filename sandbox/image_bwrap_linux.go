@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
@@ -48,7 +49,7 @@ func (r *bwRun) imageBinds(context.Context) error {
 		return nil
 	}
 	pl := r.pl
-	mounts, err := imageMounts(r.img.Rootfs, append(append([]bwrap.Mount(nil), pl.Mounts...), pl.Late...))
+	mounts, err := plan.ImageMounts(r.img.Rootfs, append(append([]bwrap.Mount(nil), pl.Mounts...), pl.Late...))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package plan
 
 import (
 	"os"
@@ -23,14 +23,14 @@ func TestImageMounts(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "etc/passwd"), nil, 0o644)
 	os.Symlink("usr/bin", filepath.Join(root, "bin"))
 	os.Symlink("../x", filepath.Join(root, "run/link"))
-	plan := []bwrap.Mount{
+	mounts := []bwrap.Mount{
 		{Kind: bwrap.ROBind, Src: "/usr", Dst: "/usr", FD: -1},
 		{Kind: bwrap.Symlink, Src: "usr/lib", Dst: "/lib", FD: -1},
 		{Kind: bwrap.Proc, Dst: "/proc", FD: -1},
 		{Kind: bwrap.Bind, Src: "/home/u/work", Dst: "/home/u/work", FD: -1},
 		{Kind: bwrap.ROBind, Src: "/self", Dst: "/run/sandbox-run/init", FD: -1},
 	}
-	got, err := imageMounts(root, plan)
+	got, err := ImageMounts(root, mounts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestImageMounts(t *testing.T) {
 		{Kind: bwrap.Symlink, Src: "../x", Dst: "/run/link", FD: -1},
 		{Kind: bwrap.ROBind, Src: root + "/run/lock", Dst: "/run/lock", FD: -1},
 		{Kind: bwrap.ROBind, Src: root + "/usr", Dst: "/usr", FD: -1},
-		plan[2], plan[3], plan[4],
+		mounts[2], mounts[3], mounts[4],
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("imageMounts:\n got %v\nwant %v", got, want)
@@ -55,7 +55,7 @@ func TestImageMounts(t *testing.T) {
 func TestImageEnv(t *testing.T) {
 	p := policy.Policy{Env: map[string]string{"LANG": "C"}, PassEnv: []string{"TERM"}}
 	env := []string{"HOME=/tmp", "LANG=C", "PATH=/usr/bin:/bin", "TERM=xterm"}
-	got := imageEnv(env, []string{"PATH=/opt/bin", "LANG=de", "TERM=dumb", "NEW=1", "bad", "=x"}, p)
+	got := ImageEnv(env, []string{"PATH=/opt/bin", "LANG=de", "TERM=dumb", "NEW=1", "bad", "=x"}, p)
 	want := []string{"HOME=/tmp", "LANG=C", "NEW=1", "PATH=/opt/bin", "TERM=xterm"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("imageEnv = %v, want %v", got, want)
