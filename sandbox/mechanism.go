@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
+
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -31,7 +33,7 @@ func newMechanism(p policy.Policy, cmd []string, o Options) (mechanism.Mechanism
 	case policy.ModeGvisor:
 		return gvisorMechanism(p, cmd, opts)
 	case policy.ModeLandlock:
-		return landlockMechanism(p, cmd, opts)
+		return landlock.New(p, cmd, opts)
 	}
 	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
 }

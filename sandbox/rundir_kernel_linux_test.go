@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	llmech "github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
+
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
@@ -32,7 +34,7 @@ func TestKilledRunDirSwept(t *testing.T) {
 	}{
 		{"network", hostnet.DirPrefix, policy.Policy{Sandbox: policy.ModeBwrap, AllowHosts: []string{"example.com"}},
 			func(t testing.TB) { sandboxtest.Bwrap(t) }},
-		{"landlock", llTmpPrefix, policy.Policy{Sandbox: policy.ModeLandlock},
+		{"landlock", llmech.TmpPrefix, policy.Policy{Sandbox: policy.ModeLandlock},
 			func(t testing.TB) { sandboxtest.Landlock(t, landlock.MinABI) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

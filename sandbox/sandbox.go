@@ -101,6 +101,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
+
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
@@ -427,7 +429,7 @@ func Reexec(args []string) (code int, handled bool) {
 // arguments after the name; it returns the exit status).
 func HiddenModes() map[string]func(args []string) int {
 	m := initproc.Modes()
-	m[landlockArg] = func([]string) int { return landlockMain() }
+	m[landlock.Arg] = func([]string) int { return landlock.Main() }
 	return m
 }
 

@@ -1,4 +1,4 @@
-package sandbox
+package landlock
 
 import (
 	"encoding/json"
@@ -15,14 +15,15 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
-	"github.com/sandbox-run/sandbox-run/landlock"
+	llrules "github.com/sandbox-run/sandbox-run/landlock"
 )
 
-// landlockArg is the hidden mode of the exec shim that confines itself
+// Arg is the hidden mode of the exec shim that confines itself
 // with Landlock and the seccomp filter and becomes the command.
-const landlockArg = "__sandbox-landlock"
+const Arg = "__sandbox-landlock"
 
 // Descriptors of the landlock shim: ExtraFiles[i] is fd 3+i.
 const (
@@ -33,7 +34,7 @@ const (
 // landlockSpec is everything the shim needs; it travels on a pipe, never
 // on an argv that ps shows.
 type landlockSpec struct {
-	Input   landlock.Input  `json:"input"`
+	Input   llrules.Input   `json:"input"`
 	Filter  []byte          `json:"filter"`
 	Rlimits []limits.Rlimit `json:"rlimits"`
 	Path    string          `json:"path"`
@@ -41,7 +42,7 @@ type landlockSpec struct {
 	Env     []string        `json:"env"`
 }
 
-// landlockMain is the shim: it reads its spec, sets no_new_privs,
+// Main is the shim: it reads its spec, sets no_new_privs,
 // restricts itself with the Landlock ruleset on this thread (the only one
 // that runs on until exec, which ends the others), installs the seccomp
 // filter, reads back what holds, closes every other descriptor and execs
@@ -50,11 +51,11 @@ type landlockSpec struct {
 // rlimits come last, from limits.Exec, with nothing that allocates between
 // them and the execve: the shim's Go runtime is above most RLIMIT_DATA
 // values the command may get.
-func landlockMain() int {
+func Main() int {
 	status := os.NewFile(llFdStatus, "status")
 	fail := func(what string, err error) int {
 		fmt.Fprintf(status, "error %s: %v\n", what, err)
-		return ExitSetup
+		return exitcode.Setup
 	}
 	var spec landlockSpec
 	b, err := io.ReadAll(io.LimitReader(os.NewFile(llFdSpec, "spec"), 16<<20))
@@ -91,7 +92,7 @@ func landlockMain() int {
 // confine applies no_new_privs, the Landlock ruleset and the seccomp
 // filter to the calling thread, in that order.
 func confine(spec landlockSpec) error {
-	rs, err := landlock.Translate(spec.Input)
+	rs, err := llrules.Translate(spec.Input)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package landlock
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -30,7 +31,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
-	"github.com/sandbox-run/sandbox-run/landlock"
+	llrules "github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -42,9 +43,9 @@ var (
 	llDevRead  = []string{"/dev/random", "/dev/urandom"}
 )
 
-// llTmpPrefix names a landlock run's TMPDIR in the host's temporary
-// directory: llTmpPrefix+PID.START-RANDOM (see sweepRunDirs).
-const llTmpPrefix = "sandbox-run-landlock-tmp-"
+// TmpPrefix names a landlock run's TMPDIR in the host's temporary
+// directory: TmpPrefix+PID.START-RANDOM (see sweepRunDirs).
+const TmpPrefix = "sandbox-run-landlock-tmp-"
 
 // landlockFix is the fix a refusal of --sandbox landlock offers.
 const landlockFix = "run --sandbox bwrap where user namespaces work (sandbox-run check says why they do not)"
@@ -65,7 +66,7 @@ type llRun struct {
 	cmd      []string
 	opts     mechanism.Config
 	report   report.Report
-	rs       *landlock.Ruleset
+	rs       *llrules.Ruleset
 	spec     landlockSpec
 	lim      limits.Plan
 	uid, gid int
@@ -80,13 +81,13 @@ type llRun struct {
 	pxDone   chan struct{} // closed when the built-in proxy has stopped
 }
 
-// landlockMechanism runs cmd under Landlock and the seccomp filter,
-// without namespaces: tier 1 with the losses landlock.Translate names, each
-// in the report. It refuses (exit 125) a kernel below landlock.MinABI and
-// a network below landlock.NetABI. Protected paths, which Landlock cannot
+// New runs cmd under Landlock and the seccomp filter,
+// without namespaces: tier 1 with the losses llrules.Translate names, each
+// in the report. It refuses (exit 125) a kernel below llrules.MinABI and
+// a network below llrules.NetABI. Protected paths, which Landlock cannot
 // hold read-only beneath a writable grant, are copied and put back after
 // the run (landlock_protect_linux.go).
-func landlockMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
@@ -100,7 +101,7 @@ func (r *llRun) Prepare(ctx context.Context) (*report.Report, error) {
 	return &r.report, nil
 }
 
-func (r *llRun) Run(ctx context.Context) (*Result, error) { return r.supervise(ctx, r.cmd) }
+func (r *llRun) Run(ctx context.Context) (*mechanism.Result, error) { return r.supervise(ctx, r.cmd) }
 
 func (r *llRun) AuditStart() map[string]any {
 	return map[string]any{"landlock_abi": r.report.Landlock.ABI}
@@ -110,7 +111,7 @@ func (r *llRun) AuditStart() map[string]any {
 // the environment's names (values are never printed).
 func (r *llRun) Describe(w io.Writer) {
 	cmd := r.cmd
-	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", landlockArg, llFdSpec, strings.Join(mechanism.QuoteAll(cmd), " "))
+	fmt.Fprintf(w, "argv: sandbox-run %s (spec on fd %d) -> %s\n", Arg, llFdSpec, strings.Join(mechanism.QuoteAll(cmd), " "))
 	fmt.Fprintf(w, "landlock: %s (kernel ABI %d)\n", r.rs.Config, r.spec.Input.ABI)
 	for _, rule := range r.rs.Rules {
 		fmt.Fprintf(w, "  %v\n", rule)
@@ -119,7 +120,7 @@ func (r *llRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
-func (r *llRun) Close(res *Result) {
+func (r *llRun) Close(res *mechanism.Result) {
 	defer r.settleProtected(res)
 	if r.stop != nil {
 		r.stop()
@@ -164,9 +165,9 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 		return err
 	}
 	in.ABI, in.ConnectPorts = landlockABI(), ports
-	r.rs, err = landlock.Translate(in)
+	r.rs, err = llrules.Translate(in)
 	if err != nil {
-		return &SetupError{What: "--sandbox landlock", Why: err.Error(), Fix: landlockFix}
+		return &fault.Error{What: "--sandbox landlock", Why: err.Error(), Fix: landlockFix}
 	}
 	prog, err := r.filter(ports == nil)
 	if err != nil {
@@ -226,7 +227,7 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 	case len(p.AllowHosts) > 0:
 		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID, Refusals: r.opts.Refusals})
 		if err != nil {
-			return nil, nil, "", &SetupError{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
+			return nil, nil, "", &fault.Error{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
 		}
 		ln, port, err := listen()
 		if err != nil {
@@ -264,8 +265,8 @@ func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]str
 // paths resolves what the command may read and write: the system paths
 // and /proc, the --read paths (each a directory or a file), the writable
 // dirs and the run's own TMPDIR, and the harmless device files.
-func (r *llRun) paths() (landlock.Input, error) {
-	var in landlock.Input
+func (r *llRun) paths() (llrules.Input, error) {
+	var in llrules.Input
 	for _, sp := range append(append([]string{}, plan.SystemPaths...), "/proc") {
 		if fi, err := os.Stat(sp); err == nil && fi.IsDir() {
 			in.ReadDirs = append(in.ReadDirs, sp)
@@ -289,12 +290,12 @@ func (r *llRun) paths() (landlock.Input, error) {
 	}
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
-	r.swept = hostnet.StartSweep(os.TempDir(), llTmpPrefix, r.uid)
+	r.swept = hostnet.StartSweep(os.TempDir(), TmpPrefix, r.uid)
 	start, _, err := procid.Self()
 	if err != nil {
 		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", llTmpPrefix, os.Getpid(), start))
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", TmpPrefix, os.Getpid(), start))
 	if err != nil {
 		return in, fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
@@ -323,18 +324,18 @@ func (r *llRun) paths() (landlock.Input, error) {
 func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 	arch, err := filter.NativeArch()
 	if err != nil {
-		return nil, &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),
+		return nil, &fault.Error{What: "no seccomp filter for this machine", Why: err.Error(),
 			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
 	}
 	if r.p.Ptrace {
 		var pe *filter.PtraceError
 		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
-			return nil, &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
+			return nil, &fault.Error{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
 	prog, err := filter.Assemble(arch, filter.Options{AllowPtrace: r.p.Ptrace, HostNamespaces: true, NoSockets: noSockets})
 	if err != nil {
-		return nil, &SetupError{What: "cannot build the seccomp filter", Why: err.Error(), Fix: "report this bug"}
+		return nil, &fault.Error{What: "cannot build the seccomp filter", Why: err.Error(), Fix: "report this bug"}
 	}
 	return prog, nil
 }
@@ -350,7 +351,7 @@ func (r *llRun) limits() error {
 	}
 	lim, err := limits.NewPlan(l, limits.Env{DefaultMemory: defMem})
 	if err != nil {
-		return &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+		return &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
 	r.lim = lim
 	return nil
@@ -431,7 +432,7 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	}
 	defer stR.Close()
 	r.spec.Path, r.spec.Argv = path, cmd
-	c := exec.Command("/proc/self/exe", landlockArg)
+	c := exec.Command("/proc/self/exe", Arg)
 	c.Args[0] = "sandbox-run"
 	c.Env = []string{}
 	c.Dir = r.p.Workdir
@@ -469,11 +470,11 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	if why == "" {
 		why = "the shim ended without a status"
 	}
-	return nil, "", &SetupError{What: "cannot confine the command with Landlock", Why: why, Fix: landlockFix}
+	return nil, "", &fault.Error{What: "cannot confine the command with Landlock", Why: why, Fix: landlockFix}
 }
 
 // supervise runs the command to its end and ends every descendant.
-func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
+func (r *llRun) supervise(ctx context.Context, cmd []string) (*mechanism.Result, error) {
 	rep := &r.report
 	path, err := mechanism.LookPath(cmd[0], r.spec.Env)
 	if err != nil {
@@ -497,7 +498,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 	if !ok {
 		killTree(c.Process.Pid)
 		c.Wait()
-		return nil, &SetupError{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
+		return nil, &fault.Error{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
 	code, cause, err := r.wait(ctx, c)
 	rep.Exit = report.Classify(code, cause)
@@ -509,7 +510,7 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*Result, error) {
 		n := r.px.Counts()
 		rep.Egress = &report.EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
 	}
-	return &Result{ExitCode: code, Report: *rep}, err
+	return &mechanism.Result{ExitCode: code, Report: *rep}, err
 }
 
 // wait waits for the command, relaying signals, holding the sampled
@@ -520,7 +521,7 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, report.ExitClass, e
 	if err != nil {
 		killTree(pid)
 		c.Wait()
-		return ExitSetup, "", fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
+		return exitcode.Setup, "", fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
 	}
 	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
 		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },

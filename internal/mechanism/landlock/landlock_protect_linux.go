@@ -1,4 +1,4 @@
-package sandbox
+package landlock
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -74,7 +75,7 @@ func (r *llRun) protectPaths() error {
 // changed at a protected path is quarantined, copies are put back, and
 // each item is added to res's report (nil: the command never ran) and
 // printed on stderr.
-func (r *llRun) settleProtected(res *Result) {
+func (r *llRun) settleProtected(res *mechanism.Result) {
 	if r.pend != nil {
 		rep, code := res.Parts()
 		r.pend.Finish(rep, code, r.opts.Stderr)
