@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -20,7 +21,7 @@ func imageMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mecha
 	switch p.Sandbox {
 	case policy.ModeAuto, policy.ModeGvisor, "":
 		p.Sandbox = policy.ModeGvisor
-		return gvisorMechanism(p, cmd, opts)
+		return gvisor.New(p, cmd, opts)
 	case policy.ModeBwrap:
 		return bwrapMechanism(p, cmd, opts)
 	}

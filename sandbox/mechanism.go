@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
 
 	"github.com/sandbox-run/sandbox-run/internal/audit"
@@ -31,7 +32,7 @@ func newMechanism(p policy.Policy, cmd []string, o Options) (mechanism.Mechanism
 	case policy.ModeSeatbelt:
 		return seatbeltMechanism(p, cmd, opts)
 	case policy.ModeGvisor:
-		return gvisorMechanism(p, cmd, opts)
+		return gvisor.New(p, cmd, opts)
 	case policy.ModeLandlock:
 		return landlock.New(p, cmd, opts)
 	}

@@ -44,7 +44,6 @@ const (
 
 var (
 	toolBwrap = mechanism.Tool{Name: "bwrap", Flag: "--bwrap", Install: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
-	toolRunsc = mechanism.Tool{Name: "runsc", Flag: "--runsc", Install: "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}
 )
 
 // findBwrap resolves the bwrap to use, refusing one inside a writable dir.

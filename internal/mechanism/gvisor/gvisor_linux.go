@@ -1,4 +1,4 @@
-package sandbox
+package gvisor
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/bwrap"
-	"github.com/sandbox-run/sandbox-run/gvisor"
+	oci "github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
@@ -46,7 +46,7 @@ type gvRun struct {
 	cmd      []string
 	opts     mechanism.Config
 	runsc    string
-	cfg      gvisor.Runsc
+	cfg      oci.Runsc
 	id       string
 	dir      string // private runtime dir: bundle/, state/
 	bundle   string
@@ -54,19 +54,19 @@ type gvRun struct {
 	nw       *hostnet.Network
 	status   net.Listener
 	report   report.Report
-	spec     gvisor.Bundle
+	spec     oci.Bundle
 	undo     mechanism.Cleanups
 	uid, gid int
-	res      *Result         // what run returned, for the quarantine's lines
-	img      *ociimage.Image // the root file system's image; nil: the host's
-	tun      *gvTun          // transparent egress's host end; nil for none
+	res      *mechanism.Result // what run returned, for the quarantine's lines
+	img      *ociimage.Image   // the root file system's image; nil: the host's
+	tun      *gvTun            // transparent egress's host end; nil for none
 }
 
-func gvisorMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &gvRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (g *gvRun) Close(res *Result) {
+func (g *gvRun) Close(res *mechanism.Result) {
 	g.res = res
 	g.undo.Run()
 }
@@ -85,7 +85,7 @@ func (g *gvRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(mechanism.QuoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
 }
 
-func (g *gvRun) Run(ctx context.Context) (*Result, error) { return g.launch(ctx) }
+func (g *gvRun) Run(ctx context.Context) (*mechanism.Result, error) { return g.launch(ctx) }
 
 // redactSpec hides the values of the command's variables in a dry run.
 func redactSpec(b []byte, env []string) string {
@@ -101,7 +101,7 @@ func redactSpec(b []byte, env []string) string {
 
 // gvLimits refuses the limits tier 2 cannot enforce and renders the rest
 // as rlimits that gVisor's kernel holds.
-func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []report.Limit, error) {
+func gvLimits(p policy.Policy) ([]oci.Rlimit, []report.Limit, error) {
 	for _, l := range []struct {
 		flag string
 		set  bool
@@ -111,14 +111,14 @@ func gvLimits(p policy.Policy) ([]gvisor.Rlimit, []report.Limit, error) {
 				"drop "+l.flag+", or use --sandbox bwrap")
 		}
 	}
-	rl := []gvisor.Rlimit{{Type: "RLIMIT_CORE"}}
+	rl := []oci.Rlimit{{Type: "RLIMIT_CORE"}}
 	out := []report.Limit{{Name: "core", Value: "0", Enforced: "rlimit (gVisor kernel)"}}
 	if p.NoFile > 0 {
-		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_NOFILE", Soft: uint64(p.NoFile), Hard: uint64(p.NoFile)})
+		rl = append(rl, oci.Rlimit{Type: "RLIMIT_NOFILE", Soft: uint64(p.NoFile), Hard: uint64(p.NoFile)})
 		out = append(out, report.Limit{Name: "nofile", Value: strconv.FormatInt(p.NoFile, 10), Enforced: "rlimit (gVisor kernel)"})
 	}
 	if p.FSize > 0 {
-		rl = append(rl, gvisor.Rlimit{Type: "RLIMIT_FSIZE", Soft: uint64(p.FSize), Hard: uint64(p.FSize)})
+		rl = append(rl, oci.Rlimit{Type: "RLIMIT_FSIZE", Soft: uint64(p.FSize), Hard: uint64(p.FSize)})
 		out = append(out, report.Limit{Name: "fsize", Value: strconv.FormatInt(p.FSize, 10), Enforced: "rlimit (gVisor kernel)"})
 	}
 	// The default process ceiling is not the caller's request: tier 2
@@ -233,13 +233,13 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	g.pl = pl
 	stderr := g.opts.Stderr
 	g.undo.Push(func() { rep, code := g.res.Parts(); pend.Finish(rep, code, stderr) })
-	g.cfg = gvisor.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
+	g.cfg = oci.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
 	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
 }
 
 // prepareSpec sets up the network and init's status socket, renders the
 // spec and, unless this is a dry run, writes the bundle.
-func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Version, rl []gvisor.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
+func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, rl []oci.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
 	p, pl, log, rootless := g.p, g.pl, g.opts.Log(), g.cfg.Rootless
 	nw, err := hostnet.SetupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
 	if err != nil {
@@ -280,7 +280,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver gvisor.Versio
 		}
 		env = plan.ImageEnv(env, g.img.Env, p)
 	}
-	g.spec, err = gvisor.Render(gvisor.Input{
+	g.spec, err = oci.Render(oci.Input{
 		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
 		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
 		Files: fileBinds(mounts), NetAdmin: tun != nil,
@@ -378,7 +378,7 @@ func (g *gvRun) writeBundle() error {
 	return nil
 }
 
-func makePoint(root string, pt gvisor.Point) error {
+func makePoint(root string, pt oci.Point) error {
 	p := filepath.Join(root, pt.Path)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -400,9 +400,9 @@ func makePoint(root string, pt gvisor.Point) error {
 // platform, from `runsc --version` and `runsc flags` (empty environment),
 // remembered in cacheDir by the binary's identity like bwrap's (runsc
 // is a large Go binary: each start costs about 100 ms).
-func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, string, error) {
-	fail := func(why string) (gvisor.Version, string, error) {
-		return gvisor.Version{}, "", fault.New("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
+func runscInfo(ctx context.Context, path, cacheDir string) (oci.Version, string, error) {
+	fail := func(why string) (oci.Version, string, error) {
+		return oci.Version{}, "", fault.New("cannot use runsc "+path, why, "install gVisor (apt-get install -y runsc) or pass --runsc PATH")
 	}
 	var e struct{ Version, Flags string }
 	name, dir := runscCacheName(path), (*pathguard.Dir)(nil)
@@ -411,8 +411,8 @@ func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, stri
 			dir = d
 			defer d.Close()
 			if b, err := d.ReadFile(name); err == nil && json.Unmarshal(b, &e) == nil {
-				if v, err := gvisor.ParseVersion(e.Version); err == nil {
-					return v, gvisor.DefaultPlatform(e.Flags), nil
+				if v, err := oci.ParseVersion(e.Version); err == nil {
+					return v, oci.DefaultPlatform(e.Flags), nil
 				}
 			}
 		}
@@ -431,14 +431,14 @@ func runscInfo(ctx context.Context, path, cacheDir string) (gvisor.Version, stri
 		}
 		*q.out = string(b)
 	}
-	v, err := gvisor.ParseVersion(e.Version)
+	v, err := oci.ParseVersion(e.Version)
 	if err != nil {
 		return fail(err.Error())
 	}
 	if b, err := json.Marshal(e); err == nil && dir != nil {
 		dir.WriteFile(name, b) // a failure costs the next run a probe
 	}
-	return v, gvisor.DefaultPlatform(e.Flags), nil
+	return v, oci.DefaultPlatform(e.Flags), nil
 }
 
 // runscCacheName names the cache entry of the runsc at path by its
@@ -453,3 +453,6 @@ func runscCacheName(path string) string {
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)))
 	return "runsc-" + hex.EncodeToString(h[:12]) + ".json"
 }
+
+// toolRunsc names runsc for FindTool's messages.
+var toolRunsc = mechanism.Tool{Name: "runsc", Flag: "--runsc", Install: "install gVisor (apt-get install -y runsc) or pass --runsc PATH"}

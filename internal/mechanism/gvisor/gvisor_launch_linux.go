@@ -1,4 +1,4 @@
-package sandbox
+package gvisor
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/gvisor"
+	oci "github.com/sandbox-run/sandbox-run/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -26,7 +27,7 @@ import (
 
 // newReport is what a tier-2 run configures; launch adds what was read
 // back from inside.
-func (g *gvRun) newReport(runID string, ver gvisor.Version, env []string, lims []report.Limit) report.Report {
+func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []report.Limit) report.Report {
 	pl := g.pl
 	r := report.Report{
 		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: mechanism.Platform(),
@@ -124,7 +125,7 @@ func verifyGvisor(ps []report.Protection, rb *initproc.Readback) {
 // launch starts `runsc run` from a locked thread (its parent-death signal
 // follows the thread), relays signals through `runsc kill` once init has
 // started the command, and returns the command's status.
-func (g *gvRun) launch(ctx context.Context) (*Result, error) {
+func (g *gvRun) launch(ctx context.Context) (*mechanism.Result, error) {
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fault.New("cannot open /dev/null", err.Error(), "check /dev")
@@ -213,12 +214,12 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
 	s, err := initproc.DecodeStatus([]byte(strings.TrimSpace(string(b))))
 	if err != nil {
-		s = initproc.Status{Error: err.Error(), Exit: ExitSetup}
+		s = initproc.Status{Error: err.Error(), Exit: exitcode.Setup}
 	}
 	out <- &s
 }
 
-func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *mechanism.StderrRelay, relayDone <-chan struct{}) (*Result, error) {
+func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *mechanism.StderrRelay, relayDone <-chan struct{}) (*mechanism.Result, error) {
 	var (
 		status   *initproc.Status
 		pending  []os.Signal
@@ -278,7 +279,7 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	}
 	<-relayDone
 	g.deleteState()
-	code := ExitSetup
+	code := exitcode.Setup
 	var ee *exec.ExitError
 	if waitErr == nil {
 		code = 0
@@ -313,7 +314,7 @@ func (g *gvRun) watchMemory(ctx context.Context, pid int) (<-chan limits.Exceede
 }
 
 // classify maps what runsc and init said to the run's outcome.
-func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *mechanism.StderrRelay, killed bool) (*Result, error) {
+func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *mechanism.StderrRelay, killed bool) (*mechanism.Result, error) {
 	r := g.report
 	r.OOMScoreAdj = g.oom
 	switch {
@@ -325,10 +326,10 @@ func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status,
 		if killed {
 			// Ended because ctx was done (Run's timer or the caller):
 			// ctx's error says which, and Run classifies a timer's end.
-			return &Result{ExitCode: code, Report: r}, mechanism.CtxErr(ctx)
+			return &mechanism.Result{ExitCode: code, Report: r}, mechanism.CtxErr(ctx)
 		}
-		return &Result{ExitCode: code, Report: r}, nil
-	case status != nil && (status.Exit == ExitNotExecutable || status.Exit == ExitNotFound):
+		return &mechanism.Result{ExitCode: code, Report: r}, nil
+	case status != nil && (status.Exit == exitcode.NotExecutable || status.Exit == exitcode.NotFound):
 		r.Readback = mechanism.ReadbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
 		return mechanism.NotRunnable(r, g.cmd[0], status.Exit, status.Reason)
