@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bwmech "github.com/sandbox-run/sandbox-run/internal/mechanism/bwrap"
+
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
@@ -81,8 +83,8 @@ func limitProbes() []limitProbe {
 			if method == "rlimit" {
 				// The kernel refuses the fork: the shell's own failure,
 				// never more tasks than the limit and the overhead.
-				if n > probePids+overheadTasks || o.err != nil {
-					t.Fatalf("started %d (limit %d + %d overhead), err %v", n, probePids, overheadTasks, o.err)
+				if n > probePids+bwmech.OverheadTasks || o.err != nil {
+					t.Fatalf("started %d (limit %d + %d overhead), err %v", n, probePids, bwmech.OverheadTasks, o.err)
 				}
 				return
 			}
@@ -321,10 +323,10 @@ func TestDefaultProcessCeiling(t *testing.T) {
 		t.Fatalf("report says pids %q by %q, want the default %d and how it is held", v, m, policy.DefaultPids)
 	}
 	n := lastNumber(o.out)
-	if n < 0 || n >= 3000 || n > policy.DefaultPids+overheadTasks {
+	if n < 0 || n >= 3000 || n > policy.DefaultPids+bwmech.OverheadTasks {
 		t.Fatalf("the fork loop started %d processes under the default ceiling %d (method %s, err %v)", n, policy.DefaultPids, m, o.err)
 	}
-	if n < policy.DefaultPids-overheadTasks {
+	if n < policy.DefaultPids-bwmech.OverheadTasks {
 		t.Fatalf("untested: the fork loop stopped at %d, by its time bound, before the default ceiling %d (err %v)", n, policy.DefaultPids, o.err)
 	}
 	t.Logf("default ceiling %d (%s): the loop stopped at %d", policy.DefaultPids, m, n)
@@ -335,7 +337,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	// time bound before 3000.
 	p.Pids = 4000
 	o = runProbeFor(t, p, forks, InitBinary{}, 75*time.Second)
-	if n := lastNumber(o.out); n <= policy.DefaultPids+overheadTasks {
+	if n := lastNumber(o.out); n <= policy.DefaultPids+bwmech.OverheadTasks {
 		t.Fatalf("untested: with the ceiling at 4000 the loop stopped at %d, not past the default %d (err %v)", n, policy.DefaultPids, o.err)
 	}
 
@@ -350,7 +352,7 @@ func TestDefaultProcessCeiling(t *testing.T) {
 	if n >= 3000 {
 		t.Fatalf("tier 0: the loop started %d processes past the default ceiling", n)
 	}
-	if n < policy.DefaultPids-overheadTasks && o.res != nil && o.res.Report.Exit != nil && o.res.Report.Exit.Class != mechanism.LimitClass(limits.PidsLimit) {
+	if n < policy.DefaultPids-bwmech.OverheadTasks && o.res != nil && o.res.Report.Exit != nil && o.res.Report.Exit.Class != mechanism.LimitClass(limits.PidsLimit) {
 		t.Fatalf("untested: tier 0's loop stopped at %d, by its time bound, before the default ceiling %d", n, policy.DefaultPids)
 	}
 	wantLimitExit(t, o, limits.PidsLimit)
@@ -445,7 +447,7 @@ func TestNProcCountsOnlyTheSandbox(t *testing.T) {
 		t.Skipf("pids held by %q here, not RLIMIT_NPROC", m)
 	}
 	n := lastNumber(o.out)
-	if n < probePids-overheadTasks || n > probePids+overheadTasks {
+	if n < probePids-bwmech.OverheadTasks || n > probePids+bwmech.OverheadTasks {
 		t.Fatalf("the sandbox started %d processes under pids %d with %d host processes of its uid: want about the limit", n, probePids, hostProcs)
 	}
 }

@@ -1,25 +1,11 @@
 package sandbox
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/sandbox-run/sandbox-run/bwrap"
-	"github.com/sandbox-run/sandbox-run/internal/exitcode"
-	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	bwmech "github.com/sandbox-run/sandbox-run/internal/mechanism/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
-	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -31,222 +17,13 @@ func seatbeltMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mec
 	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
 }
 
-// Descriptor numbers as bwrap and init see them: ExtraFiles[i] is fd 3+i.
-const (
-	fdArgs    = 3 // --args stream, consumed by bwrap
-	fdStatus  = 4 // init's status line, closed by init before the command runs
-	fdStderr  = 5 // the real stderr, which init makes the command's fd 2
-	fdInfo    = 6 // bwrap --info-fd, written by bwrap outside the sandbox
-	fdInit    = 7 // the init binary (O_PATH, openInit), executed by bwrap
-	fdSeccomp = 8 // the seccomp program, consumed by bwrap
-	fdBinds   = 9 // first descriptor of the bind plan
-)
-
-var (
-	toolBwrap = mechanism.Tool{Name: "bwrap", Flag: "--bwrap", Install: "install bubblewrap (apt-get install -y bubblewrap, dnf install bubblewrap) or pass --bwrap PATH" + bwrap.LandlockFix}
-)
-
-// findBwrap resolves the bwrap to use, refusing one inside a writable dir.
-func findBwrap(rv *pathguard.Resolver, want string, writable []string) (string, error) {
-	return mechanism.FindTool(rv, toolBwrap, want, writable)
-}
-
-// fullDirs returns the writable directories whose file system is full
-// once the command has ended (no block or no inode left for an
-// unprivileged writer), so that a command that failed with ENOSPC is
-// explained. A file system is named once, by its first directory.
-func fullDirs(writable []string) []string {
-	var full []string
-	seen := map[uint64]bool{}
-	for _, dir := range writable {
-		var st unix.Stat_t
-		var fs unix.Statfs_t
-		if unix.Stat(dir, &st) != nil || unix.Statfs(dir, &fs) != nil || seen[st.Dev] {
-			continue
-		}
-		seen[st.Dev] = true
-		if fs.Bavail == 0 || (fs.Files > 0 && fs.Ffree == 0) {
-			full = append(full, dir)
-		}
-	}
-	return full
-}
-
-// selfPath is the binary bwrap starts as init: this one (see Reexec).
-func selfPath(mechanism.Config) string { return "/proc/self/exe" }
-
-// hostUIDOf reads the real uid of pid as the host sees it: the uid the
-// sandbox's processes hold outside their user namespace.
-func hostUIDOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, err := strconv.Atoi(f[0])
-				if err == nil {
-					return n
-				}
-			}
-		}
-	}
-	return -1
-}
-
-// watchLimits starts whatever watches the run's limits beyond the kernel's
-// own: the cgroup's counters (memory and pids events, CPU time from
-// cpu.stat) and sampling of the sandbox's process tree for the limits the
-// plan left to the sampler. Both can be needed at once: a cgroup without
-// the memory controller still sums CPU time, while memory is sampled. It
-// returns a nil channel when nothing needs watching, and an error when a
-// sampler the plan relies on cannot start: the caller must then end the
-// sandbox, since the report would claim a limit nobody holds.
-func watchLimits(ctx context.Context, lim limits.Plan, cg *limits.Cgroup, initPID int) (<-chan limits.Exceeded, error) {
-	var chans []<-chan limits.Exceeded
-	if cg != nil {
-		chans = append(chans, cg.Watch(ctx, 10*time.Millisecond))
-	}
-	if lim.Sample != (limits.Limits{}) {
-		// The sandbox's own /tmp and /dev/shm are memory too.
-		ch, err := limits.Sample(ctx, initPID, lim.Sample, limits.DefaultInterval, "/tmp", "/dev/shm")
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			// The sandbox has already ended: nothing left to hold.
-		case err != nil:
-			return nil, err
-		default:
-			chans = append(chans, ch)
-		}
-	}
-	switch len(chans) {
-	case 0:
-		return nil, nil
-	case 1:
-		return chans[0], nil
-	}
-	return firstExceeded(ctx, chans), nil
-}
-
-// firstExceeded forwards the first Exceeded any of chans sends and closes
-// the result when that is sent, ctx is done, or every one has closed.
-func firstExceeded(ctx context.Context, chans []<-chan limits.Exceeded) <-chan limits.Exceeded {
-	out := make(chan limits.Exceeded, 1)
-	got := make(chan limits.Exceeded, len(chans))
-	var wg sync.WaitGroup
-	for _, c := range chans {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if e, ok := <-c; ok {
-				got <- e
-			}
-		}()
-	}
-	all := make(chan struct{})
-	go func() { wg.Wait(); close(all) }()
-	go func() {
-		defer close(out)
-		select {
-		case e := <-got:
-			out <- e
-		case <-all:
-			select {
-			case e := <-got:
-				out <- e
-			default:
-			}
-		case <-ctx.Done():
-		}
-	}()
-	return out
-}
-
-// classifyLimit says whether a limit ended the run, from what the launcher
-// did and what the kernel left behind.
-func classifyLimit(lim limits.Plan, cg *limits.Cgroup, code int, killedBy limits.Kind) limits.Kind {
-	ev := limits.Evidence{Killed: killedBy, CPULimit: lim.Limits.CPUTime}
-	sig, signaled := exitcode.Signal(code)
-	ev.Signal = sig
-	if cg != nil {
-		if e, err := cg.Events(); err == nil {
-			ev.OOMKills = e.OOMKills + e.OOMGroupKills
-			if killedBy == limits.None && e.Kind() != limits.None && signaled {
-				ev.Killed = e.Kind()
-			}
-		}
-		if t, err := cg.CPUTime(); err == nil {
-			ev.CPUTime = t
-		}
-	}
-	return limits.Classify(ev)
-}
-
-// overheadTasks is added to the pids limit for the sandbox's tasks that are
-// not the command's: bwrap's PID 1 and, on the init path, sandbox-run's
-// init, a Go program with several threads. The command gets at least the
-// limit it asked for, at most this many more.
-const overheadTasks = 8
-
-// setupLimits plans how each limit is enforced: a cgroup of the run's own
-// where a delegated cgroup v2 offers the controllers, else rlimits and
-// sampling. A --cgroup-base that cannot be used is refused, not ignored.
-// The process ceiling is policy.DefaultPids and the memory ceiling half
-// the host's memory when the policy names none (runLimits).
-//
-// Pids without a cgroup's pids controller is RLIMIT_NPROC, set inside the
-// sandbox's own user namespace: since Linux 5.14 the kernel counts it per
-// user namespace and uid, so it holds the sandbox's tasks and nothing of
-// the host's (the same uid's other processes, other sandboxes). On older
-// kernels it is sampled. The command is never host root, whom the kernel
-// would exempt.
-func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
-	l, defMem, err := mechanism.RunLimits(p)
-	if err != nil {
-		return limits.Plan{}, nil, err
-	}
-	env := limits.Env{OverheadTasks: overheadTasks, UserNS: limits.NProcPerUserNS(), DefaultMemory: defMem}
-	// Every process of the sandbox inherits sandbox-run's own hard
-	// RLIMIT_NPROC, and counts against it inside its user namespace: a
-	// ceiling above it would be reported at a value that is not the one
-	// held. The default comes down to it; one asked for is refused.
-	if hard, err := limits.Hard(limits.NProc); err == nil && hard != limits.Infinity && uint64(l.Pids+overheadTasks) > hard {
-		if p.Pids > 0 || hard <= 2*overheadTasks {
-			return limits.Plan{}, nil, fault.New(fmt.Sprintf("--pids %d cannot be held", l.Pids),
-				fmt.Sprintf("sandbox-run's own hard process limit is %d (with %d tasks of sandbox-run's own in the sandbox)", hard, overheadTasks),
-				fmt.Sprintf("pass --pids %d or less, or raise the hard limit (ulimit -Hu)", int64(hard)-overheadTasks))
-		}
-		l.Pids = int64(hard) - overheadTasks
-	}
-	var base string
-	if l.Memory > 0 || l.Pids > 0 || l.CPUTime > 0 {
-		b, err := limits.FindDelegated(p.CgroupBase)
-		switch {
-		case err == nil:
-			mem, pids, err := limits.Enabled(b)
-			if err == nil {
-				base, env.Cgroup, env.CgroupMemory, env.CgroupPids = b, true, mem, pids
-			}
-		case p.CgroupBase != "":
-			return limits.Plan{}, nil, &SetupError{What: "--cgroup-base " + p.CgroupBase, Why: err.Error(),
-				Fix: "pass a cgroup v2 directory you may write, with the memory and pids controllers enabled for its children, or drop --cgroup-base"}
-		}
-	}
-	lp, err := limits.NewPlan(l, env)
-	if err != nil {
-		return limits.Plan{}, nil, &SetupError{What: "limits", Why: err.Error(), Fix: "pass positive limits (--memory of at least 1M, --nofile of at least 4)"}
-	}
-	if base == "" || lp.Cgroup == (limits.Limits{}) {
-		return lp, nil, nil
-	}
-	cg, err := limits.Create(base, "sandbox-run-"+runID, lp.Cgroup)
-	if err != nil {
-		return limits.Plan{}, nil, &SetupError{What: "cannot create the run's cgroup in " + base, Why: err.Error(), Fix: "check the delegation of " + base + " or drop --cgroup-base"}
-	}
-	return lp, cg, nil
-}
-
 // shownInside reports whether a host path is visible inside a bwrap
 // sandbox under p (plan.ShownInside).
 func shownInside(p policy.Policy) func(string) bool { return plan.ShownInside(p) }
+
+func bwrapMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+	return bwmech.New(p, cmd, opts)
+}
+
+// lendsOwner reports whether m honours --map-owner: only bwrap does.
+func lendsOwner(m mechanism.Mechanism) bool { return bwmech.LendsOwner(m) }

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/agentfilter"
 	"github.com/sandbox-run/sandbox-run/internal/audit"
@@ -121,7 +121,7 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err != nil {
 		return plan.GuardErr(err)
 	}
-	if err := r.pl.Bind(bwrap.ROBind, res, knownHostsInside); err != nil {
+	if err := r.pl.Bind(bw.ROBind, res, knownHostsInside); err != nil {
 		return fault.New("cannot open "+cp, err.Error(), "check $TMPDIR")
 	}
 	// ssh finds ~ in the password file, not $HOME, so the file is named

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"bufio"
@@ -16,7 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	bw "github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -44,7 +45,7 @@ type bwProc struct {
 }
 
 // launch starts bwrap, supervises it to its end and classifies the end.
-func (r *bwRun) launch(ctx context.Context) (*Result, error) {
+func (r *bwRun) launch(ctx context.Context) (*mechanism.Result, error) {
 	bp, err := r.start()
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (r *bwRun) start() (*bwProc, error) {
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	stream, err := r.forkBwrap(files, bp)
 	if err != nil {
-		var se *SetupError
+		var se *fault.Error
 		if errors.As(err, &se) {
 			return nil, err // --map-owner's own, already one line
 		}
@@ -130,10 +131,10 @@ func (r *bwRun) start() (*bwProc, error) {
 // transparent egress) and returns the argument stream for the bwrap that
 // runs.
 func (r *bwRun) forkBwrap(files []*os.File, bp *bwProc) ([]byte, error) {
-	stream, err := bwrap.Encode(r.args)
+	stream, err := bw.Encode(r.args)
 	var streamNet []byte
 	if err == nil && r.argsNet != nil {
-		streamNet, err = bwrap.Encode(r.argsNet)
+		streamNet, err = bw.Encode(r.argsNet)
 	}
 	if err != nil {
 		return nil, fault.New("cannot encode bwrap arguments", err.Error(), "remove the NUL byte")
@@ -359,7 +360,7 @@ func (w *bwWatch) readStatus() {
 	default:
 		s, err := initproc.DecodeStatus(b)
 		if err != nil {
-			s = initproc.Status{Error: err.Error(), Exit: ExitSetup}
+			s = initproc.Status{Error: err.Error(), Exit: exitcode.Setup}
 		}
 		w.statusCh <- &s
 	}
@@ -572,8 +573,8 @@ func (w *bwWatch) readback(rep *report.Report) {
 // classify says how the run ended: the command's status, a limit, ctx,
 // bwrap killed from outside, or a sandbox that never started (a setup
 // error naming bwrap's own cause).
-func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
-	code := ExitSetup
+func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*mechanism.Result, error) {
+	code := exitcode.Setup
 	if w.ex.err == nil {
 		code = mechanism.WaitCode(w.ex.ws)
 	}
@@ -589,14 +590,14 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 	// has ended the sandbox with it; the command's status is lost.
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
-		rep.Exit = &report.Exit{Code: ExitSetup, Class: report.ClassMechanismKilled}
-		return &Result{ExitCode: ExitSetup, Report: rep}, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+		rep.Exit = &report.Exit{Code: exitcode.Setup, Class: report.ClassMechanismKilled}
+		return &mechanism.Result{ExitCode: exitcode.Setup, Report: rep}, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
 	switch {
 	case st != nil && st.Started:
 		return r.ended(ctx, w, rep, code, limit)
-	case st != nil && (st.Exit == ExitNotExecutable || st.Exit == ExitNotFound):
+	case st != nil && (st.Exit == exitcode.NotExecutable || st.Exit == exitcode.NotFound):
 		rep.Readback = mechanism.ReadbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
 		return mechanism.NotRunnable(rep, r.cmd[0], st.Exit, st.Reason)
@@ -622,7 +623,7 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*Result, error) {
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
-	return nil, bwrapErr(bwrap.Diagnose(w.rl.Held(), code, bwrap.ReadHost(r.procSys())))
+	return nil, bwrapErr(bw.Diagnose(w.rl.Held(), code, bw.ReadHost(r.procSys())))
 }
 
 // failed is the set-up error of a sandbox that sandbox-run itself ended
@@ -647,7 +648,7 @@ func (w *bwWatch) failed() error {
 
 // ended classifies a command that started: its own status, ctx's end, or
 // a limit.
-func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code int, limit limits.Kind) (*Result, error) {
+func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code int, limit limits.Kind) (*mechanism.Result, error) {
 	if r.fast && w.status.Readback != nil {
 		if _, ok := w.fastNS["user"]; !ok && w.fastNS != nil {
 			if u := userNSFromMap(w.status.Readback.UIDMap); u != "" {
@@ -663,7 +664,7 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code i
 		// Ended because ctx was done (Run's timer or the caller): ctx's
 		// error says which, and Run classifies a timer's end.
 		rep.Exit = report.Classify(code, "")
-		return &Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
+		return &mechanism.Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
 	case limit != limits.None:
 		ex := w.exceeded
 		if w.killedBy == limits.None {
@@ -678,10 +679,10 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code i
 			}
 		}
 		rep.Exit = report.Classify(code, mechanism.LimitClass(limit))
-		return &Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: ex}
+		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: ex}
 	}
 	rep.Exit = report.Classify(code, "")
-	return &Result{ExitCode: code, Report: rep}, nil
+	return &mechanism.Result{ExitCode: code, Report: rep}, nil
 }
 
 // noteFull names, in the report's notes, the writable directories whose

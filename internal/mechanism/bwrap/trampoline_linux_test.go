@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
@@ -95,7 +96,7 @@ func TestGateFailed(t *testing.T) {
 		{os.ErrPermission, "cannot read back the sandbox before its command starts"},
 	} {
 		err := (&bwWatch{gateErr: c.err}).failed()
-		var se *SetupError
+		var se *fault.Error
 		switch {
 		case c.what == "" && err != nil:
 			t.Errorf("gate error %v: failed() = %v, want nil", c.err, err)

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"errors"
@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	bw "github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -17,9 +18,9 @@ import (
 // bwrapErr is bwrap's own diagnosis as a SetupError (the same type,
 // fault.Error, with bwrap's as its cause); other errors pass.
 func bwrapErr(err error) error {
-	var be *bwrap.SetupError
+	var be *bw.SetupError
 	if errors.As(err, &be) {
-		return &SetupError{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
+		return &fault.Error{What: be.What, Why: be.Why, Fix: be.Fix, Err: be}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -53,14 +53,14 @@ func (r *bwRun) checkMapOwner(context.Context) error {
 
 // planLend reads the workdir's owner and picks the writable binds at or
 // under it from mounts. It is a prepare step's body; it mounts nothing.
-func planLend(dir string, mounts []bwrap.Mount, uid, gid int) (*ownerLend, error) {
+func planLend(dir string, mounts []bw.Mount, uid, gid int) (*ownerLend, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, fault.New("--map-owner "+dir, err.Error(), "pass a workdir that exists")
 	}
 	l := &ownerLend{dir: dir, owner: int(st.Uid), group: int(st.Gid), uid: uid, gid: gid}
 	for _, m := range mounts {
-		if m.Kind == bwrap.Bind && m.FD >= 0 && (m.Dst == dir || strings.HasPrefix(m.Dst, dir+"/")) {
+		if m.Kind == bw.Bind && m.FD >= 0 && (m.Dst == dir || strings.HasPrefix(m.Dst, dir+"/")) {
 			l.fds = append(l.fds, m.FD)
 			l.paths = append(l.paths, m.Dst)
 		}
@@ -186,8 +186,8 @@ func (l *ownerLend) userns() (int, error) {
 	return unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
-// lendsOwner reports whether m is a mechanism that honours --map-owner.
-func lendsOwner(m mechanism.Mechanism) bool {
+// LendsOwner reports whether m is a mechanism that honours --map-owner.
+func LendsOwner(m mechanism.Mechanism) bool {
 	_, ok := m.(*bwRun)
 	return ok
 }

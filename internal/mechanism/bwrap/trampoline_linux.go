@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"encoding/json"
@@ -14,8 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -81,7 +83,7 @@ func decodeTrampoline(b []byte) *initproc.Status {
 		case "started":
 			s.Started = true
 		case "error:":
-			s.Error, s.Exit = strings.TrimSpace(v), ExitSetup
+			s.Error, s.Exit = strings.TrimSpace(v), exitcode.Setup
 		}
 	}
 	return s
@@ -221,7 +223,7 @@ func commandPID(pid int) int {
 // resolveCommand finds cmd the way the command's PATH would inside the
 // sandbox, looking only in directories the sandbox shows at the same path
 // (the system, the writable and the --read paths). It returns an
-// *ExecError (127 or 126) when the command cannot run, before any
+// *mechanism.ExecError (127 or 126) when the command cannot run, before any
 // sandbox is set up.
 func resolveCommand(name, workdir string, env []string, visible []string, uid, gid int) (string, error) {
 	isVisible := func(p string) bool {
@@ -277,9 +279,9 @@ func resolveCommand(name, workdir string, env []string, visible []string, uid, g
 		}
 	}
 	if errors.Is(found, fs.ErrPermission) {
-		return "", &ExecError{Code: ExitNotExecutable, Command: name, Reason: "not executable (for uid " + strconv.Itoa(uid) + ")"}
+		return "", &mechanism.ExecError{Code: exitcode.NotExecutable, Command: name, Reason: "not executable (for uid " + strconv.Itoa(uid) + ")"}
 	}
-	return "", &ExecError{Code: ExitNotFound, Command: name, Reason: "command not found"}
+	return "", &mechanism.ExecError{Code: exitcode.NotFound, Command: name, Reason: "command not found"}
 }
 
 func executableBy(p string, fi fs.FileInfo, uid, gid int) bool {

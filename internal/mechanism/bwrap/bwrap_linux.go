@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
@@ -40,7 +40,7 @@ type bwRun struct {
 	stderr *os.File
 
 	path     string // the bwrap binary
-	info     *bwrap.Info
+	info     *bw.Info
 	arch     filter.Arch
 	prog     *filter.Program
 	uid, gid int
@@ -70,15 +70,15 @@ type bwRun struct {
 	guard *groupGuard
 	// notRunnable is the fast path's finding that the command cannot be
 	// started, reported by run once the report exists.
-	notRunnable *ExecError
+	notRunnable *mechanism.ExecError
 	report      report.Report
 }
 
-func bwrapMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.Log(), stderr: opts.Stderr}, nil
 }
 
-func (r *bwRun) Close(res *Result) {
+func (r *bwRun) Close(res *mechanism.Result) {
 	r.undo.Run()
 	r.finishProtection(res)
 }
@@ -86,7 +86,7 @@ func (r *bwRun) Close(res *Result) {
 // finishProtection settles the run's end for protected paths (see
 // protect.Pending.Finish) once the sandbox is gone; a no-op after the
 // first call.
-func (r *bwRun) finishProtection(res *Result) {
+func (r *bwRun) finishProtection(res *mechanism.Result) {
 	if r.pend != nil {
 		rep, code := res.Parts()
 		r.pend.Finish(rep, code, r.stderr)
@@ -113,30 +113,30 @@ func (r *bwRun) tools(ctx context.Context) error {
 		return err
 	}
 	r.path = path
-	if r.info, err = (bwrap.Detector{CacheDir: r.opts.BwrapCache, Resolver: r.opts.Resolver}).Detect(ctx, path); err != nil {
-		return &SetupError{What: "cannot use bwrap " + path, Why: err.Error(),
+	if r.info, err = (bw.Detector{CacheDir: r.opts.BwrapCache, Resolver: r.opts.Resolver}).Detect(ctx, path); err != nil {
+		return &fault.Error{What: "cannot use bwrap " + path, Why: err.Error(),
 			Fix: "install bubblewrap (apt-get install -y bubblewrap) or pass --bwrap PATH"}
 	}
 	if err := r.info.Required(); err != nil {
-		return &SetupError{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
+		return &fault.Error{What: "bwrap too old", Why: err.Error(), Fix: "install bubblewrap 0.4.0 or newer"}
 	}
 	// The sysctls alone: the rest of bwrap.Host serves only the diagnosis
 	// of a bwrap that failed, and classify reads it then.
-	if err := bwrap.Preflight(bwrap.ReadSysctls(r.procSys())); err != nil {
+	if err := bw.Preflight(bw.ReadSysctls(r.procSys())); err != nil {
 		return bwrapErr(err)
 	}
 	if r.arch, err = filter.NativeArch(); err != nil {
-		return &SetupError{What: "no seccomp filter for this machine", Why: err.Error(),
+		return &fault.Error{What: "no seccomp filter for this machine", Why: err.Error(),
 			Fix: "run on x86_64 or aarch64, or ask for tier 0 explicitly with --sandbox off"}
 	}
 	if r.p.Ptrace {
 		var pe *filter.PtraceError
 		if errors.As(filter.CheckPtrace(filter.YamaPtraceScope()), &pe) {
-			return &SetupError{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
+			return &fault.Error{What: "--ptrace refused", Why: pe.Reason, Fix: pe.Fix, Err: pe}
 		}
 	}
 	if r.prog, err = filter.Assemble(r.arch, filter.Options{AllowPtrace: r.p.Ptrace, NoSetID: r.opts.MapOwner}); err != nil {
-		return &SetupError{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
+		return &fault.Error{What: "cannot assemble the seccomp filter", Why: err.Error(), Fix: "report this as a bug in sandbox-run"}
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func (r *bwRun) command(context.Context) error {
 	visible := append(append(append([]string(nil), plan.SystemPaths...), pl.Writable...), pl.ReadOnly...)
 	resolved, err := resolveCommand(r.cmd[0], r.p.Workdir, r.env, visible, r.uid, r.gid)
 	if err != nil {
-		r.notRunnable, resolved = err.(*ExecError), r.cmd[0]
+		r.notRunnable, resolved = err.(*mechanism.ExecError), r.cmd[0]
 	} else {
 		resolved = viaGitHint(r.cmd[0], resolved, r.env)
 	}
@@ -309,12 +309,12 @@ func (r *bwRun) command(context.Context) error {
 
 // bwrapArgs builds bwrap's argument stream from the plan.
 func (r *bwRun) bwrapArgs(context.Context) error {
-	mounts := append(append([]bwrap.Mount(nil), r.pl.Mounts...), r.pl.Late...)
-	args, err := bwrap.Args(bwrapSpec(r.info.Features, !r.fast, mounts, r.p.Workdir, r.env))
+	mounts := append(append([]bw.Mount(nil), r.pl.Mounts...), r.pl.Late...)
+	args, err := bw.Args(bwrapSpec(r.info.Features, !r.fast, mounts, r.p.Workdir, r.env))
 	if err != nil {
-		return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
+		return &fault.Error{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 	}
-	if err := bwrap.CheckArgCount(r.argv, args); err != nil {
+	if err := bw.CheckArgCount(r.argv, args); err != nil {
 		return fault.New("command line too long for bwrap", err.Error(),
 			"pass a long list through a file or stdin (xargs inside the sandbox), or bind a common parent instead of many --read paths")
 	}
@@ -322,8 +322,8 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 	if r.nw.Tun != nil && !r.fast {
 		spec := bwrapSpec(r.info.Features, true, mounts, r.p.Workdir, r.env)
 		spec.NetMade = true
-		if r.argsNet, err = bwrap.Args(spec); err != nil {
-			return &SetupError{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
+		if r.argsNet, err = bw.Args(spec); err != nil {
+			return &fault.Error{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
 		}
 	}
 	return nil
@@ -332,8 +332,8 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 // bwrapSpec is the whole of what bwrap is asked for, given its features:
 // pure, so the layout goldens render exactly what a run passes. asPid1 is
 // set when sandbox-run's init, not bwrap's, is the sandbox's PID 1.
-func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []bwrap.Mount, workdir string, env []string) bwrap.Spec {
-	return bwrap.Spec{
+func bwrapSpec(f bw.Features, asPid1 bool, mounts []bw.Mount, workdir string, env []string) bw.Spec {
+	return bw.Spec{
 		AsPid1:           asPid1,
 		UnshareCgroupTry: f.UnshareCgroupTry,
 		DisableUserns:    f.DisableUserns,
@@ -402,7 +402,7 @@ func (r *bwRun) buildReport() {
 func (r *bwRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s\n", strings.Join(mechanism.QuoteAll(r.argv), " "))
 	fmt.Fprintf(w, "args stream (fd %d):\n", fdArgs)
-	for _, a := range bwrap.Redact(r.args) {
+	for _, a := range bw.Redact(r.args) {
 		fmt.Fprintf(w, "  %s\n", mechanism.Quote(a))
 	}
 	fmt.Fprintf(w, "descriptors:\n")
@@ -423,10 +423,10 @@ func (r *bwRun) Describe(w io.Writer) {
 	}
 }
 
-func (r *bwRun) Run(ctx context.Context) (*Result, error) {
+func (r *bwRun) Run(ctx context.Context) (*mechanism.Result, error) {
 	if e := r.notRunnable; e != nil {
 		r.report.Exit = &report.Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
-		return &Result{ExitCode: e.Code, Report: r.report}, e
+		return &mechanism.Result{ExitCode: e.Code, Report: r.report}, e
 	}
 	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.Mounts))
 	res, err := r.launch(ctx)
