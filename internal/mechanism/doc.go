@@ -6,7 +6,9 @@
 // reported, how an exit status is read and classified, the process
 // sampler of the mechanisms without a cgroup, process-group signalling.
 //
-// A mechanism's package imports this one and the plan; never package
-// sandbox and never another mechanism. Package off is the first one moved
-// out of sandbox; the others are still in sandbox (issue 35).
+// Each mechanism is a package below this one (bwrap, gvisor, landlock,
+// off, seatbelt) that imports this one, the plan (internal/plan) and the
+// network side (internal/hostnet); never package sandbox and never
+// another mechanism (TestImportRules holds it). Config is what the
+// skeleton hands every one of them.
 package mechanism
