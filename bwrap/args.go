@@ -5,48 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sandbox-run/sandbox-run/mount"
 )
 
 // ErrNUL is wrapped by the errors of Args and Encode for an argument that
 // holds a NUL byte. bwrap reads the --args stream as NUL-terminated strings,
 // so such an argument would become two and shift every option after it.
 var ErrNUL = errors.New("argument holds a NUL byte, which would resynchronise bwrap's --args stream")
-
-// MountKind is one bwrap mount operation.
-type MountKind int
-
-// Mount kinds, named after the bwrap options they become.
-const (
-	ROBind    MountKind = iota // --ro-bind SRC DST, or --ro-bind-fd FD DST when FD >= 0
-	Bind                       // --bind SRC DST, or --bind-fd FD DST
-	Symlink                    // --symlink SRC DST (SRC is the link's target)
-	Proc                       // --proc DST
-	Dev                        // --dev DST
-	Tmpfs                      // --tmpfs DST, with --size when Size > 0
-	RemountRO                  // --remount-ro DST
-	Dir                        // --dir DST
-)
-
-var kindNames = [...]string{"ro-bind", "bind", "symlink", "proc", "dev", "tmpfs", "remount-ro", "dir"}
-
-func (k MountKind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "MountKind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// Mount is one step of the mount plan. Order matters: bwrap applies the
-// steps in turn, so a later mount covers an earlier one at the same place.
-type Mount struct {
-	Kind MountKind
-	Src  string // host path (binds) or link target (Symlink)
-	Dst  string // path inside the sandbox
-	// FD, when >= 0, is the descriptor number bwrap sees for a bind made by
-	// descriptor (--ro-bind-fd / --bind-fd); Src then only documents it.
-	FD   int
-	Size int64 // Tmpfs only: bytes, 0 = unlimited
-}
 
 // Spec is everything the argument stream says. It holds no descriptors:
 // numbers in it are the ones bwrap will see, which the caller arranges.
@@ -65,7 +31,7 @@ type Spec struct {
 	NetMade    bool
 	UID, GID   int // inside ids; -1 leaves bwrap's default (the caller's own)
 	Hostname   string
-	Mounts     []Mount
+	Mounts     []mount.Step
 	Chdir      string
 	ClearEnv   bool
 	Env        []string // KEY=VALUE
@@ -147,31 +113,31 @@ func namespaceArgs(s Spec) []string {
 
 // appendMount appends m's options to a; sizeOption says whether bwrap
 // knows --size (without it a tmpfs has no ceiling from bwrap).
-func appendMount(a []string, m Mount, sizeOption bool) ([]string, error) {
+func appendMount(a []string, m mount.Step, sizeOption bool) ([]string, error) {
 	switch m.Kind {
-	case ROBind, Bind:
+	case mount.ROBind, mount.Bind:
 		opt := "--ro-bind"
-		if m.Kind == Bind {
+		if m.Kind == mount.Bind {
 			opt = "--bind"
 		}
 		if m.FD >= 0 {
 			return append(a, opt+"-fd", strconv.Itoa(m.FD), m.Dst), nil
 		}
 		return append(a, opt, m.Src, m.Dst), nil
-	case Symlink:
+	case mount.Symlink:
 		return append(a, "--symlink", m.Src, m.Dst), nil
-	case Proc:
+	case mount.Proc:
 		return append(a, "--proc", m.Dst), nil
-	case Dev:
+	case mount.Dev:
 		return append(a, "--dev", m.Dst), nil
-	case Tmpfs:
+	case mount.Tmpfs:
 		if m.Size > 0 && sizeOption {
 			a = append(a, "--size", strconv.FormatInt(m.Size, 10))
 		}
 		return append(a, "--tmpfs", m.Dst), nil
-	case RemountRO:
+	case mount.RemountRO:
 		return append(a, "--remount-ro", m.Dst), nil
-	case Dir:
+	case mount.Dir:
 		return append(a, "--dir", m.Dst), nil
 	}
 	return nil, fmt.Errorf("unknown kind %v", m.Kind)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/mount"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -15,16 +17,16 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func sampleSpec() Spec {
 	return Spec{
 		AsPid1: true, UnshareCgroupTry: true, DisableUserns: true, UID: -1, GID: -1, Hostname: "sandbox",
-		Mounts: []Mount{
-			{Kind: ROBind, Src: "/usr", Dst: "/usr", FD: 9},
-			{Kind: Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
-			{Kind: Proc, Dst: "/proc", FD: -1},
-			{Kind: ROBind, Src: "/proc/sys", Dst: "/proc/sys", FD: -1},
-			{Kind: Dev, Dst: "/dev", FD: -1},
-			{Kind: Tmpfs, Dst: "/tmp", Size: 1 << 20, FD: -1},
-			{Kind: Bind, Src: "/w", Dst: "/w", FD: 10},
-			{Kind: ROBind, Src: "/w/.git/hooks", Dst: "/w/.git/hooks", FD: -1},
-			{Kind: RemountRO, Dst: "/", FD: -1},
+		Mounts: []mount.Step{
+			{Kind: mount.ROBind, Src: "/usr", Dst: "/usr", FD: 9},
+			{Kind: mount.Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
+			{Kind: mount.Proc, Dst: "/proc", FD: -1},
+			{Kind: mount.ROBind, Src: "/proc/sys", Dst: "/proc/sys", FD: -1},
+			{Kind: mount.Dev, Dst: "/dev", FD: -1},
+			{Kind: mount.Tmpfs, Dst: "/tmp", Size: 1 << 20, FD: -1},
+			{Kind: mount.Bind, Src: "/w", Dst: "/w", FD: 10},
+			{Kind: mount.ROBind, Src: "/w/.git/hooks", Dst: "/w/.git/hooks", FD: -1},
+			{Kind: mount.RemountRO, Dst: "/", FD: -1},
 		},
 		Chdir: "/w", ClearEnv: true, Env: []string{"HOME=/w", "TOKEN=s3cret"},
 		SeccompFD: 8, InfoFD: 6, SizeOption: true,
@@ -93,15 +95,15 @@ func TestArgsRefusesNUL(t *testing.T) {
 	}{
 		{"env value", Spec{Env: []string{"K=a\x00--bind"}}},
 		{"env key", Spec{Env: []string{"K\x00=v"}}},
-		{"bind source", Spec{Mounts: []Mount{{Kind: ROBind, Src: "/a\x00b", Dst: "/a", FD: -1}}}},
-		{"bind destination", Spec{Mounts: []Mount{{Kind: Bind, Src: "/a", Dst: "/a\x00/etc", FD: -1}}}},
-		{"bind-fd destination", Spec{Mounts: []Mount{{Kind: ROBind, Src: "/a", Dst: "\x00", FD: 9}}}},
-		{"symlink target", Spec{Mounts: []Mount{{Kind: Symlink, Src: "usr/bin\x00", Dst: "/bin", FD: -1}}}},
-		{"tmpfs", Spec{Mounts: []Mount{{Kind: Tmpfs, Dst: "/tmp\x00", FD: -1}}}},
-		{"proc", Spec{Mounts: []Mount{{Kind: Proc, Dst: "/proc\x00", FD: -1}}}},
-		{"dev", Spec{Mounts: []Mount{{Kind: Dev, Dst: "/dev\x00", FD: -1}}}},
-		{"remount", Spec{Mounts: []Mount{{Kind: RemountRO, Dst: "\x00/", FD: -1}}}},
-		{"dir", Spec{Mounts: []Mount{{Kind: Dir, Dst: "/d\x00", FD: -1}}}},
+		{"bind source", Spec{Mounts: []mount.Step{{Kind: mount.ROBind, Src: "/a\x00b", Dst: "/a", FD: -1}}}},
+		{"bind destination", Spec{Mounts: []mount.Step{{Kind: mount.Bind, Src: "/a", Dst: "/a\x00/etc", FD: -1}}}},
+		{"bind-fd destination", Spec{Mounts: []mount.Step{{Kind: mount.ROBind, Src: "/a", Dst: "\x00", FD: 9}}}},
+		{"symlink target", Spec{Mounts: []mount.Step{{Kind: mount.Symlink, Src: "usr/bin\x00", Dst: "/bin", FD: -1}}}},
+		{"tmpfs", Spec{Mounts: []mount.Step{{Kind: mount.Tmpfs, Dst: "/tmp\x00", FD: -1}}}},
+		{"proc", Spec{Mounts: []mount.Step{{Kind: mount.Proc, Dst: "/proc\x00", FD: -1}}}},
+		{"dev", Spec{Mounts: []mount.Step{{Kind: mount.Dev, Dst: "/dev\x00", FD: -1}}}},
+		{"remount", Spec{Mounts: []mount.Step{{Kind: mount.RemountRO, Dst: "\x00/", FD: -1}}}},
+		{"dir", Spec{Mounts: []mount.Step{{Kind: mount.Dir, Dst: "/d\x00", FD: -1}}}},
 		{"chdir", Spec{Chdir: "/w\x00"}},
 		{"hostname", Spec{Hostname: "sand\x00box"}},
 	} {
@@ -120,7 +122,7 @@ func TestArgsRefusesNUL(t *testing.T) {
 	if _, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Env: []string{"NOEQUALS"}}); err == nil {
 		t.Error("Args accepted an env entry without =")
 	}
-	if _, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Mounts: []Mount{{Kind: Dir, Dst: "/a", FD: -1}, {Kind: MountKind(99), FD: -1}}}); err == nil || !strings.Contains(err.Error(), "mount 1:") {
+	if _, err := Args(Spec{UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Mounts: []mount.Step{{Kind: mount.Dir, Dst: "/a", FD: -1}, {Kind: mount.Kind(99), FD: -1}}}); err == nil || !strings.Contains(err.Error(), "mount 1:") {
 		t.Errorf("Args with an unknown mount kind = %v, want an error naming mount 1", err)
 	}
 }
@@ -164,7 +166,7 @@ func TestRedact(t *testing.T) {
 func BenchmarkArgs(b *testing.B) {
 	s := sampleSpec()
 	for i := 0; i < 100; i++ {
-		s.Mounts = append(s.Mounts, Mount{Kind: ROBind, Src: "/opt/x", Dst: "/opt/x", FD: -1})
+		s.Mounts = append(s.Mounts, mount.Step{Kind: mount.ROBind, Src: "/opt/x", Dst: "/opt/x", FD: -1})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

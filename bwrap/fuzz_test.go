@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-run/sandbox-run/mount"
 )
 
 // decodeArgs reads an --args stream the way bwrap does (bubblewrap.c,
@@ -85,12 +87,12 @@ func FuzzArgs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, hostname, src, dst, chdir, env string) {
 		s := Spec{
 			UID: -1, GID: -1, SeccompFD: -1, InfoFD: -1, Hostname: hostname, Chdir: chdir, Env: []string{env},
-			Mounts: []Mount{
-				{Kind: ROBind, Src: src, Dst: dst, FD: -1},
-				{Kind: Bind, Src: src, Dst: dst, FD: 7},
-				{Kind: Symlink, Src: src, Dst: dst, FD: -1},
-				{Kind: Tmpfs, Dst: dst, Size: 1 << 20, FD: -1},
-				{Kind: Dir, Dst: dst, FD: -1},
+			Mounts: []mount.Step{
+				{Kind: mount.ROBind, Src: src, Dst: dst, FD: -1},
+				{Kind: mount.Bind, Src: src, Dst: dst, FD: 7},
+				{Kind: mount.Symlink, Src: src, Dst: dst, FD: -1},
+				{Kind: mount.Tmpfs, Dst: dst, Size: 1 << 20, FD: -1},
+				{Kind: mount.Dir, Dst: dst, FD: -1},
 			},
 		}
 		args, err := Args(s)

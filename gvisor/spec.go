@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/mount"
 )
 
 // ErrLayout marks a plan that cannot be expressed as an OCI spec.
@@ -103,7 +103,7 @@ type Input struct {
 	Cwd     string
 	UID     int
 	GID     int
-	Mounts  []bwrap.Mount
+	Mounts  []mount.Step
 	Rlimits []Rlimit
 	// Rootfs is the bundle's root directory (relative to the bundle) and
 	// Empty an empty read-only file there that covers sockets and FIFOs.
@@ -155,7 +155,7 @@ func Render(in Input) (Bundle, error) {
 	for _, m := range in.Mounts {
 		// A link below the first level is made only in a directory the
 		// bundle makes itself (an earlier point), never under a bind.
-		if m.Kind == bwrap.Symlink && strings.Count(m.Dst, "/") > 1 {
+		if m.Kind == mount.Symlink && strings.Count(m.Dst, "/") > 1 {
 			if pt, ok := points[filepath.Dir(m.Dst)]; !ok || !pt.Dir || pt.Link != "" || boundAt(b.Spec.Mounts, filepath.Dir(m.Dst)) {
 				return Bundle{}, fmt.Errorf("%w: link %s is not in a directory of the bundle", ErrLayout, m.Dst)
 			}
@@ -180,14 +180,14 @@ func Render(in Input) (Bundle, error) {
 
 // mountOf renders one plan step: the OCI mount (keep false when the step
 // is not rendered) and the point it needs in the root.
-func mountOf(m bwrap.Mount, empty string, files map[string]bool) (Mount, Point, bool, error) {
+func mountOf(m mount.Step, empty string, files map[string]bool) (Mount, Point, bool, error) {
 	switch m.Kind {
-	case bwrap.ROBind, bwrap.Bind:
+	case mount.ROBind, mount.Bind:
 		if underProc(m.Dst) {
 			return Mount{}, Point{}, false, nil
 		}
 		src, opts := m.Src, []string{"rbind", "rw"}
-		if m.Kind == bwrap.ROBind {
+		if m.Kind == mount.ROBind {
 			opts = []string{"rbind", "ro"}
 		}
 		file := files[m.Dst]
@@ -195,14 +195,14 @@ func mountOf(m bwrap.Mount, empty string, files map[string]bool) (Mount, Point, 
 			src, file = empty, true
 		}
 		return Mount{Destination: m.Dst, Type: "bind", Source: src, Options: opts}, Point{Path: m.Dst, Dir: !file}, true, nil
-	case bwrap.Symlink:
+	case mount.Symlink:
 		if strings.Count(m.Dst, "/") != 1 {
 			return Mount{}, Point{}, false, fmt.Errorf("%w: link %s is not at the root's first level", ErrLayout, m.Dst)
 		}
 		return Mount{}, Point{Path: m.Dst, Link: m.Src}, false, nil
-	case bwrap.Proc:
+	case mount.Proc:
 		return Mount{Destination: m.Dst, Type: "proc", Source: "proc"}, Point{Path: m.Dst, Dir: true}, true, nil
-	case bwrap.Tmpfs:
+	case mount.Tmpfs:
 		if underProc(m.Dst) {
 			return Mount{}, Point{}, false, nil
 		}
@@ -211,15 +211,15 @@ func mountOf(m bwrap.Mount, empty string, files map[string]bool) (Mount, Point, 
 			opts = append(opts, "size="+strconv.FormatInt(m.Size, 10))
 		}
 		return Mount{Destination: m.Dst, Type: "tmpfs", Source: "tmpfs", Options: opts}, Point{Path: m.Dst, Dir: true}, true, nil
-	case bwrap.Dev:
+	case mount.Dev:
 		// runsc mounts gVisor's own /dev (its devtmpfs with the standard
 		// nodes) at /dev whatever the spec says.
 		return Mount{}, Point{Path: m.Dst, Dir: true}, false, nil
-	case bwrap.RemountRO:
+	case mount.RemountRO:
 		// "/" is the root's readonly flag; /dev is gVisor's own; the
 		// plan's /proc entries are not rendered.
 		return Mount{}, Point{}, false, nil
-	case bwrap.Dir:
+	case mount.Dir:
 		return Mount{}, Point{Path: m.Dst, Dir: true}, false, nil
 	}
 	return Mount{}, Point{}, false, fmt.Errorf("%w: mount kind %v", ErrLayout, m.Kind)

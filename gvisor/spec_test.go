@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/mount"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -17,27 +17,27 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // plan is a mount plan as internal/plan's plan.New makes it for bwrap, in its
 // order: system paths, /proc and its entries, own mounts, --read, the
 // writable dirs, protected paths, then the late remounts.
-func plan() []bwrap.Mount {
-	return []bwrap.Mount{
-		{Kind: bwrap.ROBind, Src: "/usr", Dst: "/usr", FD: -1},
-		{Kind: bwrap.Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/etc", Dst: "/etc", FD: -1},
-		{Kind: bwrap.Proc, Dst: "/proc", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/proc/sys", Dst: "/proc/sys", FD: -1},
-		{Kind: bwrap.Tmpfs, Dst: "/proc/acpi", FD: -1, Size: 4096},
-		{Kind: bwrap.RemountRO, Dst: "/proc/acpi", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/dev/null", Dst: "/proc/kcore", FD: -1},
-		{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
-		{Kind: bwrap.Tmpfs, Dst: "/dev/shm", FD: -1, Size: 64 << 20},
-		{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: 256 << 20},
-		{Kind: bwrap.ROBind, Src: "/srv/data", Dst: "/srv/data", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/dev/null", Dst: "/srv/data/agent.sock", FD: -1},
-		{Kind: bwrap.Bind, Src: "/home/u/proj", Dst: "/home/u/proj", FD: -1},
-		{Kind: bwrap.Bind, Src: "/home/u/proj/.git", Dst: "/home/u/proj/.git", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/home/u/proj/.git/config", Dst: "/home/u/proj/.git/config", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/run/x/egress.sock", Dst: "/run/sandbox-run/egress.sock", FD: 12},
-		{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1},
-		{Kind: bwrap.RemountRO, Dst: "/", FD: -1},
+func plan() []mount.Step {
+	return []mount.Step{
+		{Kind: mount.ROBind, Src: "/usr", Dst: "/usr", FD: -1},
+		{Kind: mount.Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
+		{Kind: mount.ROBind, Src: "/etc", Dst: "/etc", FD: -1},
+		{Kind: mount.Proc, Dst: "/proc", FD: -1},
+		{Kind: mount.ROBind, Src: "/proc/sys", Dst: "/proc/sys", FD: -1},
+		{Kind: mount.Tmpfs, Dst: "/proc/acpi", FD: -1, Size: 4096},
+		{Kind: mount.RemountRO, Dst: "/proc/acpi", FD: -1},
+		{Kind: mount.ROBind, Src: "/dev/null", Dst: "/proc/kcore", FD: -1},
+		{Kind: mount.Dev, Dst: "/dev", FD: -1},
+		{Kind: mount.Tmpfs, Dst: "/dev/shm", FD: -1, Size: 64 << 20},
+		{Kind: mount.Tmpfs, Dst: "/tmp", FD: -1, Size: 256 << 20},
+		{Kind: mount.ROBind, Src: "/srv/data", Dst: "/srv/data", FD: -1},
+		{Kind: mount.ROBind, Src: "/dev/null", Dst: "/srv/data/agent.sock", FD: -1},
+		{Kind: mount.Bind, Src: "/home/u/proj", Dst: "/home/u/proj", FD: -1},
+		{Kind: mount.Bind, Src: "/home/u/proj/.git", Dst: "/home/u/proj/.git", FD: -1},
+		{Kind: mount.ROBind, Src: "/home/u/proj/.git/config", Dst: "/home/u/proj/.git/config", FD: -1},
+		{Kind: mount.ROBind, Src: "/run/x/egress.sock", Dst: "/run/sandbox-run/egress.sock", FD: 12},
+		{Kind: mount.RemountRO, Dst: "/dev", FD: -1},
+		{Kind: mount.RemountRO, Dst: "/", FD: -1},
 	}
 }
 
@@ -61,7 +61,7 @@ func TestRenderGolden(t *testing.T) {
 		{"full", input},
 		{"minimal", func() Input {
 			in := input()
-			in.Mounts = []bwrap.Mount{{Kind: bwrap.ROBind, Src: "/usr", Dst: "/usr", FD: -1}, {Kind: bwrap.Bind, Src: "/w", Dst: "/w", FD: -1}}
+			in.Mounts = []mount.Step{{Kind: mount.ROBind, Src: "/usr", Dst: "/usr", FD: -1}, {Kind: mount.Bind, Src: "/w", Dst: "/w", FD: -1}}
 			in.Rlimits, in.Files, in.Cwd = nil, nil, "/w"
 			return in
 		}},
@@ -157,15 +157,15 @@ func TestRenderRefuses(t *testing.T) {
 		"nul in arg": func(in *Input) { in.Args = append(in.Args, "a\x00b") },
 		"nul in env": func(in *Input) { in.Env = append(in.Env, "A=\x00") },
 		"deep link": func(in *Input) {
-			in.Mounts = append(in.Mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: "x", Dst: "/a/b"})
+			in.Mounts = append(in.Mounts, mount.Step{Kind: mount.Symlink, Src: "x", Dst: "/a/b"})
 		},
-		"relative dst": func(in *Input) { in.Mounts = append(in.Mounts, bwrap.Mount{Kind: bwrap.Bind, Src: "/x", Dst: "x"}) },
+		"relative dst": func(in *Input) { in.Mounts = append(in.Mounts, mount.Step{Kind: mount.Bind, Src: "/x", Dst: "x"}) },
 		"unclean dst": func(in *Input) {
-			in.Mounts = append(in.Mounts, bwrap.Mount{Kind: bwrap.Bind, Src: "/x", Dst: "/a/../b"})
+			in.Mounts = append(in.Mounts, mount.Step{Kind: mount.Bind, Src: "/x", Dst: "/a/../b"})
 		},
-		"unknown kind": func(in *Input) { in.Mounts = append(in.Mounts, bwrap.Mount{Kind: 99, Dst: "/x"}) },
+		"unknown kind": func(in *Input) { in.Mounts = append(in.Mounts, mount.Step{Kind: 99, Dst: "/x"}) },
 		"nul in mount": func(in *Input) {
-			in.Mounts = append(in.Mounts, bwrap.Mount{Kind: bwrap.Bind, Src: "/x\x00", Dst: "/x"})
+			in.Mounts = append(in.Mounts, mount.Step{Kind: mount.Bind, Src: "/x\x00", Dst: "/x"})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -227,9 +227,9 @@ func TestDefaultPlatform(t *testing.T) {
 // directory the bundle makes itself, never under a bind (where it would
 // be hidden) or a missing parent.
 func TestRenderDeepLinks(t *testing.T) {
-	dir := bwrap.Mount{Kind: bwrap.Dir, Dst: "/run", FD: -1}
-	link := bwrap.Mount{Kind: bwrap.Symlink, Src: "../x", Dst: "/run/link", FD: -1}
-	b, err := Render(Input{Mounts: []bwrap.Mount{dir, link}, Rootfs: "rootfs", Empty: "/e"})
+	dir := mount.Step{Kind: mount.Dir, Dst: "/run", FD: -1}
+	link := mount.Step{Kind: mount.Symlink, Src: "../x", Dst: "/run/link", FD: -1}
+	b, err := Render(Input{Mounts: []mount.Step{dir, link}, Rootfs: "rootfs", Empty: "/e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +240,8 @@ func TestRenderDeepLinks(t *testing.T) {
 	if !found {
 		t.Errorf("points %v lack /run/link", b.Points)
 	}
-	for name, ms := range map[string][]bwrap.Mount{
-		"under a bind":   {{Kind: bwrap.ROBind, Src: "/img/run", Dst: "/run", FD: -1}, link},
+	for name, ms := range map[string][]mount.Step{
+		"under a bind":   {{Kind: mount.ROBind, Src: "/img/run", Dst: "/run", FD: -1}, link},
 		"missing parent": {link},
 	} {
 		if _, err := Render(Input{Mounts: ms, Rootfs: "rootfs", Empty: "/e"}); !errors.Is(err, ErrLayout) {

@@ -23,7 +23,7 @@
 // Non-guarantees: a socket or FIFO made after the search, and a path
 // swapped after it was vetted but bound by path (a bwrap without
 // --bind-fd, noted in the report), are not covered. The layout is
-// bwrap-shaped (bwrap.Mount): another mechanism translates it. The
+// bwrap-shaped (mount.Step): another mechanism translates it. The
 // package is Linux's: on other systems it has only HostOwn.
 //
 // It imports the shared packages (policy, pathguard, bwrap's types,

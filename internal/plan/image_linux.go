@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -23,11 +23,11 @@ var imageOwn = []string{"proc", "dev", "sys", "tmp"}
 // for a workdir below it) is not bound whole but made a directory of the
 // bundle holding its entries, recursively: a mount point is never made
 // inside the image's tree, which every run shares.
-func ImageMounts(rootfs string, mounts []bwrap.Mount) ([]bwrap.Mount, error) {
-	var rest []bwrap.Mount
+func ImageMounts(rootfs string, mounts []mount.Step) ([]mount.Step, error) {
+	var rest []mount.Step
 	var dests []string
 	for _, m := range mounts {
-		if slices.Contains(SystemPaths, m.Dst) && (m.Kind == bwrap.Symlink || m.Src == m.Dst) {
+		if slices.Contains(SystemPaths, m.Dst) && (m.Kind == mount.Symlink || m.Src == m.Dst) {
 			continue
 		}
 		rest = append(rest, m)
@@ -35,14 +35,14 @@ func ImageMounts(rootfs string, mounts []bwrap.Mount) ([]bwrap.Mount, error) {
 			dests = append(dests, m.Dst)
 		}
 	}
-	var img []bwrap.Mount
+	var img []mount.Step
 	if err := imageDir(rootfs, "/", dests, &img); err != nil {
 		return nil, fault.New("cannot read the image's tree "+rootfs, err.Error(), "remove "+filepath.Dir(rootfs)+" so that the next run unpacks it again")
 	}
 	return append(img, rest...), nil
 }
 
-func imageDir(rootfs, inside string, dests []string, out *[]bwrap.Mount) error {
+func imageDir(rootfs, inside string, dests []string, out *[]mount.Step) error {
 	ents, err := os.ReadDir(filepath.Join(rootfs, inside))
 	if err != nil {
 		return err
@@ -58,14 +58,14 @@ func imageDir(rootfs, inside string, dests []string, out *[]bwrap.Mount) error {
 			if err != nil {
 				return err
 			}
-			*out = append(*out, bwrap.Mount{Kind: bwrap.Symlink, Src: target, Dst: dst, FD: -1})
+			*out = append(*out, mount.Step{Kind: mount.Symlink, Src: target, Dst: dst, FD: -1})
 		case t.IsDir() && slices.ContainsFunc(dests, func(d string) bool { return strings.HasPrefix(d, dst+"/") }):
-			*out = append(*out, bwrap.Mount{Kind: bwrap.Dir, Dst: dst, FD: -1})
+			*out = append(*out, mount.Step{Kind: mount.Dir, Dst: dst, FD: -1})
 			if err := imageDir(rootfs, dst, dests, out); err != nil {
 				return err
 			}
 		case t.IsDir() || t.IsRegular():
-			*out = append(*out, bwrap.Mount{Kind: bwrap.ROBind, Src: src, Dst: dst, FD: -1})
+			*out = append(*out, mount.Step{Kind: mount.ROBind, Src: src, Dst: dst, FD: -1})
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -23,26 +23,26 @@ func TestImageMounts(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "etc/passwd"), nil, 0o644)
 	os.Symlink("usr/bin", filepath.Join(root, "bin"))
 	os.Symlink("../x", filepath.Join(root, "run/link"))
-	mounts := []bwrap.Mount{
-		{Kind: bwrap.ROBind, Src: "/usr", Dst: "/usr", FD: -1},
-		{Kind: bwrap.Symlink, Src: "usr/lib", Dst: "/lib", FD: -1},
-		{Kind: bwrap.Proc, Dst: "/proc", FD: -1},
-		{Kind: bwrap.Bind, Src: "/home/u/work", Dst: "/home/u/work", FD: -1},
-		{Kind: bwrap.ROBind, Src: "/self", Dst: "/run/sandbox-run/init", FD: -1},
+	mounts := []mount.Step{
+		{Kind: mount.ROBind, Src: "/usr", Dst: "/usr", FD: -1},
+		{Kind: mount.Symlink, Src: "usr/lib", Dst: "/lib", FD: -1},
+		{Kind: mount.Proc, Dst: "/proc", FD: -1},
+		{Kind: mount.Bind, Src: "/home/u/work", Dst: "/home/u/work", FD: -1},
+		{Kind: mount.ROBind, Src: "/self", Dst: "/run/sandbox-run/init", FD: -1},
 	}
 	got, err := ImageMounts(root, mounts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bwrap.Mount{
-		{Kind: bwrap.Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
-		{Kind: bwrap.ROBind, Src: root + "/etc", Dst: "/etc", FD: -1},
-		{Kind: bwrap.Dir, Dst: "/home", FD: -1},
-		{Kind: bwrap.Dir, Dst: "/home/u", FD: -1},
-		{Kind: bwrap.Dir, Dst: "/run", FD: -1},
-		{Kind: bwrap.Symlink, Src: "../x", Dst: "/run/link", FD: -1},
-		{Kind: bwrap.ROBind, Src: root + "/run/lock", Dst: "/run/lock", FD: -1},
-		{Kind: bwrap.ROBind, Src: root + "/usr", Dst: "/usr", FD: -1},
+	want := []mount.Step{
+		{Kind: mount.Symlink, Src: "usr/bin", Dst: "/bin", FD: -1},
+		{Kind: mount.ROBind, Src: root + "/etc", Dst: "/etc", FD: -1},
+		{Kind: mount.Dir, Dst: "/home", FD: -1},
+		{Kind: mount.Dir, Dst: "/home/u", FD: -1},
+		{Kind: mount.Dir, Dst: "/run", FD: -1},
+		{Kind: mount.Symlink, Src: "../x", Dst: "/run/link", FD: -1},
+		{Kind: mount.ROBind, Src: root + "/run/lock", Dst: "/run/lock", FD: -1},
+		{Kind: mount.ROBind, Src: root + "/usr", Dst: "/usr", FD: -1},
 		mounts[2], mounts[3], mounts[4],
 	}
 	if !reflect.DeepEqual(got, want) {

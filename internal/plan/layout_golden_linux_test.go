@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -233,12 +234,12 @@ func TestLayoutGolden(t *testing.T) {
 func renderLayout(t *testing.T, sh layoutShape, set string, feat bwrap.Features) []byte {
 	t.Helper()
 	p := sh.p.WithDefaults()
-	l, err := layOut(p, sh.host.facts(p), feat, fdBinds)
+	l, err := layOut(p, sh.host.facts(p), feat.BindFD, feat.Size, fdBinds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range sh.post {
-		l.bind(bwrap.ROBind, fakeRes(b.src), b.dst, "", "")
+		l.bind(mount.ROBind, fakeRes(b.src), b.dst, "", "")
 	}
 	mounts := append(slices.Clone(l.mounts), l.late...)
 	args, err := bwrap.Args(bwrapSpec(feat, sh.asPid1, mounts, p.Workdir,
@@ -288,7 +289,7 @@ func renderLayout(t *testing.T, sh layoutShape, set string, feat bwrap.Features)
 	return []byte(b.String())
 }
 
-func mountLine(m bwrap.Mount) string {
+func mountLine(m mount.Step) string {
 	s := m.Kind.String()
 	if m.FD >= 0 {
 		s += fmt.Sprintf(" fd=%d(%s)", m.FD, m.Src)

@@ -3,10 +3,10 @@ package plan
 import (
 	"path/filepath"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -80,10 +80,10 @@ type bindSource struct {
 type layout struct {
 	byFD   bool
 	fdBase int
-	mounts []bwrap.Mount
+	mounts []mount.Step
 	// late are mounts made after every other (before / is made read-only):
 	// remounts of the sandbox's own file systems.
-	late []bwrap.Mount
+	late []mount.Step
 	// sources are the binds made by descriptor, the k-th at fd fdBase+k;
 	// empty when byFD is false.
 	sources   []bindSource
@@ -98,8 +98,8 @@ type layout struct {
 // bind adds a bind of the vetted source r at dst: by the descriptor
 // number the plan will give r's opened file when bwrap can bind by
 // descriptor, else by r's path.
-func (l *layout) bind(kind bwrap.MountKind, r pathguard.Resolution, dst, what, fix string) {
-	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
+func (l *layout) bind(kind mount.Kind, r pathguard.Resolution, dst, what, fix string) {
+	m := mount.Step{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
 	if l.byFD {
 		m.FD = l.fdBase + len(l.sources)
 		l.sources = append(l.sources, bindSource{res: r, what: what, fix: fix})
@@ -109,12 +109,12 @@ func (l *layout) bind(kind bwrap.MountKind, r pathguard.Resolution, dst, what, f
 
 // cover binds /dev/null over dst (a socket or FIFO, a /proc file).
 func (l *layout) cover(dst string) {
-	l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
+	l.mounts = append(l.mounts, mount.Step{Kind: mount.ROBind, Src: "/dev/null", Dst: dst, FD: -1})
 }
 
 // layOut translates the policy and the host's facts into the mount list
-// for a bwrap with the features feat (BindFD and Size are read), binding
-// by descriptor from fdBase. It makes no system call.
+// for a mechanism that binds by descriptor from fdBase when byFD and
+// caps a tmpfs's size when sizeOption. It makes no system call.
 //
 // The order is the guarantee: system paths, /proc and its covers, the
 // sandbox's /dev and /tmp, each --read path (read-only) with its sockets
@@ -122,9 +122,9 @@ func (l *layout) cover(dst string) {
 // themselves (read-only) over them, and last the writable dirs' sockets
 // covered, so that no later bind lays the host's tree over a cover. The
 // late mounts (made last by the caller) make /dev and / read-only.
-func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*layout, error) {
-	l := &layout{byFD: feat.BindFD, fdBase: fdBase}
-	if !feat.BindFD {
+func layOut(p policy.Policy, f *hostFacts, byFD, sizeOption bool, fdBase int) (*layout, error) {
+	l := &layout{byFD: byFD, fdBase: fdBase}
+	if !byFD {
 		l.notes = append(l.notes, "binds by path: race window (bwrap lacks --ro-bind-fd)")
 	}
 	for _, w := range f.writable {
@@ -132,18 +132,18 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 	}
 	for _, s := range f.system {
 		if s.isLink {
-			l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.Symlink, Src: s.target, Dst: s.path, FD: -1})
+			l.mounts = append(l.mounts, mount.Step{Kind: mount.Symlink, Src: s.target, Dst: s.path, FD: -1})
 			continue
 		}
-		l.bind(bwrap.ROBind, s.res, s.path, "cannot open "+s.path, "check the host's root file system")
+		l.bind(mount.ROBind, s.res, s.path, "cannot open "+s.path, "check the host's root file system")
 	}
 	l.addProc(f)
-	l.addOwnMounts(p, feat.Size)
+	l.addOwnMounts(p, sizeOption)
 	for _, r := range f.reads {
 		if err := vetRead(r.name, r.res); err != nil {
 			return nil, err
 		}
-		l.bind(bwrap.ROBind, r.res, r.name, "cannot open --read "+r.name, "pass a path that exists")
+		l.bind(mount.ROBind, r.res, r.name, "cannot open --read "+r.name, "pass a path that exists")
 		for _, s := range r.found {
 			// Covered again when the path is named again: the second
 			// bind of it lies over the first one's covers.
@@ -152,7 +152,7 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 		l.readOnly = append(l.readOnly, r.name)
 	}
 	for _, w := range f.writable {
-		l.bind(bwrap.Bind, w, w.Path, "cannot open writable dir "+w.Path, "pass a directory that exists")
+		l.bind(mount.Bind, w, w.Path, "cannot open writable dir "+w.Path, "pass a directory that exists")
 	}
 	if err := l.addProtected(p, f.prot); err != nil {
 		return nil, err
@@ -167,15 +167,15 @@ func layOut(p policy.Policy, f *hostFacts, feat bwrap.Features, fdBase int) (*la
 // host: read-only binds over procReadOnly, an empty read-only tmpfs over
 // each directory of procHidden and /dev/null over each file.
 func (l *layout) addProc(f *hostFacts) {
-	l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.Proc, Dst: "/proc", FD: -1})
+	l.mounts = append(l.mounts, mount.Step{Kind: mount.Proc, Dst: "/proc", FD: -1})
 	for _, pp := range f.procRO {
-		l.mounts = append(l.mounts, bwrap.Mount{Kind: bwrap.ROBind, Src: pp, Dst: pp, FD: -1})
+		l.mounts = append(l.mounts, mount.Step{Kind: mount.ROBind, Src: pp, Dst: pp, FD: -1})
 	}
 	for _, ph := range f.procHide {
 		if ph.dir {
 			l.mounts = append(l.mounts,
-				bwrap.Mount{Kind: bwrap.Tmpfs, Dst: ph.path, FD: -1, Size: 4096},
-				bwrap.Mount{Kind: bwrap.RemountRO, Dst: ph.path, FD: -1})
+				mount.Step{Kind: mount.Tmpfs, Dst: ph.path, FD: -1, Size: 4096},
+				mount.Step{Kind: mount.RemountRO, Dst: ph.path, FD: -1})
 			continue
 		}
 		l.cover(ph.path)
@@ -198,9 +198,9 @@ func (l *layout) addProtected(p policy.Policy, pf protectFacts) error {
 		case protect.Hold:
 			l.protected = append(l.protected, a.Path)
 		}
-		kind := bwrap.ROBind
+		kind := mount.ROBind
 		if a.Op == protect.Pin {
-			kind = bwrap.Bind
+			kind = mount.Bind
 		}
 		r, ok := pf.self[a.Path]
 		if !ok || !r.Exists || r.Path != a.Path {

@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -26,7 +27,7 @@ func TestLayoutInvariants(t *testing.T) {
 		for _, sh := range layoutShapes() {
 			t.Run(sh.name+"/"+fs.name, func(t *testing.T) {
 				p := sh.p.WithDefaults()
-				l, err := layOut(p, sh.host.facts(p), fs.feat, fdBinds)
+				l, err := layOut(p, sh.host.facts(p), fs.feat.BindFD, fs.feat.Size, fdBinds)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -39,7 +40,7 @@ func TestLayoutInvariants(t *testing.T) {
 func checkLayout(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) {
 	t.Helper()
 	ms := l.mounts
-	last := func(pred func(bwrap.Mount) bool) int {
+	last := func(pred func(mount.Step) bool) int {
 		for i := len(ms) - 1; i >= 0; i-- {
 			if pred(ms[i]) {
 				return i
@@ -50,8 +51,8 @@ func checkLayout(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) 
 	// Writable dirs: one writable bind each, onto itself.
 	lastWritable := -1
 	for _, w := range l.writable {
-		i := slices.IndexFunc(ms, func(m bwrap.Mount) bool { return m.Dst == w })
-		if i < 0 || ms[i].Kind != bwrap.Bind || ms[i].Src != w {
+		i := slices.IndexFunc(ms, func(m mount.Step) bool { return m.Dst == w })
+		if i < 0 || ms[i].Kind != mount.Bind || ms[i].Src != w {
 			t.Errorf("writable %s: first mount at it is %+v, want a writable bind of itself", w, ms[max(i, 0)])
 		}
 		lastWritable = max(lastWritable, i)
@@ -59,14 +60,14 @@ func checkLayout(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) 
 	// Nothing else is writable but pins of existing directories inside a
 	// writable dir, onto themselves.
 	for i, m := range ms {
-		if m.Kind == bwrap.Bind && (m.Src != m.Dst || !policy.InsideAny(m.Dst, l.writable)) {
+		if m.Kind == mount.Bind && (m.Src != m.Dst || !policy.InsideAny(m.Dst, l.writable)) {
 			t.Errorf("mount %d: writable bind %+v is not a writable dir or a pin inside one", i, m)
 		}
 	}
 	// --read paths: read-only, where named, before every writable bind.
 	for _, r := range l.readOnly {
-		i := last(func(m bwrap.Mount) bool { return m.Dst == r })
-		if i < 0 || ms[i].Kind != bwrap.ROBind || i > lastWritable {
+		i := last(func(m mount.Step) bool { return m.Dst == r })
+		if i < 0 || ms[i].Kind != mount.ROBind || i > lastWritable {
 			t.Errorf("--read %s: mount %d, want a read-only bind before the writable dirs' (%d)", r, i, lastWritable)
 		}
 	}
@@ -81,7 +82,7 @@ func checkLayout(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) 
 func checkLayoutHeld(t *testing.T, l *layout, lastWritable int) {
 	t.Helper()
 	ms := l.mounts
-	last := func(pred func(bwrap.Mount) bool) int {
+	last := func(pred func(mount.Step) bool) int {
 		for i := len(ms) - 1; i >= 0; i-- {
 			if pred(ms[i]) {
 				return i
@@ -90,14 +91,14 @@ func checkLayoutHeld(t *testing.T, l *layout, lastWritable int) {
 		return -1
 	}
 	for _, pp := range l.protected {
-		i := last(func(m bwrap.Mount) bool { return m.Dst == pp })
-		if i < 0 || ms[i].Kind != bwrap.ROBind || ms[i].Src != pp || i < lastWritable {
+		i := last(func(m mount.Step) bool { return m.Dst == pp })
+		if i < 0 || ms[i].Kind != mount.ROBind || ms[i].Src != pp || i < lastWritable {
 			t.Errorf("protected %s: mount %d %+v, want a read-only self-bind after %d", pp, i, ms[max(i, 0)], lastWritable)
 		}
 	}
 	// A watched path is missing: a mount there would create it on the host.
 	for _, w := range l.watched {
-		if slices.ContainsFunc(ms, func(m bwrap.Mount) bool { return m.Dst == w }) {
+		if slices.ContainsFunc(ms, func(m mount.Step) bool { return m.Dst == w }) {
 			t.Errorf("watched %s is a mount point", w)
 		}
 	}
@@ -110,7 +111,7 @@ func checkLayoutFDs(t *testing.T, l *layout, feat bwrap.Features) {
 	t.Helper()
 	next := l.fdBase
 	for i, m := range l.mounts {
-		vetted := (m.Kind == bwrap.Bind || m.Kind == bwrap.ROBind) && m.Src != "/dev/null" && !policy.Within(m.Src, "/proc")
+		vetted := (m.Kind == mount.Bind || m.Kind == mount.ROBind) && m.Src != "/dev/null" && !policy.Within(m.Src, "/proc")
 		switch {
 		case !feat.BindFD && m.FD >= 0:
 			t.Errorf("mount %d %+v: by descriptor, but bwrap lacks --bind-fd", i, m)
@@ -136,8 +137,8 @@ func checkLayoutFDs(t *testing.T, l *layout, feat bwrap.Features) {
 func checkLayoutEnd(t *testing.T, p policy.Policy, l *layout, feat bwrap.Features) {
 	t.Helper()
 	for dst, size := range map[string]int64{"/tmp": p.TmpSize, "/dev/shm": p.ShmSize} {
-		i := slices.IndexFunc(l.mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
-		if i < 0 || l.mounts[i].Kind != bwrap.Tmpfs || l.mounts[i].Size != size || size == 0 {
+		i := slices.IndexFunc(l.mounts, func(m mount.Step) bool { return m.Dst == dst })
+		if i < 0 || l.mounts[i].Kind != mount.Tmpfs || l.mounts[i].Size != size || size == 0 {
 			t.Errorf("%s: mount %d, want a tmpfs of %d bytes", dst, i, size)
 		}
 		want := size
@@ -148,7 +149,7 @@ func checkLayoutEnd(t *testing.T, p policy.Policy, l *layout, feat bwrap.Feature
 			t.Errorf("%s: report says %d bytes, want %d (bwrap --size %v)", dst, got, want, feat.Size)
 		}
 	}
-	want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}
+	want := []mount.Step{{Kind: mount.RemountRO, Dst: "/dev", FD: -1}, {Kind: mount.RemountRO, Dst: "/", FD: -1}}
 	if !slices.Equal(l.late, want) {
 		t.Errorf("late %+v, want %+v", l.late, want)
 	}
@@ -188,7 +189,7 @@ func TestLayoutRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.p.WithDefaults()
 			f := tt.host.facts(p)
-			_, err := layOut(p, f, bwrap.Features{BindFD: true, Size: true}, fdBinds)
+			_, err := layOut(p, f, true, true, fdBinds)
 			var se *fault.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || se.Fix == "" {
 				t.Fatalf("layOut = %v, want a setup error saying %q with a fix", err, tt.want)
@@ -198,7 +199,7 @@ func TestLayoutRefuses(t *testing.T) {
 	// The control: the same host without the offending fact lays out.
 	p := policy.Policy{Workdir: proj, Read: []string{"/srv/r"}}.WithDefaults()
 	f := fakeHost{reads: map[string]readFact{"/srv/r": {name: "/srv/r", res: res("/srv/r")}}}.facts(p)
-	if _, err := layOut(p, f, bwrap.Features{}, fdBinds); err != nil {
+	if _, err := layOut(p, f, false, false, fdBinds); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 }
@@ -209,11 +210,11 @@ func TestLayoutRefuses(t *testing.T) {
 func TestLayoutHeldNeedsResolution(t *testing.T) {
 	p := policy.Policy{Workdir: proj}.WithDefaults()
 	f := fakeHost{kinds: map[string]hostwalk.Kind{proj + "/.bashrc": hostwalk.KindFile}}.facts(p)
-	if _, err := layOut(p, f, bwrap.Features{}, fdBinds); err != nil {
+	if _, err := layOut(p, f, false, false, fdBinds); err != nil {
 		t.Fatalf("control, with the resolution: %v", err)
 	}
 	delete(f.prot.self, proj+"/.bashrc")
-	if _, err := layOut(p, f, bwrap.Features{}, fdBinds); err == nil || !strings.Contains(err.Error(), ".bashrc") {
+	if _, err := layOut(p, f, false, false, fdBinds); err == nil || !strings.Contains(err.Error(), ".bashrc") {
 		t.Fatalf("layOut = %v, want a refusal naming .bashrc", err)
 	}
 }
@@ -245,12 +246,12 @@ func TestGatheredFactsMatchModel(t *testing.T) {
 		gitDirs: []string{w + "/.git"}, gitFiles: []string{w + "/wt/.git"},
 		covered: []string{w + "/sub/dev.sock"},
 	}.facts(p)
-	inside := func(f *hostFacts) []bwrap.Mount {
-		l, err := layOut(p, f, bwrap.Features{BindFD: true, Size: true}, fdBinds)
+	inside := func(f *hostFacts) []mount.Step {
+		l, err := layOut(p, f, true, true, fdBinds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []bwrap.Mount
+		var out []mount.Step
 		for _, m := range l.mounts {
 			if policy.Within(m.Dst, w) {
 				out = append(out, m)
@@ -316,7 +317,7 @@ func TestLayoutProtectCoverage(t *testing.T) {
 		}
 		fs := sets[i%len(sets)]
 		f := fakeHost{kinds: kinds, gitDirs: gitDirs}.facts(p)
-		l, err := layOut(p, f, fs.feat, fdBinds)
+		l, err := layOut(p, f, fs.feat.BindFD, fs.feat.Size, fdBinds)
 		if err != nil {
 			t.Fatalf("tree %d %v: %v", i, kinds, err)
 		}

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -47,7 +47,7 @@ type Plan struct {
 	// Mounts is the layout, in the order the package doc gives:
 	// each bind of a vetted source carries its descriptor number when
 	// ByFD, else FD -1 and the path.
-	Mounts []bwrap.Mount
+	Mounts []mount.Step
 	// Files are the opened sources, in the order of their descriptor
 	// numbers, starting at FDBase; Close releases them.
 	Files []*os.File
@@ -71,7 +71,7 @@ type Plan struct {
 	// Late are mounts made after every other (before / is made
 	// read-only): remounts of the sandbox's own file systems under which
 	// other binds need mount points.
-	Late []bwrap.Mount
+	Late []mount.Step
 	// Tmpfs is the report's list of the sandbox's own file systems.
 	Tmpfs []report.TmpfsReport
 	// Scan and WScan are the socket searches of the --read paths and of
@@ -97,8 +97,8 @@ func (pl *Plan) Close() {
 // proxies' sockets, the git hint). Where bwrap can, it binds by a
 // descriptor that pathguard opened and checked to be the very inode the
 // walk vetted, so no later swap of the path changes what is mounted.
-func (pl *Plan) Bind(kind bwrap.MountKind, r pathguard.Resolution, dst string) error {
-	m := bwrap.Mount{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
+func (pl *Plan) Bind(kind mount.Kind, r pathguard.Resolution, dst string) error {
+	m := mount.Step{Kind: kind, Src: r.Path, Dst: dst, FD: -1}
 	if pl.ByFD {
 		f, err := r.Open()
 		if err != nil {
@@ -121,7 +121,7 @@ func (pl *Plan) BindSocket(src, dst string) error {
 	if !r.Exists {
 		return fault.New("socket "+src, "does not exist", "start the proxy that serves it")
 	}
-	if err := pl.Bind(bwrap.ROBind, r, dst); err != nil {
+	if err := pl.Bind(mount.ROBind, r, dst); err != nil {
 		return fault.New("cannot open socket "+src, err.Error(), "start the proxy that serves it")
 	}
 	return nil
@@ -163,7 +163,7 @@ func NewLending(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool
 	if err != nil {
 		return nil, err
 	}
-	l, err := layOut(p, f, bwrap.Features{BindFD: byFD, Size: sizeOption}, fdBase)
+	l, err := layOut(p, f, byFD, sizeOption, fdBase)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -33,15 +33,15 @@ func TestPlanProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	kinds := map[string]bwrap.MountKind{}
+	kinds := map[string]mount.Kind{}
 	for _, m := range pl.Mounts {
 		if strings.HasPrefix(m.Dst, w) {
 			kinds[m.Dst] = m.Kind
 		}
 	}
-	for dst, want := range map[string]bwrap.MountKind{
-		w: bwrap.Bind, w + "/.git": bwrap.Bind, w + "/.git/hooks": bwrap.ROBind,
-		w + "/.git/config": bwrap.ROBind, w + "/.bashrc": bwrap.ROBind,
+	for dst, want := range map[string]mount.Kind{
+		w: mount.Bind, w + "/.git": mount.Bind, w + "/.git/hooks": mount.ROBind,
+		w + "/.git/config": mount.ROBind, w + "/.bashrc": mount.ROBind,
 	} {
 		if got, ok := kinds[dst]; !ok || got != want {
 			t.Errorf("%s: mount %v (present %v), want %v", dst, got, ok, want)

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -114,12 +114,12 @@ func (f *hostFacts) addRead(g *pathguard.Guard, src string, uid, gid int, search
 // --size neither /tmp nor /dev/shm has a ceiling, and the report says so.
 func (l *layout) addOwnMounts(p policy.Policy, sizeOption bool) {
 	l.mounts = append(l.mounts,
-		bwrap.Mount{Kind: bwrap.Dev, Dst: "/dev", FD: -1},
-		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/dev/shm", FD: -1, Size: p.ShmSize},
-		bwrap.Mount{Kind: bwrap.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
+		mount.Step{Kind: mount.Dev, Dst: "/dev", FD: -1},
+		mount.Step{Kind: mount.Tmpfs, Dst: "/dev/shm", FD: -1, Size: p.ShmSize},
+		mount.Step{Kind: mount.Tmpfs, Dst: "/tmp", FD: -1, Size: p.TmpSize})
 	l.late = append(l.late,
-		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1},
-		bwrap.Mount{Kind: bwrap.RemountRO, Dst: "/", FD: -1})
+		mount.Step{Kind: mount.RemountRO, Dst: "/dev", FD: -1},
+		mount.Step{Kind: mount.RemountRO, Dst: "/", FD: -1})
 	how, tmp, shm := "tmpfs size= (bwrap --size)", p.TmpSize, p.ShmSize
 	if !sizeOption {
 		how, tmp, shm = "none: bwrap lacks --size", 0, 0

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -41,14 +41,14 @@ func TestPlanReadCoversSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	readAt := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == root })
+	readAt := slices.IndexFunc(pl.Mounts, func(m mount.Step) bool { return m.Dst == root })
 	if readAt < 0 {
 		t.Fatalf("no bind of %s", root)
 	}
 	for _, rel := range []string{"agent.sock", "a/pipe", "a/b/docker.sock"} {
 		dst := filepath.Join(root, rel)
-		i := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
-		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != bwrap.ROBind || i < readAt {
+		i := slices.IndexFunc(pl.Mounts, func(m mount.Step) bool { return m.Dst == dst })
+		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != mount.ROBind || i < readAt {
 			t.Errorf("%s: not covered by /dev/null after the --read bind (index %d, read at %d)", dst, i, readAt)
 		}
 		if !slices.Contains(pl.Scan.Covered, dst) {
@@ -104,19 +104,19 @@ func TestPlanTmpfs(t *testing.T) {
 		pl.Close()
 		sizes := map[string]int64{}
 		for _, m := range pl.Mounts {
-			if m.Kind == bwrap.Tmpfs {
+			if m.Kind == mount.Tmpfs {
 				sizes[m.Dst] = m.Size
 			}
 		}
 		if sizes["/dev/shm"] != 16<<20 || sizes["/tmp"] != policy.DefaultTmpSize {
 			t.Errorf("tmpfs sizes %v", sizes)
 		}
-		dev := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Kind == bwrap.Dev })
-		shm := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == "/dev/shm" })
+		dev := slices.IndexFunc(pl.Mounts, func(m mount.Step) bool { return m.Kind == mount.Dev })
+		shm := slices.IndexFunc(pl.Mounts, func(m mount.Step) bool { return m.Dst == "/dev/shm" })
 		if dev < 0 || shm < dev {
 			t.Errorf("/dev/shm tmpfs at %d, /dev at %d: the tmpfs must follow", shm, dev)
 		}
-		if want := []bwrap.Mount{{Kind: bwrap.RemountRO, Dst: "/dev", FD: -1}, {Kind: bwrap.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.Late, want) {
+		if want := []mount.Step{{Kind: mount.RemountRO, Dst: "/dev", FD: -1}, {Kind: mount.RemountRO, Dst: "/", FD: -1}}; !slices.Equal(pl.Late, want) {
 			t.Errorf("late mounts %v, want %v: /dev, then / (last) made read-only", pl.Late, want)
 		}
 		wantTmp, wantShm := int64(policy.DefaultTmpSize), int64(16<<20)

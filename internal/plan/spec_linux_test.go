@@ -1,6 +1,9 @@
 package plan
 
-import "github.com/sandbox-run/sandbox-run/bwrap"
+import (
+	"github.com/sandbox-run/sandbox-run/bwrap"
+	"github.com/sandbox-run/sandbox-run/mount"
+)
 
 // The run's descriptors and inside paths the layout goldens render, as
 // sandbox's bwrap mechanism sets them (sandbox_linux.go's fdInfo,
@@ -19,7 +22,7 @@ const (
 
 // bwrapSpec is sandbox's bwrapSpec (bwrap_linux.go), copied for the same
 // reason: the whole of what bwrap is asked for, given its features.
-func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []bwrap.Mount, workdir string, env []string) bwrap.Spec {
+func bwrapSpec(f bwrap.Features, asPid1 bool, mounts []mount.Step, workdir string, env []string) bwrap.Spec {
 	return bwrap.Spec{
 		AsPid1:           asPid1,
 		UnshareCgroupTry: f.UnshareCgroupTry,

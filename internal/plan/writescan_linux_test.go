@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -42,15 +42,15 @@ func TestPlanWritableCoversSockets(t *testing.T) {
 	want := []string{"agent.sock", "a/pipe", "a/b/docker.sock", ".git/fsmonitor--daemon.ipc"}
 	for _, rel := range want {
 		dst := filepath.Join(w, rel)
-		i := slices.IndexFunc(pl.Mounts, func(m bwrap.Mount) bool { return m.Dst == dst })
-		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != bwrap.ROBind || i < lastBind {
+		i := slices.IndexFunc(pl.Mounts, func(m mount.Step) bool { return m.Dst == dst })
+		if i < 0 || pl.Mounts[i].Src != "/dev/null" || pl.Mounts[i].Kind != mount.ROBind || i < lastBind {
 			t.Errorf("%s: not covered by /dev/null after the last bind in the workdir (index %d, last bind %d)", dst, i, lastBind)
 		}
 	}
 	if len(pl.WScan.Covered) != len(want) {
 		t.Errorf("covered %q, want the %d of %q once each", pl.WScan.Covered, len(want), want)
 	}
-	if slices.ContainsFunc(pl.Mounts, func(m bwrap.Mount) bool { return policy.Within(m.Dst, outside) }) {
+	if slices.ContainsFunc(pl.Mounts, func(m mount.Step) bool { return policy.Within(m.Dst, outside) }) {
 		t.Errorf("the link to %s was followed", outside)
 	}
 	rep := pl.WScan.Report(len(pl.Writable))

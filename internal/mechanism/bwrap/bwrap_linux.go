@@ -21,6 +21,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -309,7 +310,7 @@ func (r *bwRun) command(context.Context) error {
 
 // bwrapArgs builds bwrap's argument stream from the plan.
 func (r *bwRun) bwrapArgs(context.Context) error {
-	mounts := append(append([]bw.Mount(nil), r.pl.Mounts...), r.pl.Late...)
+	mounts := append(append([]mount.Step(nil), r.pl.Mounts...), r.pl.Late...)
 	args, err := bw.Args(bwrapSpec(r.info.Features, !r.fast, mounts, r.p.Workdir, r.env))
 	if err != nil {
 		return &fault.Error{What: "cannot build bwrap arguments", Why: err.Error(), Fix: "remove the NUL byte"}
@@ -332,7 +333,7 @@ func (r *bwRun) bwrapArgs(context.Context) error {
 // bwrapSpec is the whole of what bwrap is asked for, given its features:
 // pure, so the layout goldens render exactly what a run passes. asPid1 is
 // set when sandbox-run's init, not bwrap's, is the sandbox's PID 1.
-func bwrapSpec(f bw.Features, asPid1 bool, mounts []bw.Mount, workdir string, env []string) bw.Spec {
+func bwrapSpec(f bw.Features, asPid1 bool, mounts []mount.Step, workdir string, env []string) bw.Spec {
 	return bw.Spec{
 		AsPid1:           asPid1,
 		UnshareCgroupTry: f.UnshareCgroupTry,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
-	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -115,7 +115,7 @@ func bindGitHint(pl *plan.Plan, p policy.Policy, env []string, cache string, uid
 		return env
 	}
 	r, err := pl.Guard.CheckRead(path)
-	if err != nil || !r.Exists || pl.Bind(bw.ROBind, r, filepath.Join(gitHintDir, "git")) != nil {
+	if err != nil || !r.Exists || pl.Bind(mount.ROBind, r, filepath.Join(gitHintDir, "git")) != nil {
 		return env
 	}
 	out := make([]string, len(env))

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/agentfilter"
 	"github.com/sandbox-run/sandbox-run/internal/audit"
@@ -17,6 +16,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -121,7 +121,7 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err != nil {
 		return plan.GuardErr(err)
 	}
-	if err := r.pl.Bind(bw.ROBind, res, knownHostsInside); err != nil {
+	if err := r.pl.Bind(mount.ROBind, res, knownHostsInside); err != nil {
 		return fault.New("cannot open "+cp, err.Error(), "check $TMPDIR")
 	}
 	// ssh finds ~ in the password file, not $HOME, so the file is named

@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
@@ -49,14 +49,14 @@ func (r *bwRun) imageBinds(context.Context) error {
 		return nil
 	}
 	pl := r.pl
-	mounts, err := plan.ImageMounts(r.img.Rootfs, append(append([]bw.Mount(nil), pl.Mounts...), pl.Late...))
+	mounts, err := plan.ImageMounts(r.img.Rootfs, append(append([]mount.Step(nil), pl.Mounts...), pl.Late...))
 	if err != nil {
 		return err
 	}
 	if pl.ByFD {
 		prefix := r.img.Rootfs + "/"
 		for i, m := range mounts {
-			if m.Kind != bw.ROBind || m.FD >= 0 || !strings.HasPrefix(m.Src, prefix) {
+			if m.Kind != mount.ROBind || m.FD >= 0 || !strings.HasPrefix(m.Src, prefix) {
 				continue
 			}
 			f, err := os.OpenFile(m.Src, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

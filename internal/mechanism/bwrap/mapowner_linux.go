@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
@@ -53,14 +53,14 @@ func (r *bwRun) checkMapOwner(context.Context) error {
 
 // planLend reads the workdir's owner and picks the writable binds at or
 // under it from mounts. It is a prepare step's body; it mounts nothing.
-func planLend(dir string, mounts []bw.Mount, uid, gid int) (*ownerLend, error) {
+func planLend(dir string, mounts []mount.Step, uid, gid int) (*ownerLend, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, fault.New("--map-owner "+dir, err.Error(), "pass a workdir that exists")
 	}
 	l := &ownerLend{dir: dir, owner: int(st.Uid), group: int(st.Gid), uid: uid, gid: gid}
 	for _, m := range mounts {
-		if m.Kind == bw.Bind && m.FD >= 0 && (m.Dst == dir || strings.HasPrefix(m.Dst, dir+"/")) {
+		if m.Kind == mount.Bind && m.FD >= 0 && (m.Dst == dir || strings.HasPrefix(m.Dst, dir+"/")) {
 			l.fds = append(l.fds, m.FD)
 			l.paths = append(l.paths, m.Dst)
 		}

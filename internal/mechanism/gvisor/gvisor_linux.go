@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/bwrap"
 	oci "github.com/sandbox-run/sandbox-run/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
@@ -26,6 +25,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -264,16 +264,16 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, 
 	if err != nil {
 		return err
 	}
-	extra := []bwrap.Mount{{Kind: bwrap.ROBind, Src: self, Dst: gvInitInside, FD: -1}, {Kind: bwrap.ROBind, Src: statusPath, Dst: gvStatusInside, FD: -1}}
+	extra := []mount.Step{{Kind: mount.ROBind, Src: self, Dst: gvInitInside, FD: -1}, {Kind: mount.ROBind, Src: statusPath, Dst: gvStatusInside, FD: -1}}
 	for _, b := range nw.Binds {
-		extra = append(extra, bwrap.Mount{Kind: bwrap.ROBind, Src: b[0], Dst: b[1], FD: -1})
+		extra = append(extra, mount.Step{Kind: mount.ROBind, Src: b[0], Dst: b[1], FD: -1})
 	}
 	env, err := mechanism.CommandEnv(p, nw.Env, g.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
 	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.Forwards, Tun: tun, Command: g.cmd}
-	mounts := append(append(append([]bwrap.Mount(nil), pl.Mounts...), extra...), pl.Late...)
+	mounts := append(append(append([]mount.Step(nil), pl.Mounts...), extra...), pl.Late...)
 	if g.img != nil {
 		if mounts, err = plan.ImageMounts(g.img.Rootfs, mounts); err != nil {
 			return err
@@ -298,10 +298,10 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, 
 }
 
 // fileBinds names the bind destinations whose source is not a directory.
-func fileBinds(ms []bwrap.Mount) map[string]bool {
+func fileBinds(ms []mount.Step) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range ms {
-		if m.Kind != bwrap.ROBind && m.Kind != bwrap.Bind {
+		if m.Kind != mount.ROBind && m.Kind != mount.Bind {
 			continue
 		}
 		if fi, err := os.Stat(m.Src); err == nil && !fi.IsDir() {
