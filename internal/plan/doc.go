@@ -23,10 +23,11 @@
 // Non-guarantees: a socket or FIFO made after the search, and a path
 // swapped after it was vetted but bound by path (a bwrap without
 // --bind-fd, noted in the report), are not covered. The layout is
-// bwrap-shaped (mount.Step): another mechanism translates it. The
-// package is Linux's: on other systems it has only HostOwn.
+// written in package mount's steps, a vocabulary of no mechanism: bwrap
+// and gVisor each translate it. The package is Linux's: on other systems
+// it has only HostOwn and the path resolution helpers.
 //
-// It imports the shared packages (policy, pathguard, bwrap's types,
+// It imports the shared packages (policy, pathguard, mount,
 // internal/hostwalk, internal/protect, internal/fault, report) and never
 // package sandbox or a mechanism.
 package plan
