@@ -280,11 +280,7 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, 
 		}
 		env = plan.ImageEnv(env, g.img.Env, p)
 	}
-	g.spec, err = oci.Render(oci.Input{
-		Args: append([]string{gvInitInside, initproc.Arg}, initCfg.Args()...), Env: env, Cwd: p.Workdir,
-		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
-		Files: fileBinds(mounts), NetAdmin: tun != nil,
-	})
+	g.spec, err = oci.Render(g.specInput(mounts, fileBinds(mounts), env, initCfg.Args(), rl, tun != nil))
 	if err != nil {
 		return fault.New("cannot express the sandbox as an OCI spec", err.Error(), "remove the NUL byte, or report this as a bug in sandbox-run")
 	}
@@ -295,6 +291,19 @@ func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, 
 		return nil
 	}
 	return g.writeBundle()
+}
+
+// specInput is the run as runsc is asked for it, once its mounts (the
+// plan's, the run's own binds, the late ones, in order), the sources
+// that are files, the command's environment and init's arguments are
+// known. It makes no system call: TestTranslateGolden renders it from the
+// plan fixtures every mechanism is tested from.
+func (g *gvRun) specInput(mounts []mount.Step, files map[string]bool, env, initArgs []string, rl []oci.Rlimit, netAdmin bool) oci.Input {
+	return oci.Input{
+		Args: append([]string{gvInitInside, initproc.Arg}, initArgs...), Env: env, Cwd: g.p.Workdir,
+		UID: g.uid, GID: g.gid, Mounts: mounts, Rlimits: rl, Rootfs: "rootfs", Empty: filepath.Join(g.bundle, "empty"),
+		Files: files, NetAdmin: netAdmin,
+	}
 }
 
 // fileBinds names the bind destinations whose source is not a directory.
