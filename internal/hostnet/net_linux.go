@@ -304,12 +304,5 @@ func socketWritableBy(fi fs.FileInfo, uid, gid int) bool {
 	if !ok {
 		return false
 	}
-	mode := uint32(fi.Mode().Perm())
-	switch {
-	case int(st.Uid) == uid:
-		return mode&0o200 != 0
-	case int(st.Gid) == gid:
-		return mode&0o020 != 0
-	}
-	return mode&0o002 != 0
+	return plan.Permits(uint32(fi.Mode().Perm()), st.Uid, st.Gid, uid, gid, 2)
 }

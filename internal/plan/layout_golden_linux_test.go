@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -223,31 +222,10 @@ func TestLayoutGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkGolden(t, filepath.Join("testdata", "layout", name+".golden"), got)
-				checkGolden(t, filepath.Join(plantest.Dir(), name+".json"), fxb)
+				plantest.Golden(t, filepath.Join("testdata", "layout", name+".golden"), got, *update)
+				plantest.Golden(t, filepath.Join(plantest.Dir(), name+".json"), fxb, *update)
 			})
 		}
-	}
-}
-
-// checkGolden compares got with the file golden, after writing it there
-// with -update.
-func checkGolden(t *testing.T, golden string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test ./internal/plan -run TestLayoutGolden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the plan differs from %s (-update to accept, after review):\n%s", golden, got)
 	}
 }
 

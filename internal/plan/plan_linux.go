@@ -335,6 +335,24 @@ func (f *hostFacts) gatherProc() {
 	}
 }
 
+// Permits reports whether the permission bits of mode, on a file owned
+// by owner and group, grant uid/gid every access in want (4 read, 2
+// write, 1 search or execute), as the kernel decides for a process with
+// no supplementary group, ACL or capability: the owner's class, else the
+// group's, else others'.
+func Permits(mode, owner, group uint32, uid, gid int, want uint32) bool {
+	var bits uint32
+	switch {
+	case int(owner) == uid:
+		bits = mode >> 6
+	case int(group) == gid:
+		bits = mode >> 3
+	default:
+		bits = mode
+	}
+	return bits&7&want == want
+}
+
 // AccessibleAs checks, from mode bits, that uid/gid can reach p (search on
 // every ancestor) and, when write is set, write it. It matters when
 // sandbox-run is root and bwrap runs under an unprivileged uid: bwrap would
@@ -357,17 +375,7 @@ func AccessibleVia(rv *pathguard.Resolver, p string, uid, gid int, write bool, s
 		if err != nil {
 			return false, err
 		}
-		mode := st.Mode & 0o777
-		var bits uint32
-		switch {
-		case int(st.Uid) == uid:
-			bits = mode >> 6
-		case int(st.Gid) == gid:
-			bits = mode >> 3
-		default:
-			bits = mode
-		}
-		return bits&want == want, nil
+		return Permits(st.Mode, st.Uid, st.Gid, uid, gid, want), nil
 	}
 	dir := filepath.Dir(p)
 	for !searchable[dir] {

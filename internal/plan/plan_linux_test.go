@@ -101,3 +101,28 @@ func TestPlanRefusesGitLink(t *testing.T) {
 		t.Fatalf("New = %v, want a setup error naming the link", err)
 	}
 }
+
+// Permits reads the owner's class, else the group's, else others', and
+// never a broader class than the one that applies.
+func TestPermits(t *testing.T) {
+	for _, tt := range []struct {
+		mode       uint32
+		uid, gid   int
+		want       uint32
+		permits    bool
+		whoseClass string
+	}{
+		{0o700, 1, 9, 7, true, "owner"},
+		{0o077, 1, 2, 1, false, "owner: the group's and others' bits do not count"},
+		{0o070, 5, 2, 5, true, "group"},
+		{0o707, 5, 2, 1, false, "group: others' bits do not count"},
+		{0o001, 5, 6, 1, true, "others"},
+		{0o776, 5, 6, 1, false, "others: no execute"},
+		{0o200, 1, 9, 2, true, "owner write"},
+		{0o200, 1, 9, 6, false, "owner write, not read"},
+	} {
+		if got := Permits(tt.mode, 1, 2, tt.uid, tt.gid, tt.want); got != tt.permits {
+			t.Errorf("%s: Permits(%o, uid %d, gid %d, %o) = %v", tt.whoseClass, tt.mode, tt.uid, tt.gid, tt.want, got)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
@@ -294,12 +295,5 @@ func executableBy(p string, fi fs.FileInfo, uid, gid int) bool {
 	if !ok {
 		return false
 	}
-	mode := uint32(fi.Mode().Perm())
-	switch {
-	case int(st.Uid) == uid:
-		return mode&0o100 != 0
-	case int(st.Gid) == gid:
-		return mode&0o010 != 0
-	}
-	return mode&0o001 != 0
+	return plan.Permits(uint32(fi.Mode().Perm()), st.Uid, st.Gid, uid, gid, 1)
 }

@@ -1,10 +1,8 @@
 package bwrap
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,22 +22,7 @@ func TestTranslateGolden(t *testing.T) {
 	for _, fx := range plantest.Load(t) {
 		t.Run(fx.Name, func(t *testing.T) {
 			got := renderArgs(t, fx)
-			golden := filepath.Join("testdata", "translate", fx.Name+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (-update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("bwrap's arguments differ from %s (-update to accept, after review):\n%s", golden, got)
-			}
+			plantest.Golden(t, filepath.Join("testdata", "translate", fx.Name+".golden"), got, *update)
 		})
 	}
 }

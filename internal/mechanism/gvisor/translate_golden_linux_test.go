@@ -1,10 +1,8 @@
 package gvisor
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -42,22 +40,7 @@ func TestTranslateGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join("testdata", "translate", fx.Name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (-update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("the OCI bundle differs from %s (-update to accept, after review):\n%s", golden, got)
-			}
+			plantest.Golden(t, filepath.Join("testdata", "translate", fx.Name+".json"), got, *update)
 		})
 	}
 	if n == 0 {

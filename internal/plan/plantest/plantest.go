@@ -10,6 +10,7 @@
 package plantest
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -72,4 +73,26 @@ func Load(t testing.TB) []Fixture {
 func Encode(fx Fixture) ([]byte, error) {
 	b, err := json.MarshalIndent(fx, "", "  ")
 	return append(b, '\n'), err
+}
+
+// Golden compares got with the file golden, after writing got there when
+// update is set (a test's -update flag): a fixture's translation, or the
+// plan's own rendering, is checked the same way everywhere.
+func Golden(t testing.TB, golden string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (rerun the test with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("differs from %s (rerun with -update to accept, after review of the diff):\n%s", golden, got)
+	}
 }
