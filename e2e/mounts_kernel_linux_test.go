@@ -165,6 +165,17 @@ func serveSocket(t *testing.T, p string) *atomic.Int32 {
 	return &n
 }
 
+// waitAccepted returns n once it has reached want, or after 5 s: the
+// client may have connected and exited before the accept loop counted
+// its connection (the kernel completes a connection on the listen
+// queue, without the server).
+func waitAccepted(n *atomic.Int32, want int32) int32 {
+	for i := 0; i < 500 && n.Load() < want; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n.Load()
+}
+
 // serviceAt stands for a host service at sock and fifo: a socket anyone
 // may connect to (serveSocket) and a FIFO held open by a reader until the
 // test ends, so that a writer's open succeeds. It returns the socket's
@@ -208,7 +219,7 @@ func TestReadSocketCovered(t *testing.T) {
 	accepted, script := serviceAt(t, sock, fifo)
 
 	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--ro-bind", d, d})...)
-	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
+	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || waitAccepted(accepted, 1) == 0 {
 		t.Fatalf("control: a read-only bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
 	}
 	before := accepted.Load()
@@ -275,7 +286,7 @@ func TestWritableSocketCovered(t *testing.T) {
 	accepted, script := serviceAt(t, sock, fifo)
 
 	out, err := rawBwrap(t, script, slices.Concat(systemBinds, []string{"--bind", w, w})...)
-	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || accepted.Load() == 0 {
+	if err != nil || !strings.Contains(out, "connected") || !strings.Contains(out, "fifo-open") || waitAccepted(accepted, 1) == 0 {
 		t.Fatalf("control: a writable bind did not hand over the socket and FIFO (untested): %v %q, accepted %d", err, out, accepted.Load())
 	}
 	before := accepted.Load()
