@@ -8,6 +8,9 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandbox-run/sandbox-run/internal/cli.Version=$(VERSION)
 # Packages whose tests run real bwrap; CI runs them again as an unprivileged user.
 KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./internal/limits/ ./mcp/
+# What left package sandbox for packages of its own runs here too: its
+# tests ran unprivileged when they were sandbox's.
+KERNEL_PKGS += ./internal/mechanism/... ./internal/hostnet/ ./internal/plan/... ./internal/protect/ ./internal/hostwalk/ ./internal/gitrepo/
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
 KERNEL_PKGS += ./internal/matrix/
 FUZZTIME ?= 20s
