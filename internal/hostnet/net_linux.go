@@ -45,7 +45,7 @@ type Network struct {
 	Mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	Binds    [][2]string
 	Forwards []initproc.Forward
-	Publish  []initproc.Forward   // published ports (handin_linux.go)
+	Publish  []initproc.Forward   // published ports (bwrap's handin_linux.go)
 	HandIn   *report.HandInReport // what was handed in; nil for nothing
 	Env      map[string]string
 	Proxy    *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
