@@ -151,7 +151,7 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, pkg := range mechShared {
 		for _, imp := range g[pkg] {
-			if (imp == "sandbox" || slices.Contains(mechanisms, imp) || strings.HasPrefix(imp, "internal/mechanism/")) {
+			if imp == "sandbox" || slices.Contains(mechanisms, imp) || strings.HasPrefix(imp, "internal/mechanism/") {
 				t.Errorf("%s is shared by the mechanisms but imports %s", pkg, imp)
 			}
 		}
