@@ -84,6 +84,9 @@ vet: $(STATICCHECK)
 lint: $(STATICCHECK)
 	GOOS=darwin $(STATICCHECK) ./...
 	$(GO) run ./scripts/lint
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then \
+		echo "lint: not gofmt-formatted: $$unformatted; fix: gofmt -w $$unformatted"; exit 1; fi
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

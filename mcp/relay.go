@@ -83,10 +83,14 @@ type relay struct {
 
 	clientMu  sync.Mutex // serialises writes to the client
 	clientOut io.Writer
-	clientBuf []byte     // encodes messages to the client, under clientMu
-	serverMu  sync.Mutex // serialises writes to the server
-	serverIn  io.Writer
-	serverBuf []byte // encodes messages to the server, under serverMu
+	// clientShut, under clientMu, is set once Serve has returned: its
+	// caller owns the client's output again (it may answer the client
+	// itself), so a request read late gets nothing from the relay.
+	clientShut bool
+	clientBuf  []byte     // encodes messages to the client, under clientMu
+	serverMu   sync.Mutex // serialises writes to the server
+	serverIn   io.Writer
+	serverBuf  []byte // encodes messages to the server, under serverMu
 
 	mu         sync.Mutex
 	pending    map[uint64]*call
@@ -197,9 +201,22 @@ func (r *relay) setEndReason(s string) {
 func (r *relay) writeClient(b []byte) error {
 	r.clientMu.Lock()
 	defer r.clientMu.Unlock()
+	if r.clientShut {
+		return errClientShut
+	}
 	_, err := r.clientOut.Write(withNewline(b))
 	return err
 }
+
+// shutClient ends the relay's writes to the client: after it returns,
+// nothing more is written there.
+func (r *relay) shutClient() {
+	r.clientMu.Lock()
+	r.clientShut = true
+	r.clientMu.Unlock()
+}
+
+var errClientShut = errors.New("mcp: the session is over: nothing more is written to the client")
 
 func (r *relay) writeServer(b []byte) error {
 	r.serverMu.Lock()
@@ -208,13 +225,11 @@ func (r *relay) writeServer(b []byte) error {
 	return err
 }
 
-// writeMsg writes m to w, under mu, encoded in *buf (reused from one
-// message to the next, at most a chunk: see emitter): every message the
-// relay passes on is its own encoding of what it judged, never the bytes
-// it read.
-func writeMsg(mu *sync.Mutex, w io.Writer, buf *[]byte, m outMsg) error {
-	mu.Lock()
-	defer mu.Unlock()
+// writeMsg writes m to w, encoded in *buf (reused from one message to
+// the next, at most a chunk: see emitter): every message the relay passes
+// on is its own encoding of what it judged, never the bytes it read. The
+// caller holds the lock that guards w and *buf.
+func writeMsg(w io.Writer, buf *[]byte, m outMsg) error {
 	em := emitter{w: w, buf: (*buf)[:0]}
 	m.emit(&em)
 	em.flush()
@@ -223,9 +238,19 @@ func writeMsg(mu *sync.Mutex, w io.Writer, buf *[]byte, m outMsg) error {
 }
 
 func (r *relay) sendClient(m outMsg) error {
-	return writeMsg(&r.clientMu, r.clientOut, &r.clientBuf, m)
+	r.clientMu.Lock()
+	defer r.clientMu.Unlock()
+	if r.clientShut {
+		return errClientShut
+	}
+	return writeMsg(r.clientOut, &r.clientBuf, m)
 }
-func (r *relay) sendServer(m outMsg) error { return writeMsg(&r.serverMu, r.serverIn, &r.serverBuf, m) }
+
+func (r *relay) sendServer(m outMsg) error {
+	r.serverMu.Lock()
+	defer r.serverMu.Unlock()
+	return writeMsg(r.serverIn, &r.serverBuf, m)
+}
 
 // clientToServer forwards the client's messages until its input ends.
 func (r *relay) clientToServer(in io.Reader) {

@@ -126,8 +126,9 @@ type Result struct {
 // sandbox.ErrSetup, sandbox.ErrUnsupported, *sandbox.ExecError) when the
 // server never ran, in which case every request the client sent was
 // answered with an error naming the reason. Cancelling ctx ends the
-// sandbox. Serve does not close clientOut, and it may leave one goroutine
-// blocked reading clientIn until that reader ends.
+// sandbox. Serve does not close clientOut and writes nothing to it once it
+// has returned; it may leave one goroutine blocked reading clientIn until
+// that reader ends.
 func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Reader, clientOut io.Writer, opts Options) (*Result, error) {
 	if err := checkServe(server, opts); err != nil {
 		return nil, err
@@ -187,6 +188,9 @@ func Serve(ctx context.Context, p policy.Policy, server []string, clientIn io.Re
 			func() { go clientEOF() })
 	}()
 	o, rerr := waitSession(relayDone, done, grace, r, log)
+	// The client's half may still be reading: what it reads from now on is
+	// the caller's to answer (see the doc above), never the relay's too.
+	r.shutClient()
 	cancel()
 	select {
 	case <-killed:
