@@ -97,6 +97,17 @@ func TestEnvironmentDigest(t *testing.T) {
 			t.Errorf("%v did not change the environment digest", extra)
 		}
 	}
+	// With a proxy, each mechanism's run holds ports of its own (Landlock's
+	// on the host's loopback): none may leak into the digest. Landlock's
+	// network once named its port, and no two of its runs agreed.
+	for _, mech := range []string{"bwrap", "landlock"} {
+		extra := []string{"--sandbox", mech, "--allow-host", "example.com"}
+		c, rc := runReport(t, w, extra, "true")
+		d, _ := runReport(t, w, extra, "true")
+		if rc.code != 0 || c.Digest == "" || c.Digest != d.Digest || c.Digest == a.Digest {
+			t.Errorf("%v: exit %d, digests %q and %q (without a proxy %q): want two equal, new ones", extra, rc.code, c.Digest, d.Digest, a.Digest)
+		}
+	}
 }
 
 func TestTierZeroSaysWhatItIs(t *testing.T) {

@@ -17,7 +17,7 @@ func bwrapMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechan
 }
 
 func seatbeltMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
-	return seatbelt.New(p, cmd, opts.Caller), nil
+	return seatbelt.New(p, cmd, opts), nil
 }
 
 // shownInside is nil: Seatbelt's profile, not a mount plan, decides what

@@ -3,9 +3,11 @@
 // in it, the built-in egress proxy or the relays to the node's, the LLM
 // channel, the forwards that the sandbox's init makes to them, the
 // secrets the proxy injects and the run's own CA, and transparent egress
-// (the netstack behind the sandbox's TUN device). A mechanism calls
-// SetupNetwork with the uid its sandbox runs as and binds what the
-// Network lists; Close stops what serves it.
+// (the netstack behind the sandbox's TUN device). A mechanism with a
+// network namespace (bwrap, gVisor) calls SetupNetwork with the uid its
+// sandbox runs as and binds what the Network lists; one without (Landlock,
+// Seatbelt) calls StartLoopback, which serves the same proxy and relays on
+// host loopback ports. Close stops what serves either.
 //
 // It guarantees that every socket it makes is reachable by the sandbox's
 // uid only, that a TMPDIR inside a writable directory of the run is

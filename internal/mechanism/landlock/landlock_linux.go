@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,19 +20,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/filter"
-	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
-	"github.com/sandbox-run/sandbox-run/internal/llm"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	llrules "github.com/sandbox-run/sandbox-run/landlock"
 	"github.com/sandbox-run/sandbox-run/policy"
-	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
@@ -74,11 +70,8 @@ type llRun struct {
 	swept    func()           // waits for the sweep of killed runs' TMPDIRs; nil before it starts
 	pend     *protect.Pending // the run's journal (landlock_protect_linux.go)
 	prot     protect.State
-	own      []string // sandbox-run's state dirs (sessions' homes, caches): names not protected
-	stop     context.CancelFunc
-	lns      []net.Listener
-	px       *proxy.Proxy  // the built-in proxy, for its counts; nil otherwise
-	pxDone   chan struct{} // closed when the built-in proxy has stopped
+	own      []string          // sandbox-run's state dirs (sessions' homes, caches): names not protected
+	nw       *hostnet.Loopback // the run's loopback ports; nil before network
 }
 
 // New runs cmd under Landlock and the seccomp filter,
@@ -122,12 +115,7 @@ func (r *llRun) Describe(w io.Writer) {
 
 func (r *llRun) Close(res *mechanism.Result) {
 	defer r.settleProtected(res)
-	if r.stop != nil {
-		r.stop()
-	}
-	for _, ln := range r.lns {
-		ln.Close()
-	}
+	r.nw.Close()
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
@@ -156,7 +144,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if err := r.protectPaths(); err != nil {
 		return err
 	}
-	ports, netEnv, mode, err := r.network(ctx)
+	ports, err := r.network(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,7 +161,7 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	if err != nil {
 		return err
 	}
-	env, err := mechanism.CommandEnv(p, netEnv, r.opts.LookupEnv)
+	env, err := mechanism.CommandEnv(p, r.nw.Env, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -182,84 +170,28 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 		return err
 	}
 	r.spec = landlockSpec{Input: in, Filter: prog.Bytes(), Rlimits: r.lim.Rlimits, Env: env}
-	r.buildReport(prog, mode, env)
+	r.buildReport(prog, r.nw.Mode, env)
 	return nil
 }
 
 // network starts what serves the run's network on host loopback TCP
-// ports (Landlock confines TCP connect by port, not by address): the
-// built-in egress proxy or a relay to --egress-socket (which names the
-// run to the node's proxy), and a relay to --llm-socket (an HTTP relay
-// that records each request with --audit). nil ports: no network at all.
-func (r *llRun) network(ctx context.Context) (ports []uint16, env map[string]string, mode string, err error) {
-	p, root := r.p, os.Geteuid() == 0
-	env, mode = map[string]string{}, "none"
-	if err := mechanism.SecretsUnheld(p, "landlock"); err != nil {
-		return nil, nil, "", err
+// ports (Landlock confines TCP connect by port, not by address). nil
+// ports: no network at all.
+func (r *llRun) network(ctx context.Context) (ports []uint16, err error) {
+	root := os.Geteuid() == 0
+	r.nw, err = hostnet.StartLoopback(ctx, r.p, hostnet.LoopbackConfig{
+		RunID: r.report.RunID, Audit: r.opts.Audit, Refusals: r.opts.Refusals, Logger: r.opts.Log(), Mechanism: "landlock",
+		CheckSocket: func(flag, path, fix string) error { return hostnet.CheckSocket(flag, path, r.uid, r.gid, root, fix) },
+	})
+	if err != nil {
+		return nil, err
 	}
-	sctx, stop := context.WithCancel(context.Background())
-	r.stop = stop
-	listen := func() (net.Listener, string, error) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, "", fault.New("cannot listen on a loopback port", err.Error(), "check that 127.0.0.1 is configured")
-		}
-		r.lns = append(r.lns, ln)
-		port := uint16(ln.Addr().(*net.TCPAddr).Port)
-		ports = append(ports, port)
-		return ln, strconv.Itoa(int(port)), nil
-	}
-	log, runID := r.opts.Log(), r.report.RunID
-	switch {
-	case p.EgressSocket != "":
-		if err := hostnet.CheckSocket("--egress-socket", p.EgressSocket, r.uid, r.gid, root,
-			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
-			return nil, nil, "", err
-		}
-		ln, port, err := listen()
-		if err != nil {
-			return nil, nil, "", err
-		}
-		tag := []byte(proxy.RunIDPreamble + runID + "\r\n")
-		go forwarder.ServeTagged(sctx, ln, p.EgressSocket, tag)
-		mechanism.SetProxyEnv(env, "http://127.0.0.1:"+port)
-		mode = "proxy (socket " + p.EgressSocket + ", loopback port " + port + ")"
-	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: r.opts.Audit, Logger: log, RunID: runID, Refusals: r.opts.Refusals})
-		if err != nil {
-			return nil, nil, "", &fault.Error{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
-		}
-		ln, port, err := listen()
-		if err != nil {
-			return nil, nil, "", err
-		}
-		r.px = px
-		r.pxDone = make(chan struct{})
-		go func() { defer close(r.pxDone); px.Serve(sctx, ln) }()
-		mechanism.SetProxyEnv(env, "http://127.0.0.1:"+port)
-		mode = "proxy (built-in, loopback port " + port + ")"
-	default:
-		mechanism.SetOfflineEnv(env)
-	}
-	if p.LLMSocket != "" {
-		if err := hostnet.CheckSocket("--llm-socket", p.LLMSocket, r.uid, r.gid, root, "start the node's LLM proxy or fix the path"); err != nil {
-			return nil, nil, "", err
-		}
-		ln, port, err := listen()
-		if err != nil {
-			return nil, nil, "", err
-		}
-		if r.opts.Audit != nil {
-			go llm.Serve(sctx, ln, p.LLMSocket, runID, r.opts.Audit, log, llm.Key{})
-		} else {
-			go forwarder.Serve(sctx, ln, p.LLMSocket)
-		}
-		mechanism.SetLLMEnv(env, "http://127.0.0.1:"+port, p.LLMEnv)
-		if mode == "none" {
-			mode = "llm only"
+	for _, port := range []uint16{r.nw.ProxyPort, r.nw.LLMPort} {
+		if port != 0 {
+			ports = append(ports, port)
 		}
 	}
-	return ports, env, mode, nil
+	return ports, nil
 }
 
 // paths resolves what the command may read and write: the system paths
@@ -412,6 +344,7 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	rep.Notes = append(rep.Notes, r.nw.Notes...)
 	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
@@ -502,14 +435,10 @@ func (r *llRun) supervise(ctx context.Context, cmd []string) (*mechanism.Result,
 	}
 	code, cause, err := r.wait(ctx, c)
 	rep.Exit = report.Classify(code, cause)
-	if r.px != nil {
-		// Stopped first, so that every connection has ended and counted
-		// its bytes.
-		r.stop()
-		<-r.pxDone
-		n := r.px.Counts()
-		rep.Egress = &report.EgressCounts{Allowed: n.Allowed, Refused: n.Refused, BytesOut: n.BytesOut, BytesIn: n.BytesIn}
-	}
+	// Stopped first, so that every connection has ended and counted its
+	// bytes.
+	r.nw.Close()
+	rep.Egress = r.nw.Counts()
 	return &mechanism.Result{ExitCode: code, Report: *rep}, err
 }
 

@@ -16,16 +16,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
-	"github.com/sandbox-run/sandbox-run/proxy"
 	"github.com/sandbox-run/sandbox-run/report"
 	sbpl "github.com/sandbox-run/sandbox-run/seatbelt"
 )
@@ -67,6 +66,7 @@ type sbRun struct {
 	p        policy.Policy
 	cmd      []string
 	opts     mechanism.Caller
+	refused  *refusals.Collector
 	log      *slog.Logger
 	undo     mechanism.Cleanups
 	uid, gid int
@@ -74,15 +74,15 @@ type sbRun struct {
 	tmp      string // the private TMPDIR
 	devDir   string
 	terms    []string // inherited terminals
-	nw       *seatbeltNet
+	nw       *hostnet.Loopback
 	prof     sbpl.Profile
 	env      []string
 	report   report.Report
 }
 
 // New returns the Seatbelt mechanism (tier 1 on macOS) for cmd under p.
-func New(p policy.Policy, cmd []string, c mechanism.Caller) mechanism.Mechanism {
-	return &sbRun{p: p, cmd: cmd, opts: c, log: c.Log()}
+func New(p policy.Policy, cmd []string, c mechanism.Config) mechanism.Mechanism {
+	return &sbRun{p: p, cmd: cmd, opts: c.Caller, refused: c.Refusals, log: c.Log()}
 }
 
 func (r *sbRun) Close(*mechanism.Result) { r.undo.Run() }
@@ -165,19 +165,24 @@ func (r *sbRun) tmpdir(context.Context) error {
 }
 
 func (r *sbRun) network(ctx context.Context) error {
-	nw, err := seatbeltNetwork(ctx, r.p, r.report.RunID, r.opts.Audit, r.log)
+	// The profile lets the command reach localhost:PORT, which admits
+	// ::1 too: the port is held there as well (DualStack).
+	nw, err := hostnet.StartLoopback(ctx, r.p, hostnet.LoopbackConfig{
+		RunID: r.report.RunID, Audit: r.opts.Audit, Refusals: r.refused, Logger: r.log, Mechanism: "seatbelt",
+		CheckSocket: checkSocketDarwin, DualStack: true,
+	})
 	if err != nil {
 		return err
 	}
 	r.nw = nw
-	r.undo.Push(nw.close)
+	r.undo.Push(nw.Close)
 	return nil
 }
 
 // profile renders the policy as the Seatbelt profile and builds the
 // command's environment.
 func (r *sbRun) profile(context.Context) error {
-	prof, err := sbpl.Render(r.p, sbpl.Options{Tag: sbpl.NewTag(), TmpDir: r.tmp, ProxyPort: r.nw.proxyPort, LLMPort: r.nw.llmPort,
+	prof, err := sbpl.Render(r.p, sbpl.Options{Tag: sbpl.NewTag(), TmpDir: r.tmp, ProxyPort: int(r.nw.ProxyPort), LLMPort: int(r.nw.LLMPort),
 		DeveloperDir: r.devDir, Terminals: r.terms})
 	if err != nil {
 		var ue *sbpl.UnsafeStringError
@@ -188,7 +193,7 @@ func (r *sbRun) profile(context.Context) error {
 		return err
 	}
 	r.prof = prof
-	r.env, err = seatbeltEnv(r.p, r.nw.env, r.tmp, r.opts.LookupEnv)
+	r.env, err = seatbeltEnv(r.p, r.nw.Env, r.tmp, r.opts.LookupEnv)
 	return err
 }
 
@@ -202,7 +207,7 @@ func (r *sbRun) buildReport() {
 		HostUID: r.uid, HostGID: r.gid,
 		Writable:   append(p.Writable(), tmp),
 		ReadOnly:   p.Read,
-		Network:    r.nw.mode,
+		Network:    r.nw.Mode,
 		AllowHosts: p.AllowHosts,
 		Notes: []string{
 			"seatbelt profile sha256 " + prof.Digest() + ", denials tagged " + prof.Tag(),
@@ -210,12 +215,12 @@ func (r *sbRun) buildReport() {
 			"/tmp is not writable; TMPDIR is a private directory (" + tmp + "), removed after the run; its size is not capped",
 		},
 	}
-	rep.Transparent = mechanism.TransparentLost(r.nw.mode, mechanism.NoTransparentSeatbelt)
+	rep.Transparent = mechanism.TransparentLost(r.nw.Mode, mechanism.NoTransparentSeatbelt)
 	for _, pr := range p.ProtectedPaths() {
 		rep.Protected = append(rep.Protected, sbpl.Canonical(pr))
 	}
-	rep.Notes = append(rep.Notes, r.nw.notes...)
-	rep.Notes = append(rep.Notes, seatbeltNotes(r.devDir, r.terms, r.nw.proxyPort != 0)...)
+	rep.Notes = append(rep.Notes, r.nw.Notes...)
+	rep.Notes = append(rep.Notes, seatbeltNotes(r.devDir, r.terms, r.nw.ProxyPort != 0)...)
 	if p.Ptrace {
 		rep.Notes = append(rep.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
 	}
@@ -265,6 +270,12 @@ func (r *sbRun) Run(ctx context.Context) (*mechanism.Result, error) {
 	watch := r.watchDenials(&rep)
 	r.log.Debug("starting sandbox-exec", "command", path, "profile_sha256", r.prof.Digest())
 	res, err := launchSeatbelt(ctx, args, r.env, r.p.Workdir, cred, rep, r.opts)
+	if res != nil {
+		// Stopped first, so that every connection has ended and counted
+		// its bytes.
+		r.nw.Close()
+		res.Report.Egress = r.nw.Counts()
+	}
 	if watch != nil {
 		st := watch.stop(logGrace)
 		if res != nil && st.Noise > 0 {
@@ -438,135 +449,6 @@ func resolvePolicyPaths(p policy.Policy) (policy.Policy, error) {
 	q.Read = soft(p.Read)
 	q.Protect = soft(p.Protect)
 	return q, nil
-}
-
-// seatbeltNet is the run's way out on macOS: loopback listeners outside
-// the sandbox that the profile lets the command connect to.
-type seatbeltNet struct {
-	mode      string
-	proxyPort int
-	llmPort   int
-	env       map[string]string
-	notes     []string
-	stop      context.CancelFunc
-	wg        sync.WaitGroup
-}
-
-func (n *seatbeltNet) close() {
-	if n.stop != nil {
-		n.stop()
-		n.wg.Wait()
-	}
-}
-
-func (n *seatbeltNet) serve(ctx context.Context, name string, lns []net.Listener, serve func(context.Context, net.Listener) error, log *slog.Logger) {
-	for _, ln := range lns {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			if err := serve(ctx, ln); err != nil {
-				log.Warn(name+" stopped", "err", err)
-			}
-		}()
-	}
-}
-
-func seatbeltNetwork(ctx context.Context, p policy.Policy, runID string, audit io.Writer, log *slog.Logger) (_ *seatbeltNet, err error) {
-	n := &seatbeltNet{mode: "none", env: map[string]string{}}
-	if err := mechanism.SecretsUnheld(p, "seatbelt"); err != nil {
-		return nil, err
-	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.stop = cancel
-	defer func() {
-		if err != nil {
-			n.close()
-		}
-	}()
-	if len(p.AllowHTTP) > 0 { // policy refuses --sandbox seatbelt with rules; auto lands here too
-		return nil, fault.New("--allow-http", "Seatbelt cannot put the run's CA over the system certificate bundle, so TLS termination is not set up on macOS", "leave out --allow-http")
-	}
-	switch {
-	case p.EgressSocket != "":
-		if err := checkSocketDarwin("--egress-socket", p.EgressSocket,
-			"start the node's proxy (sandbox-run proxy --listen "+p.EgressSocket+") or fix the path"); err != nil {
-			return nil, err
-		}
-		lns, port, note, err := listenLoopback()
-		if err != nil {
-			return nil, err
-		}
-		n.serve(sctx, "egress relay", lns, func(ctx context.Context, ln net.Listener) error {
-			return forwarder.ServeTagged(ctx, ln, p.EgressSocket, []byte(proxy.RunIDPreamble+runID+"\r\n"))
-		}, log)
-		n.proxyPort, n.mode = port, "proxy (socket "+p.EgressSocket+")"
-		n.notes = append(n.notes, note...)
-	case len(p.AllowHosts) > 0:
-		px, err := proxy.New(proxy.Config{Allow: p.AllowHosts, Audit: audit, Logger: log, RunID: runID})
-		if err != nil {
-			return nil, &fault.Error{What: "--allow-host", Why: err.Error(), Fix: "write entries as host, host:port, host:*, *.domain, an IP or a CIDR"}
-		}
-		lns, port, note, err := listenLoopback()
-		if err != nil {
-			return nil, err
-		}
-		n.serve(sctx, "egress proxy", lns, px.Serve, log)
-		n.proxyPort, n.mode = port, "proxy (built-in)"
-		n.notes = append(n.notes, note...)
-		n.notes = append(n.notes, "the built-in proxy listens on loopback port "+strconv.Itoa(port)+
-			", which other processes of this host can reach too (macOS has no private network namespace)")
-	}
-	if n.proxyPort != 0 {
-		mechanism.SetProxyEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(n.proxyPort))
-	} else {
-		mechanism.SetOfflineEnv(n.env)
-	}
-	if p.LLMSocket != "" {
-		if err := checkSocketDarwin("--llm-socket", p.LLMSocket, "start the node's LLM proxy or fix the path"); err != nil {
-			return nil, err
-		}
-		lns, port, note, err := listenLoopback()
-		if err != nil {
-			return nil, err
-		}
-		n.serve(sctx, "llm relay", lns, func(ctx context.Context, ln net.Listener) error {
-			return forwarder.Serve(ctx, ln, p.LLMSocket)
-		}, log)
-		n.llmPort = port
-		n.notes = append(n.notes, note...)
-		mechanism.SetLLMEnv(n.env, "http://127.0.0.1:"+strconv.Itoa(port), p.LLMEnv)
-		if n.mode == "none" {
-			n.mode = "llm only"
-		}
-	}
-	return n, nil
-}
-
-// listenLoopback listens on 127.0.0.1 on a free port and on [::1] on the
-// same port, so that the profile's localhost:PORT reaches only this run's
-// listeners. When IPv6 loopback is not configured there is nothing on ::1
-// to reach, and a note says so.
-func listenLoopback() ([]net.Listener, int, []string, error) {
-	var lastErr error
-	for range 16 {
-		ln4, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			return nil, 0, nil, seatbeltSetupErr("cannot listen on 127.0.0.1", err.Error(), "check the loopback interface")
-		}
-		port := ln4.Addr().(*net.TCPAddr).Port
-		ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
-		if err == nil {
-			return []net.Listener{ln4, ln6}, port, nil, nil
-		}
-		lastErr = err
-		if errors.Is(err, syscall.EADDRINUSE) {
-			ln4.Close()
-			continue
-		}
-		return []net.Listener{ln4}, port, []string{"IPv6 loopback unavailable (" + seatbeltErrText(err) + "): port " +
-			strconv.Itoa(port) + " is held on 127.0.0.1 only"}, nil
-	}
-	return nil, 0, nil, seatbeltSetupErr("cannot hold a loopback port on both 127.0.0.1 and ::1", seatbeltErrText(lastErr), "free some loopback ports")
 }
 
 // checkSocketDarwin fails closed when a socket the run depends on is
