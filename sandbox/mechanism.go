@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
@@ -17,8 +18,7 @@ import (
 
 // newMechanism returns the mechanism the policy's mode names on this
 // platform.
-func newMechanism(p policy.Policy, cmd []string, o Options) (mechanism.Mechanism, error) {
-	opts := o.config(p)
+func newMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	if opts.Image != nil {
 		return imageMechanism(p, cmd, opts)
 	}
@@ -43,7 +43,8 @@ func newMechanism(p policy.Policy, cmd []string, o Options) (mechanism.Mechanism
 // then describe (a dry run) or audit the start, run and audit the end;
 // close in every case.
 func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Options) (res *Result, err error) {
-	m, err := newMechanism(p, cmd, opts)
+	cfg := opts.config(p)
+	m, err := newMechanism(p, cmd, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +56,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	rep.Schema = report.ReportSchema
-	rep.Secrets = secretsReport(p)
+	stamp(rep, p, cfg.RunID)
 	if opts.DryRun != nil {
 		m.Describe(opts.DryRun)
 		return &Result{Report: *rep}, nil
@@ -75,7 +75,8 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	res, err = m.Run(ctx)
 	end := map[string]any{}
 	if res != nil {
-		res.Report.Schema = report.ReportSchema
+		res.Report.Schema, res.Report.RunID, res.Report.Platform = rep.Schema, rep.RunID, rep.Platform
+		res.Report.TimeoutSec, res.Report.EnvironmentDigest = rep.TimeoutSec, rep.EnvironmentDigest
 		end["exit"] = res.ExitCode
 		if res.Report.Egress != nil {
 			end["egress"] = res.Report.Egress
@@ -89,4 +90,16 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
+}
+
+// stamp fills in what every run's report says alike, whatever the
+// mechanism: the schema, the run's name, the platform, the timeout, the
+// secrets, and last the environment's digest over what Prepare set up.
+func stamp(rep *report.Report, p policy.Policy, runID string) {
+	rep.Schema = report.ReportSchema
+	rep.RunID = runID
+	rep.Platform = mechanism.Platform()
+	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
+	rep.Secrets = secretsReport(p)
+	rep.EnvironmentDigest = report.Digest(rep)
 }

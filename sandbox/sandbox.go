@@ -260,7 +260,7 @@ type InitBinary struct {
 
 // caller is what of o every mechanism takes as it is.
 func (o Options) caller() mechanism.Caller {
-	return mechanism.Caller{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Signals: o.Signals,
+	return mechanism.Caller{RunID: mechanism.NewRunID(), Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Signals: o.Signals,
 		LookupEnv: o.LookupEnv, Audit: o.Audit, Logger: o.logger()}
 }
 

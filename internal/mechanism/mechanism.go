@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -222,6 +223,18 @@ func TimeoutLimit(p policy.Policy) []report.Limit {
 	return []report.Limit{{Name: "timeout", Value: time.Duration(p.Timeout).String(), Enforced: "timer"}}
 }
 
+// EnvNames is the report's list of an environment's names, sorted; the
+// values are never reported.
+func EnvNames(env []string) []string {
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // NewRunID returns a random id that names one run in reports and audit
 // lines.
 func NewRunID() string {
@@ -259,6 +272,10 @@ type Mechanism interface {
 // (nil: none is passed), where audit lines go (nil: nowhere) and the
 // debug log (nil: discarded).
 type Caller struct {
+	// RunID names the run in the report and the audit; the skeleton picks
+	// it (NewRunID) before Prepare, so that everything set up for the run
+	// (its journal, the proxy's audit lines) is named alike.
+	RunID                 string
 	Stdin, Stdout, Stderr *os.File
 	Signals               <-chan os.Signal
 	LookupEnv             func(string) (string, bool)

@@ -51,7 +51,7 @@ func (r *bwRun) launch(ctx context.Context) (*mechanism.Result, error) {
 		return nil, err
 	}
 	w := r.newWatch(ctx, bp)
-	w.loop()
+	w.supervise()
 	return r.classify(ctx, w)
 }
 
@@ -277,9 +277,10 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 	return s.pid, s.err
 }
 
-// bwWatch supervises a started bwrap: it relays signals once the command
-// has started, holds the sampled limits and ctx, and collects what the
-// sandbox reports, until bwrap exits.
+// bwWatch follows a started bwrap through the one supervision loop
+// (mechanism.Supervise): signals wait for the command's start, the
+// sampled limits hold from the moment the sandbox's PID 1 is known, and
+// what the sandbox reports is collected until bwrap exits.
 type bwWatch struct {
 	r         *bwRun
 	ctx       context.Context
@@ -289,8 +290,11 @@ type bwWatch struct {
 	statusCh  chan *initproc.Status
 	pidCh     chan bwInfo
 	readyCh   chan struct{} // the trampoline or init waits at its gate
+	// infoDone is closed once onInfo has run: initPID, fastNS and seenUID
+	// are set, and may be read by whoever has seen it closed.
+	infoDone chan struct{}
 
-	initPID int // the sandbox's PID 1 as the host sees it
+	initPID int // the sandbox's PID 1 as the host sees it; 0 unknown
 	seenUID int // its host uid, -1 unread
 	fastNS  map[string]string
 	fastRB  *initproc.Readback // readTrampoline's, at the gate
@@ -298,18 +302,10 @@ type bwWatch struct {
 	// was set (at the gate, or when init reported the start); nil unread.
 	oom      *int
 	gateErr  error // the gate stayed shut: why
-	over     <-chan limits.Exceeded
 	killedBy limits.Kind
 	exceeded limits.Exceeded
 	status   *initproc.Status
-	haveStat bool
 	ex       bwExit
-	pending  []os.Signal
-	// cmdStarted: init reported the command started. Signals wait for
-	// it: init, as PID 1 of its namespace, ignores any signal it has no
-	// handler for yet, and it installs its handlers before it starts the
-	// command.
-	cmdStarted bool
 	// killedBwrap: sandbox-run itself sent bwrap SIGKILL (ctx done).
 	killedBwrap bool
 	// watchErr: a sampler the plan relies on could not start; the
@@ -321,7 +317,7 @@ type bwWatch struct {
 }
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
-	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}),
+	w := &bwWatch{r: r, ctx: ctx, bp: bp, seenUID: -1, relayDone: make(chan struct{}), infoDone: make(chan struct{}),
 		statusCh: make(chan *initproc.Status, 1), pidCh: make(chan bwInfo, 1), readyCh: make(chan struct{}, 1)}
 	w.rl.Out = bp.stderr
 	go func() { w.rl.Run(bp.capR); close(w.relayDone) }()
@@ -366,20 +362,92 @@ func (w *bwWatch) readStatus() {
 	}
 }
 
+// supervise holds bwrap until it exits. Beside the loop, setUp follows
+// bwrap's reports before the command starts (the sandbox's PID 1, then
+// the gate), and the status line says whether the command started.
+func (w *bwWatch) supervise() {
+	over := make(chan limits.Exceeded, 1)
+	started := make(chan bool, 1)
+	stop, setUpDone, statusDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { defer close(setUpDone); w.setUp(over, stop) }()
+	go func() {
+		defer close(statusDone)
+		w.status = <-w.statusCh
+		started <- w.status != nil && w.status.Started
+	}()
+	end := mechanism.Supervise(w.ctx, mechanism.Process{
+		Wait:    func() error { w.ex = <-w.bp.exited; return w.ex.err },
+		Signal:  w.send,
+		Kill:    w.kill,
+		Started: started,
+		OnStart: w.onStart,
+	}, w.r.opts.Signals, over)
+	// bwrap is gone, so every writer of the status and info pipes is too.
+	close(stop)
+	<-setUpDone
+	<-statusDone
+	if end.Exceeded != nil {
+		w.killedBy, w.exceeded = end.Exceeded.Kind, *end.Exceeded
+	}
+	w.killedBwrap = end.Cancelled
+	if w.r.fast && w.status != nil {
+		w.status.Readback = w.fastRB
+	}
+	<-w.relayDone
+}
+
+// setUp learns the sandbox's PID 1 from bwrap's info and starts holding
+// the limits, then opens the gate when the command waits at it; stop
+// ends the wait for a gate once bwrap has exited.
+func (w *bwWatch) setUp(over chan<- limits.Exceeded, stop <-chan struct{}) {
+	ch := w.onInfo(<-w.pidCh)
+	close(w.infoDone)
+	if ch != nil {
+		// After infoDone: the loop ends the sandbox's PID 1, not bwrap.
+		go func() {
+			if x, ok := <-ch; ok {
+				over <- x
+			}
+		}()
+	}
+	select {
+	case <-w.readyCh:
+		w.onReady()
+	case <-stop:
+	}
+}
+
+// onInfo learns the sandbox's PID 1 and starts watching the limits,
+// whose first crossing it returns. A PID 1 that bwrap never reported is
+// 0, which no signal is ever sent to (mechanism.Kill).
+func (w *bwWatch) onInfo(info bwInfo) <-chan limits.Exceeded {
+	pid := info.pid
+	w.initPID = pid
+	if w.r.fast {
+		// Read at once: bwrap's PID 1 is gone when the run ends.
+		w.fastNS = namespacesOf(pid, info.ns)
+	}
+	w.seenUID = hostUIDOf(pid)
+	ch, err := watchLimits(w.ctx, w.r.lim, w.r.cg, pid)
+	if err != nil {
+		// Fail closed: the plan says a limit is sampled, and nothing
+		// would sample it.
+		w.watchErr = err
+		endSandbox(pid, w.bp.pid)
+		return nil
+	}
+	return ch
+}
+
 // onReady sets the inotify ceiling while the command's process waits at
 // its gate and opens the gate; on the fast path it first reads the
 // kernel's view of the trampoline there, and keeps the gate shut and
 // ends the sandbox when that is not what the plan says.
 func (w *bwWatch) onReady() {
-	w.readyCh = nil
 	defer w.bp.gate.Close()
-	if w.pidCh != nil {
-		// bwrap writes the pid before it starts the trampoline.
-		w.onInfo(<-w.pidCh)
-	}
 	if w.initPID <= 0 {
 		w.gateErr = errors.New("bwrap did not report the sandbox's PID 1")
-		unix.Kill(w.bp.pid, unix.SIGKILL)
+		mechanism.Kill(w.bp.pid, unix.SIGKILL)
 		return
 	}
 	if !w.r.fast {
@@ -393,7 +461,7 @@ func (w *bwWatch) onReady() {
 	tpid := commandPID(w.initPID)
 	if tpid <= 0 {
 		w.gateErr = errors.New("the script is not the child of the sandbox's PID 1")
-		unix.Kill(w.initPID, unix.SIGKILL)
+		endSandbox(w.initPID, w.bp.pid)
 		return
 	}
 	rb, err := readTrampoline(tpid, w.r.nproc)
@@ -402,7 +470,7 @@ func (w *bwWatch) onReady() {
 	}
 	if err != nil {
 		w.gateErr = err
-		unix.Kill(w.initPID, unix.SIGKILL)
+		endSandbox(w.initPID, w.bp.pid)
 		return
 	}
 	// Once the trampoline runs, its user namespace is complete (bwrap
@@ -412,56 +480,14 @@ func (w *bwWatch) onReady() {
 	w.bp.gate.WriteString("go\n")
 }
 
-// send relays s to the command, or keeps it until the command started.
-func (w *bwWatch) send(s os.Signal) {
-	switch {
-	case w.cmdStarted && w.initPID > 0 && w.r.fast:
-		// The command leads its own session: its group first, so a
-		// shell's children hear it too.
-		if c := commandPID(w.initPID); c > 0 {
-			unix.Kill(-c, s.(syscall.Signal))
-			unix.Kill(c, s.(syscall.Signal))
-		}
-	case w.cmdStarted && w.initPID > 0:
-		unix.Kill(w.initPID, s.(syscall.Signal))
-	default:
-		w.pending = append(w.pending, s)
-	}
-}
-
-// onInfo learns the sandbox's PID 1 and starts watching the limits.
-func (w *bwWatch) onInfo(info bwInfo) {
-	pid := info.pid
-	w.initPID = pid
-	if w.r.fast {
-		// Read at once: bwrap's PID 1 is gone when the run ends.
-		w.fastNS = namespacesOf(pid, info.ns)
-	}
-	w.seenUID = hostUIDOf(pid)
-	var err error
-	if w.over, err = watchLimits(w.ctx, w.r.lim, w.r.cg, pid); err != nil {
-		// Fail closed: the plan says a limit is sampled, and nothing
-		// would sample it.
-		w.watchErr = err
-		unix.Kill(pid, unix.SIGKILL)
-	}
-	w.pidCh = nil
-}
-
-func (w *bwWatch) onStatus(s *initproc.Status) {
-	w.status, w.haveStat = s, true
-	w.statusCh = nil
-	if s == nil || !s.Started {
-		return
-	}
+// onStart is what follows the status that says the command started:
+// bwrap's held stderr is let through, the bound sockets' directory goes,
+// and, with init, the command's oom_score_adj is read back.
+func (w *bwWatch) onStart() (<-chan limits.Exceeded, error) {
+	// bwrap writes the pid before it starts init, so onInfo has it.
+	<-w.infoDone
 	w.rl.Start()
-	w.cmdStarted = true
 	w.r.nw.Release()
-	if w.pidCh != nil {
-		// bwrap writes the pid before it starts init, so it is there to
-		// read.
-		w.onInfo(<-w.pidCh)
-	}
 	if !w.r.fast && w.initPID > 0 {
 		// init raised its own before it started the command, which
 		// inherits it: read the command's, or init's once it is gone.
@@ -469,54 +495,53 @@ func (w *bwWatch) onStatus(s *initproc.Status) {
 			w.readOOM(w.initPID)
 		}
 	}
-	for _, s := range w.pending {
-		w.send(s)
-	}
-	w.pending = nil
+	return nil, nil
 }
 
-// loop supervises until bwrap exits, then collects the status and
-// bwrap's held stderr.
-func (w *bwWatch) loop() {
-	ctxDone := w.ctx.Done()
-	for done := false; !done; {
-		select {
-		case info := <-w.pidCh:
-			w.onInfo(info)
-		case s := <-w.statusCh:
-			w.onStatus(s)
-		case <-w.readyCh:
-			w.onReady()
-		case s := <-w.r.opts.Signals:
-			w.send(s)
-		case e, ok := <-w.over:
-			w.over = nil
-			if ok && w.killedBy == limits.None {
-				// A limit ends the whole sandbox: PID 1 takes every
-				// process with it.
-				w.killedBy, w.exceeded = e.Kind, e
-				unix.Kill(w.initPID, unix.SIGKILL)
-			}
-		case <-ctxDone:
-			ctxDone = nil
-			if w.initPID > 0 {
-				unix.Kill(w.initPID, unix.SIGKILL)
-			}
-			unix.Kill(w.bp.pid, unix.SIGKILL)
-			// A limit that ended the sandbox first stays the reason.
-			w.killedBwrap = w.killedBy == limits.None
-		case w.ex = <-w.bp.exited:
-			done = true
-		}
+// send relays s to the command, which has started (Supervise holds
+// signals until then).
+func (w *bwWatch) send(s os.Signal) {
+	sig, ok := s.(syscall.Signal)
+	if !ok {
+		return
 	}
-	// bwrap is gone, so every writer of the status and info pipes is too.
-	if !w.haveStat {
-		w.status = <-w.statusCh
+	if !w.r.fast {
+		mechanism.Kill(w.initPID, sig)
+		return
 	}
-	if w.r.fast && w.status != nil {
-		w.status.Readback = w.fastRB
+	// The command leads its own session: its group first, so a shell's
+	// children hear it too.
+	if c := commandPID(w.initPID); c > 0 {
+		mechanism.Kill(-c, sig)
+		mechanism.Kill(c, sig)
 	}
-	<-w.relayDone
+}
+
+// kill is Supervise's end of the sandbox: for a limit its PID 1, which
+// takes every process with it; for ctx bwrap too, which dies without
+// reporting the command's status (killedBwrap).
+//
+// It runs on the loop, beside setUp, so it reads initPID only once onInfo
+// has set it.
+func (w *bwWatch) kill() {
+	initPID := 0
+	select {
+	case <-w.infoDone:
+		initPID = w.initPID
+	default:
+	}
+	endSandbox(initPID, w.bp.pid)
+	if w.ctx.Err() != nil {
+		mechanism.Kill(w.bp.pid, unix.SIGKILL)
+	}
+}
+
+// endSandbox kills the sandbox's PID 1, or bwrap when PID 1 is not known
+// (0) or already gone.
+func endSandbox(initPID, bwrapPID int) {
+	if initPID <= 0 || !mechanism.Kill(initPID, unix.SIGKILL) {
+		mechanism.Kill(bwrapPID, unix.SIGKILL)
+	}
 }
 
 // setInotify sets the inotify ceiling in the sandbox's user namespace.

@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
-	"time"
 
 	bw "github.com/sandbox-run/sandbox-run/bwrap"
 	"github.com/sandbox-run/sandbox-run/filter"
@@ -165,7 +163,7 @@ func (r *bwRun) protection(context.Context) error {
 		return err
 	}
 	r.p = p
-	r.runID = mechanism.NewRunID()
+	r.runID = r.opts.RunID
 	features := r.info.Features
 	rv := r.opts.Resolver
 	if len(own) > 0 {
@@ -354,7 +352,7 @@ func bwrapSpec(f bw.Features, asPid1 bool, mounts []mount.Step, workdir string, 
 func (r *bwRun) buildReport() {
 	p, pl, f := r.p, r.pl, r.info.Features
 	rep := report.Report{
-		Tier: 1, Mechanism: "bwrap", Platform: mechanism.Platform(),
+		Tier: 1, Mechanism: "bwrap", EnvNames: mechanism.EnvNames(r.env),
 		Bwrap:      &report.BwrapReport{Path: r.path, Version: r.info.Version.String(), Features: f},
 		Namespaces: []string{"user", "mount", "pid", "ipc", "uts", "net"},
 		HostUID:    r.uid, HostGID: r.gid,
@@ -380,20 +378,13 @@ func (r *bwRun) buildReport() {
 	for _, a := range r.info.Advisories() {
 		rep.Bwrap.Advisories = append(rep.Bwrap.Advisories, report.Advisory(a))
 	}
-	for _, kv := range r.env {
-		k, _, _ := strings.Cut(kv, "=")
-		rep.EnvNames = append(rep.EnvNames, k)
-	}
-	sort.Strings(rep.EnvNames)
 	rep.Protections = bwrapProtections(f.DisableUserns, f.BindFD, f.UnshareCgroupTry, r.uid, r.prog.Digest())
-	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(r.inotify)...)
 	if n := mechanism.SampledMemoryNote(r.lim, true); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
 	r.imageReport(&rep)
 	r.lendReport(&rep)
-	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 

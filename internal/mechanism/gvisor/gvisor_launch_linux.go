@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +29,7 @@ import (
 func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []report.Limit) report.Report {
 	pl := g.pl
 	r := report.Report{
-		RunID: runID, Tier: 2, Mechanism: "gvisor", Platform: mechanism.Platform(),
+		RunID: runID, Tier: 2, Mechanism: "gvisor", EnvNames: mechanism.EnvNames(env),
 		Gvisor:     &report.GvisorReport{Path: g.runsc, Version: ver.Release, Platform: g.cfg.Platform, Rootless: g.cfg.Rootless, HostUDS: g.cfg.HostUDS},
 		Namespaces: []string{"gvisor sentry: pid", "mount", "net", "ipc", "uts"},
 		HostUID:    g.uid, HostGID: g.gid,
@@ -41,7 +40,6 @@ func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []re
 		AllowHosts: g.p.AllowHosts,
 		TLS:        g.nw.TLSReport(g.p),
 		Limits:     lims,
-		TimeoutSec: time.Duration(g.p.Timeout).Seconds(),
 	}
 	r.Transparent = g.nw.TransparentReport()
 	if g.cfg.Rootless {
@@ -67,11 +65,6 @@ func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []re
 		{Path: "/dev", Enforced: "gVisor's own devtmpfs"},
 		{Path: "/", Enforced: "read-only (OCI root.readonly)"},
 	}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		r.EnvNames = append(r.EnvNames, k)
-	}
-	sort.Strings(r.EnvNames)
 	r.Protections = []report.Protection{
 		{Name: "kernel:gvisor", Configured: true, Detail: "the command's system calls are served by gVisor's Sentry"},
 		gvNetProtection(g.tun != nil),
@@ -79,7 +72,6 @@ func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []re
 		{Name: "capabilities:none", Configured: true},
 		{Name: "uid:not-root", Configured: !g.cfg.Rootless || os.Getuid() != 0, Detail: "host uid " + strconv.Itoa(r.HostUID)},
 	}
-	r.EnvironmentDigest = report.Digest(&r)
 	return r
 }
 
@@ -219,64 +211,30 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 	out <- &s
 }
 
+// supervise holds runsc through the one supervision loop until it exits:
+// signals wait for init to report the command started, and the memory
+// ceiling is sampled from then on.
 func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *mechanism.StderrRelay, relayDone <-chan struct{}) (*mechanism.Result, error) {
 	var (
-		status   *initproc.Status
-		pending  []os.Signal
-		waitErr  error
-		cmdStart bool
-		killed   bool
-		over     <-chan limits.Exceeded
-		exceeded *limits.Exceeded
-		watchErr error
+		status  *initproc.Status
+		waitErr error
 	)
-	ctxDone := ctx.Done()
-	for done := false; !done; {
-		select {
-		case s := <-statusCh:
-			status, statusCh = s, nil
-			if s != nil && s.Started {
-				cmdStart = true
-				// runsc's sandbox and gofer exist now; the command's
-				// memory is the sandbox process's.
-				g.oom = mechanism.RaiseOOM(c.Process.Pid)
-				if over, watchErr = g.watchMemory(ctx, c.Process.Pid); watchErr != nil {
-					// Fail closed: the report would claim a limit nobody holds.
-					g.end(c)
-				}
-				// runsc's gofer holds the bound sockets now: their
-				// directory goes, so a SIGKILL later leaves none.
-				g.nw.Release()
-				rl.Start()
-				for _, sig := range pending {
-					g.kill(sig)
-				}
-				pending = nil
-			}
-		case sig := <-g.opts.Signals:
-			if cmdStart {
-				g.kill(sig)
-			} else {
-				pending = append(pending, sig)
-			}
-		case e, ok := <-over:
-			over = nil
-			if ok {
-				exceeded = &e
-				g.end(c)
-			}
-		case <-ctxDone:
-			ctxDone, killed = nil, true
-			g.end(c)
-		case waitErr = <-exited:
-			done = true
-		}
-	}
+	started, statusDone := make(chan bool, 1), make(chan struct{})
+	go func() {
+		defer close(statusDone)
+		status = <-statusCh
+		started <- status != nil && status.Started
+	}()
+	end := mechanism.Supervise(ctx, mechanism.Process{
+		Wait:    func() error { waitErr = <-exited; return waitErr },
+		Signal:  g.kill,
+		Kill:    func() { g.end(c) },
+		Started: started,
+		OnStart: func() (<-chan limits.Exceeded, error) { return g.onStart(ctx, c, rl) },
+	}, g.opts.Signals, nil)
 	// runsc is gone: close the listener so a status that never came ends.
 	g.status.Close()
-	if statusCh != nil {
-		status = <-statusCh
-	}
+	<-statusDone
 	<-relayDone
 	g.deleteState()
 	code := exitcode.Setup
@@ -286,16 +244,33 @@ func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error,
 	} else if errors.As(waitErr, &ee) {
 		code = mechanism.WaitCode(ee.Sys().(syscall.WaitStatus))
 	}
-	if watchErr != nil {
-		return nil, fault.New("cannot watch the sandbox's memory ceiling", watchErr.Error(),
-			"check that /proc is mounted and readable, or pass --memory none")
+	if end.StartErr != nil {
+		return nil, end.StartErr
 	}
-	res, err := g.classify(ctx, code, status, rl, killed)
-	if exceeded != nil && res != nil && err == nil {
-		res.Report.Exit = report.Classify(code, mechanism.LimitClass(exceeded.Kind))
-		return res, &mechanism.LimitError{Exceeded: *exceeded}
+	res, err := g.classify(ctx, code, status, rl, end.Cancelled)
+	if end.Exceeded != nil && res != nil && err == nil {
+		res.Report.Exit = report.Classify(code, end.Class())
+		return res, end.Err(ctx)
 	}
 	return res, err
+}
+
+// onStart is what follows init's report that the command started: runsc's
+// sandbox and gofer exist now, and the command's memory is the sandbox
+// process's.
+func (g *gvRun) onStart(ctx context.Context, c *exec.Cmd, rl *mechanism.StderrRelay) (<-chan limits.Exceeded, error) {
+	g.oom = mechanism.RaiseOOM(c.Process.Pid)
+	over, err := g.watchMemory(ctx, c.Process.Pid)
+	if err != nil {
+		// Fail closed: the report would claim a limit nobody holds.
+		return nil, fault.New("cannot watch the sandbox's memory ceiling", err.Error(),
+			"check that /proc is mounted and readable, or pass --memory none")
+	}
+	// runsc's gofer holds the bound sockets now: their directory goes, so
+	// a SIGKILL later leaves none.
+	g.nw.Release()
+	rl.Start()
+	return over, nil
 }
 
 // watchMemory samples runsc's process tree below pid against the run's

@@ -223,7 +223,7 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// binds, what is missing is watched and neutralised once the last run
 	// on the directory has ended (its lines on stderr; the report's
 	// quarantined list is bwrap's only).
-	runID := mechanism.NewRunID()
+	runID := g.opts.RunID
 	pl, pend, err := plan.StartProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.Protect, func() (*plan.Plan, error) {
 		return plan.New(p, own, false, 0, hostUID, hostGID, true)
 	})

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,7 +127,7 @@ func (r *llRun) Close(res *mechanism.Result) {
 // and the report; nothing of the command runs yet.
 func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	p := r.p
-	r.report.RunID = mechanism.NewRunID()
+	r.report.RunID = r.opts.RunID
 	var err error
 	if r.uid, r.gid, _, err = mechanism.HostIDs(p); err != nil {
 		return err
@@ -308,16 +307,11 @@ func withTmpdir(env []string, p policy.Policy, tmp string) []string {
 // buildReport states what prepare set up; supervise adds the read-back.
 func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	p, rs := r.p, r.rs
-	rep := report.Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", Platform: mechanism.Platform(), HostUID: r.uid, HostGID: r.gid,
+	rep := report.Report{RunID: r.report.RunID, Tier: 1, Mechanism: "landlock", HostUID: r.uid, HostGID: r.gid, EnvNames: mechanism.EnvNames(env),
 		Writable: p.Writable(), ReadOnly: append(append([]string{}, r.spec.Input.ReadDirs...), r.spec.Input.ReadFiles...),
 		Network: mode, AllowHosts: p.AllowHosts, Transparent: mechanism.TransparentLost(mode, mechanism.NoTransparentLandlock),
 		Seccomp:  &report.SeccompReport{Digest: prog.Digest(), Arch: prog.Arch().String(), Ptrace: p.Ptrace, Readback: -1},
 		Landlock: &report.LandlockReport{ABI: rs.ABI, KernelABI: r.spec.Input.ABI, NetworkByPort: rs.Network, Scoped: rs.Scoped}}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		rep.EnvNames = append(rep.EnvNames, k)
-	}
-	sort.Strings(rep.EnvNames)
 	for _, l := range rs.Losses {
 		rep.Losses = append(rep.Losses, report.Loss{Name: l.Name, Detail: l.Detail})
 	}
@@ -345,8 +339,6 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 		rep.Notes = append(rep.Notes, n)
 	}
 	rep.Notes = append(rep.Notes, r.nw.Notes...)
-	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
-	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 
@@ -463,8 +455,8 @@ func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, report.ExitClass, e
 // killTree kills pid's process group and every confined child of
 // sandbox-run.
 func killTree(pid int) {
-	syscall.Kill(-pid, syscall.SIGKILL)
-	syscall.Kill(pid, syscall.SIGKILL)
+	mechanism.Kill(-pid, syscall.SIGKILL)
+	mechanism.Kill(pid, syscall.SIGKILL)
 }
 
 // endOrphans ends what the command left behind: every child of
@@ -481,7 +473,7 @@ func endOrphans(uid int) {
 			return
 		}
 		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+			mechanism.Kill(pid, syscall.SIGKILL)
 		}
 		for _, pid := range pids {
 			var ws syscall.WaitStatus

@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
@@ -49,14 +47,9 @@ func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 		return nil, err
 	}
 	r.env = env
-	rep := report.Report{Tier: 0, Mechanism: "none", Platform: mechanism.Platform(), HostUID: os.Getuid(), HostGID: os.Getgid(),
-		Writable: p.Writable(), Network: "host", RunID: mechanism.NewRunID(),
+	rep := report.Report{Tier: 0, Mechanism: "none", HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Writable: p.Writable(), Network: "host", EnvNames: mechanism.EnvNames(env),
 		Notes: []string{"tier 0: no sandbox; the command has the caller's files, network and rights"}}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		rep.EnvNames = append(rep.EnvNames, k)
-	}
-	sort.Strings(rep.EnvNames)
 	rep.Protections = []report.Protection{
 		{Name: "environment_cleared", Configured: true},
 		{Name: "own_session", Configured: true, Detail: "its process group is killed when it ends; a setsid child escapes that"},
@@ -64,7 +57,6 @@ func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 	for _, n := range []string{"namespace:user", "namespace:mount", "namespace:pid", "namespace:net", "seccomp", "capabilities_dropped", "protected_paths"} {
 		rep.Protections = append(rep.Protections, report.Protection{Name: n, Configured: false})
 	}
-	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	// No user namespace: RLIMIT_NPROC would count every process of the
 	// caller's uid on the host, so pids are sampled (Env{} says so).
 	// The default ceilings (memory, pids) are sampled, so only where the
@@ -89,7 +81,6 @@ func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
-	rep.EnvironmentDigest = report.Digest(&rep)
 	r.rep = rep
 	return &r.rep, nil
 }

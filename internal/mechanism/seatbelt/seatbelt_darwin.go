@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,7 +159,7 @@ func (r *sbRun) tmpdir(context.Context) error {
 	}
 	r.devDir = developerDir()
 	r.terms = inheritedTerminals(r.opts.Stdin, r.opts.Stdout, r.opts.Stderr)
-	r.report.RunID = mechanism.NewRunID()
+	r.report.RunID = r.opts.RunID
 	return nil
 }
 
@@ -203,7 +202,7 @@ func (r *sbRun) profile(context.Context) error {
 func (r *sbRun) buildReport() {
 	p, prof, tmp := r.p, r.prof, r.tmp
 	rep := report.Report{
-		RunID: r.report.RunID, Tier: 1, Mechanism: "seatbelt", Platform: mechanism.Platform(),
+		RunID: r.report.RunID, Tier: 1, Mechanism: "seatbelt", EnvNames: mechanism.EnvNames(r.env),
 		HostUID: r.uid, HostGID: r.gid,
 		Writable:   append(p.Writable(), tmp),
 		ReadOnly:   p.Read,
@@ -224,11 +223,6 @@ func (r *sbRun) buildReport() {
 	if p.Ptrace {
 		rep.Notes = append(rep.Notes, "--ptrace: task ports of processes in this sandbox are allowed; there is no seccomp filter on macOS")
 	}
-	for _, kv := range r.env {
-		k, _, _ := strings.Cut(kv, "=")
-		rep.EnvNames = append(rep.EnvNames, k)
-	}
-	sort.Strings(rep.EnvNames)
 	rep.Protections = []report.Protection{
 		{Name: "seatbelt_profile", Configured: true, Detail: prof.Digest()},
 		{Name: "protected_paths", Configured: true},
@@ -236,9 +230,7 @@ func (r *sbRun) buildReport() {
 		{Name: "network_only_proxy_ports", Configured: true},
 		{Name: "unprivileged_host_uid", Configured: r.uid != 0},
 	}
-	rep.TimeoutSec = time.Duration(p.Timeout).Seconds()
 	rep.Limits = mechanism.TimeoutLimit(p)
-	rep.EnvironmentDigest = report.Digest(&rep)
 	r.report = rep
 }
 
