@@ -87,6 +87,17 @@ func (n *Network) Close() {
 	}
 }
 
+// Counts is the built-in proxy's counts for the report, nil without one.
+// Call it after Close, when every connection has ended and counted its
+// bytes.
+func (n *Network) Counts() *report.EgressCounts {
+	if n == nil || n.Proxy == nil {
+		return nil
+	}
+	c := n.Proxy.Counts()
+	return &report.EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+}
+
 // Release removes the runtime directory once the sandbox holds its sockets
 // by their bind mounts: the listeners keep serving the bound inodes, and a
 // sandbox-run killed later leaves no directory behind.

@@ -435,8 +435,7 @@ func (r *bwRun) Run(ctx context.Context) (*mechanism.Result, error) {
 			r.finishProtection(res)
 		}
 		r.nw.Close()
-		c := r.nw.Proxy.Counts()
-		res.Report.Egress = &report.EgressCounts{Allowed: c.Allowed, Refused: c.Refused, BytesOut: c.BytesOut, BytesIn: c.BytesIn}
+		res.Report.Egress = r.nw.Counts()
 	}
 	return res, err
 }

@@ -85,7 +85,16 @@ func (g *gvRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(mechanism.QuoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
 }
 
-func (g *gvRun) Run(ctx context.Context) (*mechanism.Result, error) { return g.launch(ctx) }
+func (g *gvRun) Run(ctx context.Context) (*mechanism.Result, error) {
+	res, err := g.launch(ctx)
+	if res != nil && g.nw.Proxy != nil {
+		// The sandbox is gone: stopped and waited for, every connection
+		// has ended and counted its bytes, as under bwrap.
+		g.nw.Close()
+		res.Report.Egress = g.nw.Counts()
+	}
+	return res, err
+}
 
 // redactSpec hides the values of the command's variables in a dry run.
 func redactSpec(b []byte, env []string) string {
