@@ -365,6 +365,9 @@ func (w *bwWatch) readStatus() {
 // supervise holds bwrap until it exits. Beside the loop, setUp follows
 // bwrap's reports before the command starts (the sandbox's PID 1, then
 // the gate), and the status line says whether the command started.
+// Signals wait for that line: init, as PID 1 of its namespace, ignores
+// any signal it has no handler for yet, and it installs its handlers
+// before it starts the command.
 func (w *bwWatch) supervise() {
 	over := make(chan limits.Exceeded, 1)
 	started := make(chan bool, 1)
