@@ -83,6 +83,7 @@ vet: $(STATICCHECK)
 # scripts/lint/over.txt (a list that may only get shorter).
 lint: $(STATICCHECK)
 	GOOS=darwin $(STATICCHECK) ./...
+	GOOS=windows $(GO) build ./...
 	$(GO) run ./scripts/lint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then \
