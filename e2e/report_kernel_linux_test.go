@@ -207,7 +207,7 @@ func TestReadbackWithoutPtrace(t *testing.T) {
 
 // TestNotRunnableReportedAlike: a command that is not there (127) or may
 // not be run (126) ends with the same exit status and the same exit class
-// in the report under every mechanism (one owner: mechanism.NotRunnable;
+// in the report under every mechanism (one owner: the skeleton's classify;
 // landlock's report used to have no exit at all). The control, a command
 // that runs, is reported "exited" under each.
 func TestNotRunnableReportedAlike(t *testing.T) {

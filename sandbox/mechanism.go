@@ -2,13 +2,16 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
 
 	"github.com/sandbox-run/sandbox-run/internal/audit"
+	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
@@ -72,7 +75,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		}
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_start", start)
-	res, err = m.Run(ctx)
+	res, err = runCommand(ctx, m, *rep, opts.Signals)
 	end := map[string]any{}
 	if res != nil {
 		res.Report.Schema, res.Report.RunID, res.Report.Platform = rep.Schema, rep.RunID, rep.Platform
@@ -90,6 +93,57 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
+}
+
+// runCommand starts the command, holds it through the one supervision
+// loop and classifies its end.
+func runCommand(ctx context.Context, m mechanism.Mechanism, rep report.Report, signals <-chan os.Signal) (*Result, error) {
+	proc, err := m.Start(ctx)
+	if err != nil {
+		return classify(ctx, mechanism.Ended{Report: rep}, mechanism.Ending{}, err)
+	}
+	end := mechanism.Supervise(ctx, proc, signals)
+	e, err := m.Finish(ctx, end)
+	return classify(ctx, e, end, err)
+}
+
+// classify is the run's Result and error from how its command ended,
+// whatever the mechanism: not runnable (126, 127), the mechanism killed
+// from outside, a set-up failure (no Result), a start that failed
+// closed, ctx, a limit (the loop's, or one the mechanism found beside
+// it), or the command's own status. Run then names a timer's end and
+// outcome turns the limit's and ctx's errors into the Exit's class and
+// reason.
+func classify(ctx context.Context, e mechanism.Ended, end mechanism.Ending, err error) (*Result, error) {
+	var ee *mechanism.ExecError
+	var ke *mechanism.KilledError
+	switch {
+	case end.StartErr != nil:
+		return nil, end.StartErr
+	case errors.As(err, &ee):
+		e.Report.Exit = &report.Exit{Code: ee.Code, Class: report.ExecClass(ee.Code)}
+		return &Result{ExitCode: ee.Code, Report: e.Report}, err
+	case errors.As(err, &ke):
+		e.Report.Exit = &report.Exit{Code: exitcode.Setup, Class: report.ClassMechanismKilled}
+		return &Result{ExitCode: exitcode.Setup, Report: e.Report}, err
+	case err != nil:
+		return nil, err
+	}
+	res := &Result{ExitCode: e.Code, Report: e.Report}
+	limit := e.Limit
+	if limit == nil {
+		limit = end.Exceeded
+	}
+	switch {
+	case end.Cancelled:
+		res.Report.Exit = report.Classify(e.Code, "")
+		return res, mechanism.CtxErr(ctx)
+	case limit != nil:
+		res.Report.Exit = report.Classify(e.Code, mechanism.LimitClass(limit.Kind))
+		return res, &mechanism.LimitError{Exceeded: *limit}
+	}
+	res.Report.Exit = report.Classify(e.Code, "")
+	return res, nil
 }
 
 // stamp fills in what every run's report says alike, whatever the

@@ -245,8 +245,11 @@ func NewRunID() string {
 
 // Mechanism is one way of running a command under a policy: bwrap,
 // landlock, gvisor, seatbelt or none (tier 0). Package sandbox drives each
-// one through the same steps, so that what a run checks, reports and
-// audits does not depend on which mechanism ran it.
+// one through the same steps, so that what a run checks, supervises,
+// classifies, reports and audits does not depend on which mechanism ran
+// it: Prepare, then Start, then the one supervision loop (Supervise) over
+// the Process Start returned, then Finish, whose Ended the skeleton
+// classifies; Close in every case.
 type Mechanism interface {
 	// Prepare checks the host and sets up everything short of starting
 	// the command. The report it returns claims only what is set up and
@@ -255,15 +258,36 @@ type Mechanism interface {
 	Prepare(ctx context.Context) (*report.Report, error)
 	// Describe writes what would run for --dry-run, values redacted.
 	Describe(w io.Writer)
-	// Run starts the command and returns once it and everything it
-	// started have ended, with the report completed: read-backs, Exit,
-	// Egress. Its error follows sandbox.Run's contract.
-	Run(ctx context.Context) (*Result, error)
-	// Close releases what Prepare and Run set up, in the reverse order;
-	// res is what Run returned (nil when it did not run), for what is
-	// settled only once the sandbox is gone (the quarantine of the
+	// Start starts the command and returns what Supervise holds. An
+	// *ExecError: the command was found not runnable before anything
+	// started (the report is Prepare's); any other error is a set-up
+	// failure, and nothing of the run is left running.
+	Start(ctx context.Context) (Process, error)
+	// Finish is called once, after Supervise returned end: it collects
+	// what the sandbox left (read-backs, its status, egress counts) and
+	// says how the command ended. Its errors are those of a command that
+	// never ran: an *ExecError (not found inside, with the report as far
+	// as it was read back), a *KilledError (the mechanism itself was
+	// killed, the command's status lost) or a set-up failure.
+	Finish(ctx context.Context, end Ending) (Ended, error)
+	// Close releases what Prepare and the run set up, in the reverse
+	// order; res is the run's Result (nil when it did not run), for what
+	// is settled only once the sandbox is gone (the quarantine of the
 	// protected paths). It is called once, whatever happened before.
 	Close(res *Result)
+}
+
+// Ended is a started command's end as its mechanism read it back.
+type Ended struct {
+	// Code is the command's status, as ExitStatus gives it.
+	Code int
+	// Report is the run's report, completed with what the run read back;
+	// its Exit is the skeleton's to set.
+	Report report.Report
+	// Limit, when set, is a limit that ended the sandbox beside the loop:
+	// one the kernel held (a cgroup's OOM kill) before a sample saw it.
+	// It counts as Ending.Exceeded does.
+	Limit *limits.Exceeded
 }
 
 // Caller is what the caller of a run hands every mechanism as it is: the
@@ -297,22 +321,13 @@ type AuditStarter interface {
 	AuditStart() map[string]any
 }
 
-// NotRunnable is the outcome of a command that could not be started:
-// code is exitcode.NotFound (127) or exitcode.NotExecutable (126). The
-// report's Exit says so, whatever the mechanism, and the error is an
-// *ExecError naming the command and reason.
-func NotRunnable(rep report.Report, name string, code int, reason string) (*Result, error) {
-	rep.Exit = &report.Exit{Code: code, Class: report.ExecClass(code)}
-	return &Result{ExitCode: code, Report: rep}, &ExecError{Code: code, Command: name, Reason: reason}
-}
-
-// LookupFailed is NotRunnable for an error of LookPath: 126 when a file
-// was found that may not be run, 127 otherwise.
-func LookupFailed(rep report.Report, name string, err error) (*Result, error) {
+// LookupErr is the *ExecError of a LookPath error: 126 when a file was
+// found that may not be run, 127 otherwise.
+func LookupErr(name string, err error) *ExecError {
 	if errors.Is(err, os.ErrPermission) {
-		return NotRunnable(rep, name, exitcode.NotExecutable, "permission denied")
+		return &ExecError{Code: exitcode.NotExecutable, Command: name, Reason: "permission denied"}
 	}
-	return NotRunnable(rep, name, exitcode.NotFound, "command not found")
+	return &ExecError{Code: exitcode.NotFound, Command: name, Reason: "command not found"}
 }
 
 // Parts returns r's report and exit status for those that amend both

@@ -31,6 +31,9 @@ type Process struct {
 	// to hold from then on (nil: none), or an error, on which the command
 	// is ended at once, failing closed (Ending.StartErr).
 	OnStart func() (<-chan limits.Exceeded, error)
+	// Over, when set, says once that a sampled limit was crossed, from
+	// the start (OnStart may add its own later); nil: none is sampled.
+	Over <-chan limits.Exceeded
 }
 
 // Ending says why Supervise ended the command: a sampled limit (Exceeded
@@ -70,16 +73,16 @@ func (e Ending) Class() report.ExitClass {
 // and those whose sandbox starts it later (bwrap's and gVisor's init:
 // Process.Started). Until the command ends it relays signals once the
 // command has started, and ends the command when a sampled limit is
-// crossed (over, or what OnStart returns; nil: none is sampled) or ctx is
+// crossed (Process.Over, or what OnStart returns) or ctx is
 // done. It returns once the command has ended and the loop has stopped:
 // no signal is relayed and Kill is not called after that, so the caller
 // ends what the command left behind by the means it has (a process group,
 // a subreaper's children) without a race with the loop.
-func Supervise(ctx context.Context, p Process, signals <-chan os.Signal, over <-chan limits.Exceeded) Ending {
+func Supervise(ctx context.Context, p Process, signals <-chan os.Signal) Ending {
 	done := make(chan struct{})
 	ended := make(chan Ending, 1)
 	go func() {
-		l := loop{p: p, over: over, started: p.Started}
+		l := loop{p: p, over: p.Over, started: p.Started}
 		defer func() { ended <- l.e }()
 		if l.started == nil && !l.start() {
 			return

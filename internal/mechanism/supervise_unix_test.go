@@ -32,7 +32,7 @@ func TestSupervise(t *testing.T) {
 	}
 	t.Run("ends on its own", func(t *testing.T) {
 		c, p := start(t, "sh", "-c", "exit 3")
-		e := Supervise(context.Background(), p, nil, nil)
+		e := Supervise(context.Background(), p, nil)
 		if e.Exceeded != nil || e.Cancelled || e.Err(context.Background()) != nil || ExitStatus(c.ProcessState) != 3 {
 			t.Fatalf("ending %+v, status %d; want none, 3", e, ExitStatus(c.ProcessState))
 		}
@@ -41,7 +41,8 @@ func TestSupervise(t *testing.T) {
 		c, p := start(t, "sleep", "60")
 		over := make(chan limits.Exceeded, 1)
 		over <- limits.Exceeded{Kind: limits.MemoryLimit, Usage: 2, Limit: 1}
-		e := Supervise(context.Background(), p, nil, over)
+		p.Over = over
+		e := Supervise(context.Background(), p, nil)
 		var le *LimitError
 		if e.Exceeded == nil || e.Class() != "memory_limit" || !errors.As(e.Err(context.Background()), &le) || ExitStatus(c.ProcessState) != 128+9 {
 			t.Fatalf("ending %+v, status %d; want memory_limit, 137", e, ExitStatus(c.ProcessState))
@@ -51,7 +52,7 @@ func TestSupervise(t *testing.T) {
 		c, p := start(t, "sleep", "60")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		e := Supervise(ctx, p, nil, nil)
+		e := Supervise(ctx, p, nil)
 		if !e.Cancelled || e.Err(ctx) == nil || e.Class() != "" || ExitStatus(c.ProcessState) != 128+9 {
 			t.Fatalf("ending %+v, status %d; want cancelled, 137", e, ExitStatus(c.ProcessState))
 		}
@@ -64,7 +65,7 @@ func TestSupervise(t *testing.T) {
 		sig <- syscall.SIGTERM
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		e := Supervise(ctx, p, sig, nil)
+		e := Supervise(ctx, p, sig)
 		if e.Cancelled || ExitStatus(c.ProcessState) != 128+int(syscall.SIGTERM) {
 			t.Fatalf("ending %+v, status %d; want SIGTERM's 143", e, ExitStatus(c.ProcessState))
 		}
@@ -102,7 +103,7 @@ func TestSupervise(t *testing.T) {
 		sig <- syscall.SIGTERM
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		e := Supervise(ctx, p, sig, nil)
+		e := Supervise(ctx, p, sig)
 		if !heldUntilStart || e.Cancelled || ExitStatus(c.ProcessState) != 5 {
 			t.Fatalf("held until the start %v, ending %+v, status %d; want held, then the trap's 5", heldUntilStart, e, ExitStatus(c.ProcessState))
 		}
@@ -116,7 +117,7 @@ func TestSupervise(t *testing.T) {
 		// Sent after Started said false, so that the loop has seen it
 		// first or sees the signal with the gate shut for good.
 		go func() { time.Sleep(50 * time.Millisecond); sig <- syscall.SIGTERM }()
-		e := Supervise(context.Background(), p, sig, nil)
+		e := Supervise(context.Background(), p, sig)
 		if e != (Ending{}) || ExitStatus(c.ProcessState) != 0 {
 			t.Fatalf("ending %+v, status %d; want none, 0 (the signal dropped)", e, ExitStatus(c.ProcessState))
 		}
@@ -125,7 +126,7 @@ func TestSupervise(t *testing.T) {
 		c, p := start(t, "sleep", "60")
 		bad := errors.New("no sampler")
 		p.OnStart = func() (<-chan limits.Exceeded, error) { return nil, bad }
-		e := Supervise(context.Background(), p, nil, nil)
+		e := Supervise(context.Background(), p, nil)
 		if !errors.Is(e.Err(context.Background()), bad) || ExitStatus(c.ProcessState) != 128+9 {
 			t.Fatalf("ending %+v, status %d; want OnStart's error, 137", e, ExitStatus(c.ProcessState))
 		}
@@ -135,7 +136,7 @@ func TestSupervise(t *testing.T) {
 		over := make(chan limits.Exceeded, 1)
 		over <- limits.Exceeded{Kind: limits.PidsLimit}
 		p.OnStart = func() (<-chan limits.Exceeded, error) { return over, nil }
-		e := Supervise(context.Background(), p, nil, nil)
+		e := Supervise(context.Background(), p, nil)
 		if e.Class() != "pids_limit" || ExitStatus(c.ProcessState) != 128+9 {
 			t.Fatalf("ending %+v, status %d; want pids_limit, 137", e, ExitStatus(c.ProcessState))
 		}

@@ -44,17 +44,6 @@ type bwProc struct {
 	exited  chan bwExit
 }
 
-// launch starts bwrap, supervises it to its end and classifies the end.
-func (r *bwRun) launch(ctx context.Context) (*mechanism.Result, error) {
-	bp, err := r.start()
-	if err != nil {
-		return nil, err
-	}
-	w := r.newWatch(ctx, bp)
-	w.supervise()
-	return r.classify(ctx, w)
-}
-
 // pipe makes a pipe whose ends are on the run's cleanup stack.
 func (r *bwRun) pipe() (*os.File, *os.File, error) {
 	rd, wr, err := os.Pipe()
@@ -314,6 +303,9 @@ type bwWatch struct {
 	// inotifyLost: the inotify ceiling could not be set or read back;
 	// the report names it as not held.
 	inotifyLost error
+	// stop ends setUp's wait for a gate; setUpDone and statusDone are
+	// closed once setUp and the status's reader have returned.
+	stop, setUpDone, statusDone chan struct{}
 }
 
 func (r *bwRun) newWatch(ctx context.Context, bp *bwProc) *bwWatch {
@@ -362,33 +354,38 @@ func (w *bwWatch) readStatus() {
 	}
 }
 
-// supervise holds bwrap until it exits. Beside the loop, setUp follows
-// bwrap's reports before the command starts (the sandbox's PID 1, then
-// the gate), and the status line says whether the command started.
-// Signals wait for that line: init, as PID 1 of its namespace, ignores
-// any signal it has no handler for yet, and it installs its handlers
-// before it starts the command.
-func (w *bwWatch) supervise() {
+// process is bwrap as the one supervision loop holds it until it exits.
+// Beside the loop, setUp follows bwrap's reports before the command
+// starts (the sandbox's PID 1, then the gate), and the status line says
+// whether the command started. Signals wait for that line: init, as PID 1
+// of its namespace, ignores any signal it has no handler for yet, and it
+// installs its handlers before it starts the command.
+func (w *bwWatch) process() mechanism.Process {
 	over := make(chan limits.Exceeded, 1)
 	started := make(chan bool, 1)
-	stop, setUpDone, statusDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { defer close(setUpDone); w.setUp(over, stop) }()
+	w.stop, w.setUpDone, w.statusDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { defer close(w.setUpDone); w.setUp(over, w.stop) }()
 	go func() {
-		defer close(statusDone)
+		defer close(w.statusDone)
 		w.status = <-w.statusCh
 		started <- w.status != nil && w.status.Started
 	}()
-	end := mechanism.Supervise(w.ctx, mechanism.Process{
+	return mechanism.Process{
 		Wait:    func() error { w.ex = <-w.bp.exited; return w.ex.err },
 		Signal:  w.send,
 		Kill:    w.kill,
 		Started: started,
 		OnStart: w.onStart,
-	}, w.r.opts.Signals, over)
-	// bwrap is gone, so every writer of the status and info pipes is too.
-	close(stop)
-	<-setUpDone
-	<-statusDone
+		Over:    over,
+	}
+}
+
+// after collects what the sandbox reported once the loop has returned
+// end: bwrap is gone, so every writer of the status and info pipes is too.
+func (w *bwWatch) after(end mechanism.Ending) {
+	close(w.stop)
+	<-w.setUpDone
+	<-w.statusDone
 	if end.Exceeded != nil {
 		w.killedBy, w.exceeded = end.Exceeded.Kind, *end.Exceeded
 	}
@@ -598,18 +595,19 @@ func (w *bwWatch) readback(rep *report.Report) {
 	verify(rep.Protections, w.status.Readback)
 }
 
-// classify says how the run ended: the command's status, a limit, ctx,
-// bwrap killed from outside, or a sandbox that never started (a setup
-// error naming bwrap's own cause).
-func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*mechanism.Result, error) {
+// classify reads how the run ended: the command's status, bwrap killed
+// from outside, a limit, or a sandbox that never started (a set-up error
+// naming bwrap's own cause).
+func (r *bwRun) classify(ctx context.Context, w *bwWatch) (mechanism.Ended, error) {
 	code := exitcode.Setup
 	if w.ex.err == nil {
 		code = mechanism.WaitCode(w.ex.ws)
 	}
 	rep := r.report
 	noteFull(&rep)
+	e := mechanism.Ended{Code: code}
 	if err := w.failed(); err != nil {
-		return nil, err
+		return e, err
 	}
 	limit := classifyLimit(r.lim, r.cg, code, w.killedBy)
 	// A command that dies of signal N makes bwrap exit normally with
@@ -618,26 +616,36 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*mechanism.Result, er
 	// has ended the sandbox with it; the command's status is lost.
 	if w.ex.err == nil && w.ex.ws.Signaled() && !w.killedBwrap && limit == limits.None {
 		w.readback(&rep)
-		rep.Exit = &report.Exit{Code: exitcode.Setup, Class: report.ClassMechanismKilled}
-		return &mechanism.Result{ExitCode: exitcode.Setup, Report: rep}, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
+		e.Report = rep
+		return e, &mechanism.KilledError{Mechanism: "bwrap", Signal: int(w.ex.ws.Signal())}
 	}
 	st := w.status
 	switch {
 	case st != nil && st.Started:
-		return r.ended(ctx, w, rep, code, limit)
+		return r.ended(w, rep, code, limit), nil
 	case st != nil && (st.Exit == exitcode.NotExecutable || st.Exit == exitcode.NotFound):
 		rep.Readback = mechanism.ReadbackOf(st.Readback)
 		verify(rep.Protections, st.Readback)
-		return mechanism.NotRunnable(rep, r.cmd[0], st.Exit, st.Reason)
+		e.Report = rep
+		return e, &mechanism.ExecError{Code: st.Exit, Command: r.cmd[0], Reason: st.Reason}
+	}
+	return e, r.notStarted(ctx, w, code, limit)
+}
+
+// notStarted is the set-up error of a sandbox whose command never
+// started.
+func (r *bwRun) notStarted(ctx context.Context, w *bwWatch, code int, limit limits.Kind) error {
+	st := w.status
+	switch {
 	case st != nil && r.fast && st.Error != "":
 		// The trampoline's only refusal: a shell that cannot set
 		// RLIMIT_NPROC.
-		return nil, fault.New("the sandbox's process ceiling could not be set", st.Error,
+		return fault.New("the sandbox's process ceiling could not be set", st.Error,
 			"make /bin/sh a shell whose ulimit sets the process limit (dash, bash, busybox ash), or report this with your /bin/sh")
 	case st != nil:
-		return nil, fault.New("sandbox init failed", st.Error, "report this as a bug in sandbox-run")
+		return fault.New("sandbox init failed", st.Error, "report this as a bug in sandbox-run")
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+		return fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	case limit != limits.None:
 		// bwrap and init count against the limits too: a limit that
 		// ended the sandbox before the command started is the cause, not
@@ -646,12 +654,12 @@ func (r *bwRun) classify(ctx context.Context, w *bwWatch) (*mechanism.Result, er
 		if ex.Kind != limit {
 			ex = limits.Exceeded{Kind: limit}
 		}
-		return nil, fault.New("the sandbox was ended before the command started",
+		return fault.New("the sandbox was ended before the command started",
 			strings.TrimSuffix((&mechanism.LimitError{Exceeded: ex}).Error(), "; the whole sandbox was ended")+
 				" while bwrap and sandbox-run's init were setting it up",
 			"raise the limit: the sandbox's own set-up counts against it")
 	}
-	return nil, bwrapErr(bw.Diagnose(w.rl.Held(), code, bw.ReadHost(r.procSys())))
+	return bwrapErr(bw.Diagnose(w.rl.Held(), code, bw.ReadHost(r.procSys())))
 }
 
 // failed is the set-up error of a sandbox that sandbox-run itself ended
@@ -674,9 +682,9 @@ func (w *bwWatch) failed() error {
 		"check that /proc is mounted and shows the sandbox's processes (no hidepid), or report this as a bug in sandbox-run")
 }
 
-// ended classifies a command that started: its own status, ctx's end, or
-// a limit.
-func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code int, limit limits.Kind) (*mechanism.Result, error) {
+// ended reads back a command that started: its status, and the limit
+// that ended it, as the loop or the kernel (a cgroup) saw it.
+func (r *bwRun) ended(w *bwWatch, rep report.Report, code int, limit limits.Kind) mechanism.Ended {
 	if r.fast && w.status.Readback != nil {
 		if _, ok := w.fastNS["user"]; !ok && w.fastNS != nil {
 			if u := userNSFromMap(w.status.Readback.UIDMap); u != "" {
@@ -687,30 +695,24 @@ func (r *bwRun) ended(ctx context.Context, w *bwWatch, rep report.Report, code i
 	}
 	w.readback(&rep)
 	verifyHostUID(rep.Protections, w.seenUID)
-	switch {
-	case w.killedBwrap:
-		// Ended because ctx was done (Run's timer or the caller): ctx's
-		// error says which, and Run classifies a timer's end.
-		rep.Exit = report.Classify(code, "")
-		return &mechanism.Result{ExitCode: code, Report: rep}, mechanism.CtxErr(ctx)
-	case limit != limits.None:
-		ex := w.exceeded
-		if w.killedBy == limits.None {
-			ex = limits.Exceeded{Kind: limit}
-			// The kernel ended it before Watch said so (the OOM killer
-			// takes PID 1 with the group): the cgroup still knows the
-			// usage and the limit.
-			if r.cg != nil {
-				if x, ok := r.cg.Exceeded(); ok && x.Kind == limit {
-					ex = x
-				}
+	e := mechanism.Ended{Code: code, Report: rep}
+	if limit == limits.None {
+		return e
+	}
+	ex := w.exceeded
+	if w.killedBy == limits.None {
+		ex = limits.Exceeded{Kind: limit}
+		// The kernel ended it before Watch said so (the OOM killer takes
+		// PID 1 with the group): the cgroup still knows the usage and
+		// the limit.
+		if r.cg != nil {
+			if x, ok := r.cg.Exceeded(); ok && x.Kind == limit {
+				ex = x
 			}
 		}
-		rep.Exit = report.Classify(code, mechanism.LimitClass(limit))
-		return &mechanism.Result{ExitCode: code, Report: rep}, &mechanism.LimitError{Exceeded: ex}
 	}
-	rep.Exit = report.Classify(code, "")
-	return &mechanism.Result{ExitCode: code, Report: rep}, nil
+	e.Limit = &ex
+	return e
 }
 
 // noteFull names, in the report's notes, the writable directories whose

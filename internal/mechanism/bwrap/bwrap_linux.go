@@ -68,9 +68,10 @@ type bwRun struct {
 	// if sandbox-run dies (groupGuard); nil until the first fork.
 	guard *groupGuard
 	// notRunnable is the fast path's finding that the command cannot be
-	// started, reported by run once the report exists.
+	// started, reported by Start once the report exists.
 	notRunnable *mechanism.ExecError
 	report      report.Report
+	watch       *bwWatch // the started bwrap; nil before Start
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
@@ -415,27 +416,30 @@ func (r *bwRun) Describe(w io.Writer) {
 	}
 }
 
-func (r *bwRun) Run(ctx context.Context) (*mechanism.Result, error) {
+// Start starts bwrap: the command starts inside once init or the
+// trampoline has passed its gate.
+func (r *bwRun) Start(ctx context.Context) (mechanism.Process, error) {
 	if e := r.notRunnable; e != nil {
-		r.report.Exit = &report.Exit{Code: e.Code, Class: report.ExecClass(e.Code)}
-		return &mechanism.Result{ExitCode: e.Code, Report: r.report}, e
+		return mechanism.Process{}, e
 	}
 	r.log.Debug("starting bwrap", "bwrap_argv", r.argv, "mounts", len(r.pl.Mounts))
-	res, err := r.launch(ctx)
-	if res != nil && r.nw.Proxy != nil {
-		// The sandbox is gone. The proxy winds down (a few goroutine
-		// hand-offs, some 0.3 ms on a busy machine) while the protected
-		// paths are settled, then is waited for, so that every connection
-		// has ended and counted its bytes (close is idempotent; the
-		// stacked one is a no-op). With a terminal, settling waits for
-		// close: its lines must follow the command's last output and the
-		// terminal's restore from raw mode.
-		r.nw.Halt()
-		if r.tty == nil {
-			r.finishProtection(res)
-		}
-		r.nw.Close()
-		res.Report.Egress = r.nw.Counts()
+	bp, err := r.start()
+	if err != nil {
+		return mechanism.Process{}, err
 	}
-	return res, err
+	r.watch = r.newWatch(ctx, bp)
+	return r.watch.process(), nil
+}
+
+// Finish reads back how the command ended and stops the network: every
+// connection has ended and counted its bytes (close is idempotent; the
+// stacked one is a no-op).
+func (r *bwRun) Finish(ctx context.Context, end mechanism.Ending) (mechanism.Ended, error) {
+	r.watch.after(end)
+	e, err := r.classify(ctx, r.watch)
+	if r.nw.Proxy != nil {
+		r.nw.Close()
+		e.Report.Egress = r.nw.Counts()
+	}
+	return e, err
 }

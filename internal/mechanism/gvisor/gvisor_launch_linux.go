@@ -114,20 +114,58 @@ func verifyGvisor(ps []report.Protection, rb *initproc.Readback) {
 	}
 }
 
-// launch starts `runsc run` from a locked thread (its parent-death signal
-// follows the thread), relays signals through `runsc kill` once init has
-// started the command, and returns the command's status.
-func (g *gvRun) launch(ctx context.Context) (*mechanism.Result, error) {
+// gvProc is runsc run from its start to the loop's end.
+type gvProc struct {
+	c          *exec.Cmd
+	exited     chan error
+	waitErr    error // runsc's, once Wait returned
+	status     *initproc.Status
+	statusDone chan struct{} // status is set
+	rl         mechanism.StderrRelay
+	relayDone  chan struct{}
+	files      []*os.File // ours, closed by Finish
+}
+
+// Start starts `runsc run` from a locked thread (its parent-death signal
+// follows the thread). Signals go through `runsc kill` once init has
+// started the command, and the memory ceiling is sampled from then on.
+func (g *gvRun) Start(ctx context.Context) (mechanism.Process, error) {
+	gp, err := g.startRunsc()
+	if err != nil {
+		return mechanism.Process{}, err
+	}
+	g.proc = gp
+	started := make(chan bool, 1)
+	statusCh := make(chan *initproc.Status, 1)
+	go g.readStatus(statusCh)
+	go func() {
+		defer close(gp.statusDone)
+		gp.status = <-statusCh
+		started <- gp.status != nil && gp.status.Started
+	}()
+	return mechanism.Process{
+		Wait:    func() error { gp.waitErr = <-gp.exited; return gp.waitErr },
+		Signal:  g.kill,
+		Kill:    func() { g.end(gp.c) },
+		Started: started,
+		OnStart: func() (<-chan limits.Exceeded, error) { return g.onStart(ctx, gp.c, &gp.rl) },
+	}, nil
+}
+
+// startRunsc starts runsc with the command's streams and its own stderr
+// held by a relay until the command starts.
+func (g *gvRun) startRunsc() (*gvProc, error) {
+	gp := &gvProc{exited: make(chan error, 1), statusDone: make(chan struct{}), relayDone: make(chan struct{})}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fault.New("cannot open /dev/null", err.Error(), "check /dev")
 	}
-	defer devnull.Close()
 	errR, errW, err := os.Pipe()
 	if err != nil {
+		devnull.Close()
 		return nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
-	defer errR.Close()
+	gp.files = []*os.File{devnull, errR}
 	argv := g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = []string{} // runsc gets nothing of ours
@@ -139,32 +177,37 @@ func (g *gvRun) launch(ctx context.Context) (*mechanism.Result, error) {
 	stdin, err := g.stdinPipe(devnull)
 	if err != nil {
 		errW.Close()
+		closeAll(gp.files)
 		return nil, err
 	}
-	defer stdin.Close()
+	gp.files = append(gp.files, stdin)
 	c.Stdin = stdin
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	started, exited := make(chan error, 1), make(chan error, 1)
+	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends after runsc
 		err := c.Start()
 		started <- err
 		if err == nil {
-			exited <- c.Wait()
+			gp.exited <- c.Wait()
 		}
 	}()
-	if err := <-started; err != nil {
-		errW.Close()
+	err = <-started
+	errW.Close()
+	if err != nil {
+		closeAll(gp.files)
 		return nil, fault.New("cannot start runsc", err.Error(), "check that "+g.runsc+" is executable")
 	}
-	errW.Close()
-	var rl mechanism.StderrRelay
-	rl.Out = mechanism.OrNull(g.opts.Stderr, devnull)
-	relayDone := make(chan struct{})
-	go func() { rl.Run(errR); close(relayDone) }()
-	statusCh := make(chan *initproc.Status, 1)
-	go g.readStatus(statusCh)
-	return g.supervise(ctx, c, exited, statusCh, &rl, relayDone)
+	gp.c = c
+	gp.rl.Out = mechanism.OrNull(g.opts.Stderr, devnull)
+	go func() { gp.rl.Run(errR); close(gp.relayDone) }()
+	return gp, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // stdinPipe is what runsc reads as the command's stdin: a pipe fed from
@@ -211,48 +254,30 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 	out <- &s
 }
 
-// supervise holds runsc through the one supervision loop until it exits:
-// signals wait for init to report the command started, and the memory
-// ceiling is sampled from then on.
-func (g *gvRun) supervise(ctx context.Context, c *exec.Cmd, exited <-chan error, statusCh chan *initproc.Status, rl *mechanism.StderrRelay, relayDone <-chan struct{}) (*mechanism.Result, error) {
-	var (
-		status  *initproc.Status
-		waitErr error
-	)
-	started, statusDone := make(chan bool, 1), make(chan struct{})
-	go func() {
-		defer close(statusDone)
-		status = <-statusCh
-		started <- status != nil && status.Started
-	}()
-	end := mechanism.Supervise(ctx, mechanism.Process{
-		Wait:    func() error { waitErr = <-exited; return waitErr },
-		Signal:  g.kill,
-		Kill:    func() { g.end(c) },
-		Started: started,
-		OnStart: func() (<-chan limits.Exceeded, error) { return g.onStart(ctx, c, rl) },
-	}, g.opts.Signals, nil)
+// Finish waits for init's status and runsc's stderr, removes what runsc
+// left, counts the egress and reads the command's end.
+func (g *gvRun) Finish(ctx context.Context, end mechanism.Ending) (mechanism.Ended, error) {
+	gp := g.proc
 	// runsc is gone: close the listener so a status that never came ends.
 	g.status.Close()
-	<-statusDone
-	<-relayDone
+	<-gp.statusDone
+	<-gp.relayDone
+	closeAll(gp.files)
 	g.deleteState()
+	if g.nw.Proxy != nil {
+		// The sandbox is gone: stopped and waited for, every connection
+		// has ended and counted its bytes, as under bwrap.
+		g.nw.Close()
+		g.report.Egress = g.nw.Counts()
+	}
 	code := exitcode.Setup
 	var ee *exec.ExitError
-	if waitErr == nil {
+	if gp.waitErr == nil {
 		code = 0
-	} else if errors.As(waitErr, &ee) {
+	} else if errors.As(gp.waitErr, &ee) {
 		code = mechanism.WaitCode(ee.Sys().(syscall.WaitStatus))
 	}
-	if end.StartErr != nil {
-		return nil, end.StartErr
-	}
-	res, err := g.classify(ctx, code, status, rl, end.Cancelled)
-	if end.Exceeded != nil && res != nil && err == nil {
-		res.Report.Exit = report.Classify(code, end.Class())
-		return res, end.Err(ctx)
-	}
-	return res, err
+	return g.ended(ctx, code, gp.status, &gp.rl, end.Cancelled)
 }
 
 // onStart is what follows init's report that the command started: runsc's
@@ -288,36 +313,34 @@ func (g *gvRun) watchMemory(ctx context.Context, pid int) (<-chan limits.Exceede
 	return ch, err
 }
 
-// classify maps what runsc and init said to the run's outcome.
-func (g *gvRun) classify(ctx context.Context, code int, status *initproc.Status, rl *mechanism.StderrRelay, killed bool) (*mechanism.Result, error) {
+// ended reads what runsc and init said of the command's end: its
+// status, or why it never ran.
+func (g *gvRun) ended(ctx context.Context, code int, status *initproc.Status, rl *mechanism.StderrRelay, killed bool) (mechanism.Ended, error) {
 	r := g.report
 	r.OOMScoreAdj = g.oom
+	e := mechanism.Ended{Code: code}
 	switch {
 	case status != nil && status.Started:
 		g.tun.confirm(&r)
 		r.Readback = mechanism.ReadbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		r.Exit = report.Classify(code, "")
-		if killed {
-			// Ended because ctx was done (Run's timer or the caller):
-			// ctx's error says which, and Run classifies a timer's end.
-			return &mechanism.Result{ExitCode: code, Report: r}, mechanism.CtxErr(ctx)
-		}
-		return &mechanism.Result{ExitCode: code, Report: r}, nil
+		e.Report = r
+		return e, nil
 	case status != nil && (status.Exit == exitcode.NotExecutable || status.Exit == exitcode.NotFound):
 		r.Readback = mechanism.ReadbackOf(status.Readback)
 		verifyGvisor(r.Protections, status.Readback)
-		return mechanism.NotRunnable(r, g.cmd[0], status.Exit, status.Reason)
+		e.Report = r
+		return e, &mechanism.ExecError{Code: status.Exit, Command: g.cmd[0], Reason: status.Reason}
 	case status != nil:
-		return nil, fault.New("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
+		return e, fault.New("sandbox init failed under gVisor", status.Error, "report this as a bug in sandbox-run")
 	case killed || ctx.Err() != nil:
-		return nil, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
+		return e, fmt.Errorf("sandbox: cancelled before the command started: %w", ctx.Err())
 	}
 	why := lastLine(rl.Held())
 	if why == "" {
 		why = "runsc exited with status " + strconv.Itoa(code) + " before the command started"
 	}
-	return nil, fault.New("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
+	return e, fault.New("runsc could not start the sandbox", why, "run sandbox-run check and see its tier 2 line")
 }
 
 // end ends the whole sandbox: its init through runsc, and runsc run.

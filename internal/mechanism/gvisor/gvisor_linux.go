@@ -60,6 +60,7 @@ type gvRun struct {
 	res      *mechanism.Result // what run returned, for the quarantine's lines
 	img      *ociimage.Image   // the root file system's image; nil: the host's
 	tun      *gvTun            // transparent egress's host end; nil for none
+	proc     *gvProc           // runsc run, once started
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
@@ -83,17 +84,6 @@ func (g *gvRun) Prepare(ctx context.Context) (*report.Report, error) {
 func (g *gvRun) Describe(w io.Writer) {
 	b, _ := json.MarshalIndent(g.spec.Spec, "", "  ")
 	fmt.Fprintf(w, "argv: %s\nconfig.json:\n%s\n", strings.Join(mechanism.QuoteAll(g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)), " "), redactSpec(b, g.spec.Spec.Process.Env))
-}
-
-func (g *gvRun) Run(ctx context.Context) (*mechanism.Result, error) {
-	res, err := g.launch(ctx)
-	if res != nil && g.nw.Proxy != nil {
-		// The sandbox is gone: stopped and waited for, every connection
-		// has ended and counted its bytes, as under bwrap.
-		g.nw.Close()
-		res.Report.Egress = g.nw.Counts()
-	}
-	return res, err
 }
 
 // redactSpec hides the values of the command's variables in a dry run.

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/filter"
-	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
@@ -71,6 +70,7 @@ type llRun struct {
 	prot     protect.State
 	own      []string          // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	nw       *hostnet.Loopback // the run's loopback ports; nil before network
+	c        *exec.Cmd         // the shim, then the command; nil before Start
 }
 
 // New runs cmd under Landlock and the seccomp filter,
@@ -92,8 +92,6 @@ func (r *llRun) Prepare(ctx context.Context) (*report.Report, error) {
 	}
 	return &r.report, nil
 }
-
-func (r *llRun) Run(ctx context.Context) (*mechanism.Result, error) { return r.supervise(ctx, r.cmd) }
 
 func (r *llRun) AuditStart() map[string]any {
 	return map[string]any{"landlock_abi": r.report.Landlock.ABI}
@@ -398,58 +396,59 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	return nil, "", &fault.Error{What: "cannot confine the command with Landlock", Why: why, Fix: landlockFix}
 }
 
-// supervise runs the command to its end and ends every descendant.
-func (r *llRun) supervise(ctx context.Context, cmd []string) (*mechanism.Result, error) {
+// Start starts the command through the shim, which confines itself
+// before it becomes the command, and checks what the shim read back of
+// its own thread; the sampled limits are held from then on.
+func (r *llRun) Start(ctx context.Context) (mechanism.Process, error) {
 	rep := &r.report
+	cmd := r.cmd
 	path, err := mechanism.LookPath(cmd[0], r.spec.Env)
 	if err != nil {
-		return mechanism.LookupFailed(*rep, cmd[0], err)
+		return mechanism.Process{}, mechanism.LookupErr(cmd[0], err)
 	}
 	// Orphans of the command are reparented to sandbox-run, which finds
 	// and ends them; the attribute stays for the process's life.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, fault.New("cannot become the command's subreaper", err.Error(), landlockFix)
+		return mechanism.Process{}, fault.New("cannot become the command's subreaper", err.Error(), landlockFix)
 	}
 	c, readback, err := r.spawn(path, cmd)
 	if err != nil {
-		return nil, err
+		return mechanism.Process{}, err
 	}
+	pid := c.Process.Pid
 	// The shim raised it before its ruleset; read back from the host.
-	rep.OOMScoreAdj = mechanism.RaiseOOM(c.Process.Pid)
+	rep.OOMScoreAdj = mechanism.RaiseOOM(pid)
 	nnp, sc, rootDenied, ok := parseReadback(readback)
 	rep.Seccomp.Readback = sc
 	rep.Landlock.ReadbackRootDenied = rootDenied
 	rep.Landlock.ReadbackNoNewPrivs = nnp
 	if !ok {
-		killTree(c.Process.Pid)
+		killTree(pid)
 		c.Wait()
-		return nil, &fault.Error{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
+		return mechanism.Process{}, &fault.Error{What: "Landlock did not hold", Why: "read back from the command's thread: " + readback, Fix: landlockFix}
 	}
-	code, cause, err := r.wait(ctx, c)
-	rep.Exit = report.Classify(code, cause)
-	// Stopped first, so that every connection has ended and counted its
-	// bytes.
-	r.nw.Close()
-	rep.Egress = r.nw.Counts()
-	return &mechanism.Result{ExitCode: code, Report: *rep}, err
-}
-
-// wait waits for the command, relaying signals, holding the sampled
-// limits and ctx; then it ends every descendant.
-func (r *llRun) wait(ctx context.Context, c *exec.Cmd) (int, report.ExitClass, error) {
-	pid := c.Process.Pid
 	over, err := mechanism.Sample(ctx, pid, r.lim.Sample)
 	if err != nil {
 		killTree(pid)
 		c.Wait()
-		return exitcode.Setup, "", fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
+		return mechanism.Process{}, fault.New("cannot watch the command's sampled limits", err.Error(), "check that /proc is mounted and readable")
 	}
-	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
+	r.c = c
+	return mechanism.Process{Wait: c.Wait,
 		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
 		Kill:   func() { killTree(pid) },
-	}, r.opts.Signals, over)
+		Over:   over,
+	}, nil
+}
+
+// Finish ends every descendant the command left and counts the egress.
+func (r *llRun) Finish(context.Context, mechanism.Ending) (mechanism.Ended, error) {
 	endOrphans(r.uid)
-	return mechanism.ExitStatus(c.ProcessState), end.Class(), end.Err(ctx)
+	// Stopped first, so that every connection has ended and counted its
+	// bytes.
+	r.nw.Close()
+	r.report.Egress = r.nw.Counts()
+	return mechanism.Ended{Code: mechanism.ExitStatus(r.c.ProcessState), Report: r.report}, nil
 }
 
 // killTree kills pid's process group and every confined child of

@@ -33,6 +33,7 @@ type tier0 struct {
 	env    []string
 	lim    limits.Plan
 	rep    report.Report
+	c      *exec.Cmd // the started command
 }
 
 func (r *tier0) Close(*mechanism.Result) {}
@@ -107,40 +108,41 @@ func (r *tier0) command(path string) (*exec.Cmd, error) {
 	return c, nil
 }
 
-func (r *tier0) Run(ctx context.Context) (*mechanism.Result, error) {
-	rep := r.rep
+// Start starts the command in a process group of its own, with the
+// sampled limits held from its start.
+func (r *tier0) Start(ctx context.Context) (mechanism.Process, error) {
 	path, err := mechanism.LookPath(r.cmd[0], r.env)
 	if err != nil {
-		return mechanism.LookupFailed(rep, r.cmd[0], err)
+		return mechanism.Process{}, mechanism.LookupErr(r.cmd[0], err)
 	}
 	c, err := r.command(path)
 	if err != nil {
-		return nil, err
+		return mechanism.Process{}, err
 	}
 	if err := c.Start(); err != nil {
-		return mechanism.NotRunnable(rep, r.cmd[0], exitcode.NotExecutable, err.Error())
+		return mechanism.Process{}, &mechanism.ExecError{Code: exitcode.NotExecutable, Command: r.cmd[0], Reason: err.Error()}
 	}
 	// The shim raises its own too, before it becomes the command; this
 	// reads it back (and raises it, should the shim not have got there).
-	rep.OOMScoreAdj = mechanism.RaiseOOM(c.Process.Pid)
+	r.rep.OOMScoreAdj = mechanism.RaiseOOM(c.Process.Pid)
 	over, err := mechanism.Sample(ctx, c.Process.Pid, r.lim.Sample)
 	if err != nil {
 		// Fail closed: the report would claim a limit nobody holds.
 		mechanism.KillGroup(c.Process)
 		c.Wait()
-		return nil, fault.New("cannot watch the command's sampled limits", err.Error(),
+		return mechanism.Process{}, fault.New("cannot watch the command's sampled limits", err.Error(),
 			"check that /proc is mounted and readable, or drop --memory, --pids and --cpu-time")
 	}
-	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
+	r.c = c
+	return mechanism.Process{Wait: c.Wait,
 		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
 		Kill:   func() { mechanism.KillGroup(c.Process) },
-	}, r.caller.Signals, over)
-	mechanism.KillGroup(c.Process) // what the command left in its group
-	code := mechanism.ExitStatus(c.ProcessState)
-	rep.Exit = report.Classify(code, end.Class())
-	if err := end.Err(ctx); err != nil {
-		// A limit or ctx ended it; Run classifies its own timer.
-		return &mechanism.Result{ExitCode: code, Report: rep}, err
-	}
-	return &mechanism.Result{ExitCode: code, Report: rep}, nil
+		Over:   over,
+	}, nil
+}
+
+// Finish ends what the command left in its group.
+func (r *tier0) Finish(context.Context, mechanism.Ending) (mechanism.Ended, error) {
+	mechanism.KillGroup(r.c.Process)
+	return mechanism.Ended{Code: mechanism.ExitStatus(r.c.ProcessState), Report: r.rep}, nil
 }

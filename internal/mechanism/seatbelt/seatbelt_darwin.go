@@ -77,6 +77,8 @@ type sbRun struct {
 	prof     sbpl.Profile
 	env      []string
 	report   report.Report
+	watch    *denialWatch // the unified log's reader; nil: none
+	c        *exec.Cmd    // sandbox-exec; nil before Start
 }
 
 // New returns the Seatbelt mechanism (tier 1 on macOS) for cmd under p.
@@ -240,15 +242,17 @@ func (r *sbRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "profile (sha256 %s):\n%s", r.prof.Digest(), r.prof)
 }
 
-func (r *sbRun) Run(ctx context.Context) (*mechanism.Result, error) {
-	cmd, rep := r.cmd, r.report
+// Start starts the command under sandbox-exec, once a preflight has shown
+// that the profile compiles and applies, in a session of its own.
+func (r *sbRun) Start(ctx context.Context) (mechanism.Process, error) {
+	cmd := r.cmd
 	name := cmd[0]
 	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
 		name = filepath.Join(r.p.Workdir, name)
 	}
 	path, err := mechanism.LookPath(name, r.env)
 	if err != nil {
-		return mechanism.LookupFailed(rep, cmd[0], err)
+		return mechanism.Process{}, mechanism.LookupErr(cmd[0], err)
 	}
 	args := append([]string{sandboxExecPath, "-p", r.prof.String(), "--", path}, cmd[1:]...)
 	cred := (*syscall.Credential)(nil)
@@ -257,24 +261,44 @@ func (r *sbRun) Run(ctx context.Context) (*mechanism.Result, error) {
 	}
 	markInheritedCloexec()
 	if err := seatbeltPreflight(ctx, r.prof, r.p.Workdir, cred); err != nil {
-		return nil, err
+		return mechanism.Process{}, err
 	}
-	watch := r.watchDenials(&rep)
+	r.watch = r.watchDenials(&r.report)
 	r.log.Debug("starting sandbox-exec", "command", path, "profile_sha256", r.prof.Digest())
-	res, err := launchSeatbelt(ctx, args, r.env, r.p.Workdir, cred, rep, r.opts)
-	if res != nil {
-		// Stopped first, so that every connection has ended and counted
-		// its bytes.
-		r.nw.Close()
-		res.Report.Egress = r.nw.Counts()
+	c, err := startSeatbelt(args, r.env, r.p.Workdir, cred, r.opts)
+	if err != nil {
+		r.stopWatch()
+		return mechanism.Process{}, err
 	}
-	if watch != nil {
-		st := watch.stop(logGrace)
-		if res != nil && st.Noise > 0 {
-			res.Report.Notes = append(res.Report.Notes, fmt.Sprintf("%d denials of known noise (libSystem's logging and analytics clients) not written to the audit log", st.Noise))
-		}
+	r.c = c
+	return mechanism.Process{Wait: c.Wait,
+		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
+		Kill:   func() { mechanism.KillGroup(c.Process) },
+	}, nil
+}
+
+// Finish ends what the command left in its session's group, counts the
+// egress and stops reading denials back.
+func (r *sbRun) Finish(context.Context, mechanism.Ending) (mechanism.Ended, error) {
+	mechanism.KillGroup(r.c.Process)
+	// Stopped first, so that every connection has ended and counted its
+	// bytes.
+	r.nw.Close()
+	r.report.Egress = r.nw.Counts()
+	r.stopWatch()
+	return mechanism.Ended{Code: mechanism.ExitStatus(r.c.ProcessState), Report: r.report}, nil
+}
+
+// stopWatch stops the denial watch, if any, noting what it filtered.
+func (r *sbRun) stopWatch() {
+	if r.watch == nil {
+		return
 	}
-	return res, err
+	st := r.watch.stop(logGrace)
+	r.watch = nil
+	if st.Noise > 0 {
+		r.report.Notes = append(r.report.Notes, fmt.Sprintf("%d denials of known noise (libSystem's logging and analytics clients) not written to the audit log", st.Noise))
+	}
 }
 
 // watchDenials reads the profile's denials back from the unified log into
@@ -343,9 +367,8 @@ func seatbeltNotes(devDir string, terminals []string, proxy bool) []string {
 	return notes
 }
 
-// launchSeatbelt starts sandbox-exec and waits for the command, relaying
-// signals to its session and ending the session when ctx is done.
-func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *syscall.Credential, rep report.Report, opts mechanism.Caller) (*mechanism.Result, error) {
+// startSeatbelt starts sandbox-exec in a session of its own.
+func startSeatbelt(args, env []string, dir string, cred *syscall.Credential, opts mechanism.Caller) (*exec.Cmd, error) {
 	c := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: dir}
 	// *os.File values are handed over as they are; nil is /dev/null. No
 	// other descriptor is inherited: Go opens everything close-on-exec, and
@@ -363,18 +386,7 @@ func launchSeatbelt(ctx context.Context, args, env []string, dir string, cred *s
 	if err := c.Start(); err != nil {
 		return nil, seatbeltSetupErr("cannot start "+sandboxExecPath, err.Error(), "check that it is executable")
 	}
-	end := mechanism.Supervise(ctx, mechanism.Process{Wait: c.Wait,
-		Signal: func(s os.Signal) { mechanism.SignalGroup(c.Process, s) },
-		Kill:   func() { mechanism.KillGroup(c.Process) },
-	}, opts.Signals, nil)
-	mechanism.KillGroup(c.Process) // what the command left in its session's group
-	code := mechanism.ExitStatus(c.ProcessState)
-	rep.Exit = report.Classify(code, "")
-	if err := end.Err(ctx); err != nil {
-		// Ended because ctx was done; Run classifies its own timer.
-		return &mechanism.Result{ExitCode: code, Report: rep}, err
-	}
-	return &mechanism.Result{ExitCode: code, Report: rep}, nil
+	return c, nil
 }
 
 // seatbeltPreflight runs /usr/bin/true under the profile: sandbox-exec
