@@ -58,11 +58,15 @@ func Main() int {
 		return exitcode.Setup
 	}
 	var spec landlockSpec
-	b, err := io.ReadAll(io.LimitReader(os.NewFile(llFdSpec, "spec"), 16<<20))
+	// Closed through its *os.File, never by number: the File's finalizer
+	// would close the number again at some later GC, by then another
+	// descriptor of the shim's (the ruleset, a rule's path, a /proc file).
+	specFile := os.NewFile(llFdSpec, "spec")
+	b, err := io.ReadAll(io.LimitReader(specFile, 16<<20))
 	if err == nil {
 		err = json.Unmarshal(b, &spec)
 	}
-	unix.Close(llFdSpec)
+	specFile.Close()
 	if err != nil || len(spec.Argv) == 0 {
 		return fail("reading the spec", err)
 	}
