@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -55,7 +56,18 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		return nil, fault.New("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
 	}
 	defer func() { m.Close(res) }()
-	rep, err := m.Prepare(ctx)
+	req, err := m.Prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := hostnet.Start(ctx, req, hostnet.Run{RunID: cfg.RunID, Audit: cfg.Audit, Refusals: cfg.Refusals, Logger: cfg.Log(), LookupEnv: cfg.LookupEnv})
+	if err != nil {
+		return nil, err
+	}
+	// Before the mechanism's own release: nothing serves the sandbox
+	// once it is being taken down.
+	defer nw.Close()
+	rep, err := m.Attach(ctx, nw)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +87,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		}
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_start", start)
-	res, err = runCommand(ctx, m, *rep, opts.Signals)
+	res, err = runCommand(ctx, m, nw, *rep, opts.Signals)
 	end := map[string]any{}
 	if res != nil {
 		res.Report.Schema, res.Report.RunID, res.Report.Platform = rep.Schema, rep.RunID, rep.Platform
@@ -96,14 +108,18 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 }
 
 // runCommand starts the command, holds it through the one supervision
-// loop and classifies its end.
-func runCommand(ctx context.Context, m mechanism.Mechanism, rep report.Report, signals <-chan os.Signal) (*Result, error) {
+// loop and classifies its end; once the sandbox is gone, the network is
+// stopped and waited for, so that every connection has ended and
+// counted its bytes.
+func runCommand(ctx context.Context, m mechanism.Mechanism, nw hostnet.Net, rep report.Report, signals <-chan os.Signal) (*Result, error) {
 	proc, err := m.Start(ctx)
 	if err != nil {
 		return classify(ctx, mechanism.Ended{Report: rep}, mechanism.Ending{}, err)
 	}
 	end := mechanism.Supervise(ctx, proc, signals)
 	e, err := m.Finish(ctx, end)
+	nw.Close()
+	e.Report.Egress = nw.Counts()
 	return classify(ctx, e, end, err)
 }
 

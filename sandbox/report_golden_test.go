@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
@@ -128,7 +129,14 @@ func TestReportGolden(t *testing.T) {
 func TestReportGoldenTierZero(t *testing.T) {
 	p := policy.Policy{Workdir: "/work/w", Sandbox: policy.ModeOff, Env: map[string]string{"PATH": "/usr/bin:/bin"}}.WithDefaults()
 	r := off.New(p, []string{"true"}, mechanism.Caller{})
-	rep, err := r.Prepare(context.Background())
+	req, err := r.Prepare(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Kind != hostnet.NoNetwork {
+		t.Fatalf("tier 0 asked for a network (%v): its command has the host's", req.Kind)
+	}
+	rep, err := r.Attach(context.Background(), hostnet.Net{})
 	if err != nil {
 		t.Fatal(err)
 	}

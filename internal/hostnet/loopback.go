@@ -14,7 +14,6 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/proxy"
@@ -74,7 +73,7 @@ type LoopbackConfig struct {
 // to p.LLMSocket. With neither, the command is pointed offline and no
 // port is held. On error nothing is left running.
 func StartLoopback(ctx context.Context, p policy.Policy, cfg LoopbackConfig) (_ *Loopback, err error) {
-	if err := mechanism.SecretsUnheld(p, cfg.Mechanism); err != nil {
+	if err := secretsUnheld(p, cfg.Mechanism); err != nil {
 		return nil, err
 	}
 	if len(p.AllowHTTP) > 0 {
@@ -107,7 +106,7 @@ func StartLoopback(ctx context.Context, p policy.Policy, cfg LoopbackConfig) (_ 
 		l.LLMPort = port
 		l.Notes = append(l.Notes, "the relay to the node's LLM proxy listens on loopback port "+itoa(port))
 		l.serveAll(port, func(ln net.Listener) error { return serveLLM(sctx, ln, p.LLMSocket, cfg, log) }, log, "llm relay")
-		mechanism.SetLLMEnv(l.Env, "http://127.0.0.1:"+itoa(port), p.LLMEnv)
+		setLLMEnv(l.Env, "http://127.0.0.1:"+itoa(port), p.LLMEnv)
 		if l.Mode == "none" {
 			l.Mode = "llm only"
 		}
@@ -137,7 +136,7 @@ func (l *Loopback) startEgress(ctx context.Context, p policy.Policy, cfg Loopbac
 		serve = func(ln net.Listener) error { return px.Serve(ctx, ln) }
 		l.Mode = "proxy (built-in)"
 	default:
-		mechanism.SetOfflineEnv(l.Env)
+		setOfflineEnv(l.Env)
 		return nil
 	}
 	port, err := l.listen(cfg.DualStack)
@@ -146,7 +145,7 @@ func (l *Loopback) startEgress(ctx context.Context, p policy.Policy, cfg Loopbac
 	}
 	l.ProxyPort = port
 	l.serveAll(port, serve, log, "egress")
-	mechanism.SetProxyEnv(l.Env, "http://127.0.0.1:"+itoa(port))
+	setProxyEnv(l.Env, "http://127.0.0.1:"+itoa(port))
 	if l.Proxy != nil {
 		l.Notes = append(l.Notes, "the built-in proxy listens on loopback port "+itoa(port)+
 			", which other processes of this host can reach too (no network namespace of the run's own)")

@@ -19,7 +19,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
@@ -64,14 +63,6 @@ type Network struct {
 	audit   io.Writer
 	runID   string
 	refused *refusals.Collector
-}
-
-// Halt asks what serves the sockets to stop, without waiting for it;
-// close waits.
-func (n *Network) Halt() {
-	if n.stop != nil {
-		n.stop()
-	}
 }
 
 // Close stops what serves the sockets and removes the runtime directory.
@@ -250,9 +241,9 @@ func SetupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 	if egress != "" {
 		n.Binds = append(n.Binds, [2]string{egress, egressInside})
 		n.Forwards = append(n.Forwards, initproc.Forward{Port: egressPort, Socket: egressInside})
-		mechanism.SetProxyEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
+		setProxyEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(egressPort))
 	} else {
-		mechanism.SetOfflineEnv(n.Env)
+		setOfflineEnv(n.Env)
 	}
 	if p.LLMSocket != "" {
 		if err := CheckSocket("--llm-socket", p.LLMSocket, uid, gid, root, "start the node's LLM proxy or fix the path"); err != nil {
@@ -275,7 +266,7 @@ func SetupNetwork(ctx context.Context, p policy.Policy, uid, gid int, root bool,
 		}
 		n.Binds = append(n.Binds, [2]string{llmPath, llmInside})
 		n.Forwards = append(n.Forwards, initproc.Forward{Port: llmPort, Socket: llmInside})
-		mechanism.SetLLMEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
+		setLLMEnv(n.Env, "http://127.0.0.1:"+strconv.Itoa(llmPort), p.LLMEnv)
 		if n.Mode == "none" {
 			n.Mode = "llm only"
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -245,17 +246,26 @@ func NewRunID() string {
 
 // Mechanism is one way of running a command under a policy: bwrap,
 // landlock, gvisor, seatbelt or none (tier 0). Package sandbox drives each
-// one through the same steps, so that what a run checks, supervises,
-// classifies, reports and audits does not depend on which mechanism ran
-// it: Prepare, then Start, then the one supervision loop (Supervise) over
-// the Process Start returned, then Finish, whose Ended the skeleton
-// classifies; Close in every case.
+// one through the same steps, so that what a run checks, serves,
+// supervises, classifies, reports and audits does not depend on which
+// mechanism ran it: Prepare; the run's network, which the skeleton starts
+// as Prepare asked (hostnet.Start) and stops; Attach; Start; the one
+// supervision loop (Supervise) over the Process Start returned; Finish,
+// whose Ended the skeleton classifies; Close in every case.
 type Mechanism interface {
-	// Prepare checks the host and sets up everything short of starting
-	// the command. The report it returns claims only what is set up and
-	// is final but for what the run itself reads back. An error means the
-	// command never runs.
-	Prepare(ctx context.Context) (*report.Report, error)
+	// Prepare checks the host and sets up what comes before the network:
+	// the binaries, who the sandbox runs as, the policy's state dirs and
+	// the plan. It returns what the run's network must be. An error means
+	// the command never runs.
+	Prepare(ctx context.Context) (hostnet.Request, error)
+	// Attach sets up everything else short of starting the command, with
+	// nw, the run's network as Prepare asked for it: its sockets or ports
+	// bound in and its variables in the command's environment. The
+	// network is the skeleton's: the mechanism never closes it. The
+	// report Attach returns claims only what is set up and is final but
+	// for what the run itself reads back. An error means the command
+	// never runs.
+	Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error)
 	// Describe writes what would run for --dry-run, values redacted.
 	Describe(w io.Writer)
 	// Start starts the command and returns what Supervise holds. An
@@ -264,8 +274,8 @@ type Mechanism interface {
 	// failure, and nothing of the run is left running.
 	Start(ctx context.Context) (Process, error)
 	// Finish is called once, after Supervise returned end: it collects
-	// what the sandbox left (read-backs, its status, egress counts) and
-	// says how the command ended. Its errors are those of a command that
+	// what the sandbox left (read-backs, its status) and says how the
+	// command ended. The skeleton stops the network after it. Its errors are those of a command that
 	// never ran: an *ExecError (not found inside, with the report as far
 	// as it was read back), a *KilledError (the mechanism itself was
 	// killed, the command's status lost) or a set-up failure.

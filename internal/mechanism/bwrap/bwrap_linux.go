@@ -93,9 +93,19 @@ func (r *bwRun) finishProtection(res *mechanism.Result) {
 	}
 }
 
-func (r *bwRun) Prepare(ctx context.Context) (*report.Report, error) {
+func (r *bwRun) Prepare(ctx context.Context) (hostnet.Request, error) {
+	for _, step := range []func(context.Context) error{r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner} {
+		if err := step(ctx); err != nil {
+			return hostnet.Request{}, err
+		}
+	}
+	return hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root}, nil
+}
+
+func (r *bwRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
+	r.nw = nw.Sockets
 	steps := []func(context.Context) error{
-		r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner, r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
+		r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -191,19 +201,10 @@ func (r *bwRun) protection(context.Context) error {
 	return nil
 }
 
-// network starts the proxies and forwarders the policy asks for and binds
-// their sockets into the plan.
-func (r *bwRun) network(ctx context.Context) error {
-	nw, err := hostnet.SetupNetwork(ctx, r.p, r.uid, r.gid, r.root, r.runID, r.opts.Audit, r.opts.Refusals, r.log, r.opts.LookupEnv)
-	if err != nil {
-		return err
-	}
-	r.nw = nw
-	r.undo.Push(nw.Close)
-	if err := nw.PlanTransparent(); err != nil {
-		return err
-	}
-	return nil
+// network plans transparent egress on the run's network, when it has
+// an allow-list.
+func (r *bwRun) network(context.Context) error {
+	return r.nw.PlanTransparent()
 }
 
 // bindNetwork binds the network's sockets into the plan.
@@ -431,15 +432,8 @@ func (r *bwRun) Start(ctx context.Context) (mechanism.Process, error) {
 	return r.watch.process(), nil
 }
 
-// Finish reads back how the command ended and stops the network: every
-// connection has ended and counted its bytes (close is idempotent; the
-// stacked one is a no-op).
+// Finish reads back how the command ended.
 func (r *bwRun) Finish(ctx context.Context, end mechanism.Ending) (mechanism.Ended, error) {
 	r.watch.after(end)
-	e, err := r.classify(ctx, r.watch)
-	if r.nw.Proxy != nil {
-		r.nw.Close()
-		e.Report.Egress = r.nw.Counts()
-	}
-	return e, err
+	return r.classify(ctx, r.watch)
 }

@@ -255,7 +255,7 @@ func (g *gvRun) readStatus(out chan<- *initproc.Status) {
 }
 
 // Finish waits for init's status and runsc's stderr, removes what runsc
-// left, counts the egress and reads the command's end.
+// left and reads the command's end.
 func (g *gvRun) Finish(ctx context.Context, end mechanism.Ending) (mechanism.Ended, error) {
 	gp := g.proc
 	// runsc is gone: close the listener so a status that never came ends.
@@ -264,12 +264,6 @@ func (g *gvRun) Finish(ctx context.Context, end mechanism.Ending) (mechanism.End
 	<-gp.relayDone
 	closeAll(gp.files)
 	g.deleteState()
-	if g.nw.Proxy != nil {
-		// The sandbox is gone: stopped and waited for, every connection
-		// has ended and counted its bytes, as under bwrap.
-		g.nw.Close()
-		g.report.Egress = g.nw.Counts()
-	}
 	code := exitcode.Setup
 	var ee *exec.ExitError
 	if gp.waitErr == nil {

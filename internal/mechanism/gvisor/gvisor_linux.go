@@ -61,6 +61,12 @@ type gvRun struct {
 	img      *ociimage.Image   // the root file system's image; nil: the host's
 	tun      *gvTun            // transparent egress's host end; nil for none
 	proc     *gvProc           // runsc run, once started
+	// What Prepare learnt for Attach: runsc's version, the rlimits and
+	// the report's limits, the host ids the files are accessed as.
+	ver              oci.Version
+	rl               []oci.Rlimit
+	lims             []report.Limit
+	hostUID, hostGID int
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
@@ -72,8 +78,16 @@ func (g *gvRun) Close(res *mechanism.Result) {
 	g.undo.Run()
 }
 
-func (g *gvRun) Prepare(ctx context.Context) (*report.Report, error) {
+func (g *gvRun) Prepare(ctx context.Context) (hostnet.Request, error) {
 	if err := g.setUp(ctx); err != nil {
+		return hostnet.Request{}, err
+	}
+	return hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless}, nil
+}
+
+func (g *gvRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
+	g.nw = nw.Sockets
+	if err := g.prepareSpec(ctx); err != nil {
 		return nil, err
 	}
 	return &g.report, nil
@@ -233,19 +247,15 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	stderr := g.opts.Stderr
 	g.undo.Push(func() { rep, code := g.res.Parts(); pend.Finish(rep, code, stderr) })
 	g.cfg = oci.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
-	return g.prepareSpec(ctx, runID, ver, rl, lims, hostUID, hostGID)
+	g.ver, g.rl, g.lims, g.hostUID, g.hostGID = ver, rl, lims, hostUID, hostGID
+	return nil
 }
 
-// prepareSpec sets up the network and init's status socket, renders the
-// spec and, unless this is a dry run, writes the bundle.
-func (g *gvRun) prepareSpec(ctx context.Context, runID string, ver oci.Version, rl []oci.Rlimit, lims []report.Limit, hostUID, hostGID int) error {
-	p, pl, log, rootless := g.p, g.pl, g.opts.Log(), g.cfg.Rootless
-	nw, err := hostnet.SetupNetwork(ctx, p, hostUID, hostGID, !rootless, runID, g.opts.Audit, g.opts.Refusals, log, g.opts.LookupEnv)
-	if err != nil {
-		return err
-	}
-	g.nw = nw
-	g.undo.Push(nw.Close)
+// prepareSpec makes init's status socket beside the network's, renders
+// the spec and, unless this is a dry run, writes the bundle.
+func (g *gvRun) prepareSpec(context.Context) error {
+	p, pl, log, rootless, nw := g.p, g.pl, g.opts.Log(), g.cfg.Rootless, g.nw
+	runID, ver, rl, lims, hostUID, hostGID := g.opts.RunID, g.ver, g.rl, g.lims, g.hostUID, g.hostGID
 	ln, statusPath, err := nw.Listen("status.sock", hostUID, hostGID, !rootless)
 	if err != nil {
 		return err

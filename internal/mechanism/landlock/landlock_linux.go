@@ -69,7 +69,7 @@ type llRun struct {
 	pend     *protect.Pending // the run's journal (landlock_protect_linux.go)
 	prot     protect.State
 	own      []string          // sandbox-run's state dirs (sessions' homes, caches): names not protected
-	nw       *hostnet.Loopback // the run's loopback ports; nil before network
+	nw       *hostnet.Loopback // the run's loopback ports (the skeleton's); nil before Attach
 	c        *exec.Cmd         // the shim, then the command; nil before Start
 }
 
@@ -83,11 +83,21 @@ func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechan
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (r *llRun) Prepare(ctx context.Context) (*report.Report, error) {
+func (r *llRun) Prepare(context.Context) (hostnet.Request, error) {
 	if r.opts.Terminal != nil {
-		return nil, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+		return hostnet.Request{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
-	if err := r.setUp(ctx, r.cmd); err != nil {
+	if err := r.state(); err != nil {
+		return hostnet.Request{}, err
+	}
+	// Landlock confines TCP connect by port, not by address: the network
+	// is served on host loopback ports.
+	return hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"}, nil
+}
+
+func (r *llRun) Attach(_ context.Context, nw hostnet.Net) (*report.Report, error) {
+	r.nw = nw.Loopback
+	if err := r.setUp(); err != nil {
 		return nil, err
 	}
 	return &r.report, nil
@@ -112,7 +122,6 @@ func (r *llRun) Describe(w io.Writer) {
 
 func (r *llRun) Close(res *mechanism.Result) {
 	defer r.settleProtected(res)
-	r.nw.Close()
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
@@ -121,30 +130,27 @@ func (r *llRun) Close(res *mechanism.Result) {
 	}
 }
 
-// prepare checks the host, decides the ruleset and builds the shim's spec
-// and the report; nothing of the command runs yet.
-func (r *llRun) setUp(ctx context.Context, cmd []string) error {
-	p := r.p
+// state learns who the command runs as, makes the policy's state dirs
+// and protects the protected paths.
+func (r *llRun) state() error {
 	r.report.RunID = r.opts.RunID
 	var err error
-	if r.uid, r.gid, _, err = mechanism.HostIDs(p); err != nil {
+	if r.uid, r.gid, _, err = mechanism.HostIDs(r.p); err != nil {
 		return err
 	}
 	// A session's home and the caches become writable dirs like any
 	// other, but for their protected names (protect.SplitOwn).
-	var own []string
-	p, own, err = plan.PrepareState(p, r.opts.DataDir, r.uid, r.gid)
-	if err != nil {
+	if r.p, r.own, err = plan.PrepareState(r.p, r.opts.DataDir, r.uid, r.gid); err != nil {
 		return err
 	}
-	r.p, r.own = p, own
-	if err := r.protectPaths(); err != nil {
-		return err
-	}
-	ports, err := r.network(ctx)
-	if err != nil {
-		return err
-	}
+	return r.protectPaths()
+}
+
+// setUp decides the ruleset and builds the shim's spec and the report;
+// nothing of the command runs yet.
+func (r *llRun) setUp() error {
+	p := r.p
+	ports := r.ports()
 	in, err := r.paths()
 	if err != nil {
 		return err
@@ -171,24 +177,15 @@ func (r *llRun) setUp(ctx context.Context, cmd []string) error {
 	return nil
 }
 
-// network starts what serves the run's network on host loopback TCP
-// ports (Landlock confines TCP connect by port, not by address). nil
-// ports: no network at all.
-func (r *llRun) network(ctx context.Context) (ports []uint16, err error) {
-	root := os.Geteuid() == 0
-	r.nw, err = hostnet.StartLoopback(ctx, r.p, hostnet.LoopbackConfig{
-		RunID: r.report.RunID, Audit: r.opts.Audit, Refusals: r.opts.Refusals, Logger: r.opts.Log(), Mechanism: "landlock",
-		CheckSocket: func(flag, path, fix string) error { return hostnet.CheckSocket(flag, path, r.uid, r.gid, root, fix) },
-	})
-	if err != nil {
-		return nil, err
-	}
+// ports are the run's loopback ports, which the ruleset lets the command
+// connect to; nil: no network at all.
+func (r *llRun) ports() (ports []uint16) {
 	for _, port := range []uint16{r.nw.ProxyPort, r.nw.LLMPort} {
 		if port != 0 {
 			ports = append(ports, port)
 		}
 	}
-	return ports, nil
+	return ports
 }
 
 // paths resolves what the command may read and write: the system paths
@@ -441,13 +438,9 @@ func (r *llRun) Start(ctx context.Context) (mechanism.Process, error) {
 	}, nil
 }
 
-// Finish ends every descendant the command left and counts the egress.
+// Finish ends every descendant the command left.
 func (r *llRun) Finish(context.Context, mechanism.Ending) (mechanism.Ended, error) {
 	endOrphans(r.uid)
-	// Stopped first, so that every connection has ended and counted its
-	// bytes.
-	r.nw.Close()
-	r.report.Egress = r.nw.Counts()
 	return mechanism.Ended{Code: mechanism.ExitStatus(r.c.ProcessState), Report: r.report}, nil
 }
 

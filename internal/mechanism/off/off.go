@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -41,11 +42,22 @@ func (r *tier0) Close(*mechanism.Result) {}
 // describe prints nothing: tier 0 runs the command as it is.
 func (r *tier0) Describe(io.Writer) {}
 
-func (r *tier0) Prepare(context.Context) (*report.Report, error) {
+// Prepare asks for no network: the command has the host's.
+func (r *tier0) Prepare(context.Context) (hostnet.Request, error) {
+	return hostnet.Request{}, r.setUp()
+}
+
+// Attach returns the report; there is no network to attach.
+func (r *tier0) Attach(context.Context, hostnet.Net) (*report.Report, error) {
+	return &r.rep, nil
+}
+
+// setUp builds the command's environment, its limits and the report.
+func (r *tier0) setUp() error {
 	p := r.p
 	env, err := p.Environ(r.caller.LookupEnv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.env = env
 	rep := report.Report{Tier: 0, Mechanism: "none", HostUID: os.Getuid(), HostGID: os.Getgid(),
@@ -66,14 +78,14 @@ func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 	defMem := false
 	if mechanism.SamplerAvailable {
 		if l, defMem, err = mechanism.RunLimits(p); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if r.lim, err = limits.NewPlan(l, limits.Env{DefaultMemory: defMem}); err != nil {
-		return nil, &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
+		return &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
 	if r.lim.Sample != (limits.Limits{}) && !mechanism.SamplerAvailable {
-		return nil, fault.New("--memory, --pids and --cpu-time cannot be held in tier 0 here",
+		return fault.New("--memory, --pids and --cpu-time cannot be held in tier 0 here",
 			"they are sampled from /proc, which exists only on Linux", "drop them, or run on Linux")
 	}
 	// No user namespace of its own: the user's inotify allowance is
@@ -83,7 +95,7 @@ func (r *tier0) Prepare(context.Context) (*report.Report, error) {
 		rep.Notes = append(rep.Notes, n)
 	}
 	r.rep = rep
-	return &r.rep, nil
+	return nil
 }
 
 // command is the process to start: the command itself, or the exec shim

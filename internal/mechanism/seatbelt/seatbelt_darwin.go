@@ -92,11 +92,22 @@ func (r *sbRun) AuditStart() map[string]any {
 	return map[string]any{"profile_sha256": r.prof.Digest()}
 }
 
-func (r *sbRun) Prepare(ctx context.Context) (*report.Report, error) {
-	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir, r.network, r.profile} {
+func (r *sbRun) Prepare(ctx context.Context) (hostnet.Request, error) {
+	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir} {
 		if err := step(ctx); err != nil {
-			return nil, err
+			return hostnet.Request{}, err
 		}
+	}
+	// The profile lets the command reach localhost:PORT, which admits ::1
+	// too: the port is held there as well (DualStack).
+	return hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Mechanism: "seatbelt",
+		CheckSocket: checkSocketDarwin, DualStack: true}, nil
+}
+
+func (r *sbRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
+	r.nw = nw.Loopback
+	if err := r.profile(ctx); err != nil {
+		return nil, err
 	}
 	r.buildReport()
 	return &r.report, nil
@@ -162,21 +173,6 @@ func (r *sbRun) tmpdir(context.Context) error {
 	r.devDir = developerDir()
 	r.terms = inheritedTerminals(r.opts.Stdin, r.opts.Stdout, r.opts.Stderr)
 	r.report.RunID = r.opts.RunID
-	return nil
-}
-
-func (r *sbRun) network(ctx context.Context) error {
-	// The profile lets the command reach localhost:PORT, which admits
-	// ::1 too: the port is held there as well (DualStack).
-	nw, err := hostnet.StartLoopback(ctx, r.p, hostnet.LoopbackConfig{
-		RunID: r.report.RunID, Audit: r.opts.Audit, Refusals: r.refused, Logger: r.log, Mechanism: "seatbelt",
-		CheckSocket: checkSocketDarwin, DualStack: true,
-	})
-	if err != nil {
-		return err
-	}
-	r.nw = nw
-	r.undo.Push(nw.Close)
 	return nil
 }
 
@@ -277,14 +273,10 @@ func (r *sbRun) Start(ctx context.Context) (mechanism.Process, error) {
 	}, nil
 }
 
-// Finish ends what the command left in its session's group, counts the
-// egress and stops reading denials back.
+// Finish ends what the command left in its session's group and stops
+// reading denials back.
 func (r *sbRun) Finish(context.Context, mechanism.Ending) (mechanism.Ended, error) {
 	mechanism.KillGroup(r.c.Process)
-	// Stopped first, so that every connection has ended and counted its
-	// bytes.
-	r.nw.Close()
-	r.report.Egress = r.nw.Counts()
 	r.stopWatch()
 	return mechanism.Ended{Code: mechanism.ExitStatus(r.c.ProcessState), Report: r.report}, nil
 }

@@ -1,0 +1,20 @@
+package hostnet
+
+import (
+	"context"
+
+	"github.com/sandbox-run/sandbox-run/policy"
+)
+
+func startSockets(ctx context.Context, p policy.Policy, req Request, run Run) (*Network, error) {
+	return SetupNetwork(ctx, p, req.UID, req.GID, req.Root, run.RunID, run.Audit, run.Refusals, run.logger(), run.LookupEnv)
+}
+
+func startLoopback(ctx context.Context, p policy.Policy, req Request, run Run) (*Loopback, error) {
+	check := req.CheckSocket
+	if check == nil {
+		check = func(flag, path, fix string) error { return CheckSocket(flag, path, req.UID, req.GID, req.Root, fix) }
+	}
+	return StartLoopback(ctx, p, LoopbackConfig{RunID: run.RunID, Audit: run.Audit, Refusals: run.Refusals, Logger: run.logger(),
+		CheckSocket: check, DualStack: req.DualStack, Mechanism: req.Mechanism})
+}
