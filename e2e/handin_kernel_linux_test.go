@@ -20,23 +20,8 @@ import (
 // unixServer serves "FROM-name" to every connection on dir/name.
 func unixServer(t *testing.T, dir, name string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	ln, err := net.Listen("unix", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(p, 0o777)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "FROM-"+name+"\n")
-			c.Close()
-		}
-	}()
+	p := sandboxtest.ServeUnix(t, filepath.Join(dir, name), func(c net.Conn) { io.WriteString(c, "FROM-"+name+"\n") })
+	os.Chmod(p, 0o777) // the sandbox's uid connects
 	return p
 }
 

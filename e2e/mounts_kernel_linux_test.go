@@ -143,25 +143,9 @@ func TestTmpfsReport(t *testing.T) {
 // counts the connections it accepts until the test ends.
 func serveSocket(t *testing.T, p string) *atomic.Int32 {
 	t.Helper()
-	l, err := net.Listen("unix", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(p, 0o777)
 	var n atomic.Int32
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { l.Close(); <-done })
+	sandboxtest.ServeUnix(t, p, func(net.Conn) { n.Add(1) })
+	os.Chmod(p, 0o777)
 	return &n
 }
 

@@ -29,23 +29,13 @@ func newCanary(t *testing.T, network, addr string) *canary {
 		t.Fatal(err)
 	}
 	c := &canary{ln: ln}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.count.Add(1)
-			go func() {
-				defer conn.Close()
-				conn.SetDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 4096)
-				conn.Read(buf) // the request line, so that the client is not reset
-				io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\nCANARY-REACHED")
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
+	sandboxtest.Serve(t, ln, func(conn net.Conn) {
+		c.count.Add(1)
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 4096)
+		conn.Read(buf) // the request line, so that the client is not reset
+		io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\nCANARY-REACHED")
+	})
 	return c
 }
 
@@ -165,36 +155,9 @@ func TestNoNetworkWithoutAllowList(t *testing.T) {
 	c := newCanary(t, "tcp4", "127.0.0.1:0")
 	// Host Unix sockets: a path one in host /tmp and an abstract one.
 	sock := filepath.Join(sandboxtest.WorkDir(t), "host.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ul.Close()
+	sandboxtest.ServeUnix(t, sock, func(net.Conn) {})
 	os.Chmod(sock, 0o777)
-	abstract := fmt.Sprintf("@sbx-canary-%d", os.Getpid())
-	al, err := net.Listen("unix", abstract)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer al.Close()
-	go func() {
-		for {
-			conn, err := al.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	go func() {
-		for {
-			conn, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
+	abstract := sandboxtest.ServeUnix(t, fmt.Sprintf("@sbx-canary-%d", os.Getpid()), func(net.Conn) {})
 	probe := fmt.Sprintf(`
 curl -s -m 5 http://127.0.0.1:%d/ >/dev/null && echo REACHED-TCP
 python3 - <<'PY'

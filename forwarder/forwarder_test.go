@@ -18,43 +18,14 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // unixServer serves handle on a Unix socket in a temp dir until the test
 // ends, and returns the socket path.
 func unixServer(t testing.TB, handle func(*net.UnixConn)) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c.(*net.UnixConn))
-			}()
-		}
-	}()
-	return path
-}
-
-// echo copies everything back and half-closes after EOF.
-func echo(c *net.UnixConn) {
-	if _, err := io.Copy(c, c); err == nil {
-		_ = c.CloseWrite()
-	}
+	return sandboxtest.ServeUnix(t, filepath.Join(t.TempDir(), "s.sock"), func(c net.Conn) { handle(c.(*net.UnixConn)) })
 }
 
 // startForwarder runs Serve on a fresh 127.0.0.1 listener and returns its
@@ -118,7 +89,7 @@ func roundTrip(c *net.TCPConn, payload []byte) ([]byte, error) {
 }
 
 func TestRelay(t *testing.T) {
-	sock := unixServer(t, echo)
+	sock := sandboxtest.EchoSocket(t, t.TempDir())
 	addr, _ := startForwarder(t, sock)
 
 	tests := []struct {
@@ -199,7 +170,7 @@ func TestServerHalfCloseFirst(t *testing.T) {
 
 func TestConcurrent(t *testing.T) {
 	const conns, size = 50, 256 << 10
-	sock := unixServer(t, echo)
+	sock := sandboxtest.EchoSocket(t, t.TempDir())
 	addr, _ := startForwarder(t, sock)
 
 	var wg sync.WaitGroup
@@ -358,20 +329,7 @@ func TestSocketComesBack(t *testing.T) {
 	c := dial(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
 	readBadGateway(t, c, sock)
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { echo(c.(*net.UnixConn)); c.Close() }()
-		}
-	}()
+	sandboxtest.ServeUnix(t, sock, sandboxtest.Echo)
 	got, err := roundTrip(dial(t, addr), []byte("back"))
 	if err != nil || string(got) != "back" {
 		t.Fatalf("after the socket came back: %q, %v; want the echo", got, err)
@@ -400,7 +358,7 @@ func TestBrokenRelayIsNotAnswered(t *testing.T) {
 
 func BenchmarkForwarder(b *testing.B) {
 	const chunk = 1 << 20
-	sock := unixServer(b, echo)
+	sock := sandboxtest.EchoSocket(b, b.TempDir())
 	addr, _ := startForwarder(b, sock)
 	c := dial(b, addr)
 	_ = c.SetDeadline(time.Time{})
@@ -425,7 +383,7 @@ func BenchmarkForwarder(b *testing.B) {
 // TestServeTaggedWritesTagFirst: the upstream reads the tag, then the
 // client's bytes, on every connection; Serve writes no tag (the control).
 func TestServeTaggedWritesTagFirst(t *testing.T) {
-	sock := unixServer(t, echo)
+	sock := sandboxtest.EchoSocket(t, t.TempDir())
 	for _, tag := range []string{"TAG 42\r\n", ""} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -146,16 +146,7 @@ func newLLFixture(t *testing.T) *llFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	sandboxtest.Serve(t, ln, func(net.Conn) {}) // accepts and closes
 	f.listen = ln.Addr().String()
 	v := exec.Command("/bin/sleep", "60")
 	if os.Geteuid() == 0 {

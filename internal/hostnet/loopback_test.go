@@ -30,28 +30,6 @@ func anySocket(flag, path, fix string) error {
 	return nil
 }
 
-// echoSocket serves a Unix socket that sends back what it reads, and
-// returns its path.
-func echoSocket(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
-	return path
-}
-
 // roundTrip writes line to 127.0.0.1:port and reads one line back.
 func roundTrip(t *testing.T, port uint16, line string) string {
 	t.Helper()
@@ -91,7 +69,7 @@ func TestLoopbackNone(t *testing.T) {
 // the egress relay naming the run first; the LLM relay passes bytes as
 // they are. After Close the ports are gone.
 func TestLoopbackRelays(t *testing.T) {
-	egress, llmSock := echoSocket(t), echoSocket(t)
+	egress, llmSock := sandboxtest.EchoSocket(t, t.TempDir()), sandboxtest.EchoSocket(t, t.TempDir())
 	p := policy.Policy{EgressSocket: egress, LLMSocket: llmSock}
 	l, err := StartLoopback(context.Background(), p, LoopbackConfig{RunID: "r1", CheckSocket: anySocket})
 	if err != nil {
@@ -168,7 +146,7 @@ func TestLoopbackDualStack(t *testing.T) {
 	} else {
 		ln.Close()
 	}
-	sock := echoSocket(t)
+	sock := sandboxtest.EchoSocket(t, t.TempDir())
 	for _, dual := range []bool{true, false} {
 		l, err := StartLoopback(context.Background(), policy.Policy{LLMSocket: sock}, LoopbackConfig{RunID: "r1", CheckSocket: anySocket, DualStack: dual})
 		if err != nil {
