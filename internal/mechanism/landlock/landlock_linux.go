@@ -354,6 +354,16 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	// The plan's notes (its warnings: an unprotected built-in, an
+	// incomplete walk, names not held in sandbox-run's own dirs) are this
+	// run's too; its by-path note is bwrap's wording, said here for
+	// Landlock.
+	for _, n := range r.pl.Notes {
+		if !strings.HasPrefix(n, "binds by path") {
+			rep.Notes = append(rep.Notes, n)
+		}
+	}
+	rep.Notes = append(rep.Notes, "rules by path: the shim opens each granted path as it applies the ruleset, after the plan vetted it (Landlock takes no rule by a descriptor sandbox-run opened)")
 	rep.Notes = append(rep.Notes, r.nw.Notes...)
 	r.report = rep
 }
