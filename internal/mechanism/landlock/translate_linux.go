@@ -31,11 +31,13 @@ type Facts struct {
 type Unheld struct {
 	// Name is the area, as llrules.Loss names it ("files", "proc",
 	// "processes", "protected_paths").
-	Name string `json:"name"`
+	Name string
 	// What says what the plan does there and what Landlock does instead.
-	What string `json:"what"`
-	// Paths are the steps' destinations, in the plan's order.
-	Paths []string `json:"paths"`
+	What string
+	// Paths are where the plan makes the steps, in its order, once each:
+	// a bind from elsewhere as "DST <- SRC", a tmpfs with its size, /tmp
+	// with the TMPDIR that stands for it ("/tmp size=N -> TMPDIR").
+	Paths []string
 }
 
 // The kinds of Unheld, in the order translate reports them.
