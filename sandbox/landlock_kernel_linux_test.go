@@ -485,3 +485,45 @@ func removeQuarantine(t *testing.T, qs []report.Quarantined) {
 		}
 	}
 }
+
+// TestKernelLandlockFromThePlan: --sandbox landlock translates the plan
+// bwrap binds. So the report names, among its losses, where this run's
+// plan holds what Landlock cannot (.bashrc held read-only beneath the
+// workdir, the --read directory's FIFO covered), and the plan's
+// refusals are Landlock's: a --read inside /proc, which Landlock granted
+// before it took the plan, is refused with bwrap's reason, while the
+// same run without it runs (the control).
+func TestKernelLandlockFromThePlan(t *testing.T) {
+	sandboxtest.Landlock(t, landlock.MinABI)
+	w, data := sandboxtest.WorkDir(t), sandboxtest.WorkDir(t)
+	if err := os.WriteFile(filepath.Join(w, ".bashrc"), []byte("alias ll=ls\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(data, "queue"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(read ...string) (*Result, error) {
+		return Run(t.Context(), policy.Policy{Workdir: w, Sandbox: policy.ModeLandlock, Read: read}, []string{"true"},
+			Options{Stdout: devNull(t), Stderr: devNull(t), BwrapCache: t.TempDir()})
+	}
+	res, err := run(data)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("untested: the run without a refused --read failed: %v %+v", err, res)
+	}
+	found := map[string]bool{}
+	for _, l := range res.Report.Losses {
+		for _, p := range []string{filepath.Join(w, ".bashrc"), filepath.Join(data, "queue")} {
+			if strings.Contains(l.Detail, p) {
+				found[p] = true
+			}
+		}
+	}
+	if len(found) != 2 {
+		t.Errorf("the report's losses name %v of .bashrc and the FIFO: %+v", found, res.Report.Losses)
+	}
+	_, err = run("/proc/cpuinfo")
+	var se *SetupError
+	if !errors.As(err, &se) || se.What != "--read /proc/cpuinfo" || !strings.Contains(se.Why, "/proc") {
+		t.Errorf("--read /proc/cpuinfo: %v, want the plan's refusal", err)
+	}
+}

@@ -4,10 +4,10 @@
 // layout: the system paths, the sandbox's own /proc, /dev and /tmp, the
 // --read paths with their sockets and FIFOs covered, the writable dirs
 // and the protected paths held onto themselves, in bwrap's order; bwrap
-// binds it as it is, gVisor and an image's root translate it, and
-// Landlock reads its lists (SystemPaths, AccessibleAs). It also holds the
-// checks the mechanisms share on the host: which host paths are shown
-// inside (ShownInside), who may reach a path (AccessibleAs,
+// binds it as it is, gVisor, an image's root and Landlock (its by-path
+// form, into grants and the steps it cannot hold) translate it. It also
+// holds the checks the mechanisms share on the host: which host paths
+// are shown inside (ShownInside), who may reach a path (AccessibleAs,
 // AccessibleVia), which directories are the caller's own (HostOwn), and
 // how a pathguard refusal is worded (GuardErr).
 //

@@ -1,13 +1,14 @@
 // Package protect protects the paths inside the writable directories
 // that a host tool would read and act on (.bashrc, .npmrc, .mcp.json,
 // .vscode/, the config and hooks of every git directory, the policy's
-// --protect paths): how each is held (the layout: Acts, Actions), the
-// run journal that records what could not be held (Start, Pending), the
-// live guard that neutralises what the command makes there while the run
-// lasts, the quarantine that neutralises it when the last run on the
-// directory has ended, and the snapshots of a mechanism that cannot hold
-// a path read-only (Snapshot). The layout is what every mechanism
-// translates: bwrap binds it, Landlock keeps copies.
+// --protect paths): how each is held (the layout: Acts, which package
+// plan lays out for every mechanism), the run journal that records what
+// could not be held (Start, Pending), the live guard that neutralises
+// what the command makes there while the run lasts, the quarantine that
+// neutralises it when the last run on the directory has ended, and the
+// snapshots of a mechanism that cannot hold a path read-only (Snapshot).
+// The layout is what every mechanism translates: bwrap binds it, Landlock
+// keeps copies.
 //
 // Guarantees: nothing is created in the user's tree (no placeholder, no
 // mount point); every action on the user's tree goes from the writable

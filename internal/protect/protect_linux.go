@@ -148,34 +148,6 @@ func layoutSplit(named, own, names, gitDirs, gitFiles []string, kindOf func(stri
 	return append(acts, more...), err
 }
 
-// Actions walks writable for git directories (within the default
-// bounds) and lays out the protected paths of p as Acts does, asking the
-// host for each kind without following a link (own: sandbox-run's state
-// dirs among writable, see SplitOwn). It returns the walk too, whose
-// report says whether it was complete: a repository past the bounds is
-// not laid out. It is for a mechanism that keeps copies instead of
-// binding (landlock).
-func Actions(p policy.Policy, writable, own []string) ([]Action, *hostwalk.GitFinds, error) {
-	finds := hostwalk.FindGit(writable, hostwalk.Bounds{})
-	pf := Found{Own: own, GitDirs: finds.Dirs, GitFiles: finds.Files, GitLinks: finds.Links, Links: map[string]string{}}
-	for _, l := range finds.Links {
-		pf.Links[l], _ = os.Readlink(l)
-	}
-	var ks hostwalk.Kinds
-	for dir, ents := range finds.Tops {
-		ks.Seed(dir, ents)
-	}
-	kindOf := func(p string) hostwalk.Kind {
-		k := ks.Kind(p)
-		if k == hostwalk.KindLink {
-			pf.Links[p], _ = os.Readlink(p)
-		}
-		return k
-	}
-	acts, err := Acts(p, writable, pf, kindOf)
-	return acts, finds, err
-}
-
 // Pending is a started run's side of its journal: what its start
 // quarantined of earlier runs (Started), and how it settles at its end
 // (Finish). Its methods are for the goroutine that runs the run.

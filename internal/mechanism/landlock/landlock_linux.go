@@ -27,6 +27,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	llrules "github.com/sandbox-run/sandbox-run/landlock"
+	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -67,6 +68,8 @@ type llRun struct {
 	tmp      string           // the run's TMPDIR, removed by close
 	swept    func()           // waits for the sweep of killed runs' TMPDIRs; nil before it starts
 	pend     *protect.Pending // the run's journal (landlock_protect_linux.go)
+	pl       *plan.Plan       // the run's plan, by path (protectPaths)
+	unheld   []Unheld         // what of the plan Landlock cannot hold (translate)
 	prot     protect.State
 	own      []string          // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	nw       *hostnet.Loopback // the run's loopback ports (the skeleton's); nil before Attach
@@ -188,61 +191,69 @@ func (r *llRun) ports() (ports []uint16) {
 	return ports
 }
 
-// paths resolves what the command may read and write: the system paths
-// and /proc, the --read paths (each a directory or a file), the writable
-// dirs and the run's own TMPDIR, and the harmless device files.
+// paths translates the run's plan into what the command may read and
+// write (translate): the plan's system paths, /proc, --read paths and
+// writable dirs, the run's own TMPDIR for the plan's /tmp and the
+// harmless device files for its /dev. What Landlock cannot hold of the
+// plan is kept in r.unheld for the report.
 func (r *llRun) paths() (llrules.Input, error) {
-	var in llrules.Input
-	for _, sp := range append(append([]string{}, plan.SystemPaths...), "/proc") {
-		if fi, err := os.Stat(sp); err == nil && fi.IsDir() {
-			in.ReadDirs = append(in.ReadDirs, sp)
-		}
+	tmp, err := r.makeTmp()
+	if err != nil {
+		return llrules.Input{}, err
 	}
-	for _, rp := range r.p.Read {
-		fi, err := os.Stat(rp)
-		if err != nil {
-			return in, fault.New("--read "+rp, fault.Reason(err), "pass a path that exists")
-		}
-		if fi.IsDir() {
-			in.ReadDirs = append(in.ReadDirs, rp)
-		} else {
-			in.ReadFiles = append(in.ReadFiles, rp)
-		}
-	}
-	for _, w := range r.p.Writable() {
-		if err := plan.AccessibleAs(w, r.uid, r.gid, true, nil); err != nil {
-			return in, err
-		}
-	}
+	steps := append(append([]mount.Step(nil), r.pl.Mounts...), r.pl.Late...)
+	in, unheld := translate(steps, hostFacts(steps, tmp))
+	r.unheld = unheld
+	return in, nil
+}
+
+// makeTmp creates the run's own TMPDIR, the uid's, which stands for the
+// sandbox's private /tmp.
+func (r *llRun) makeTmp() (string, error) {
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
 	r.swept = hostnet.StartSweep(os.TempDir(), TmpPrefix, r.uid)
 	start, _, err := procid.Self()
 	if err != nil {
-		return in, fault.New("cannot read this process's start time", err.Error(), "mount /proc")
+		return "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
 	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", TmpPrefix, os.Getpid(), start))
 	if err != nil {
-		return in, fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
+		return "", fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
 	r.tmp = tmp
 	if os.Geteuid() == 0 {
 		if err := os.Chown(tmp, r.uid, r.gid); err != nil {
-			return in, fault.New("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
+			return "", fault.New("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
 		}
 	}
-	in.WriteDirs = append(r.p.Writable(), tmp)
+	return tmp, nil
+}
+
+// hostFacts learns what translate needs of the host beyond the plan:
+// which bind sources are files (the plan vetted each one) and which of
+// the harmless device files the host has.
+func hostFacts(steps []mount.Step, tmp string) Facts {
+	f := Facts{Files: map[string]bool{}, Tmp: tmp}
+	for _, m := range steps {
+		if (m.Kind != mount.ROBind && m.Kind != mount.Bind) || m.Src == os.DevNull {
+			continue
+		}
+		if fi, err := os.Stat(m.Src); err == nil && !fi.IsDir() {
+			f.Files[m.Src] = true
+		}
+	}
 	for _, d := range llDevWrite {
 		if _, err := os.Stat(d); err == nil {
-			in.WriteFiles = append(in.WriteFiles, d)
+			f.DevWrite = append(f.DevWrite, d)
 		}
 	}
 	for _, d := range llDevRead {
 		if _, err := os.Stat(d); err == nil {
-			in.ReadFiles = append(in.ReadFiles, d)
+			f.DevRead = append(f.DevRead, d)
 		}
 	}
-	return in, nil
+	return f
 }
 
 // filter assembles the seccomp program for a command on the host's
@@ -310,6 +321,11 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	for _, l := range rs.Losses {
 		rep.Losses = append(rep.Losses, report.Loss{Name: l.Name, Detail: l.Detail})
 	}
+	// What of this run's plan Landlock cannot hold, by place: after the
+	// ruleset's own losses, which say why in general.
+	for _, u := range r.unheld {
+		rep.Losses = append(rep.Losses, report.Loss{Name: u.Name, Detail: u.What + ": " + strings.Join(u.Paths, ", ")})
+	}
 	rep.Protections = []report.Protection{
 		{Name: "landlock", Configured: true, Detail: "ABI " + strconv.Itoa(rs.ABI)},
 		{Name: "no_new_privs", Configured: true},
@@ -333,6 +349,16 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	if n := mechanism.SampledMemoryNote(r.lim, false); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	// The plan's notes (its warnings: an unprotected built-in, an
+	// incomplete walk, names not held in sandbox-run's own dirs) are this
+	// run's too; its by-path note is bwrap's wording, said here for
+	// Landlock.
+	for _, n := range r.pl.Notes {
+		if !strings.HasPrefix(n, "binds by path") {
+			rep.Notes = append(rep.Notes, n)
+		}
+	}
+	rep.Notes = append(rep.Notes, "rules by path: the shim opens each granted path as it applies the ruleset, after the plan vetted it (Landlock takes no rule by a descriptor sandbox-run opened)")
 	rep.Notes = append(rep.Notes, r.nw.Notes...)
 	r.report = rep
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -25,35 +26,30 @@ import (
 // the directory has ended) it is quarantined and the snapshot put back;
 // a git directory that did not exist at the start is stripped.
 
-// protectPaths sets up the run's protected paths and records its journal.
+// protectPaths builds the run's plan (package plan, by path: Landlock
+// binds nothing) under the journal's lock, keeps copies of the protected
+// paths the plan would hold read-only, and records the run's journal.
+// The plan is the one bwrap and gVisor translate: its protected paths,
+// watched paths and git directories are the same three mechanisms over.
 func (r *llRun) protectPaths() error {
 	cache, runID := r.opts.BwrapCache, r.report.RunID
-	writable := r.p.Writable()
 	var pr protect.State
 	pend, err := protect.Start(cache, runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.Protect, func() ([]string, protect.State, func(), error) {
-		acts, finds, err := protect.Actions(r.p, writable, r.own)
+		pl, err := plan.New(r.p, r.own, false, 0, r.uid, r.gid, true)
 		if err != nil {
 			return nil, protect.State{}, nil, err
 		}
-		pr = protect.State{Walk: finds.Report, Gits: protect.GitIDs(append(append([]string(nil), finds.Dirs...), finds.Files...))}
-		var hold []string
-		for _, a := range acts {
-			switch a.Op {
-			case protect.Watch:
-				pr.Watched = append(pr.Watched, a.Path)
-			case protect.Hold:
-				hold = append(hold, a.Path)
-			}
-		}
-		if len(hold) == 0 {
-			return writable, pr, func() {}, nil
+		r.pl, pr = pl, pl.Prot
+		if len(pl.Protected) == 0 {
+			return pl.Writable, pr, pl.Close, nil
 		}
 		if pr.SnapDir, err = protect.SnapshotDir(cache, runID); err != nil {
+			pl.Close()
 			return nil, protect.State{}, nil, fault.New("cannot keep copies of the protected paths", err.Error(),
 				"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own and writable")
 		}
-		undo := func() { os.RemoveAll(pr.SnapDir) }
-		if pr.Held, err = protect.Snapshot(pr.SnapDir, hold); err != nil {
+		undo := func() { pl.Close(); os.RemoveAll(pr.SnapDir) }
+		if pr.Held, err = protect.Snapshot(pr.SnapDir, pl.Protected); err != nil {
 			undo()
 			fix := "check the path's permissions"
 			if errors.Is(err, protect.ErrSnapBounds) {
@@ -61,7 +57,7 @@ func (r *llRun) protectPaths() error {
 			}
 			return nil, protect.State{}, nil, fault.New("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
 		}
-		return writable, pr, undo, nil
+		return pl.Writable, pr, undo, nil
 	})
 	if err != nil {
 		return err

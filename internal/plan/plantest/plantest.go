@@ -2,7 +2,8 @@
 // translation is golden-tested from. Package plan's TestLayoutGolden lays
 // them out from fake hosts and writes them (testdata/plans in package
 // plan, with -update); the mechanisms' tests read them and translate each
-// one: bwrap into its argument stream, gVisor into an OCI spec. So a
+// one: bwrap into its argument stream, gVisor into an OCI spec, Landlock
+// (its by-path plans) into a ruleset and the steps it cannot hold. So a
 // change of the plan shows in the plan's own goldens and, through the
 // same files, in every mechanism's.
 //
