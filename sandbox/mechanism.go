@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
+	"github.com/sandbox-run/sandbox-run/internal/terminal"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -56,18 +58,28 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 		return nil, fault.New("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
 	}
 	defer func() { m.Close(res) }()
-	req, err := m.Prepare(ctx)
+	needs, err := m.Prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	nw, err := hostnet.Start(ctx, req, hostnet.Run{RunID: cfg.RunID, Audit: cfg.Audit, Refusals: cfg.Refusals, Logger: cfg.Log(), LookupEnv: cfg.LookupEnv})
+	nw, err := hostnet.Start(ctx, needs.Net, hostnet.Run{RunID: cfg.RunID, Audit: cfg.Audit, Refusals: cfg.Refusals, Logger: cfg.Log(), LookupEnv: cfg.LookupEnv})
 	if err != nil {
 		return nil, err
 	}
 	// Before the mechanism's own release: nothing serves the sandbox
 	// once it is being taken down.
 	defer nw.Close()
-	rep, err := m.Attach(ctx, nw)
+	setup := mechanism.Setup{Net: nw}
+	if needs.Terminal {
+		tty, err := openTerminal(p, opts, &setup)
+		if err != nil {
+			return nil, err
+		}
+		// Closed first: the command's last output, then the caller's
+		// terminal back, then what the mechanism says as it closes.
+		defer tty.Close()
+	}
+	rep, err := m.Attach(ctx, setup)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +117,30 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
+}
+
+// openTerminal gives the command a pseudo-terminal of its own, relayed to
+// the caller's, and the caller's TERM unless the policy sets one.
+func openTerminal(p policy.Policy, opts Options, s *mechanism.Setup) (*terminal.Terminal, error) {
+	var in io.Reader = opts.Terminal
+	var out io.Writer = io.Discard
+	if opts.Stdin != nil {
+		in = opts.Stdin
+	}
+	if opts.Stdout != nil {
+		out = opts.Stdout
+	}
+	tty, err := terminal.Open(opts.Terminal, in, out)
+	if err != nil {
+		return nil, err
+	}
+	s.TTY = tty.Command()
+	if _, set := p.Env["TERM"]; !set && opts.LookupEnv != nil {
+		if term, ok := opts.LookupEnv("TERM"); ok {
+			s.Env = map[string]string{"TERM": term}
+		}
+	}
+	return tty, nil
 }
 
 // runCommand starts the command, holds it through the one supervision

@@ -129,14 +129,14 @@ func TestReportGolden(t *testing.T) {
 func TestReportGoldenTierZero(t *testing.T) {
 	p := policy.Policy{Workdir: "/work/w", Sandbox: policy.ModeOff, Env: map[string]string{"PATH": "/usr/bin:/bin"}}.WithDefaults()
 	r := off.New(p, []string{"true"}, mechanism.Caller{})
-	req, err := r.Prepare(context.Background())
+	needs, err := r.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Kind != hostnet.NoNetwork {
-		t.Fatalf("tier 0 asked for a network (%v): its command has the host's", req.Kind)
+	if needs.Net.Kind != hostnet.NoNetwork || needs.Terminal {
+		t.Fatalf("tier 0 asked for %+v: its command has the host's network and the caller's streams", needs)
 	}
-	rep, err := r.Attach(context.Background(), hostnet.Net{})
+	rep, err := r.Attach(context.Background(), mechanism.Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -248,24 +248,24 @@ func NewRunID() string {
 // landlock, gvisor, seatbelt or none (tier 0). Package sandbox drives each
 // one through the same steps, so that what a run checks, serves,
 // supervises, classifies, reports and audits does not depend on which
-// mechanism ran it: Prepare; the run's network, which the skeleton starts
-// as Prepare asked (hostnet.Start) and stops; Attach; Start; the one
+// mechanism ran it: Prepare; what it Needs, which the skeleton sets up and
+// takes down (the network, the terminal); Attach; Start; the one
 // supervision loop (Supervise) over the Process Start returned; Finish,
 // whose Ended the skeleton classifies; Close in every case.
 type Mechanism interface {
 	// Prepare checks the host and sets up what comes before the network:
 	// the binaries, who the sandbox runs as, the policy's state dirs and
-	// the plan. It returns what the run's network must be. An error means
-	// the command never runs.
-	Prepare(ctx context.Context) (hostnet.Request, error)
-	// Attach sets up everything else short of starting the command, with
-	// nw, the run's network as Prepare asked for it: its sockets or ports
-	// bound in and its variables in the command's environment. The
-	// network is the skeleton's: the mechanism never closes it. The
-	// report Attach returns claims only what is set up and is final but
-	// for what the run itself reads back. An error means the command
-	// never runs.
-	Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error)
+	// the plan. It returns what the run needs of the skeleton. An error
+	// means the command never runs.
+	Prepare(ctx context.Context) (Needs, error)
+	// Attach sets up everything else short of starting the command with
+	// what the skeleton set up as Prepare asked: the network's sockets or
+	// ports bound in, its variables and the terminal in the command's
+	// environment. They are the skeleton's: the mechanism never closes
+	// them. The report Attach returns claims only what is set up and is
+	// final but for what the run itself reads back. An error means the
+	// command never runs.
+	Attach(ctx context.Context, s Setup) (*report.Report, error)
 	// Describe writes what would run for --dry-run, values redacted.
 	Describe(w io.Writer)
 	// Start starts the command and returns what Supervise holds. An
@@ -285,6 +285,29 @@ type Mechanism interface {
 	// is settled only once the sandbox is gone (the quarantine of the
 	// protected paths). It is called once, whatever happened before.
 	Close(res *Result)
+}
+
+// Needs is what a mechanism asks the skeleton to set up for its run.
+type Needs struct {
+	// Net is the run's network (the zero value: none).
+	Net hostnet.Request
+	// Terminal says the command takes a terminal of its own, relayed to
+	// the caller's (Config.Terminal). A mechanism that cannot give one
+	// refuses in Prepare instead; one that runs the command on the
+	// caller's streams as they are (tier 0) asks for none.
+	Terminal bool
+}
+
+// Setup is what the skeleton set up for a run, as its Needs asked.
+type Setup struct {
+	// Net is the run's network.
+	Net hostnet.Net
+	// TTY, when set, is the command's terminal: its stdin, stdout and
+	// stderr, and its controlling terminal.
+	TTY *os.File
+	// Env are variables for the command's environment below the
+	// policy's, which overrides them: the caller's TERM with a TTY.
+	Env map[string]string
 }
 
 // Ended is a started command's end as its mechanism read it back.

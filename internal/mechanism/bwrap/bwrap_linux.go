@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 
@@ -50,7 +51,7 @@ type bwRun struct {
 	lend     *ownerLend      // --map-owner; nil: none
 	pend     *protect.Pending
 	nw       *hostnet.Network
-	tty      *terminal
+	tty      bool // the command's streams are the skeleton's terminal
 	env      []string
 	lim      limits.Plan
 	cg       *limits.Cgroup // nil: no cgroup
@@ -72,6 +73,8 @@ type bwRun struct {
 	notRunnable *mechanism.ExecError
 	report      report.Report
 	watch       *bwWatch // the started bwrap; nil before Start
+	// setup is what the skeleton set up for the run (Attach).
+	setup mechanism.Setup
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
@@ -93,17 +96,20 @@ func (r *bwRun) finishProtection(res *mechanism.Result) {
 	}
 }
 
-func (r *bwRun) Prepare(ctx context.Context) (hostnet.Request, error) {
+func (r *bwRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 	for _, step := range []func(context.Context) error{r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner} {
 		if err := step(ctx); err != nil {
-			return hostnet.Request{}, err
+			return mechanism.Needs{}, err
 		}
 	}
-	return hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root}, nil
+	return mechanism.Needs{
+		Net:      hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root},
+		Terminal: r.opts.Terminal != nil,
+	}, nil
 }
 
-func (r *bwRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
-	r.nw = nw.Sockets
+func (r *bwRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {
+	r.nw, r.setup = s.Net.Sockets, s
 	steps := []func(context.Context) error{
 		r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
@@ -217,40 +223,23 @@ func (r *bwRun) bindNetwork(context.Context) error {
 	return nil
 }
 
-// terminal gives the command a pseudo-terminal of its own when the
-// caller has one to lend.
+// terminal makes the skeleton's terminal, when there is one, the
+// command's streams; init makes it the command's controlling terminal.
 func (r *bwRun) terminal(context.Context) error {
-	o := &r.opts
-	if o.Terminal == nil {
-		return nil
+	if t := r.setup.TTY; t != nil {
+		r.tty = true
+		r.opts.Stdin, r.opts.Stdout, r.opts.Stderr = t, t, t
 	}
-	if _, set := r.p.Env["TERM"]; !set && o.LookupEnv != nil {
-		if term, ok := o.LookupEnv("TERM"); ok {
-			r.nw.Env["TERM"] = term
-		}
-	}
-	var in io.Reader = o.Terminal
-	var out io.Writer = io.Discard
-	if o.Stdin != nil {
-		in = o.Stdin
-	}
-	if o.Stdout != nil {
-		out = o.Stdout
-	}
-	tty, err := openTerminal(o.Terminal, in, out)
-	if err != nil {
-		return err
-	}
-	// Pushed after the sandbox's own cleanups, so it runs first: the
-	// command's last output, then the terminal back.
-	r.tty = tty
-	r.undo.Push(tty.close)
-	o.Stdin, o.Stdout, o.Stderr = tty.slave, tty.slave, tty.slave
 	return nil
 }
 
 func (r *bwRun) environment(context.Context) error {
-	env, err := mechanism.CommandEnv(r.p, r.nw.Env, r.opts.LookupEnv)
+	netEnv := r.nw.Env
+	if len(r.setup.Env) > 0 {
+		netEnv = maps.Clone(netEnv)
+		maps.Copy(netEnv, r.setup.Env)
+	}
+	env, err := mechanism.CommandEnv(r.p, netEnv, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -281,7 +270,7 @@ func (r *bwRun) limits(context.Context) error {
 // itself: core dumps off and the process ceiling), otherwise the fast
 // path, bwrap's own PID 1 and a sh trampoline.
 func (r *bwRun) command(context.Context) error {
-	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.Forwards, Publish: r.nw.Publish, Command: r.cmd, TTY: r.tty != nil}
+	initCfg := initproc.Config{StatusFD: fdStatus, StderrFD: fdStderr, Forward: r.nw.Forwards, Publish: r.nw.Publish, Command: r.cmd, TTY: r.tty}
 	nproc, shimOnly := initproc.SplitRlimits(r.lim.Rlimits)
 	r.nproc = nproc
 	// An image's command is found in the image's tree by init, not on

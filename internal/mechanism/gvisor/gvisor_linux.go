@@ -78,15 +78,15 @@ func (g *gvRun) Close(res *mechanism.Result) {
 	g.undo.Run()
 }
 
-func (g *gvRun) Prepare(ctx context.Context) (hostnet.Request, error) {
+func (g *gvRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 	if err := g.setUp(ctx); err != nil {
-		return hostnet.Request{}, err
+		return mechanism.Needs{}, err
 	}
-	return hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless}, nil
+	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless}}, nil
 }
 
-func (g *gvRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
-	g.nw = nw.Sockets
+func (g *gvRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {
+	g.nw = s.Net.Sockets
 	if err := g.prepareSpec(ctx); err != nil {
 		return nil, err
 	}

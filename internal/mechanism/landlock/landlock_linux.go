@@ -86,20 +86,20 @@ func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechan
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (r *llRun) Prepare(context.Context) (hostnet.Request, error) {
+func (r *llRun) Prepare(context.Context) (mechanism.Needs, error) {
 	if r.opts.Terminal != nil {
-		return hostnet.Request{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+		return mechanism.Needs{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
 	if err := r.state(); err != nil {
-		return hostnet.Request{}, err
+		return mechanism.Needs{}, err
 	}
 	// Landlock confines TCP connect by port, not by address: the network
 	// is served on host loopback ports.
-	return hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"}, nil
+	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"}}, nil
 }
 
-func (r *llRun) Attach(_ context.Context, nw hostnet.Net) (*report.Report, error) {
-	r.nw = nw.Loopback
+func (r *llRun) Attach(_ context.Context, s mechanism.Setup) (*report.Report, error) {
+	r.nw = s.Net.Loopback
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
@@ -42,13 +41,14 @@ func (r *tier0) Close(*mechanism.Result) {}
 // describe prints nothing: tier 0 runs the command as it is.
 func (r *tier0) Describe(io.Writer) {}
 
-// Prepare asks for no network: the command has the host's.
-func (r *tier0) Prepare(context.Context) (hostnet.Request, error) {
-	return hostnet.Request{}, r.setUp()
+// Prepare asks for nothing: the command has the host's network and the
+// caller's streams as they are.
+func (r *tier0) Prepare(context.Context) (mechanism.Needs, error) {
+	return mechanism.Needs{}, r.setUp()
 }
 
-// Attach returns the report; there is no network to attach.
-func (r *tier0) Attach(context.Context, hostnet.Net) (*report.Report, error) {
+// Attach returns the report; there is nothing to attach.
+func (r *tier0) Attach(context.Context, mechanism.Setup) (*report.Report, error) {
 	return &r.rep, nil
 }
 

@@ -92,20 +92,20 @@ func (r *sbRun) AuditStart() map[string]any {
 	return map[string]any{"profile_sha256": r.prof.Digest()}
 }
 
-func (r *sbRun) Prepare(ctx context.Context) (hostnet.Request, error) {
+func (r *sbRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir} {
 		if err := step(ctx); err != nil {
-			return hostnet.Request{}, err
+			return mechanism.Needs{}, err
 		}
 	}
 	// The profile lets the command reach localhost:PORT, which admits ::1
 	// too: the port is held there as well (DualStack).
-	return hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Mechanism: "seatbelt",
-		CheckSocket: checkSocketDarwin, DualStack: true}, nil
+	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Mechanism: "seatbelt",
+		CheckSocket: checkSocketDarwin, DualStack: true}}, nil
 }
 
-func (r *sbRun) Attach(ctx context.Context, nw hostnet.Net) (*report.Report, error) {
-	r.nw = nw.Loopback
+func (r *sbRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {
+	r.nw = s.Net.Loopback
 	if err := r.profile(ctx); err != nil {
 		return nil, err
 	}

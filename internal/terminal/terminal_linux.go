@@ -1,4 +1,4 @@
-package bwrap
+package terminal
 
 import (
 	"io"
@@ -12,27 +12,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminal is a run's pseudo-terminal: the command's side (slave) and the
-// relay between it and the caller's terminal.
-type terminal struct {
+// Terminal is a run's pseudo-terminal: the command's side and the relay
+// between it and the caller's terminal.
+type Terminal struct {
 	master, slave *os.File
 	restore       func()
 	stopWinch     func()
 	outDone       chan struct{}
 }
 
-// openTerminal makes a pseudo-terminal for a run whose caller's terminal
-// is term (read from in, written to out): the new terminal gets term's
-// window size and follows it on SIGWINCH; term is put in raw mode, so the
-// keys that make signals (Ctrl-C, Ctrl-Z, Ctrl-\) travel as bytes to the
+// Open makes a pseudo-terminal for a run whose caller's terminal is term
+// (read from in, written to out): the new terminal gets term's window
+// size and follows it on SIGWINCH; term is put in raw mode, so the keys
+// that make signals (Ctrl-C, Ctrl-Z, Ctrl-\) travel as bytes to the
 // sandbox's terminal, whose line discipline signals the command's
-// foreground job there. close restores term.
-func openTerminal(term *os.File, in io.Reader, out io.Writer) (*terminal, error) {
+// foreground job there. Close restores term. Its errors are one line:
+// what, why and the fix (--no-tty).
+func Open(term *os.File, in io.Reader, out io.Writer) (*Terminal, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fault.New("cannot open a pseudo-terminal", fault.Reason(err), "mount devpts (/dev/pts) or run with --no-tty")
 	}
-	fail := func(what string, err error) (*terminal, error) {
+	fail := func(what string, err error) (*Terminal, error) {
 		master.Close()
 		return nil, fault.New(what, fault.Reason(err), "run with --no-tty")
 	}
@@ -47,7 +48,7 @@ func openTerminal(term *os.File, in io.Reader, out io.Writer) (*terminal, error)
 	if err != nil {
 		return fail("cannot open the pseudo-terminal's other side", err)
 	}
-	t := &terminal{master: master, slave: slave, restore: func() {}, stopWinch: func() {}, outDone: make(chan struct{})}
+	t := &Terminal{master: master, slave: slave, restore: func() {}, stopWinch: func() {}, outDone: make(chan struct{})}
 	copyWinsize(term, master)
 	if st, err := unix.IoctlGetTermios(int(term.Fd()), unix.TCGETS); err == nil {
 		raw := *st
@@ -94,9 +95,14 @@ func copyWinsize(from, to *os.File) {
 	}
 }
 
-// close waits (briefly) for the command's last output, then restores the
-// caller's terminal. Call it once the sandbox has ended.
-func (t *terminal) close() {
+// Command is the command's side of the terminal: its stdin, stdout and
+// stderr, and its controlling terminal once the sandbox's init makes it
+// so.
+func (t *Terminal) Command() *os.File { return t.slave }
+
+// Close waits (briefly) for the command's last output, then restores the
+// caller's terminal. Call it once, when the sandbox has ended.
+func (t *Terminal) Close() {
 	t.slave.Close()
 	select {
 	case <-t.outDone:
