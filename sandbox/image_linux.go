@@ -7,7 +7,6 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
@@ -21,9 +20,9 @@ func imageMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mecha
 	switch p.Sandbox {
 	case policy.ModeAuto, policy.ModeGvisor, "":
 		p.Sandbox = policy.ModeGvisor
-		return gvisor.New(p, cmd, opts)
+		return mechanismFor(p, cmd, opts)
 	case policy.ModeBwrap:
-		return bwrapMechanism(p, cmd, opts)
+		return mechanismFor(p, cmd, opts)
 	}
 	return nil, fault.New("--image under --sandbox "+string(p.Sandbox), "container images run only under gVisor (tier 2) or, asked for by name, bwrap (tier 1)",
 		"drop --sandbox, or pass --sandbox gvisor or --sandbox bwrap")

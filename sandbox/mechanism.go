@@ -6,43 +6,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
-
-	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
 
 	"github.com/sandbox-run/sandbox-run/internal/audit"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/internal/terminal"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
 
 // newMechanism returns the mechanism the policy's mode names on this
-// platform.
+// platform (mechanisms), or the image's (imageMechanism).
 func newMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	if opts.Image != nil {
 		return imageMechanism(p, cmd, opts)
 	}
-	switch p.Sandbox {
-	case policy.ModeOff:
-		return off.New(p, cmd, opts.Caller), nil
-	case policy.ModeAuto:
-		return nativeMechanism(p, cmd, opts)
-	case policy.ModeBwrap:
-		return bwrapMechanism(p, cmd, opts)
-	case policy.ModeSeatbelt:
-		return seatbeltMechanism(p, cmd, opts)
-	case policy.ModeGvisor:
-		return gvisor.New(p, cmd, opts)
-	case policy.ModeLandlock:
-		return landlock.New(p, cmd, opts)
+	return mechanismFor(p, cmd, opts)
+}
+
+// mechanismFor is the mechanism of this platform's table that p.Sandbox
+// names.
+func mechanismFor(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
+	newM, ok := mechanisms()[p.Sandbox]
+	if !ok {
+		return nil, fmt.Errorf("sandbox: --sandbox %s does not exist on %s (%w); fix: leave out --sandbox: auto picks what this system has", p.Sandbox, runtime.GOOS, ErrUnsupported)
 	}
-	return nil, fmt.Errorf("sandbox: mode %q: %w", p.Sandbox, ErrUnsupported)
+	return newM(p, cmd, opts)
 }
 
 // runMechanism is the run skeleton under Run's checks and timer: prepare,
@@ -54,7 +47,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	if opts.MapOwner && !lendsOwner(m) {
+	if _, lends := m.(mechanism.OwnerLender); opts.MapOwner && !lends {
 		return nil, fault.New("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
 	}
 	defer func() { m.Close(res) }()

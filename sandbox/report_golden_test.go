@@ -128,7 +128,10 @@ func TestReportGolden(t *testing.T) {
 // as not configured.
 func TestReportGoldenTierZero(t *testing.T) {
 	p := policy.Policy{Workdir: "/work/w", Sandbox: policy.ModeOff, Env: map[string]string{"PATH": "/usr/bin:/bin"}}.WithDefaults()
-	r := off.New(p, []string{"true"}, mechanism.Caller{})
+	r, err := off.New(p, []string{"true"}, mechanism.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	needs, err := r.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -1,23 +1,24 @@
 package sandbox
 
 import (
-	"fmt"
-
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/gvisor"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/landlock"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism/seatbelt"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
-	return seatbeltMechanism(p, cmd, opts)
-}
-
-func bwrapMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
-	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
-}
-
-func seatbeltMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
-	return seatbelt.New(p, cmd, opts), nil
+// mechanisms are macOS's, by the mode that names each: auto is Seatbelt.
+// Landlock and gVisor name their own refusal (Linux only).
+func mechanisms() map[policy.Mode]mechanism.New {
+	return map[policy.Mode]mechanism.New{
+		policy.ModeAuto:     seatbelt.New,
+		policy.ModeSeatbelt: seatbelt.New,
+		policy.ModeLandlock: landlock.New,
+		policy.ModeGvisor:   gvisor.New,
+		policy.ModeOff:      off.New,
+	}
 }
 
 // shownInside is nil: Seatbelt's profile, not a mount plan, decides what

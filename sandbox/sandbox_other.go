@@ -3,22 +3,15 @@
 package sandbox
 
 import (
-	"fmt"
-
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/mechanism/off"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-func nativeMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
-	return seatbeltMechanism(p, cmd, opts)
-}
-
-func bwrapMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
-	return nil, fmt.Errorf("sandbox: bwrap exists only on Linux: %w", ErrUnsupported)
-}
-
-func seatbeltMechanism(policy.Policy, []string, mechanism.Config) (mechanism.Mechanism, error) {
-	return nil, fmt.Errorf("sandbox: --sandbox seatbelt exists only on macOS (%w); fix: leave out --sandbox: auto picks what this system has", ErrUnsupported)
+// mechanisms are this platform's: tier 0 alone, asked for by name; auto
+// finds none.
+func mechanisms() map[policy.Mode]mechanism.New {
+	return map[policy.Mode]mechanism.New{policy.ModeOff: off.New}
 }
 
 // shownInside is nil: no mechanism here decides visibility.

@@ -287,6 +287,21 @@ type Mechanism interface {
 	Close(res *Result)
 }
 
+// New makes a mechanism for cmd under p, once per run; an error is a
+// refusal (the mechanism cannot run here at all). Each mechanism's
+// package has one, and a platform's table in package sandbox names them
+// by the mode that asks for each: a new mechanism is a package and a
+// line there, and no change to the skeleton.
+type New func(p policy.Policy, cmd []string, cfg Config) (Mechanism, error)
+
+// OwnerLender is a Mechanism that can lend the workdir's owner to the
+// sandbox's uid (--map-owner); the skeleton refuses the flag for any
+// other.
+type OwnerLender interface {
+	Mechanism
+	LendsOwner()
+}
+
 // Needs is what a mechanism asks the skeleton to set up for its run.
 type Needs struct {
 	// Net is the run's network (the zero value: none).

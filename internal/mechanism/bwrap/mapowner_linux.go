@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
-	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -186,11 +185,8 @@ func (l *ownerLend) userns() (int, error) {
 	return unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
-// LendsOwner reports whether m is a mechanism that honours --map-owner.
-func LendsOwner(m mechanism.Mechanism) bool {
-	_, ok := m.(*bwRun)
-	return ok
-}
+// LendsOwner says bwrap honours --map-owner (mechanism.OwnerLender).
+func (r *bwRun) LendsOwner() {}
 
 // lendOwner plans --map-owner's binds once the mount plan exists. It is a
 // prepare step.

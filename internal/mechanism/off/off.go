@@ -19,8 +19,8 @@ import (
 
 // New returns tier 0 for cmd under p: no sandbox at all, which the report
 // says in its Notes and in every protection it lists as not configured.
-func New(p policy.Policy, cmd []string, c mechanism.Caller) mechanism.Mechanism {
-	return &tier0{p: p, cmd: cmd, caller: c}
+func New(p policy.Policy, cmd []string, c mechanism.Config) (mechanism.Mechanism, error) {
+	return &tier0{p: p, cmd: cmd, caller: c.Caller}, nil
 }
 
 // tier0 is tier 0: a plain process with the policy's environment and

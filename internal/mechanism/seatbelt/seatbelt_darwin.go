@@ -82,8 +82,8 @@ type sbRun struct {
 }
 
 // New returns the Seatbelt mechanism (tier 1 on macOS) for cmd under p.
-func New(p policy.Policy, cmd []string, c mechanism.Config) mechanism.Mechanism {
-	return &sbRun{p: p, cmd: cmd, opts: c.Caller, refused: c.Refusals, log: c.Log()}
+func New(p policy.Policy, cmd []string, c mechanism.Config) (mechanism.Mechanism, error) {
+	return &sbRun{p: p, cmd: cmd, opts: c.Caller, refused: c.Refusals, log: c.Log()}, nil
 }
 
 func (r *sbRun) Close(*mechanism.Result) { r.undo.Run() }
