@@ -34,8 +34,8 @@ type journal struct {
 	PID   int    `json:"pid"`   // in the run's own pid namespace, which NS names
 	Start uint64 `json:"start"` // the process's start time, in clock ticks after boot
 	// NS is the run's procid token (its pid namespace): only a run in the
-	// same namespace can judge it (see settleIn). "" in journals of older
-	// versions, judged as they were.
+	// same namespace can judge its pid (see judgeJournal). "" in journals
+	// of older versions, judged as they were.
 	NS     string `json:"ns,omitempty"`
 	BootID string `json:"boot_id"` // a journal of an earlier boot is stale whatever its pid
 	// Locked: the run holds a shared flock on this file for as long as it

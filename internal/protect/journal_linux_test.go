@@ -184,6 +184,8 @@ func TestSweepIgnoresUntrustedJournals(t *testing.T) {
 // namespace that claims no lock cannot be judged, and counts as live
 // until its boot has passed. The control: the same journal in this
 // namespace (this process's pid and start time) is judged by its pid.
+// With the judgement by pid alone (the code before namespaces), the held
+// case is settled under its live run.
 func TestSettleOtherNamespace(t *testing.T) {
 	me, boot, err := procid.Self()
 	if err != nil {
@@ -205,7 +207,14 @@ func TestSettleOtherNamespace(t *testing.T) {
 		{"an earlier boot", "1", "an earlier boot", false, false, both},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := journal{PID: me.PID, Start: me.Start, NS: tc.ns, BootID: tc.boot, Locked: tc.locked,
+			// In another namespace its pid names another process here,
+			// as a sandbox's pid 2 does on the host: judged by pid, it
+			// would have ended.
+			start := me.Start
+			if tc.ns != me.NS {
+				start++
+			}
+			j := journal{PID: me.PID, Start: start, NS: tc.ns, BootID: tc.boot, Locked: tc.locked,
 				RunID: "foreign", Writable: []string{w}, Watched: []string{theirs}}
 			d, err := pathguard.OpenPrivateDir(dir)
 			if err != nil {
