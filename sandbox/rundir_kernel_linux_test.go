@@ -51,7 +51,7 @@ func sweptByNextRun(t *testing.T, prefix string, p policy.Policy) {
 	t.Helper()
 	tmp := sandboxtest.WorkDir(t) // reachable by the sandbox's uid, as TMPDIR must be
 	t.Setenv("TMPDIR", tmp)
-	start, _, err := procid.Self()
+	me, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,10 @@ func sweptByNextRun(t *testing.T, prefix string, p policy.Policy) {
 	}
 	// This process with another start time: a pid reused since, so no
 	// process of that run.
-	killed := mk(fmt.Sprintf("%s%d.%d-x", prefix, os.Getpid(), start+1))
-	live := mk(fmt.Sprintf("%s%d.%d-y", prefix, os.Getpid(), start))
+	reused := me
+	reused.Start++
+	killed := mk(hostnet.RunDirPattern(prefix, reused) + "x")
+	live := mk(hostnet.RunDirPattern(prefix, me) + "y")
 
 	null, _ := os.Open(os.DevNull)
 	defer null.Close()
@@ -108,11 +110,12 @@ func TestNetDirRefusesTmpdirInWritable(t *testing.T) {
 	}
 	sandboxtest.Chown(t, tmp)
 	t.Setenv("TMPDIR", tmp)
-	start, _, err := procid.Self()
+	reused, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	killed := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-x", hostnet.DirPrefix, os.Getpid(), start+1))
+	reused.Start++
+	killed := filepath.Join(tmp, hostnet.RunDirPattern(hostnet.DirPrefix, reused)+"x")
 	if err := os.Mkdir(killed, 0o700); err != nil {
 		t.Fatal(err)
 	}

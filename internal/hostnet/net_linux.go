@@ -122,12 +122,12 @@ func (n *Network) ListenOn(network, name string, uid, gid int, root bool) (net.L
 		if err := CheckTmpdir(n.writable, "the run's proxy and relay sockets"); err != nil {
 			return nil, "", err
 		}
-		start, _, err := procid.Self()
+		me, _, err := procid.Self()
 		if err != nil {
 			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}
 		n.swept = StartSweep(os.TempDir(), DirPrefix, uid)
-		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", DirPrefix, os.Getpid(), start))
+		dir, err := os.MkdirTemp("", RunDirPattern(DirPrefix, me))
 		if err != nil {
 			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}

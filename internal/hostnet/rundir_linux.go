@@ -1,13 +1,15 @@
 package hostnet
 
 // A run's runtime directories live in the host's TMPDIR, named for the
-// run's process (PREFIX+PID.START-RANDOM), so that a run killed before
-// its own cleanup leaves nothing that the next run does not remove.
+// run's process (PREFIX+ID-RANDOM, ID a procid.ID: PID.START.NS), so that
+// a run killed before its own cleanup leaves nothing that the next run
+// able to judge it does not remove. TMPDIR may be shared with runs in
+// other pid namespaces (a sandbox-run inside a container or a sandbox):
+// their directories are left to a run in their namespace (procid.Judge).
 
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -17,12 +19,15 @@ import (
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
-// sweepRunDirs removes the directories in tmp named prefix+PID.START-...
-// whose process (that pid with that start time) no longer runs: what a
-// sandbox-run killed before its own cleanup left. Only directories owned
-// by owner, never through a link, at most 64 per call. It reads names
-// only, unsorted: a TMPDIR of thousands of entries is common, and listing
-// it is most of the cost.
+// sweepRunDirs removes the directories in tmp named prefix+ID-... whose
+// process certainly no longer runs (procid.Ended): what a sandbox-run
+// killed before its own cleanup left. A directory of another pid
+// namespace's run is kept, whether or not that run lives: this process
+// cannot tell (procid.Unknown), and removing a live run's directory
+// breaks it. Legacy names (PREFIX+PID.START-...) are judged as before.
+// Only directories owned by owner, never through a link, at most 64 per
+// call. It reads names only, unsorted: a TMPDIR of thousands of entries
+// is common, and listing it is most of the cost.
 func sweepRunDirs(tmp, prefix string, owner int) {
 	// O_DIRECTORY: a TMPDIR that is a FIFO fails here instead of
 	// blocking the open, and the run's cleanup with it.
@@ -31,12 +36,13 @@ func sweepRunDirs(tmp, prefix string, owner int) {
 		return
 	}
 	defer d.Close()
+	judge := procid.NewJudge()
 	for n := 0; n < 64; {
 		names, err := d.Readdirnames(256)
 		for _, name := range names {
 			if strings.HasPrefix(name, prefix) && n < 64 {
 				n++
-				sweepRunDir(tmp, name, prefix, owner)
+				sweepRunDir(judge, tmp, name, prefix, owner)
 			}
 		}
 		if err != nil {
@@ -45,13 +51,12 @@ func sweepRunDirs(tmp, prefix string, owner int) {
 	}
 }
 
-// sweepRunDir removes tmp/name (see sweepRunDirs) when its run is gone.
-func sweepRunDir(tmp, name, prefix string, owner int) {
-	pidStart, _, _ := strings.Cut(strings.TrimPrefix(name, prefix), "-")
-	ps, ss, _ := strings.Cut(pidStart, ".")
-	pid, err1 := strconv.Atoi(ps)
-	start, err2 := strconv.ParseUint(ss, 10, 64)
-	if err1 != nil || err2 != nil || procid.Alive(pid, start) {
+// sweepRunDir removes tmp/name (see sweepRunDirs) when judge can tell
+// its run ended; a name that is no procid.ID stays.
+func sweepRunDir(judge procid.Judge, tmp, name, prefix string, owner int) {
+	ids, _, _ := strings.Cut(strings.TrimPrefix(name, prefix), "-")
+	id, err := procid.Parse(ids)
+	if err != nil || judge.State(id) != procid.Ended {
 		return
 	}
 	p := filepath.Join(tmp, name)
@@ -66,6 +71,15 @@ func sweepRunDir(tmp, name, prefix string, owner int) {
 	}
 	os.RemoveAll(p)
 }
+
+// RunDirPattern is the os.MkdirTemp pattern of a run directory named
+// prefix for the process id: prefix+ID-, RANDOM appended by MkdirTemp.
+// The token costs 9 bytes over a legacy name: with /tmp as TMPDIR the
+// network directory's longest socket path,
+// /tmp/sandbox-run-net-PID.START.NS-RANDOM/publish-NNN.sock, is at most
+// 78 bytes (pid 7 digits, start 12, NS 8 hex, RANDOM 10), 87 in a time
+// namespace (NS 17), under sun_path's 108.
+func RunDirPattern(prefix string, id procid.ID) string { return prefix + id.String() + "-" }
 
 // StartSweep runs sweepRunDirs beside the run's set-up, off the path to
 // the command's start, and returns the wait for it, which the run's

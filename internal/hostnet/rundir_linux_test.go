@@ -30,7 +30,7 @@ func TestSweepRunDirs(t *testing.T) {
 		deadStart = 1 // ended already: any start time names no process
 	}
 	c.Wait()
-	selfStartTime, _, err := procid.Self()
+	me, _, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSweepRunDirs(t *testing.T) {
 		return p
 	}
 	dead := mk(fmt.Sprintf("%s%d.%d-x", prefix, deadPID, deadStart))
-	live := mk(fmt.Sprintf("%s%d.%d-y", prefix, os.Getpid(), selfStartTime))
+	live := mk(RunDirPattern(prefix, me) + "y")
 	other := mk(fmt.Sprintf("other-%d.%d-z", deadPID, deadStart))
 	link := filepath.Join(tmp, fmt.Sprintf("%s%d.%d-l", prefix, deadPID, deadStart))
 	if err := os.Symlink(live, link); err != nil {

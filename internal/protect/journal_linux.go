@@ -31,9 +31,16 @@ import (
 // directories that held missing paths); they are removed while they are
 // still the empty inodes that run made.
 type journal struct {
-	PID    int    `json:"pid"`
-	Start  uint64 `json:"start"`   // the process's start time, in clock ticks after boot
+	PID   int    `json:"pid"`   // in the run's own pid namespace, which NS names
+	Start uint64 `json:"start"` // the process's start time, in clock ticks after boot
+	// NS is the run's procid token (its pid namespace): only a run in the
+	// same namespace can judge its pid (see judgeJournal). "" in journals
+	// of older versions, judged as they were.
+	NS     string `json:"ns,omitempty"`
 	BootID string `json:"boot_id"` // a journal of an earlier boot is stale whatever its pid
+	// Locked: the run holds a shared flock on this file for as long as it
+	// runs (holdJournal), which a run in another pid namespace probes.
+	Locked bool `json:"locked,omitempty"`
 	// Ended: the run is over though its process may go on (a library
 	// caller, an mcp relay); its journal waits for the overlapping runs.
 	Ended        bool          `json:"ended,omitempty"`
@@ -122,14 +129,33 @@ func writeJournalIn(d *pathguard.Dir, dir string, j journal) (string, error) {
 	return filepath.Join(dir, j.RunID+".json"), saveJournal(d, j.RunID+".json", &j)
 }
 
+// writeHeldJournal writes j into d (the journal directory dir, under its
+// lock, so that no run judges it before it is held) and holds it
+// (holdJournal); a journal that could not be held is written again
+// without claiming the lock. It returns the journal's path and the
+// lock's release.
+func writeHeldJournal(d *pathguard.Dir, dir string, j journal) (string, func(), error) {
+	j.Locked = true
+	p, err := writeJournalIn(d, dir, j)
+	if err != nil {
+		return "", nil, err
+	}
+	release, ok := holdJournal(d, j.RunID+".json")
+	if !ok {
+		j.Locked = false
+		p, err = writeJournalIn(d, dir, j)
+	}
+	return p, release, err
+}
+
 // newJournal is run runID's start state, as its journal records it; me
 // is this process, read once per run.
 func newJournal(runID string, me *self, writable []string, pr State) (journal, error) {
-	start, boot, err := me.get()
+	id, boot, err := me.get()
 	if err != nil {
 		return journal{}, err
 	}
-	return journal{PID: os.Getpid(), Start: start, BootID: boot, RunID: runID,
+	return journal{PID: id.PID, Start: id.Start, NS: id.NS, BootID: boot, RunID: runID,
 		Writable: writable, Watched: pr.Watched, Gits: pr.Gits, Held: pr.Held, SnapshotDir: pr.SnapDir}, nil
 }
 
@@ -205,35 +231,7 @@ func settleJournals(dir, own string, q *quarantine) {
 // its lock); me is this process, read (once per run) only when d holds a
 // journal.
 func settleIn(d *pathguard.Dir, dir, own string, me *self, q *quarantine) {
-	names, err := d.Names()
-	if err != nil {
-		return
-	}
-	var live, over []*journal
-	paths := map[*journal]string{}
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		_, boot, err := me.get()
-		if err != nil {
-			return
-		}
-		b, err := d.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		j := new(journal)
-		if json.Unmarshal(b, j) != nil {
-			continue
-		}
-		paths[j] = name
-		if filepath.Join(dir, name) != own && !j.Ended && j.BootID == boot && procid.Alive(j.PID, j.Start) {
-			live = append(live, j)
-		} else {
-			over = append(over, j)
-		}
-	}
+	live, over, paths := readJournals(d, dir, own, me)
 	walks := map[string]*hostwalk.GitFinds{}
 	var settle []*journal
 	for _, j := range over {
@@ -256,6 +254,94 @@ func settleIn(d *pathguard.Dir, dir, own string, me *self, q *quarantine) {
 		q.neutralise(j, walks[key])
 		d.Remove(paths[j])
 	}
+}
+
+// readJournals reads the journals in d (the directory dir) and sorts
+// them: live, the runs that still run; over, those that are over (own,
+// ended, of an earlier boot, or whose process ended). See judgeJournal.
+func readJournals(d *pathguard.Dir, dir, own string, me *self) (live, over []*journal, paths map[*journal]string) {
+	paths = map[*journal]string{}
+	names, err := d.Names()
+	if err != nil {
+		return nil, nil, paths
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		_, boot, err := me.get()
+		if err != nil {
+			return nil, nil, paths
+		}
+		b, err := d.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		j := new(journal)
+		if json.Unmarshal(b, j) != nil {
+			continue
+		}
+		paths[j] = name
+		if filepath.Join(dir, name) == own || j.Ended || j.BootID != boot || judgeJournal(d, name, j, me) == procid.Ended {
+			over = append(over, j)
+		} else {
+			live = append(live, j)
+		}
+	}
+	return live, over, paths
+}
+
+// judgeJournal tells whether the run of journal j (the file name in d)
+// still runs. Its pid is judged when this process can (procid.Judge: the
+// run's pid namespace is this one's). A run in another pid namespace
+// (procid.Unknown) is judged by the flock it holds on its journal while
+// it runs (Locked): a lock this process can take exclusively has no
+// holder left, so the run ended.
+//
+// When neither can tell (a journal of another namespace without the lock,
+// as where the cache's file system has no flock, or the probe failing),
+// the run counts as live: its journal is not settled and it holds back
+// the ended runs that share its directories, until a run that can judge
+// it (itself as it ends, one in its namespace) or the next boot does.
+// That is the safe side: settling under a live run would rename what it
+// holds (detaching its mounts) and drop its journal, so that what it
+// creates after is never neutralised; waiting only defers neutralising.
+func judgeJournal(d *pathguard.Dir, name string, j *journal, me *self) procid.State {
+	st := me.judge().State(procid.ID{PID: j.PID, Start: j.Start, NS: j.NS})
+	if st != procid.Unknown || !j.Locked {
+		return st
+	}
+	fd, err := unix.Openat(d.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return procid.Unknown
+	}
+	defer unix.Close(fd) // releases a lock taken
+	switch err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); {
+	case err == nil:
+		return procid.Ended
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return procid.Alive
+	}
+	return procid.Unknown
+}
+
+// holdJournal takes the shared flock that marks the run of journal name
+// in d live (see judgeJournal) and returns its release, which the run
+// calls once it has settled; the kernel releases it when the process
+// ends, however. ok is false when the lock could not be taken: the
+// journal must then not claim it (Locked), or a run of another namespace
+// would take it free and judge the run ended. The descriptor is
+// close-on-exec: no command the run starts holds it past the run.
+func holdJournal(d *pathguard.Dir, name string) (release func(), ok bool) {
+	fd, err := unix.Openat(d.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}, false
+	}
+	if unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) != nil {
+		unix.Close(fd)
+		return func() {}, false
+	}
+	return func() { unix.Close(fd) }, true
 }
 
 // overlaps says whether a live run shares a writable directory (or one
@@ -312,22 +398,33 @@ func removeEmpty(p string) {
 	}
 }
 
-// self is this process as journals name it: its start time and the
-// boot's id, read once (procid.Self) when first asked for. The zero value
-// is ready to use; a run keeps one for its journal and its settles.
+// self is this process as journals name it (procid.Self: its pid, start
+// time and namespace token, and the boot's id) and as it judges other
+// runs (procid.NewJudge), each read once, when first asked for. The zero
+// value is ready to use; a run keeps one for its journal and its settles.
 type self struct {
-	read  bool
-	start uint64
-	boot  string
-	err   error
+	read   bool
+	id     procid.ID
+	boot   string
+	err    error
+	judged bool
+	j      procid.Judge
 }
 
-// get returns the start time and the boot's id, reading them the first
+// get returns this process's ID and the boot's id, reading them the first
 // time; an error is kept and returned again.
-func (s *self) get() (uint64, string, error) {
+func (s *self) get() (procid.ID, string, error) {
 	if !s.read {
-		s.start, s.boot, s.err = procid.Self()
+		s.id, s.boot, s.err = procid.Self()
 		s.read = true
 	}
-	return s.start, s.boot, s.err
+	return s.id, s.boot, s.err
+}
+
+// judge returns this process's procid.Judge, read the first time.
+func (s *self) judge() procid.Judge {
+	if !s.judged {
+		s.j, s.judged = procid.NewJudge(), true
+	}
+	return s.j
 }

@@ -1,8 +1,10 @@
 package protect
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -40,11 +42,11 @@ func identity(t *testing.T, p string) placeholder {
 // with another start time, as a reused pid looks.
 func goneJournal(t *testing.T, dir, id string, j journal) {
 	t.Helper()
-	start, boot, err := procid.Self()
+	me, boot, err := procid.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.PID, j.Start, j.BootID, j.RunID = os.Getpid(), start+1, boot, id
+	j.PID, j.Start, j.NS, j.BootID, j.RunID = me.PID, me.Start+1, me.NS, boot, id
 	d, err := pathguard.OpenPrivateDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -171,5 +173,121 @@ func TestSweepIgnoresUntrustedJournals(t *testing.T) {
 				t.Fatalf("control: a trusted journal did not quarantine %s (untested): %+v", victim, q.items)
 			}
 		})
+	}
+}
+
+// TestSettleOtherNamespace: the journal of a run in another pid namespace
+// (whose pid this process cannot judge: it names another process here)
+// is judged by the lock its run holds on it. Held, the run is live: its
+// journal stays and it holds back an ended run on the same directory.
+// Released, the run ended: both are settled. A journal of another
+// namespace that claims no lock cannot be judged, and counts as live
+// until its boot has passed. The control: the same journal in this
+// namespace (this process's pid and start time) is judged by its pid.
+// With the judgement by pid alone (the code before namespaces), the held
+// case is settled under its live run.
+func TestSettleOtherNamespace(t *testing.T) {
+	me, boot, err := procid.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, dir := t.TempDir(), t.TempDir()
+	mcp, theirs := filepath.Join(w, ".mcp.json"), filepath.Join(w, ".envrc")
+	both := "ended:.mcp.json foreign:.envrc"
+	for _, tc := range []struct {
+		name         string
+		ns, boot     string
+		locked, hold bool
+		want         string // the runs and names quarantined, sorted
+	}{
+		{"control, this namespace", me.NS, boot, false, false, ""},
+		{"held", "1", boot, true, true, ""}, // no pid namespace has inode 1
+		{"released", "1", boot, true, false, both},
+		{"no lock claimed", "1", boot, false, false, ""},
+		{"an earlier boot", "1", "an earlier boot", false, false, both},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// In another namespace its pid names another process here,
+			// as a sandbox's pid 2 does on the host: judged by pid, it
+			// would have ended.
+			start := me.Start
+			if tc.ns != me.NS {
+				start++
+			}
+			j := journal{PID: me.PID, Start: start, NS: tc.ns, BootID: tc.boot, Locked: tc.locked,
+				RunID: "foreign", Writable: []string{w}, Watched: []string{theirs}}
+			d, err := pathguard.OpenPrivateDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := saveJournal(d, "foreign.json", &j); err != nil {
+				t.Fatal(err)
+			}
+			if tc.hold {
+				release, ok := holdJournal(d, "foreign.json")
+				if !ok {
+					t.Fatal("cannot hold the journal")
+				}
+				defer release()
+			}
+			goneJournal(t, dir, "ended", journal{Writable: []string{w}, Watched: []string{mcp}})
+			os.WriteFile(mcp, []byte("{}"), 0o644)
+			os.WriteFile(theirs, []byte("theirs"), 0o644)
+
+			q := &quarantine{dir: filepath.Join(t.TempDir(), "q")}
+			settleJournals(dir, "", q)
+			var got []string
+			for _, it := range q.items {
+				got = append(got, it.Run+":"+filepath.Base(it.Path))
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("quarantined %q, want %q", got, tc.want)
+			}
+			_, err = os.Stat(filepath.Join(dir, "foreign.json"))
+			if kept := tc.want == ""; kept != (err == nil) {
+				t.Errorf("the foreign journal kept: %v, want %v", err == nil, kept)
+			}
+		})
+	}
+}
+
+// TestJournalHeldWhileRunning: a run's journal claims the lock (Locked)
+// and its run holds it from Start to Finish, so that a run in another pid
+// namespace judges it live (an exclusive lock is refused); Finish settles
+// the journal away. The control: the same probe on a journal nobody holds
+// takes the lock.
+func TestJournalHeldWhileRunning(t *testing.T) {
+	cache, w := t.TempDir(), t.TempDir()
+	pend, err := Start(cache, "held", false, nil, Hooks{NoGuard: true}, func() ([]string, State, func(), error) {
+		return []string{w}, State{}, func() {}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func(p string) error {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	}
+	b, _ := os.ReadFile(pend.jpath)
+	if !strings.Contains(string(b), `"locked":true`) {
+		t.Errorf("the journal does not claim its lock: %s", b)
+	}
+	if err := probe(pend.jpath); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("probing a running run's journal: %v, want EWOULDBLOCK", err)
+	}
+	free := filepath.Join(t.TempDir(), "free.json")
+	os.WriteFile(free, b, 0o600)
+	if err := probe(free); err != nil {
+		t.Errorf("control: probing a journal nobody holds: %v", err)
+	}
+	pend.Finish(nil, nil, nil)
+	if _, err := os.Stat(pend.jpath); err == nil {
+		t.Errorf("the run's journal %s is left after Finish", pend.jpath)
 	}
 }

@@ -173,6 +173,9 @@ type Pending struct {
 	// me is this process as the run's journal names it, read once for
 	// the journal and both settles.
 	me self
+	// release releases the lock that marks the run's journal live
+	// (holdJournal), once the run has settled; nil without a journal.
+	release func()
 	// dryUndo, set for a dry run, undoes its set-up at finish: a dry run
 	// keeps no journal, settles nothing and starts no guard.
 	dryUndo func()
@@ -232,7 +235,7 @@ func Start(cache, runID string, dry bool, aw io.Writer, h Hooks, mk func() ([]st
 	}
 	j, err := newJournal(runID, &pend.me, writable, pr)
 	if err == nil {
-		pend.jpath, err = writeJournalIn(jd, pend.jdir, j)
+		pend.jpath, pend.release, err = writeHeldJournal(jd, pend.jdir, j)
 	}
 	if err != nil {
 		undo()
@@ -314,6 +317,10 @@ func (pend *Pending) Finish(rep *report.Report, code *int, stderr *os.File) {
 	if pend.dryUndo != nil {
 		pend.dryUndo()
 		return
+	}
+	if pend.release != nil {
+		// After the settle below (or its failure): the run is over.
+		defer pend.release()
 	}
 	// The guard stops first: from here on the settle alone acts.
 	guard, live := pend.stopGuard()

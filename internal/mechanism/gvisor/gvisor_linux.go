@@ -347,15 +347,15 @@ func selfBinary(guard *pathguard.Guard) (string, error) {
 }
 
 // makeDir creates the run's private runtime directory (0700, this user's):
-// the bundle and runsc's state root. Its name carries this process's pid
-// and start time so that a later run can sweep it when sandbox-run was
-// killed before it could.
+// the bundle and runsc's state root. Its name carries this process's
+// procid name (pid, start time, pid namespace) so that a later run can
+// sweep it when sandbox-run was killed before it could.
 func (g *gvRun) makeDir() error {
-	start, _, err := procid.Self()
+	me, _, err := procid.Self()
 	if err != nil {
 		return fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", gvDirPrefix, os.Getpid(), start))
+	dir, err := os.MkdirTemp("", hostnet.RunDirPattern(gvDirPrefix, me))
 	if err != nil {
 		return fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 	}

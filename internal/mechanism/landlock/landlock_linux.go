@@ -213,11 +213,11 @@ func (r *llRun) makeTmp() (string, error) {
 	// Named for this process, so that a later run sweeps it when
 	// sandbox-run was killed before it could remove it.
 	r.swept = hostnet.StartSweep(os.TempDir(), TmpPrefix, r.uid)
-	start, _, err := procid.Self()
+	me, _, err := procid.Self()
 	if err != nil {
 		return "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", TmpPrefix, os.Getpid(), start))
+	tmp, err := os.MkdirTemp("", hostnet.RunDirPattern(TmpPrefix, me))
 	if err != nil {
 		return "", fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
