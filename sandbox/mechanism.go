@@ -32,10 +32,17 @@ func newMechanism(p policy.Policy, cmd []string, opts mechanism.Config) (mechani
 // names.
 func mechanismFor(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	newM, ok := mechanisms()[p.Sandbox]
-	if !ok {
-		return nil, fmt.Errorf("sandbox: --sandbox %s does not exist on %s (%w); fix: leave out --sandbox: auto picks what this system has", p.Sandbox, runtime.GOOS, ErrUnsupported)
+	switch {
+	case ok:
+		return newM(p, cmd, opts)
+	case p.Sandbox == policy.ModeAuto:
+		return nil, fmt.Errorf("sandbox: no sandbox exists on %s (%w); fix: run on Linux or macOS, or ask for tier 0 with --sandbox off", runtime.GOOS, ErrUnsupported)
 	}
-	return newM(p, cmd, opts)
+	where := "Linux"
+	if p.Sandbox == policy.ModeSeatbelt {
+		where = "macOS"
+	}
+	return nil, fmt.Errorf("sandbox: --sandbox %s exists only on %s (%w); fix: leave out --sandbox: auto picks what this system has", p.Sandbox, where, ErrUnsupported)
 }
 
 // runMechanism is the run skeleton under Run's checks and timer: prepare,
