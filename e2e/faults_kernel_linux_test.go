@@ -384,35 +384,44 @@ func TestFaultSandboxRunKilled(t *testing.T) {
 
 // startNodeProxy serves `sandbox-run proxy` on a socket in a new directory
 // with allow as its allow-list, and returns the socket and the process.
-func startNodeProxy(t *testing.T, allow string) (string, *exec.Cmd) {
+func startNodeProxy(t *testing.T, allow string) (string, *nodeProxy) {
 	t.Helper()
 	sock := filepath.Join(sandboxtest.WorkDir(t), "egress.sock")
 	return sock, serveNodeProxy(t, sock, allow)
 }
 
-// killProxy SIGKILLs a node proxy and waits (5 s at most) until it is gone.
-func killProxy(px *exec.Cmd) {
-	px.Process.Kill()
-	for i := 0; i < 250 && running(px.Process.Pid); i++ {
-		time.Sleep(20 * time.Millisecond)
+// nodeProxy is a running `sandbox-run proxy`.
+type nodeProxy struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has been waited for
+}
+
+// kill SIGKILLs the node proxy and waits (5 s at most) until it has been
+// reaped. Not merely until its main thread is a zombie: its other threads
+// may still be exiting then, and its listening socket, which they share,
+// still accepts connections (a dial that finds the old proxy there would
+// be taken for the new one's).
+func (px *nodeProxy) kill() {
+	px.cmd.Process.Kill()
+	select {
+	case <-px.exited:
+	case <-time.After(5 * time.Second):
 	}
 }
 
 // serveNodeProxy serves `sandbox-run proxy` on sock, killed when the test
 // ends.
-func serveNodeProxy(t *testing.T, sock, allow string) *exec.Cmd {
+func serveNodeProxy(t *testing.T, sock, allow string) *nodeProxy {
 	t.Helper()
-	px := exec.Command(bin, "proxy", "--listen", sock, "--allow-host", allow)
+	px := &nodeProxy{cmd: exec.Command(bin, "proxy", "--listen", sock, "--allow-host", allow), exited: make(chan struct{})}
 	var errs lockedBuffer
-	px.Stderr = &errs
-	if err := px.Start(); err != nil {
+	px.cmd.Stderr = &errs
+	if err := px.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { px.Wait(); close(exited) }()
+	go func() { px.cmd.Wait(); close(px.exited) }()
 	t.Cleanup(func() {
-		px.Process.Kill()
-		<-exited
+		px.kill()
 		if t.Failed() {
 			t.Logf("node proxy stderr:\n%s", errs.String())
 		}
@@ -499,7 +508,7 @@ func TestFaultNodeProxyGone(t *testing.T) {
 		// while they run (4 GB at 20 MB/s: minutes), or they must
 		// finish after it (40 MB: 2 s).
 		n     int64
-		fault func(t *testing.T, sock string, px *exec.Cmd)
+		fault func(t *testing.T, sock string, px *nodeProxy)
 		// check checks the lines the command printed after the fault.
 		check func(t *testing.T, r *bgRun, sock string)
 		// maxConns is how many connections the test host may see after
@@ -510,7 +519,7 @@ func TestFaultNodeProxyGone(t *testing.T) {
 		{
 			name:  "proxy killed",
 			n:     4e9,
-			fault: func(t *testing.T, sock string, px *exec.Cmd) { killProxy(px) },
+			fault: func(t *testing.T, sock string, px *nodeProxy) { px.kill() },
 			check: func(t *testing.T, r *bgRun, sock string) {
 				for _, k := range []string{"inflight-plain ", "inflight-connect "} {
 					if l := r.line(t, k, 30*time.Second); strings.HasPrefix(l, "exit=0") || !strings.Contains(l, "curl: (") {
@@ -523,7 +532,7 @@ func TestFaultNodeProxyGone(t *testing.T) {
 		{
 			name: "socket removed",
 			n:    4e7,
-			fault: func(t *testing.T, sock string, px *exec.Cmd) {
+			fault: func(t *testing.T, sock string, px *nodeProxy) {
 				if err := os.Remove(sock); err != nil {
 					t.Fatal(err)
 				}
@@ -542,8 +551,8 @@ func TestFaultNodeProxyGone(t *testing.T) {
 		{
 			name: "proxy restarted",
 			n:    4e9,
-			fault: func(t *testing.T, sock string, px *exec.Cmd) {
-				killProxy(px)
+			fault: func(t *testing.T, sock string, px *nodeProxy) {
+				px.kill()
 				serveNodeProxy(t, sock, allowed)
 			},
 			check: func(t *testing.T, r *bgRun, sock string) {
