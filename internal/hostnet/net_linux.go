@@ -44,7 +44,7 @@ type Network struct {
 	Mode     string // "none", "proxy (built-in)", "proxy (socket PATH)"
 	Binds    [][2]string
 	Forwards []initproc.Forward
-	Publish  []initproc.Forward   // published ports (bwrap's handin_linux.go)
+	Publish  []initproc.Forward   // published ports (handin_linux.go)
 	HandIn   *report.HandInReport // what was handed in; nil for nothing
 	Env      map[string]string
 	Proxy    *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
@@ -58,6 +58,7 @@ type Network struct {
 	wg       sync.WaitGroup
 
 	caCovered []string // system CA bundle paths the run's bundle covers inside (tls_linux.go)
+	closers   []func() // what Close releases last: the hand-ins' pinned sockets
 
 	// Where the netstack's own refusals go (egress_linux.go).
 	audit   io.Writer
@@ -76,6 +77,10 @@ func (n *Network) Close() {
 		n.swept()
 		n.swept = nil
 	}
+	for _, c := range n.closers {
+		c()
+	}
+	n.closers = nil
 }
 
 // Counts is the built-in proxy's counts for the report, nil without one.

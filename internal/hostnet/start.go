@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
+	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -44,6 +45,11 @@ type Request struct {
 	// DualStack (ViaLoopback) holds each port on ::1 as well (see
 	// LoopbackConfig).
 	DualStack bool
+	// Guard (ViaSockets) vets the host paths the network hands in (the
+	// ssh-agent, named sockets, known_hosts): the plan's, which refuses
+	// any in or through a writable directory. Nil: the policy hands in
+	// nothing.
+	Guard *pathguard.Guard
 	// CheckSocket (ViaLoopback), when set, vets a node socket the run
 	// depends on in place of CheckSocket for UID and GID (macOS has its
 	// own).

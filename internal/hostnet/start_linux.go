@@ -7,7 +7,15 @@ import (
 )
 
 func startSockets(ctx context.Context, p policy.Policy, req Request, run Run) (*Network, error) {
-	return SetupNetwork(ctx, p, req.UID, req.GID, req.Root, run.RunID, run.Audit, run.Refusals, run.logger(), run.LookupEnv)
+	n, err := SetupNetwork(ctx, p, req.UID, req.GID, req.Root, run.RunID, run.Audit, run.Refusals, run.logger(), run.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.handIn(p, req, run); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
 }
 
 func startLoopback(ctx context.Context, p policy.Policy, req Request, run Run) (*Loopback, error) {

@@ -103,7 +103,7 @@ func (r *bwRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 		}
 	}
 	return mechanism.Needs{
-		Net:      hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root},
+		Net:      hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Guard: r.pl.Guard},
 		Terminal: r.opts.Terminal != nil,
 	}, nil
 }
@@ -111,7 +111,7 @@ func (r *bwRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 func (r *bwRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {
 	r.nw, r.setup = s.Net.Sockets, s
 	steps := []func(context.Context) error{
-		r.network, r.handIn, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
+		r.network, r.bindNetwork, r.terminal, r.environment, r.limits, r.imageBinds, r.command, r.bwrapArgs,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {

@@ -82,7 +82,7 @@ func (g *gvRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
 	if err := g.setUp(ctx); err != nil {
 		return mechanism.Needs{}, err
 	}
-	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless}}, nil
+	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Guard: g.pl.Guard}}, nil
 }
 
 func (g *gvRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {

@@ -1,4 +1,4 @@
-package bwrap
+package hostnet
 
 import (
 	"io"

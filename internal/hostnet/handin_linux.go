@@ -1,9 +1,10 @@
-package bwrap
+package hostnet
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
-	"github.com/sandbox-run/sandbox-run/mount"
 	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -32,15 +32,26 @@ const (
 	maxKnownHosts = 4 << 20
 )
 
+// handIns is one run's hand-ins being set up on its network.
+type handIns struct {
+	n   *Network
+	p   policy.Policy
+	req Request
+	run Run
+	log *slog.Logger
+}
+
 // handIn sets up what the policy hands in from the host: the filtered
 // ssh-agent and known_hosts, named sockets, host ports and published
 // ports. Each is served by a relay on the host side in the run's runtime
-// directory and bound in; the host paths are vetted by the plan's guard
-// (never in or through a writable directory) and pinned by descriptor.
-func (r *bwRun) handIn(context.Context) error {
-	p, n := r.p, r.nw
+// directory and bound in; the host paths are vetted by req.Guard, the
+// plan's (never in or through a writable directory), and pinned by
+// descriptor. A mechanism binds n.Binds and gives init n.Forwards and
+// n.Publish, whatever the hand-ins are.
+func (n *Network) handIn(p policy.Policy, req Request, run Run) error {
+	h := handIns{n: n, p: p, req: req, run: run, log: run.logger()}
 	rep := &report.HandInReport{}
-	steps := []func(*report.HandInReport) error{r.handInAgent, r.handInSockets, r.handInHostPorts, r.handInPublish}
+	steps := []func(*report.HandInReport) error{h.agent, h.sockets, h.hostPorts, h.publish}
 	for _, s := range steps {
 		if err := s(rep); err != nil {
 			return err
@@ -56,8 +67,8 @@ func (r *bwRun) handIn(context.Context) error {
 // dials /proc/self/fd/N of an O_PATH descriptor of the inode checked, so
 // a socket swapped at the path later is not reached (nor is a server
 // restarted there).
-func (r *bwRun) pin(flag, path string) (string, error) {
-	res, err := r.pl.Guard.CheckRead(path)
+func (h handIns) pin(flag, path string) (string, error) {
+	res, err := h.req.Guard.CheckRead(path)
 	if err != nil {
 		return "", plan.GuardErr(err)
 	}
@@ -73,26 +84,26 @@ func (r *bwRun) pin(flag, path string) (string, error) {
 		f.Close()
 		return "", fault.New(flag+" "+path, "is not a Unix socket", "name the socket itself")
 	}
-	r.undo.Push(func() { f.Close() })
+	h.n.closers = append(h.n.closers, func() { f.Close() })
 	return fmt.Sprintf("/proc/self/fd/%d", f.Fd()), nil
 }
 
-// handInAgent serves the filtered agent and binds known_hosts.
-func (r *bwRun) handInAgent(rep *report.HandInReport) error {
-	p, n := r.p, r.nw
+// agent serves the filtered agent and binds known_hosts.
+func (h handIns) agent(rep *report.HandInReport) error {
+	p, n, req := h.p, h.n, h.req
 	if p.SSHAgent == "" {
 		return nil
 	}
-	target, err := r.pin("--ssh-agent", p.SSHAgent)
+	target, err := h.pin("--ssh-agent", p.SSHAgent)
 	if err != nil {
 		return err
 	}
-	ln, path, err := n.Listen("ssh-agent.sock", r.uid, r.gid, r.root)
+	ln, path, err := n.Listen("ssh-agent.sock", req.UID, req.GID, req.Root)
 	if err != nil {
 		return err
 	}
-	f := &agentfilter.Filter{Agent: target, Audit: r.opts.Audit, RunID: r.runID, Refusals: r.opts.Refusals, Logger: r.log}
-	n.Serve(func(ctx context.Context) error { return f.Serve(ctx, ln) }, r.log, "ssh-agent filter")
+	f := &agentfilter.Filter{Agent: target, Audit: h.run.Audit, RunID: h.run.RunID, Refusals: h.run.Refusals, Logger: h.log}
+	n.Serve(func(ctx context.Context) error { return f.Serve(ctx, ln) }, h.log, "ssh-agent filter")
 	n.Binds = append(n.Binds, [2]string{path, agentInside})
 	n.Env["SSH_AUTH_SOCK"] = agentInside
 	rep.SSHAgent, rep.SSHAgentInside = p.SSHAgent, agentInside
@@ -101,7 +112,7 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	}
 	// A copy in the runtime directory, which the sandbox's uid can read
 	// (the user's ~/.ssh is often not), bound read-only.
-	if err := r.pl.Guard.CheckHost(p.SSHKnownHosts); err != nil {
+	if err := req.Guard.CheckHost(p.SSHKnownHosts); err != nil {
 		return plan.GuardErr(err)
 	}
 	kh, err := pathguard.OpenFile(p.SSHKnownHosts, os.O_RDONLY, 0)
@@ -117,13 +128,8 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	if err := os.WriteFile(cp, text, 0o644); err != nil {
 		return fault.New("cannot copy "+p.SSHKnownHosts, err.Error(), "check that $TMPDIR is writable")
 	}
-	res, err := r.pl.Guard.CheckRead(cp)
-	if err != nil {
-		return plan.GuardErr(err)
-	}
-	if err := r.pl.Bind(mount.ROBind, res, knownHostsInside); err != nil {
-		return fault.New("cannot open "+cp, err.Error(), "check $TMPDIR")
-	}
+	// Bound read-only like the run's sockets, by the mechanism.
+	n.Binds = append(n.Binds, [2]string{cp, knownHostsInside})
 	// ssh finds ~ in the password file, not $HOME, so the file is named
 	// to it: git's ssh through GIT_SSH_COMMAND.
 	if _, set := p.Env["GIT_SSH_COMMAND"]; !set {
@@ -133,64 +139,67 @@ func (r *bwRun) handInAgent(rep *report.HandInReport) error {
 	return nil
 }
 
-// handInSockets relays each named socket, refusing one that grants host
-// root unless it was named unsafe.
-func (r *bwRun) handInSockets(rep *report.HandInReport) error {
-	paths, unsafe := r.p.HandInSockets()
+// sockets relays each named socket, refusing one that grants host root
+// unless it was named unsafe.
+func (h handIns) sockets(rep *report.HandInReport) error {
+	n, req, run := h.n, h.req, h.run
+	paths, unsafe := h.p.HandInSockets()
 	for i, sp := range paths {
-		target, err := r.pin("--unix-socket", sp)
+		target, err := h.pin("--unix-socket", sp)
 		if err != nil {
 			return err
 		}
 		why := grantsRoot(sp, target)
 		if why != "" && !unsafe[sp] {
-			r.opts.Refusals.Add(refusals.Refusal{Kind: refusals.KindSocket, Host: sp, Reason: "socket-grants-root", Why: why,
+			run.Refusals.Add(refusals.Refusal{Kind: refusals.KindSocket, Host: sp, Reason: "socket-grants-root", Why: why,
 				Fix: "--unix-socket-unsafe " + sp})
 			return fault.New("--unix-socket "+sp, "refused: it "+why+", so the command would have host root",
 				"leave it out, or pass --unix-socket-unsafe "+sp+" to hand it in anyway (the report names it unsafe)")
 		}
-		ln, path, err := r.nw.Listen("unix-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := n.Listen("unix-"+strconv.Itoa(i)+".sock", req.UID, req.GID, req.Root)
 		if err != nil {
 			return err
 		}
-		al := &auditListener{Listener: ln, audit: r.opts.Audit, runID: r.runID, event: "unix_socket", fields: map[string]any{"path": sp, "unsafe": why != ""}}
-		r.nw.Serve(func(ctx context.Context) error { return forwarder.Serve(ctx, al, target) }, r.log, "relay to "+sp)
-		r.nw.Binds = append(r.nw.Binds, [2]string{path, sp})
+		al := &auditListener{Listener: ln, audit: run.Audit, runID: run.RunID, event: "unix_socket", fields: map[string]any{"path": sp, "unsafe": why != ""}}
+		n.Serve(func(ctx context.Context) error { return forwarder.Serve(ctx, al, target) }, h.log, "relay to "+sp)
+		n.Binds = append(n.Binds, [2]string{path, sp})
 		rep.Sockets = append(rep.Sockets, report.SocketHandIn{Path: sp, Unsafe: why != "", Why: why})
 	}
 	return nil
 }
 
-// handInHostPorts relays each host port: init listens at the address
-// inside, the relay outside dials the same address on the host.
-func (r *bwRun) handInHostPorts(rep *report.HandInReport) error {
-	for i, h := range r.p.HostPorts {
-		ap, err := policy.ParseHostPort(h)
+// hostPorts relays each host port: init listens at the address inside,
+// the relay outside dials the same address on the host.
+func (h handIns) hostPorts(rep *report.HandInReport) error {
+	n, req, run := h.n, h.req, h.run
+	for i, hp := range h.p.HostPorts {
+		ap, err := policy.ParseHostPort(hp)
 		if err != nil {
-			return fault.New("--host-port "+h, err.Error(), "write --host-port PORT or ADDR:PORT")
+			return fault.New("--host-port "+hp, err.Error(), "write --host-port PORT or ADDR:PORT")
 		}
-		ln, path, err := r.nw.Listen("host-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := n.Listen("host-"+strconv.Itoa(i)+".sock", req.UID, req.GID, req.Root)
 		if err != nil {
 			return err
 		}
-		al := &auditListener{Listener: ln, audit: r.opts.Audit, runID: r.runID, event: "host_port", fields: map[string]any{"addr": ap.String()}}
-		r.nw.Serve(func(ctx context.Context) error { return forwarder.ServeTCP(ctx, al, ap.String()) }, r.log, "host port "+ap.String())
+		al := &auditListener{Listener: ln, audit: run.Audit, runID: run.RunID, event: "host_port", fields: map[string]any{"addr": ap.String()}}
+		n.Serve(func(ctx context.Context) error { return forwarder.ServeTCP(ctx, al, ap.String()) }, h.log, "host port "+ap.String())
 		inside := handInDir + "host-" + strconv.Itoa(i) + ".sock"
-		r.nw.Binds = append(r.nw.Binds, [2]string{path, inside})
+		n.Binds = append(n.Binds, [2]string{path, inside})
 		addr := ap.Addr().String()
-		if h == strconv.Itoa(int(ap.Port())) {
+		if hp == strconv.Itoa(int(ap.Port())) {
 			addr = "" // PORT alone: 127.0.0.1 and ::1, as the proxy's port
 		}
-		r.nw.Forwards = append(r.nw.Forwards, initproc.Forward{Port: int(ap.Port()), Socket: inside, Addr: addr})
+		n.Forwards = append(n.Forwards, initproc.Forward{Port: int(ap.Port()), Socket: inside, Addr: addr})
 		rep.HostPorts = append(rep.HostPorts, ap.String())
 	}
 	return nil
 }
 
-// handInPublish listens on the host's loopback for each published port
-// and pairs its clients with the data connections init opens.
-func (r *bwRun) handInPublish(rep *report.HandInReport) error {
-	for i, s := range r.p.Publish {
+// publish listens on the host's loopback for each published port and
+// pairs its clients with the data connections init opens.
+func (h handIns) publish(rep *report.HandInReport) error {
+	n, req := h.n, h.req
+	for i, s := range h.p.Publish {
 		in, host, err := policy.ParsePublish(s)
 		if err != nil {
 			return fault.New("--publish "+s, err.Error(), "write --publish PORT or PORT:HOSTPORT")
@@ -200,19 +209,19 @@ func (r *bwRun) handInPublish(rep *report.HandInReport) error {
 		if err != nil {
 			return fault.New("--publish "+s, "cannot listen on the host's "+addr+": "+fault.Reason(err), "publish on a free host port: --publish "+strconv.Itoa(int(in))+":HOSTPORT")
 		}
-		ln, path, err := r.nw.Listen("publish-"+strconv.Itoa(i)+".sock", r.uid, r.gid, r.root)
+		ln, path, err := n.Listen("publish-"+strconv.Itoa(i)+".sock", req.UID, req.GID, req.Root)
 		if err != nil {
 			tcp.Close()
 			return err
 		}
-		aw, runID := r.opts.Audit, r.runID
+		aw, runID := h.run.Audit, h.run.RunID
 		onConn := func(a net.Addr) {
 			audit.Event(aw, runID, "publish", map[string]any{"host": addr, "inside": int(in), "peer": a.String(), "decision": "allow"})
 		}
-		r.nw.Serve(func(ctx context.Context) error { return forwarder.ServePublished(ctx, tcp, ln, onConn) }, r.log, "published port "+addr)
+		n.Serve(func(ctx context.Context) error { return forwarder.ServePublished(ctx, tcp, ln, onConn) }, h.log, "published port "+addr)
 		inside := handInDir + "publish-" + strconv.Itoa(i) + ".sock"
-		r.nw.Binds = append(r.nw.Binds, [2]string{path, inside})
-		r.nw.Publish = append(r.nw.Publish, initproc.Forward{Port: int(in), Socket: inside})
+		n.Binds = append(n.Binds, [2]string{path, inside})
+		n.Publish = append(n.Publish, initproc.Forward{Port: int(in), Socket: inside})
 		rep.Published = append(rep.Published, report.PublishedReport{Inside: int(in), Host: addr})
 	}
 	return nil
