@@ -65,22 +65,38 @@ func TestUnixSocketHandIn(t *testing.T) {
 	if !strings.Contains(ctl.stdout, "FROM-a.sock") || !strings.Contains(ctl.stdout, "FROM-b.sock") {
 		t.Fatalf("control: the sockets are not reached unconfined (untested): %q %q", ctl.stdout, ctl.stderr)
 	}
-	w := sandboxtest.WorkDir(t)
-	if r := sandboxed(t, w, probe); strings.Contains(r.stdout, "FROM-") {
-		t.Fatalf("without --unix-socket the sandbox reached a socket: %q", r.stdout)
+	for _, m := range handInMechanisms {
+		t.Run(m.name, func(t *testing.T) {
+			m.need(t)
+			w := sandboxtest.WorkDir(t)
+			if r := sandboxed(t, w, probe, "--sandbox", m.name); strings.Contains(r.stdout, "FROM-") {
+				t.Fatalf("without --unix-socket the sandbox reached a socket: %q", r.stdout)
+			}
+			audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
+			r := sandboxed(t, w, probe, "--sandbox", m.name, "--unix-socket", a, "--audit", audit)
+			if !strings.Contains(r.stdout, "FROM-a.sock") {
+				t.Errorf("--unix-socket %s: not reached: %q %q", a, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout, "FROM-b.sock") {
+				t.Errorf("--unix-socket %s: its sibling b.sock was reached too: %q", a, r.stdout)
+			}
+			ev := auditEvents(t, audit, "unix_socket")
+			if len(ev) != 1 || ev[0]["path"] != a {
+				t.Errorf("audit: unix_socket events %v, want one for %s", ev, a)
+			}
+		})
 	}
-	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
-	r := sandboxed(t, w, probe, "--unix-socket", a, "--audit", audit)
-	if !strings.Contains(r.stdout, "FROM-a.sock") {
-		t.Errorf("--unix-socket %s: not reached: %q %q", a, r.stdout, r.stderr)
-	}
-	if strings.Contains(r.stdout, "FROM-b.sock") {
-		t.Errorf("--unix-socket %s: its sibling b.sock was reached too: %q", a, r.stdout)
-	}
-	ev := auditEvents(t, audit, "unix_socket")
-	if len(ev) != 1 || ev[0]["path"] != a {
-		t.Errorf("audit: unix_socket events %v, want one for %s", ev, a)
-	}
+}
+
+// handInMechanisms are the mechanisms that hand in sockets, the
+// ssh-agent and ports, each with its gate: bwrap and gVisor, whose
+// networks hostnet sets up alike.
+var handInMechanisms = []struct {
+	name string
+	need func(*testing.T)
+}{
+	{"bwrap", needBwrap},
+	{"gvisor", func(t *testing.T) { sandboxtest.Runsc(t) }},
 }
 
 // TestRootSocketRefused: a socket that grants host root is refused with
@@ -169,26 +185,44 @@ func TestHostPort(t *testing.T) {
 	if r := unconfined(t, sandboxtest.WorkDir(t), probe); !strings.Contains(r.stdout, "CANARY-REACHED") {
 		t.Fatalf("control: the service is not reached unconfined (untested): %q %q", r.stdout, r.stderr)
 	}
-	w := sandboxtest.WorkDir(t)
-	if r := sandboxed(t, w, probe); strings.Contains(r.stdout, "CANARY-REACHED") {
-		t.Fatalf("without --host-port the sandbox reached the host's loopback: %q", r.stdout)
+	for _, m := range handInMechanisms {
+		t.Run(m.name, func(t *testing.T) {
+			m.need(t)
+			w := sandboxtest.WorkDir(t)
+			if r := sandboxed(t, w, probe, "--sandbox", m.name); strings.Contains(r.stdout, "CANARY-REACHED") {
+				t.Fatalf("without --host-port the sandbox reached the host's loopback: %q", r.stdout)
+			}
+			audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
+			before := c.count.Load()
+			r := sandboxed(t, w, probe, "--sandbox", m.name, "--host-port", fmt.Sprint(c.port()), "--audit", audit)
+			if !strings.Contains(r.stdout, "CANARY-REACHED") {
+				t.Errorf("--host-port %d: not reached: %q %q", c.port(), r.stdout, r.stderr)
+			}
+			if n := c.count.Load() - before; n != 1 {
+				t.Errorf("the service saw %d connections, want 1", n)
+			}
+			if ev := auditEvents(t, audit, "host_port"); len(ev) != 1 || ev[0]["addr"] != fmt.Sprintf("127.0.0.1:%d", c.port()) {
+				t.Errorf("audit: host_port events %v, want one", ev)
+			}
+			// A port sandbox-run's own init serves inside is refused.
+			oneLine(t, sandboxed(t, w, "true", "--sandbox", m.name, "--host-port", "3128"), "host-port", "3128", "egress proxy")
+		})
 	}
-	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
-	r := sandboxed(t, w, probe, "--host-port", fmt.Sprint(c.port()), "--audit", audit)
-	if !strings.Contains(r.stdout, "CANARY-REACHED") {
-		t.Errorf("--host-port %d: not reached: %q %q", c.port(), r.stdout, r.stderr)
-	}
-	if ev := auditEvents(t, audit, "host_port"); len(ev) != 1 || ev[0]["addr"] != fmt.Sprintf("127.0.0.1:%d", c.port()) {
-		t.Errorf("audit: host_port events %v, want one", ev)
-	}
-	// A port sandbox-run's own init serves inside is refused.
-	oneLine(t, sandboxed(t, w, "true", "--host-port", "3128"), "host-port", "3128", "egress proxy")
 }
 
 // TestPublish: --publish makes a server inside reachable on the host's
 // loopback. Control: without the flag the host's connection is refused.
 func TestPublish(t *testing.T) {
-	needBwrap(t)
+	for _, m := range handInMechanisms {
+		t.Run(m.name, func(t *testing.T) {
+			m.need(t)
+			publish(t, m.name)
+		})
+	}
+}
+
+// publish is TestPublish under one mechanism.
+func publish(t *testing.T, mode string) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +232,7 @@ func TestPublish(t *testing.T) {
 	serve := `cd /tmp && echo PUBLISHED-OK > f.txt && exec timeout 8 python3 -m http.server -b 127.0.0.1 8000 >/dev/null 2>&1`
 	fetch := func(publish bool) (string, error) {
 		w := sandboxtest.WorkDir(t)
-		args := []string{"run", "--workdir", w}
+		args := []string{"run", "--workdir", w, "--sandbox", mode}
 		if publish {
 			args = append(args, "--publish", fmt.Sprintf("8000:%d", hostPort))
 		}

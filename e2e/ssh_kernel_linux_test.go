@@ -109,7 +109,6 @@ func pollUntil(d time.Duration, cond func() bool) bool {
 // it is refused (the key came only through the filter); without the
 // --allow-host entry it cannot connect, and the fix is named.
 func TestSSHGitThroughAgent(t *testing.T) {
-	needBwrap(t)
 	f := newSSHFixture(t)
 	url := fmt.Sprintf("ssh://root@%s/%s", f.host.Addr, f.repo)
 	hostClone := filepath.Join(sandboxtest.WorkDir(t), "c")
@@ -127,20 +126,31 @@ git clone -q %s repo 2>&1
 cd repo
 echo hello > f.txt
 git add f.txt
-git -c user.name=t -c user.email=t@example.invalid commit -qm from-sandbox
-git push -q origin HEAD:main 2>&1
+git -c user.name=t -c user.email=t@example.invalid commit -qm from-sandbox-$1
+git push -q origin HEAD:main-$1 2>&1
 echo PUSHED
 ssh-add -l
 ssh-add -D 2>&1 && echo REMOVED || echo REMOVE-REFUSED`, url)
 	env := []string{"SSH_AUTH_SOCK=" + f.agent, "HOME=" + f.home}
 	allow := "--allow-host=" + f.host.Addr.String() + ":22"
+	for _, m := range handInMechanisms {
+		t.Run(m.name, func(t *testing.T) {
+			m.need(t)
+			sshThroughAgent(t, f, url, script, env, allow, m.name)
+		})
+	}
+}
+
+// sshThroughAgent is TestSSHGitThroughAgent's sandboxed part under one
+// mechanism (mode), with its controls.
+func sshThroughAgent(t *testing.T, f *sshFixture, url, script string, env []string, allow, mode string) {
 	w := sandboxtest.WorkDir(t)
 	audit := filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")
-	r := runEnv(t, env, "", "run", "--workdir", w, allow, "--ssh-agent", "--audit", audit, "--", "sh", "-c", script)
+	r := runEnv(t, env, "", "run", "--workdir", w, "--sandbox", mode, allow, "--ssh-agent", "--audit", audit, "--", "sh", "-c", script, "sh", mode)
 	if !strings.Contains(r.stdout, "PUSHED") {
 		t.Fatalf("clone and push through the filtered agent failed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if log := sh(t, "", "git", "--git-dir", f.repo, "log", "--format=%s", "main"); !strings.Contains(log, "from-sandbox") {
+	if log := sh(t, "", "git", "--git-dir", f.repo, "log", "--format=%s", "main-"+mode); !strings.Contains(log, "from-sandbox-"+mode) {
 		t.Errorf("the pushed commit is not in the server's repository: %q", log)
 	}
 	if !strings.Contains(r.stdout, "REMOVE-REFUSED") || !strings.Contains(r.stderr, "remove all identities") {
@@ -153,11 +163,11 @@ ssh-add -D 2>&1 && echo REMOVED || echo REMOVE-REFUSED`, url)
 		t.Errorf("audit: %d signatures, want one per ssh connection (clone, push)", len(ev))
 	}
 
-	r = runEnv(t, env, "", "run", "--workdir", sandboxtest.WorkDir(t), allow, "--", "sh", "-c", "git clone -q "+url+" repo 2>&1; echo CLONE-EXIT=$?")
+	r = runEnv(t, env, "", "run", "--workdir", sandboxtest.WorkDir(t), "--sandbox", mode, allow, "--", "sh", "-c", "git clone -q "+url+" repo 2>&1; echo CLONE-EXIT=$?")
 	if !strings.Contains(r.stdout, "CLONE-EXIT=128") {
 		t.Errorf("control: without --ssh-agent the clone did not fail: %q %q", r.stdout, r.stderr)
 	}
-	r = runEnv(t, env, "", "run", "--workdir", sandboxtest.WorkDir(t), "--allow-host", "example.org", "--ssh-agent", "--", "sh", "-c", "git clone -q "+url+" repo 2>&1; echo CLONE-EXIT=$?")
+	r = runEnv(t, env, "", "run", "--workdir", sandboxtest.WorkDir(t), "--sandbox", mode, "--allow-host", "example.org", "--ssh-agent", "--", "sh", "-c", "git clone -q "+url+" repo 2>&1; echo CLONE-EXIT=$?")
 	if !strings.Contains(r.stdout, "CLONE-EXIT=128") || !strings.Contains(r.stderr, "--allow-host "+f.host.Addr.String()+":22") {
 		t.Errorf("control: without the --allow-host entry: %q, stderr %q (want the clone refused and the flag named)", r.stdout, r.stderr)
 	}

@@ -124,9 +124,9 @@ func (p Policy) validateHandIn() error {
 		}
 		hostSeen[host] = true
 	}
-	if p.hasHandIn() && p.Sandbox != "" && p.Sandbox != ModeAuto && p.Sandbox != ModeBwrap {
+	if p.hasHandIn() && p.Sandbox != "" && p.Sandbox != ModeAuto && p.Sandbox != ModeBwrap && p.Sandbox != ModeGvisor {
 		return invalid("sandbox", fmt.Sprintf("%s does not hand in sockets, the ssh-agent or ports yet", p.Sandbox),
-			"use --sandbox bwrap, or leave out --ssh-agent, --unix-socket, --host-port and --publish")
+			"use --sandbox bwrap or --sandbox gvisor, or leave out --ssh-agent, --unix-socket, --host-port and --publish")
 	}
 	return nil
 }

@@ -60,8 +60,10 @@ func TestValidateHandIn(t *testing.T) {
 		{"publish loops onto a host port", HandIn{HostPorts: []string{"9000"}, Publish: []string{"80:9000"}}, "", false},
 		{"publish twice", HandIn{Publish: []string{"80:9000", "81:9000"}}, "", false},
 		{"relative socket", HandIn{UnixSockets: []string{"a.sock"}}, "", false},
-		{"under gvisor", HandIn{UnixSockets: []string{"/run/a.sock"}}, ModeGvisor, false},
+		{"under gvisor", HandIn{UnixSockets: []string{"/run/a.sock"}}, ModeGvisor, true},
 		{"under bwrap", HandIn{UnixSockets: []string{"/run/a.sock"}}, ModeBwrap, true},
+		{"under landlock", HandIn{UnixSockets: []string{"/run/a.sock"}}, ModeLandlock, false},
+		{"publish under seatbelt", HandIn{Publish: []string{"80"}}, ModeSeatbelt, false},
 	}
 	for _, tt := range tests {
 		p := base

@@ -83,6 +83,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if err != nil {
 		return nil, err
 	}
+	rep.HandIn = nw.HandIn()
 	stamp(rep, p, cfg.RunID)
 	if opts.DryRun != nil {
 		m.Describe(opts.DryRun)

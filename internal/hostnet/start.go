@@ -104,6 +104,14 @@ func (n Net) Close() {
 	}
 }
 
+// HandIn is what the network hands in for the report, nil for nothing.
+func (n Net) HandIn() *report.HandInReport {
+	if n.Sockets != nil {
+		return n.Sockets.HandIn
+	}
+	return nil
+}
+
 // Counts is the built-in proxy's counts for the report, nil without one.
 // Call it after Close.
 func (n Net) Counts() *report.EgressCounts {

@@ -11,7 +11,9 @@ import (
 )
 
 // Network is Linux's network namespace side; elsewhere there is none.
-type Network struct{}
+type Network struct {
+	HandIn *report.HandInReport // always nil here
+}
 
 // Close does nothing: there is no Network here.
 func (*Network) Close() {}

@@ -10,7 +10,9 @@ import (
 
 // Network and Loopback are the Unix networks; Windows has neither.
 type (
-	Network  struct{}
+	Network struct {
+		HandIn *report.HandInReport // always nil here
+	}
 	Loopback struct{}
 )
 

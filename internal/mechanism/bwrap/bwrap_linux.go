@@ -357,7 +357,6 @@ func (r *bwRun) buildReport() {
 		RunID:      r.runID,
 		Network:    r.nw.Mode,
 		AllowHosts: p.AllowHosts,
-		HandIn:     r.nw.HandIn,
 		TLS:        r.nw.TLSReport(p),
 		Notes:      pl.Notes,
 		Seccomp:    &report.SeccompReport{Digest: r.prog.Digest(), Arch: r.arch.String(), Ptrace: p.Ptrace, Readback: -1},

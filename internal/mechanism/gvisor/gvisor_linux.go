@@ -281,7 +281,7 @@ func (g *gvRun) prepareSpec(context.Context) error {
 	if err != nil {
 		return err
 	}
-	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.Forwards, Tun: tun, Command: g.cmd}
+	initCfg := initproc.Config{StatusFD: -1, StatusSocket: gvStatusInside, StderrFD: 2, Forward: nw.Forwards, Publish: nw.Publish, Tun: tun, Command: g.cmd}
 	mounts := append(append(append([]mount.Step(nil), pl.Mounts...), extra...), pl.Late...)
 	if g.img != nil {
 		if mounts, err = plan.ImageMounts(g.img.Rootfs, mounts); err != nil {
