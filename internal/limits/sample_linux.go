@@ -78,7 +78,21 @@ type Usage struct {
 // sandbox's private /tmp and /dev/shm; a /dev/shm listed there is not
 // counted again by descriptor.
 func Sample(ctx context.Context, rootPID int, l Limits, interval IntervalFunc, tmpfs ...string) (<-chan Exceeded, error) {
-	return sample(ctx, walker{root: rootPID, tmpfs: tmpfs}, l, interval)
+	return sample(ctx, walker{root: rootPID, tmpfs: tmpfs, hostDevs: devices(tmpfs)}, l, interval)
+}
+
+// devices are the devices of paths as this process sees them (0 for one
+// it cannot stat): a file system rootPID sees at the same path on the same
+// device is this host's, not the sandbox's own.
+func devices(paths []string) []uint64 {
+	devs := make([]uint64, len(paths))
+	for i, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil {
+			devs[i] = st.Dev
+		}
+	}
+	return devs
 }
 
 // SampleGVisor is Sample for runsc's process tree (runsc run, its gofer
@@ -198,6 +212,10 @@ type walker struct {
 	// tmpfs are the paths, inside root's mount namespace, of the tmpfs
 	// file systems whose use counts as the tree's memory.
 	tmpfs []string
+	// hostDevs are the devices of tmpfs's paths as sandbox-run sees
+	// them: until the sandbox has mounted its own (while bwrap sets it
+	// up), root sees the host's there, which is not the tree's to count.
+	hostDevs []uint64
 	// scan is set once /proc/PID/task/TID/children is found missing
 	// (CONFIG_PROC_CHILDREN=n): the tree is then built from every
 	// process's parent pid.
@@ -251,9 +269,9 @@ func (w *walker) held() int64 {
 	var sum int64
 	countShm := true
 	prefix := "/proc/" + strconv.Itoa(w.root) + "/root"
-	for _, t := range w.tmpfs {
+	for i, t := range w.tmpfs {
 		var st unix.Statfs_t
-		if unix.Statfs(prefix+t, &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		if unix.Statfs(prefix+t, &st) != nil || st.Type != unix.TMPFS_MAGIC || w.hostFS(i, prefix+t) {
 			continue
 		}
 		sum += int64(st.Blocks-st.Bfree) * st.Bsize
@@ -266,6 +284,16 @@ func (w *walker) held() int64 {
 		sum += w.heldByFD(p, countShm, seen)
 	}
 	return sum
+}
+
+// hostFS says whether path (w.tmpfs[i] as root sees it) is the host's
+// file system at that path, not one of the sandbox's own.
+func (w *walker) hostFS(i int, path string) bool {
+	if i >= len(w.hostDevs) || w.hostDevs[i] == 0 {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Stat(path, &st) != nil || st.Dev == w.hostDevs[i]
 }
 
 // heldByFD sums the allocated size of the memfds (and, with shm, the
