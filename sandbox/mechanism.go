@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
+	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/terminal"
 	"github.com/sandbox-run/sandbox-run/policy"
@@ -57,8 +58,11 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	if _, lends := m.(mechanism.OwnerLender); opts.MapOwner && !lends {
 		return nil, fault.New("--map-owner", "only bwrap on Linux lends the workdir's owner", "pass --sandbox bwrap, or leave out --map-owner")
 	}
-	defer func() { m.Close(res) }()
-	needs, err := m.Prepare(ctx)
+	settle := func(*Result) {}
+	// The plan outlives the mechanism: its protected paths are settled
+	// once the sandbox is gone.
+	defer func() { m.Close(res); settle(res) }()
+	needs, err := prepare(ctx, m, p, cfg, &settle)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +122,37 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	}
 	audit.Event(opts.Audit, rep.RunID, "run_end", end)
 	return res, err
+}
+
+// prepare asks the mechanism what it can enforce here (Probe), plans the
+// run once as it asks (the state dirs, the mount plan under the
+// protection journal, the limits) and hands the plan to its Prepare;
+// settle is set to what releases the plan once the sandbox is gone.
+func prepare(ctx context.Context, m mechanism.Mechanism, p policy.Policy, cfg mechanism.Config, settle *func(*Result)) (mechanism.Needs, error) {
+	host, err := m.Probe(ctx)
+	if err != nil {
+		return mechanism.Needs{}, err
+	}
+	pd, s, err := planPaths(p, host, cfg)
+	if err != nil {
+		return mechanism.Needs{}, err
+	}
+	*settle = s
+	if pd.Limits, pd.DefaultMemory, err = planLimits(pd.Policy, host.Ceilings); err != nil {
+		return mechanism.Needs{}, err
+	}
+	return m.Prepare(ctx, pd)
+}
+
+// planLimits is the run's limits: the policy's with the default
+// ceilings where the mechanism holds them (mechanism.RunLimits, which
+// refuses a host whose memory it cannot read), the policy's alone
+// elsewhere.
+func planLimits(p policy.Policy, ceilings bool) (limits.Limits, bool, error) {
+	if ceilings {
+		return mechanism.RunLimits(p)
+	}
+	return mechanism.PolicyLimits(p), false, nil
 }
 
 // openTerminal gives the command a pseudo-terminal of its own, relayed to

@@ -132,10 +132,19 @@ func TestReportGoldenTierZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	needs, err := r.Prepare(context.Background())
+	host, err := r.Probe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if host.Layout != nil {
+		t.Fatalf("tier 0 asked for a mount plan (%+v): it binds nothing", *host.Layout)
+	}
+	settle := func(*Result) {}
+	needs, err := prepare(context.Background(), r, p, mechanism.Config{}, &settle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(nil)
 	if needs.Net.Kind != hostnet.NoNetwork || needs.Terminal {
 		t.Fatalf("tier 0 asked for %+v: its command has the host's network and the caller's streams", needs)
 	}

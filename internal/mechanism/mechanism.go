@@ -21,6 +21,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -205,7 +206,8 @@ func PidsCeiling(p policy.Policy) int64 {
 // default. It fails when the host's memory cannot be read: a run never
 // goes without the ceiling it would report.
 func RunLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error) {
-	l = limits.Limits{Memory: max(p.Memory, 0), Pids: PidsCeiling(p), NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
+	l = PolicyLimits(p)
+	l.Pids = PidsCeiling(p)
 	if p.Memory == 0 {
 		if l.Memory, err = limits.DefaultMemory(); err != nil {
 			return l, false, fault.New("cannot set the default memory ceiling", err.Error(), "pass --memory SIZE, or --memory none for no ceiling")
@@ -213,6 +215,12 @@ func RunLimits(p policy.Policy) (l limits.Limits, defaultMemory bool, err error)
 		defaultMemory = true
 	}
 	return l, defaultMemory, nil
+}
+
+// PolicyLimits is the run's limits as the policy sets them, without the
+// default ceilings (a memory ceiling turned off is none).
+func PolicyLimits(p policy.Policy) limits.Limits {
+	return limits.Limits{Memory: max(p.Memory, 0), Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
 }
 
 // TimeoutLimit is the report's line for the policy's Timeout, which Run's
@@ -248,16 +256,26 @@ func NewRunID() string {
 // landlock, gvisor, seatbelt or none (tier 0). Package sandbox drives each
 // one through the same steps, so that what a run checks, serves,
 // supervises, classifies, reports and audits does not depend on which
-// mechanism ran it: Prepare; what it Needs, which the skeleton sets up and
-// takes down (the network, the terminal); Attach; Start; the one
-// supervision loop (Supervise) over the Process Start returned; Finish,
-// whose Ended the skeleton classifies; Close in every case.
+// mechanism ran it: Probe, which says what it can enforce on this host
+// (its Host); the plan the skeleton builds once as the Host asks (the
+// state dirs, the mount plan under the protection journal, the limits);
+// Prepare with it; what it Needs, which the skeleton sets up and takes
+// down (the network, the terminal); Attach; Start; the one supervision
+// loop (Supervise) over the Process Start returned; Finish, whose Ended
+// the skeleton classifies; Close in every case, then the plan's release.
 type Mechanism interface {
-	// Prepare checks the host and sets up what comes before the network:
-	// the binaries, who the sandbox runs as, the policy's state dirs and
-	// the plan. It returns what the run needs of the skeleton. An error
-	// means the command never runs.
-	Prepare(ctx context.Context) (Needs, error)
+	// Probe checks the host and says what the mechanism can enforce on
+	// it for this run: it finds its binaries, refuses what of the policy
+	// it cannot hold, and picks who the sandbox runs as and how its plan
+	// is laid out. An error means the command never runs.
+	Probe(ctx context.Context) (Host, error)
+	// Prepare sets up what comes before the network from what the
+	// skeleton planned as Probe asked: the policy with its state dirs,
+	// the plan and the limits. It returns what the run needs of the
+	// skeleton. The plan is the skeleton's: the mechanism may add to it
+	// (Plan.Bind) but never closes it. An error means the command never
+	// runs.
+	Prepare(ctx context.Context, pl Planned) (Needs, error)
 	// Attach sets up everything else short of starting the command with
 	// what the skeleton set up as Prepare asked: the network's sockets or
 	// ports bound in, its variables and the terminal in the command's
@@ -300,6 +318,40 @@ type New func(p policy.Policy, cmd []string, cfg Config) (Mechanism, error)
 type OwnerLender interface {
 	Mechanism
 	LendsOwner()
+}
+
+// Host is what a mechanism found it can enforce on this host for a run,
+// and what the skeleton is to plan for it.
+type Host struct {
+	// UID and GID are the host ids the sandbox's files are accessed as;
+	// Root says sandbox-run runs as root.
+	UID, GID int
+	Root     bool
+	// Layout, when set, asks for the run's mount plan (package plan),
+	// built once by the skeleton with the policy's state dirs (sessions'
+	// homes, caches) and the protection journal; nil: the mechanism takes
+	// no plan (tier 0; Seatbelt, which renders its profile from the
+	// policy).
+	Layout *plan.Layout
+	// Ceilings says the mechanism holds the default memory and process
+	// ceilings here (RunLimits): a run it cannot give them is refused
+	// rather than run without them. Without it only the policy's own
+	// limits are planned.
+	Ceilings bool
+}
+
+// Planned is what the skeleton planned for a run, as the mechanism's
+// Host asked.
+type Planned struct {
+	// Policy is the run's policy with its state dirs made (PrepareState
+	// for a Layout; the caller's policy otherwise).
+	Policy policy.Policy
+	// Plan is the run's mount plan; nil without a Layout.
+	Plan *plan.Plan
+	// Limits are the run's limits; DefaultMemory says the memory ceiling
+	// is RunLimits' default, not the policy's.
+	Limits        limits.Limits
+	DefaultMemory bool
 }
 
 // Needs is what a mechanism asks the skeleton to set up for its run.

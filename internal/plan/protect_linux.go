@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"errors"
 	"io"
 	"os"
 
+	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostwalk"
 	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/pathguard"
@@ -53,23 +55,68 @@ func (f *hostFacts) gatherProtect(p policy.Policy, g *pathguard.Guard, writable 
 	return nil
 }
 
-// StartProtection sweeps what ended runs left to neutralise, builds the
-// plan (through mk) and records the run's journal, all under the journal
-// lock, so that no run starts on a path another one is quarantining.
-// Without a cache directory there is no journal: the run neutralises what
-// its own command created as it ends, whatever runs alongside.
-func StartProtection(p policy.Policy, cache, runID string, dry bool, aw io.Writer, h protect.Hooks, mk func() (*Plan, error)) (*Plan, *protect.Pending, error) {
+// Journal is where and how a run records its protected paths (see
+// package protect): the cache directory that keeps the journals (""
+// keeps none), the run's id, a dry run (nothing recorded), the audit and
+// the tests' hooks.
+type Journal struct {
+	Cache, RunID string
+	Dry          bool
+	Audit        io.Writer
+	Hooks        protect.Hooks
+}
+
+// Start builds the run's plan for p as l asks (NewLending, its walks
+// through rv's memo, nil: none) for a sandbox whose files are accessed as
+// uid/gid, and records the run's journal: it sweeps what ended runs left
+// to neutralise, builds the plan and records the journal all under the
+// journal lock, so that no run starts on a path another one is
+// quarantining. With l.Copies it keeps a copy of every protected path the
+// plan holds (Prot.SnapDir, Prot.Held). Without a cache directory there
+// is no journal: the run neutralises what its own command created as it
+// ends, whatever runs alongside. The Pending is settled once the sandbox
+// is gone.
+func Start(rv *pathguard.Resolver, p policy.Policy, own []string, uid, gid int, l Layout, j Journal) (*Plan, *protect.Pending, error) {
 	var pl *Plan
-	pend, err := protect.Start(cache, runID, dry, aw, h, func() ([]string, protect.State, func(), error) {
+	pend, err := protect.Start(j.Cache, j.RunID, j.Dry, j.Audit, j.Hooks, func() ([]string, protect.State, func(), error) {
 		var err error
-		if pl, err = mk(); err != nil {
+		if pl, err = NewLending(rv, p, own, l.ByFD, l.FDBase, uid, gid, l.Size, l.Lent); err != nil {
 			return nil, protect.State{}, nil, err
 		}
-		return pl.Writable, pl.Prot, pl.Close, nil
+		if !l.Copies || len(pl.Protected) == 0 {
+			return pl.Writable, pl.Prot, pl.Close, nil
+		}
+		undo, err := keepCopies(pl, j)
+		if err != nil {
+			pl.Close()
+			return nil, protect.State{}, nil, err
+		}
+		return pl.Writable, pl.Prot, undo, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	pl.Quarantined = pend.Started()
 	return pl, pend, nil
+}
+
+// keepCopies keeps a copy of each of pl's protected paths in a snapshot
+// directory of the run's, and returns what undoes the plan with them.
+func keepCopies(pl *Plan, j Journal) (func(), error) {
+	dir, err := protect.SnapshotDir(j.Cache, j.RunID)
+	if err != nil {
+		return nil, fault.New("cannot keep copies of the protected paths", err.Error(),
+			"make the cache directory ($XDG_CACHE_HOME, else ~/.cache) your own and writable")
+	}
+	held, err := protect.Snapshot(dir, pl.Protected)
+	if err != nil {
+		os.RemoveAll(dir)
+		fix := "check the path's permissions"
+		if errors.Is(err, protect.ErrSnapBounds) {
+			fix = "use --sandbox bwrap, which holds it read-only in place, or run in a directory without it"
+		}
+		return nil, fault.New("--sandbox landlock cannot keep a copy of a protected path", err.Error(), fix)
+	}
+	pl.Prot.SnapDir, pl.Prot.Held = dir, held
+	return func() { pl.Close(); os.RemoveAll(dir) }, nil
 }

@@ -19,9 +19,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
 	"github.com/sandbox-run/sandbox-run/internal/ociimage"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
-	"github.com/sandbox-run/sandbox-run/internal/protect"
 	"github.com/sandbox-run/sandbox-run/mount"
-	"github.com/sandbox-run/sandbox-run/pathguard"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
 )
@@ -35,9 +33,6 @@ type bwRun struct {
 	opts mechanism.Config
 	log  *slog.Logger
 	undo mechanism.Cleanups
-	// stderr is the caller's, for the quarantine's lines after the run
-	// (opts.Stderr becomes the terminal's, gone by then).
-	stderr *os.File
 
 	path     string // the bwrap binary
 	info     *bw.Info
@@ -47,9 +42,9 @@ type bwRun struct {
 	root     bool // sandbox-run runs as root; the sandbox as uid, gid
 	runID    string
 	pl       *plan.Plan
-	img      *ociimage.Image // the root file system's image (--image); nil: the host's
-	lend     *ownerLend      // --map-owner; nil: none
-	pend     *protect.Pending
+	img      *ociimage.Image   // the root file system's image (--image); nil: the host's
+	lend     *ownerLend        // --map-owner; nil: none
+	planned  mechanism.Planned // the skeleton's plan, as Prepare got it
 	nw       *hostnet.Network
 	tty      bool // the command's streams are the skeleton's terminal
 	env      []string
@@ -78,26 +73,31 @@ type bwRun struct {
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
-	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.Log(), stderr: opts.Stderr}, nil
+	return &bwRun{p: p, cmd: cmd, opts: opts, log: opts.Log()}, nil
 }
 
-func (r *bwRun) Close(res *mechanism.Result) {
-	r.undo.Run()
-	r.finishProtection(res)
-}
+func (r *bwRun) Close(*mechanism.Result) { r.undo.Run() }
 
-// finishProtection settles the run's end for protected paths (see
-// protect.Pending.Finish) once the sandbox is gone; a no-op after the
-// first call.
-func (r *bwRun) finishProtection(res *mechanism.Result) {
-	if r.pend != nil {
-		rep, code := res.Parts()
-		r.pend.Finish(rep, code, r.stderr)
+func (r *bwRun) Probe(ctx context.Context) (mechanism.Host, error) {
+	for _, step := range []func(context.Context) error{r.tools, r.ids, r.checkMapOwner} {
+		if err := step(ctx); err != nil {
+			return mechanism.Host{}, err
+		}
 	}
+	l := &plan.Layout{ByFD: r.info.Features.BindFD, FDBase: fdBinds, Size: r.info.Features.Size}
+	if r.opts.MapOwner {
+		l.Lent = r.p.Workdir
+	}
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root, Layout: l, Ceilings: true}, nil
 }
 
-func (r *bwRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
-	for _, step := range []func(context.Context) error{r.tools, r.ids, r.checkMapOwner, r.image, r.protection, r.lendOwner} {
+func (r *bwRun) Prepare(ctx context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+	r.p, r.pl, r.runID, r.planned = pd.Policy, pd.Plan, r.opts.RunID, pd
+	if len(r.p.Read) > 0 {
+		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", r.pl.Scan.Entries,
+			"elapsed", r.pl.Scan.Elapsed, "covered", len(r.pl.Scan.Covered))
+	}
+	for _, step := range []func(context.Context) error{r.image, r.lendOwner} {
 		if err := step(ctx); err != nil {
 			return mechanism.Needs{}, err
 		}
@@ -172,41 +172,6 @@ func (r *bwRun) ids(context.Context) (err error) {
 	return err
 }
 
-// protection makes the session's state, then the mount plan under the
-// run journals' lock.
-func (r *bwRun) protection(context.Context) error {
-	p, own, err := plan.PrepareState(r.p, r.opts.DataDir, r.uid, r.gid)
-	if err != nil {
-		return err
-	}
-	r.p = p
-	r.runID = r.opts.RunID
-	features := r.info.Features
-	rv := r.opts.Resolver
-	if len(own) > 0 {
-		// prepareState has just made (or set aside and made again) the
-		// session's and caches' directories: walk them afresh.
-		rv = pathguard.NewResolver()
-	}
-	pl, pend, err := plan.StartProtection(p, r.opts.BwrapCache, r.runID, r.opts.DryRun != nil, r.opts.Audit, r.opts.Protect, func() (*plan.Plan, error) {
-		lent := ""
-		if r.opts.MapOwner {
-			lent = p.Workdir
-		}
-		return plan.NewLending(rv, p, own, features.BindFD, fdBinds, r.uid, r.gid, features.Size, lent)
-	})
-	if err != nil {
-		return err
-	}
-	r.pl, r.pend = pl, pend
-	r.undo.Push(pl.Close)
-	if len(p.Read) > 0 {
-		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", pl.Scan.Entries,
-			"elapsed", pl.Scan.Elapsed, "covered", len(pl.Scan.Covered))
-	}
-	return nil
-}
-
 // network plans transparent egress on the run's network, when it has
 // an allow-list.
 func (r *bwRun) network(context.Context) error {
@@ -251,7 +216,7 @@ func (r *bwRun) environment(context.Context) error {
 }
 
 func (r *bwRun) limits(context.Context) error {
-	lim, cg, err := setupLimits(r.p, r.runID)
+	lim, cg, err := setupLimits(r.planned, r.runID)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
-	"github.com/sandbox-run/sandbox-run/policy"
 )
 
 // watchLimits starts whatever watches the run's limits beyond the kernel's
@@ -121,11 +120,8 @@ const OverheadTasks = 8
 // the host's (the same uid's other processes, other sandboxes). On older
 // kernels it is sampled. The command is never host root, whom the kernel
 // would exempt.
-func setupLimits(p policy.Policy, runID string) (limits.Plan, *limits.Cgroup, error) {
-	l, defMem, err := mechanism.RunLimits(p)
-	if err != nil {
-		return limits.Plan{}, nil, err
-	}
+func setupLimits(pd mechanism.Planned, runID string) (limits.Plan, *limits.Cgroup, error) {
+	p, l, defMem := pd.Policy, pd.Limits, pd.DefaultMemory
 	env := limits.Env{OverheadTasks: OverheadTasks, UserNS: limits.NProcPerUserNS(), DefaultMemory: defMem}
 	// Every process of the sandbox inherits sandbox-run's own hard
 	// RLIMIT_NPROC, and counts against it inside its user namespace: a

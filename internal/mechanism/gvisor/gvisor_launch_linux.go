@@ -56,7 +56,7 @@ func (g *gvRun) newReport(runID string, ver oci.Version, env []string, lims []re
 	}
 	r.Notes = append(r.Notes, "binds by path: runsc's gofer opens each source when the sandbox starts (no bind by descriptor)",
 		"the command's stderr reaches the caller through a pipe (runsc's own messages are held until the command starts)")
-	if gvMemory(g.p) > 0 {
+	if g.memory > 0 {
 		r.Notes = append(r.Notes, "sampled memory counts runsc's memory file (all the command's memory, its tmpfs and memfds included) once, plus runsc's processes' anonymous memory")
 	}
 	r.Tmpfs = []report.TmpfsReport{
@@ -296,7 +296,7 @@ func (g *gvRun) onStart(ctx context.Context, c *exec.Cmd, rl *mechanism.StderrRe
 // memory ceiling; a nil channel when there is none, or when runsc has
 // already ended (nothing left to hold).
 func (g *gvRun) watchMemory(ctx context.Context, pid int) (<-chan limits.Exceeded, error) {
-	m := gvMemory(g.p)
+	m := g.memory
 	if m == 0 {
 		return nil, nil
 	}

@@ -57,30 +57,41 @@ type gvRun struct {
 	spec     oci.Bundle
 	undo     mechanism.Cleanups
 	uid, gid int
-	res      *mechanism.Result // what run returned, for the quarantine's lines
-	img      *ociimage.Image   // the root file system's image; nil: the host's
-	tun      *gvTun            // transparent egress's host end; nil for none
-	proc     *gvProc           // runsc run, once started
+	img      *ociimage.Image // the root file system's image; nil: the host's
+	tun      *gvTun          // transparent egress's host end; nil for none
+	proc     *gvProc         // runsc run, once started
 	// What Prepare learnt for Attach: runsc's version, the rlimits and
 	// the report's limits, the host ids the files are accessed as.
 	ver              oci.Version
 	rl               []oci.Rlimit
 	lims             []report.Limit
 	hostUID, hostGID int
+	memory           int64 // the run's memory ceiling, sampled; 0: none
 }
 
 func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechanism, error) {
 	return &gvRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (g *gvRun) Close(res *mechanism.Result) {
-	g.res = res
-	g.undo.Run()
+func (g *gvRun) Close(*mechanism.Result) { g.undo.Run() }
+
+func (g *gvRun) Probe(ctx context.Context) (mechanism.Host, error) {
+	if err := g.probe(ctx); err != nil {
+		return mechanism.Host{}, err
+	}
+	// Binds by path (runsc's gofer opens each source), and the sizes are
+	// gVisor's tmpfs options.
+	return mechanism.Host{UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Layout: &plan.Layout{Size: true}, Ceilings: true}, nil
 }
 
-func (g *gvRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
-	if err := g.setUp(ctx); err != nil {
-		return mechanism.Needs{}, err
+func (g *gvRun) Prepare(ctx context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+	g.p, g.pl, g.memory = pd.Policy, pd.Plan, pd.Limits.Memory
+	g.rl, g.lims = gvLimits(g.p, g.memory)
+	if g.opts.Image != nil {
+		var err error
+		if g.img, err = g.opts.Image(ctx); err != nil {
+			return mechanism.Needs{}, err
+		}
 	}
 	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Guard: g.pl.Guard}}, nil
 }
@@ -112,18 +123,24 @@ func redactSpec(b []byte, env []string) string {
 	return s
 }
 
-// gvLimits refuses the limits tier 2 cannot enforce and renders the rest
-// as rlimits that gVisor's kernel holds.
-func gvLimits(p policy.Policy) ([]oci.Rlimit, []report.Limit, error) {
+// gvRefuse refuses the limits tier 2 cannot enforce.
+func gvRefuse(p policy.Policy) error {
 	for _, l := range []struct {
 		flag string
 		set  bool
 	}{{"--pids", p.Pids > 0}, {"--cpu-time", p.CPUTime > 0}} {
 		if l.set {
-			return nil, nil, fault.New(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
+			return fault.New(l.flag+" under --sandbox gvisor", "runsc enforces it only through a cgroup, which tier 2 does not manage yet",
 				"drop "+l.flag+", or use --sandbox bwrap")
 		}
 	}
+	return nil
+}
+
+// gvLimits renders the limits gvRefuse let through as rlimits that
+// gVisor's kernel holds, and the report's lines for them and for memory,
+// the run's ceiling (0: none) that launch samples runsc's tree against.
+func gvLimits(p policy.Policy, memory int64) ([]oci.Rlimit, []report.Limit) {
 	rl := []oci.Rlimit{{Type: "RLIMIT_CORE"}}
 	out := []report.Limit{{Name: "core", Value: "0", Enforced: "rlimit (gVisor kernel)"}}
 	if p.NoFile > 0 {
@@ -140,33 +157,18 @@ func gvLimits(p policy.Policy) ([]oci.Rlimit, []report.Limit, error) {
 	// run.
 	out = append(out, report.Limit{Name: "pids", Value: strconv.FormatInt(policy.DefaultPids, 10), Enforced: "none", Source: report.SourceDefault})
 	// Memory, the default ceiling or --memory, is held by sampling
-	// runsc's process tree (limits.SampleGVisor; launch starts it).
-	switch m := gvMemory(p); {
-	case m > 0:
-		out = append(out, report.Limit{Name: "memory", Value: strconv.FormatInt(m, 10), Enforced: string(limits.BySampler), Source: report.SourceOf(p.Memory)})
+	// runsc's process tree (limits.SampleGVisor; launch starts it). The
+	// default is the skeleton's, as for every mechanism: a host whose
+	// memory cannot be read is refused, never run without it.
+	switch {
+	case memory > 0:
+		out = append(out, report.Limit{Name: "memory", Value: strconv.FormatInt(memory, 10), Enforced: string(limits.BySampler), Source: report.SourceOf(p.Memory)})
 	case p.Memory == policy.NoMemoryLimit:
 		out = append(out, report.Limit{Name: "memory", Value: "none", Enforced: string(limits.NotLimited), Source: report.SourcePolicy})
 	}
 	// gVisor's kernel serves inotify itself; runsc takes no host
 	// instance for the command's, and no ceiling of the run's is set.
-	return rl, append(append(mechanism.TimeoutLimit(p), out...), mechanism.InotifyLimits(limits.Inotify{})...), nil
-}
-
-// gvMemory is the memory ceiling launch samples runsc's tree against: the
-// policy's, else the default; 0 for none (policy.NoMemoryLimit, or a host
-// whose memory is unknown).
-func gvMemory(p policy.Policy) int64 {
-	switch {
-	case p.Memory > 0:
-		return p.Memory
-	case p.Memory == policy.NoMemoryLimit:
-		return 0
-	}
-	m, err := limits.DefaultMemory()
-	if err != nil {
-		return 0
-	}
-	return m
+	return rl, append(append(mechanism.TimeoutLimit(p), out...), mechanism.InotifyLimits(limits.Inotify{})...)
 }
 
 // ids are the uid and gid the command runs as inside. As root the
@@ -183,14 +185,15 @@ func gvIDs(p policy.Policy) (uid, gid int, rootless bool, err error) {
 	return p.UID, p.GID, false, nil
 }
 
-func (g *gvRun) setUp(ctx context.Context) error {
+// probe refuses what tier 2 cannot hold of the policy, finds runsc and
+// picks the ids the sandbox runs as.
+func (g *gvRun) probe(ctx context.Context) error {
 	p := g.p
 	// Refusals of the policy first: the same with or without runsc.
 	if g.opts.Terminal != nil {
 		return fault.New("--tty", "--sandbox gvisor gives the command no terminal of its own yet", "pass --no-tty")
 	}
-	rl, lims, err := gvLimits(p)
-	if err != nil {
+	if err := gvRefuse(p); err != nil {
 		return err
 	}
 	if err := hostnet.CheckTmpdir(p.Writable(), "the sandbox's bundle, runsc's state and the proxy's socket"); err != nil {
@@ -204,11 +207,6 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	ver, platform, err := runscInfo(ctx, path, g.opts.BwrapCache)
 	if err != nil {
 		return err
-	}
-	if g.opts.Image != nil {
-		if g.img, err = g.opts.Image(ctx); err != nil {
-			return err
-		}
 	}
 	uid, gid, rootless, err := gvIDs(p)
 	if err != nil {
@@ -227,27 +225,8 @@ func (g *gvRun) setUp(ctx context.Context) error {
 	// no cgroup was made (--ignore-cgroups), so the directory is all there
 	// is.
 	g.undo.Push(hostnet.StartSweep(os.TempDir(), gvDirPrefix, os.Geteuid()))
-	p, own, err := plan.PrepareState(p, g.opts.DataDir, hostUID, hostGID)
-	if err != nil {
-		return err
-	}
-	g.p = p
-	// Protected paths as under bwrap: what exists is held by the plan's
-	// binds, what is missing is watched and neutralised once the last run
-	// on the directory has ended (its lines on stderr; the report's
-	// quarantined list is bwrap's only).
-	runID := g.opts.RunID
-	pl, pend, err := plan.StartProtection(p, g.opts.BwrapCache, runID, g.opts.DryRun != nil, g.opts.Audit, g.opts.Protect, func() (*plan.Plan, error) {
-		return plan.New(p, own, false, 0, hostUID, hostGID, true)
-	})
-	if err != nil {
-		return err
-	}
-	g.pl = pl
-	stderr := g.opts.Stderr
-	g.undo.Push(func() { rep, code := g.res.Parts(); pend.Finish(rep, code, stderr) })
 	g.cfg = oci.Runsc{Rootless: rootless, HostUDS: true, Platform: platform}
-	g.ver, g.rl, g.lims, g.hostUID, g.hostGID = ver, rl, lims, hostUID, hostGID
+	g.ver, g.hostUID, g.hostGID = ver, hostUID, hostGID
 	return nil
 }
 

@@ -65,11 +65,11 @@ type llRun struct {
 	spec     landlockSpec
 	lim      limits.Plan
 	uid, gid int
-	tmp      string           // the run's TMPDIR, removed by close
-	swept    func()           // waits for the sweep of killed runs' TMPDIRs; nil before it starts
-	pend     *protect.Pending // the run's journal (landlock_protect_linux.go)
-	pl       *plan.Plan       // the run's plan, by path (protectPaths)
-	unheld   []Unheld         // what of the plan Landlock cannot hold (translate)
+	tmp      string            // the run's TMPDIR, removed by close
+	swept    func()            // waits for the sweep of killed runs' TMPDIRs; nil before it starts
+	planned  mechanism.Planned // the skeleton's plan, as Prepare got it
+	pl       *plan.Plan        // the run's plan, by path, with its copies (plan.Layout.Copies)
+	unheld   []Unheld          // what of the plan Landlock cannot hold (translate)
 	prot     protect.State
 	own      []string          // sandbox-run's state dirs (sessions' homes, caches): names not protected
 	nw       *hostnet.Loopback // the run's loopback ports (the skeleton's); nil before Attach
@@ -86,13 +86,23 @@ func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechan
 	return &llRun{p: p, cmd: cmd, opts: opts}, nil
 }
 
-func (r *llRun) Prepare(context.Context) (mechanism.Needs, error) {
+func (r *llRun) Probe(context.Context) (mechanism.Host, error) {
 	if r.opts.Terminal != nil {
-		return mechanism.Needs{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
+		return mechanism.Host{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
 	}
-	if err := r.state(); err != nil {
-		return mechanism.Needs{}, err
+	var err error
+	if r.uid, r.gid, _, err = mechanism.HostIDs(r.p); err != nil {
+		return mechanism.Host{}, err
 	}
+	// The plan by path: Landlock binds nothing, and keeps copies of the
+	// protected paths it cannot hold (landlock_protect_linux.go).
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Layout: &plan.Layout{Size: true, Copies: true}, Ceilings: true}, nil
+}
+
+func (r *llRun) Prepare(_ context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+	r.report.RunID = r.opts.RunID
+	r.p, r.pl, r.planned = pd.Policy, pd.Plan, pd
+	r.own, r.prot = r.pl.Own, r.pl.Prot
 	// Landlock confines TCP connect by port, not by address: the network
 	// is served on host loopback ports.
 	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"}}, nil
@@ -123,30 +133,13 @@ func (r *llRun) Describe(w io.Writer) {
 	fmt.Fprintf(w, "env (values redacted): %s\n", strings.Join(r.report.EnvNames, " "))
 }
 
-func (r *llRun) Close(res *mechanism.Result) {
-	defer r.settleProtected(res)
+func (r *llRun) Close(*mechanism.Result) {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
 	if r.swept != nil {
 		r.swept()
 	}
-}
-
-// state learns who the command runs as, makes the policy's state dirs
-// and protects the protected paths.
-func (r *llRun) state() error {
-	r.report.RunID = r.opts.RunID
-	var err error
-	if r.uid, r.gid, _, err = mechanism.HostIDs(r.p); err != nil {
-		return err
-	}
-	// A session's home and the caches become writable dirs like any
-	// other, but for their protected names (protect.SplitOwn).
-	if r.p, r.own, err = plan.PrepareState(r.p, r.opts.DataDir, r.uid, r.gid); err != nil {
-		return err
-	}
-	return r.protectPaths()
 }
 
 // setUp decides the ruleset and builds the shim's spec and the report;
@@ -281,12 +274,7 @@ func (r *llRun) filter(noSockets bool) (*filter.Program, error) {
 // /proc: without a user namespace RLIMIT_NPROC counts every process of
 // the uid on the host, so the process ceiling is sampled, as in tier 0.
 func (r *llRun) limits() error {
-	p := r.p
-	l, defMem, err := mechanism.RunLimits(p)
-	if err != nil {
-		return err
-	}
-	lim, err := limits.NewPlan(l, limits.Env{DefaultMemory: defMem})
+	lim, err := limits.NewPlan(r.planned.Limits, limits.Env{DefaultMemory: r.planned.DefaultMemory})
 	if err != nil {
 		return &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
@@ -342,7 +330,7 @@ func (r *llRun) buildReport(prog *filter.Program, mode string, env []string) {
 	}
 	rep.Watched, rep.Copied = r.prot.Watched, heldPaths(r.prot.Held)
 	rep.ProtectWalk = &r.prot.Walk
-	rep.Quarantined = r.pend.Started()
+	rep.Quarantined = r.pl.Quarantined
 	// No user namespace of its own: the user's inotify allowance is
 	// the host's, and no ceiling of the run's can be set.
 	rep.Limits = append(append(mechanism.TimeoutLimit(p), mechanism.LimitReport(r.lim, p)...), mechanism.InotifyLimits(limits.Inotify{})...)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"time"
 
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
@@ -41,10 +40,16 @@ func (r *tier0) Close(*mechanism.Result) {}
 // describe prints nothing: tier 0 runs the command as it is.
 func (r *tier0) Describe(io.Writer) {}
 
+// Probe checks nothing: tier 0 runs anywhere. It takes no plan, and
+// holds the default ceilings only where the sampler runs.
+func (r *tier0) Probe(context.Context) (mechanism.Host, error) {
+	return mechanism.Host{UID: os.Getuid(), GID: os.Getgid(), Root: os.Geteuid() == 0, Ceilings: mechanism.SamplerAvailable}, nil
+}
+
 // Prepare asks for nothing: the command has the host's network and the
 // caller's streams as they are.
-func (r *tier0) Prepare(context.Context) (mechanism.Needs, error) {
-	return mechanism.Needs{}, r.setUp()
+func (r *tier0) Prepare(_ context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+	return mechanism.Needs{}, r.setUp(pd)
 }
 
 // Attach returns the report; there is nothing to attach.
@@ -53,7 +58,7 @@ func (r *tier0) Attach(context.Context, mechanism.Setup) (*report.Report, error)
 }
 
 // setUp builds the command's environment, its limits and the report.
-func (r *tier0) setUp() error {
+func (r *tier0) setUp(pd mechanism.Planned) error {
 	p := r.p
 	env, err := p.Environ(r.caller.LookupEnv)
 	if err != nil {
@@ -74,14 +79,7 @@ func (r *tier0) setUp() error {
 	// caller's uid on the host, so pids are sampled (Env{} says so).
 	// The default ceilings (memory, pids) are sampled, so only where the
 	// sampler runs; elsewhere the report lists none.
-	l := limits.Limits{Memory: max(p.Memory, 0), Pids: p.Pids, NoFile: p.NoFile, FSize: p.FSize, CPUTime: time.Duration(p.CPUTime)}
-	defMem := false
-	if mechanism.SamplerAvailable {
-		if l, defMem, err = mechanism.RunLimits(p); err != nil {
-			return err
-		}
-	}
-	if r.lim, err = limits.NewPlan(l, limits.Env{DefaultMemory: defMem}); err != nil {
+	if r.lim, err = limits.NewPlan(pd.Limits, limits.Env{DefaultMemory: pd.DefaultMemory}); err != nil {
 		return &fault.Error{What: "limits", Why: err.Error(), Fix: "pass positive limits"}
 	}
 	if r.lim.Sample != (limits.Limits{}) && !mechanism.SamplerAvailable {

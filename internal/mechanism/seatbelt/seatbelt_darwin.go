@@ -92,11 +92,21 @@ func (r *sbRun) AuditStart() map[string]any {
 	return map[string]any{"profile_sha256": r.prof.Digest()}
 }
 
-func (r *sbRun) Prepare(ctx context.Context) (mechanism.Needs, error) {
-	for _, step := range []func(context.Context) error{r.checkHost, r.ids, r.tmpdir} {
+// Probe refuses what this runner cannot hold and picks who the command
+// runs as. Seatbelt takes no mount plan: its profile is rendered from
+// the policy.
+func (r *sbRun) Probe(ctx context.Context) (mechanism.Host, error) {
+	for _, step := range []func(context.Context) error{r.checkHost, r.ids} {
 		if err := step(ctx); err != nil {
-			return mechanism.Needs{}, err
+			return mechanism.Host{}, err
 		}
+	}
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root}, nil
+}
+
+func (r *sbRun) Prepare(ctx context.Context, _ mechanism.Planned) (mechanism.Needs, error) {
+	if err := r.tmpdir(ctx); err != nil {
+		return mechanism.Needs{}, err
 	}
 	// The profile lets the command reach localhost:PORT, which admits ::1
 	// too: the port is held there as well (DualStack).
