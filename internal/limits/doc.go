@@ -44,8 +44,10 @@
 //
 // # Non-guarantees
 //
-//   - "sampled" is not exact. Memory is read every SlowInterval (10 ms), every
-//     FastInterval (1 ms) from half the limit on; a process can overshoot
+//   - "sampled" is not exact. Memory is read every IdleInterval (50 ms)
+//     under a 64th of the limit, every SlowInterval (10 ms) from there,
+//     every FastInterval (1 ms) from half the limit on (of whichever of
+//     memory, tasks and CPU time is nearest its limit); a process can overshoot
 //     between two samples and while the launcher kills (TestSample* pin
 //     "caught before twice the limit" for a hog). RLIMIT_DATA at
 //     DataBackstop (1.25 × the limit + 32 MiB) bounds one process that maps

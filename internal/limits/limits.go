@@ -351,15 +351,29 @@ type IntervalFunc func(usage, limit int64) time.Duration
 
 // The sampling periods of DefaultInterval.
 const (
+	IdleInterval = 50 * time.Millisecond
 	SlowInterval = 10 * time.Millisecond
 	FastInterval = time.Millisecond
 )
 
-// DefaultInterval samples every SlowInterval, and every FastInterval once
+// DefaultInterval samples every IdleInterval while usage is under a 64th
+// of the limit, every SlowInterval from there, and every FastInterval once
 // usage is at half the limit or more.
+//
+// Why the idle period: a sample reads every thread of the tree, and an
+// idle sandbox sampled every SlowInterval cost its launcher about a tenth
+// of a core. Far from the limit, one IdleInterval cannot carry usage past
+// it: that would take growing by 63/64 of the limit in 50 ms, about 20
+// times the limit per second (20 GiB/s for a 1 GiB memory ceiling; for
+// the default process ceiling, 4,000 new tasks in 50 ms), and an explicit
+// --memory also has the kernel's per-process RLIMIT_DATA backstop
+// (DataBackstop).
 func DefaultInterval(usage, limit int64) time.Duration {
-	if limit > 0 && usage >= limit/2 {
+	switch {
+	case limit > 0 && usage >= limit/2:
 		return FastInterval
+	case limit > 0 && usage < limit/64:
+		return IdleInterval
 	}
 	return SlowInterval
 }

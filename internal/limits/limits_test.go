@@ -123,7 +123,8 @@ func TestDefaultInterval(t *testing.T) {
 		usage, limit int64
 		want         time.Duration
 	}{
-		{0, 0, SlowInterval}, {10, 100, SlowInterval}, {49, 100, SlowInterval},
+		{0, 0, SlowInterval}, {0, 6400, IdleInterval}, {99, 6400, IdleInterval},
+		{100, 6400, SlowInterval}, {10, 100, SlowInterval}, {49, 100, SlowInterval},
 		{50, 100, FastInterval}, {200, 100, FastInterval},
 	} {
 		if got := DefaultInterval(tc.usage, tc.limit); got != tc.want {

@@ -63,7 +63,8 @@ type Usage struct {
 // was reused: the process's start time is checked on every sample).
 //
 // interval picks the wait before each next sample from the usage closest
-// to its limit; nil means DefaultInterval (10 ms, 1 ms at half the limit).
+// to its limit; nil means DefaultInterval (50 ms under a 64th of the
+// limit, 10 ms from there, 1 ms from half of it).
 // The wait is never less than maxSampleLoad times what the sample took.
 //
 // The tree is followed through /proc/PID/task/TID/children; an orphan
@@ -165,16 +166,15 @@ func over(u Usage, l Limits) (Exceeded, bool) {
 	return Exceeded{}, false
 }
 
-// nearest returns the (usage, limit) pair of memory or tasks that is the
-// largest fraction of its limit, (0, 0) if neither is limited.
+// nearest returns the (usage, limit) pair of memory, tasks or CPU time
+// that is the largest fraction of its limit, (0, 0) if none is limited.
 func nearest(u Usage, l Limits) (int64, int64) {
 	var bu, bl int64
 	best := -1.0
-	if l.Memory > 0 {
-		bu, bl, best = u.Memory, l.Memory, float64(u.Memory)/float64(l.Memory)
-	}
-	if l.Pids > 0 && float64(u.Tasks)/float64(l.Pids) > best {
-		bu, bl = u.Tasks, l.Pids
+	for _, c := range [][2]int64{{u.Memory, l.Memory}, {u.Tasks, l.Pids}, {int64(u.CPU), int64(l.CPUTime)}} {
+		if c[1] > 0 && float64(c[0])/float64(c[1]) > best {
+			bu, bl, best = c[0], c[1], float64(c[0])/float64(c[1])
+		}
 	}
 	return bu, bl
 }

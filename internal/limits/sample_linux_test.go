@@ -262,3 +262,24 @@ func TestHeldSkipsTheHostsTmpfs(t *testing.T) {
 		t.Errorf("the host's /dev/shm counted as the tree's: %d bytes held", got)
 	}
 }
+
+// TestNearest: the sampler's pace follows whichever limit is nearest, CPU
+// time included (a CPU budget nearly spent is sampled fast, though memory
+// and tasks are far from theirs).
+func TestNearest(t *testing.T) {
+	for _, tc := range []struct {
+		u            Usage
+		l            Limits
+		wantU, wantL int64
+	}{
+		{Usage{}, Limits{}, 0, 0},
+		{Usage{Memory: 10, Tasks: 9}, Limits{Memory: 100, Pids: 10}, 9, 10},
+		{Usage{Memory: 90, Tasks: 1}, Limits{Memory: 100, Pids: 10}, 90, 100},
+		{Usage{Memory: 1, CPU: 900 * time.Millisecond}, Limits{Memory: 100, CPUTime: time.Second}, int64(900 * time.Millisecond), int64(time.Second)},
+		{Usage{Memory: 50, CPU: time.Millisecond}, Limits{Memory: 100, CPUTime: time.Second}, 50, 100},
+	} {
+		if u, l := nearest(tc.u, tc.l); u != tc.wantU || l != tc.wantL {
+			t.Errorf("nearest(%+v, %+v) = %d, %d; want %d, %d", tc.u, tc.l, u, l, tc.wantU, tc.wantL)
+		}
+	}
+}
