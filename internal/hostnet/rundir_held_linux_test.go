@@ -134,3 +134,50 @@ func keptAll(t *testing.T, when string, paths ...string) {
 		}
 	}
 }
+
+// TestSweepHeldRunDirs: the run of a held name (the mark) whose pid this
+// process cannot judge (another namespace's token) is judged by the lock:
+// the directory goes when the lock is free, stays while it is held. An
+// unheld name of that namespace stays whatever its lock (a directory made
+// but not yet held, or an older version's), and so does another owner's;
+// a held name that is a link is neither followed nor probed, and what it
+// points at stays.
+func TestSweepHeldRunDirs(t *testing.T) {
+	tmp := t.TempDir()
+	other := procid.ID{PID: 1, Start: 1, NS: "1"} // no namespace has inode 1
+	base := RunDirPattern(nsPrefix, other)
+	mk := func(name string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	free := mk(base + heldMark + "1")
+	held := mk(base + heldMark + "2")
+	unheld := mk(base + "3")
+	target := mk("elsewhere")
+	link := filepath.Join(tmp, base+heldMark+"4")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	release, ok := procid.HoldAt(int(d.Fd()), filepath.Base(held))
+	if !ok {
+		t.Fatal("cannot lock", held)
+	}
+	defer release()
+
+	sweepRunDirs(tmp, nsPrefix, os.Geteuid()+1)
+	keptAll(t, "control, another owner's", free)
+
+	sweepRunDirs(tmp, nsPrefix, os.Geteuid())
+	if _, err := os.Lstat(free); err == nil {
+		t.Errorf("%s, held by no one, was kept", filepath.Base(free))
+	}
+	keptAll(t, "the sweep", held, unheld, link, filepath.Join(target, "sub"))
+}
