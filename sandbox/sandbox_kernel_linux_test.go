@@ -11,10 +11,15 @@ import (
 )
 
 // TestMain lets this test binary stand in for sandbox-run inside the
-// sandbox: Run starts /proc/self/exe as init.
+// sandbox (Run starts /proc/self/exe as init), and for a run that a test
+// starts in a child process (runHelpers; after Reexec, whose modes the
+// child's own runs start it in).
 func TestMain(m *testing.M) {
 	if code, ok := Reexec(os.Args[1:]); ok {
 		os.Exit(code)
+	}
+	if mode := os.Getenv(runHelperEnv); mode != "" {
+		os.Exit(runHelper(mode))
 	}
 	os.Exit(m.Run())
 }

@@ -12,7 +12,9 @@
 // It guarantees that every socket it makes is reachable by the sandbox's
 // uid only, that a TMPDIR inside a writable directory of the run is
 // refused (CheckTmpdir), and that the runtime directories of killed runs
-// are swept (StartSweep). It does not decide what a connection may reach:
+// are swept (StartSweep), those of runs in other pid namespaces too, by
+// the lock each run holds on its own (MakeRunDir); a directory whose run
+// cannot be judged stays. It does not decide what a connection may reach:
 // package proxy and the netstack do, by the exact address.
 //
 // It imports neither package sandbox nor a mechanism.

@@ -49,6 +49,7 @@ type Network struct {
 	Env      map[string]string
 	Proxy    *proxy.Proxy       // the built-in proxy, for its counts; nil otherwise
 	Dir      string             // the run's runtime dir, removed by close or release
+	unhold   func()             // drops the lock that marks Dir live (MakeRunDir), once it is removed
 	swept    func()             // waits for the sweep of killed runs' dirs; nil before listen
 	writable []string           // the run's writable dirs, which its TMPDIR must lie outside
 	Tun      *Transparent       // transparent egress to attach (bwrap), nil for none
@@ -101,11 +102,12 @@ func (n *Network) Release() {
 	if n.Dir != "" {
 		os.RemoveAll(n.Dir)
 		n.Dir = ""
+		n.unhold()
 	}
 }
 
 // DirPrefix names a run's runtime directory in the host's temporary
-// directory: DirPrefix+PID.START-RANDOM (see sweepRunDirs).
+// directory: DirPrefix+PID.START.NS-hRANDOM (see MakeRunDir).
 const DirPrefix = "sandbox-run-net-"
 
 // Listen creates the run's runtime directory on first use and a socket
@@ -132,11 +134,11 @@ func (n *Network) ListenOn(network, name string, uid, gid int, root bool) (net.L
 			return nil, "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 		}
 		n.swept = StartSweep(os.TempDir(), DirPrefix, uid)
-		dir, err := os.MkdirTemp("", RunDirPattern(DirPrefix, me))
+		dir, unhold, err := MakeRunDir(DirPrefix, me)
 		if err != nil {
 			return nil, "", fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 		}
-		n.Dir = dir
+		n.Dir, n.unhold = dir, unhold
 		if err := plan.AccessibleAs(dir, uid, gid, false, nil); err != nil {
 			why := err.Error()
 			var se *fault.Error

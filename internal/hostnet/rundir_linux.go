@@ -1,11 +1,16 @@
 package hostnet
 
 // A run's runtime directories live in the host's TMPDIR, named for the
-// run's process (PREFIX+ID-RANDOM, ID a procid.ID: PID.START.NS), so that
+// run's process (PREFIX+ID-hRANDOM, ID a procid.ID: PID.START.NS), so that
 // a run killed before its own cleanup leaves nothing that the next run
 // able to judge it does not remove. TMPDIR may be shared with runs in
 // other pid namespaces (a sandbox-run inside a container or a sandbox):
-// their directories are left to a run in their namespace (procid.Judge).
+// their pids mean nothing here (procid.Judge answers Unknown), so each
+// run also holds a lock on its directory for its life (MakeRunDir), which
+// the kernel drops when the run's process ends, in whatever namespace,
+// and which a run anywhere can probe (procid.ProbeAt). The h marks the
+// held directories: one without it (an older version's, or one whose lock
+// could not be taken) is judged by its pid alone, as before.
 
 import (
 	"os"
@@ -13,17 +18,60 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/policy"
 )
 
+// heldMark begins the -SUFFIX of a directory its run holds (MakeRunDir).
+// MkdirTemp's RANDOM is decimal digits, so no unheld name carries it;
+// older versions cut the name at its '-' and judge it by its pid, as
+// they judge every name.
+const heldMark = "h"
+
+// MakeRunDir creates a run directory of this process (id, procid.Self)
+// in TMPDIR, 0700 as os.MkdirTemp makes it, named prefix+ID-hRANDOM and
+// held: release drops the lock, and is called after the directory is
+// removed (a sweep may remove it once the lock is free).
+//
+// The lock is taken before the name is final: the directory is made
+// under its unheld name (prefix+ID-RANDOM, which a sweep judges by the
+// pid alone, so a run of another namespace keeps it), locked, then
+// renamed, never over an existing name. A sweep that probes a held name
+// finds its lock taken for as long as the run lives; a directory made
+// but not yet locked is never probed. When the lock or the rename fails
+// (a file system without flock or RENAME_NOREPLACE, a name planted in
+// its way), the directory keeps its unheld name: judged as before.
+func MakeRunDir(prefix string, id procid.ID) (dir string, release func(), err error) {
+	dir, err = os.MkdirTemp("", RunDirPattern(prefix, id))
+	if err != nil {
+		return "", nil, err
+	}
+	parent, name := filepath.Split(dir)
+	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return dir, func() {}, nil
+	}
+	defer unix.Close(pfd)
+	release, ok := procid.HoldAt(pfd, name)
+	if !ok {
+		return dir, release, nil
+	}
+	held := RunDirPattern(prefix, id) + heldMark + strings.TrimPrefix(name, RunDirPattern(prefix, id))
+	if unix.Renameat2(pfd, name, pfd, held, unix.RENAME_NOREPLACE) != nil {
+		return dir, release, nil
+	}
+	return filepath.Join(parent, held), release, nil
+}
+
 // sweepRunDirs removes the directories in tmp named prefix+ID-... whose
-// process certainly no longer runs (procid.Ended): what a sandbox-run
-// killed before its own cleanup left. A directory of another pid
-// namespace's run is kept, whether or not that run lives: this process
-// cannot tell (procid.Unknown), and removing a live run's directory
+// process certainly no longer runs (runState): what a sandbox-run
+// killed before its own cleanup left. A directory whose run this process
+// cannot judge (procid.Unknown: an unheld name of another pid namespace)
+// is kept, whether or not that run lives: removing a live run's directory
 // breaks it. Legacy names (PREFIX+PID.START-...) are judged as before.
 // Only directories owned by owner, never through a link, at most 64 per
 // call. It reads names only, unsorted: a TMPDIR of thousands of entries
@@ -37,12 +85,13 @@ func sweepRunDirs(tmp, prefix string, owner int) {
 	}
 	defer d.Close()
 	judge := procid.NewJudge()
+	dfd := int(d.Fd())
 	for n := 0; n < 64; {
 		names, err := d.Readdirnames(256)
 		for _, name := range names {
 			if strings.HasPrefix(name, prefix) && n < 64 {
 				n++
-				sweepRunDir(judge, tmp, name, prefix, owner)
+				sweepRunDir(judge, dfd, tmp, name, prefix, owner)
 			}
 		}
 		if err != nil {
@@ -51,33 +100,47 @@ func sweepRunDirs(tmp, prefix string, owner int) {
 	}
 }
 
-// sweepRunDir removes tmp/name (see sweepRunDirs) when judge can tell
-// its run ended; a name that is no procid.ID stays.
-func sweepRunDir(judge procid.Judge, tmp, name, prefix string, owner int) {
-	ids, _, _ := strings.Cut(strings.TrimPrefix(name, prefix), "-")
+// sweepRunDir removes tmp/name, open as dfd (see sweepRunDirs), when its
+// run ended; a name that is no procid.ID stays.
+func sweepRunDir(judge procid.Judge, dfd int, tmp, name, prefix string, owner int) {
+	ids, suffix, _ := strings.Cut(strings.TrimPrefix(name, prefix), "-")
 	id, err := procid.Parse(ids)
-	if err != nil || judge.State(id) != procid.Ended {
+	if err != nil {
 		return
 	}
-	p := filepath.Join(tmp, name)
 	// Gone meanwhile (a parallel run swept it), not a directory, a link,
-	// or another's.
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() {
+	// or another's: not judged, so never opened to probe its lock.
+	var st unix.Stat_t
+	if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != owner {
 		return
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != owner {
-		return
+	if runState(judge, dfd, name, id, suffix) == procid.Ended {
+		// RemoveAll unlinks relative to descriptors it opens with
+		// O_NOFOLLOW: a link planted inside, or in the name's place, is
+		// removed, never followed.
+		os.RemoveAll(filepath.Join(tmp, name))
 	}
-	os.RemoveAll(p)
+}
+
+// runState judges the run of the directory name in dfd (ID id, -SUFFIX
+// suffix): by its pid where judge can (the run's pid namespace is this
+// process's, with its own /proc: sound either way), else by its lock if
+// the name says it is held. Unknown keeps the directory.
+func runState(judge procid.Judge, dfd int, name string, id procid.ID, suffix string) procid.State {
+	if st := judge.State(id); st != procid.Unknown || !strings.HasPrefix(suffix, heldMark) {
+		return st
+	}
+	return procid.ProbeAt(dfd, name)
 }
 
 // RunDirPattern is the os.MkdirTemp pattern of a run directory named
-// prefix for the process id: prefix+ID-, RANDOM appended by MkdirTemp.
-// The token costs 9 bytes over a legacy name: with /tmp as TMPDIR the
-// network directory's longest socket path,
-// /tmp/sandbox-run-net-PID.START.NS-RANDOM/publish-NNN.sock, is at most
-// 78 bytes (pid 7 digits, start 12, NS 8 hex, RANDOM 10), 87 in a time
+// prefix for the process id: prefix+ID-, RANDOM appended by MkdirTemp
+// (MakeRunDir puts heldMark before it). The token costs 9 bytes over a
+// legacy name, the mark 1: with /tmp as TMPDIR the network directory's
+// longest socket path,
+// /tmp/sandbox-run-net-PID.START.NS-hRANDOM/publish-NNN.sock, is at most
+// 79 bytes (pid 7 digits, start 12, NS 8 hex, RANDOM 10), 88 in a time
 // namespace (NS 17), under sun_path's 108.
 func RunDirPattern(prefix string, id procid.ID) string { return prefix + id.String() + "-" }
 

@@ -86,32 +86,16 @@ func leftIn(tmp string) []string {
 }
 
 // inPIDNamespace returns a command that runs the test binary's helper
-// mode in a new pid namespace (unshare --pid --fork), with its own /proc
-// when mountProc; as non-root in a user namespace too. It is unavailable
-// when unshare is missing or cannot make the namespaces.
+// mode as pid 1 of a new pid namespace, with its own /proc when
+// mountProc (sandboxtest.PIDNamespace).
 func inPIDNamespace(t *testing.T, mode string, mountProc bool) *exec.Cmd {
 	t.Helper()
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		sandboxtest.Unavailable(t, "unshare", "install util-linux")
-	}
-	args := []string{"--pid", "--fork"}
-	if mountProc {
-		args = append(args, "--mount-proc")
-	}
-	if os.Geteuid() != 0 {
-		args = append(args, "--user", "--map-root-user")
-	}
-	if out, err := exec.Command(unshare, append(args, "true")...).CombinedOutput(); err != nil {
-		sandboxtest.Unavailable(t, "pid namespaces", fmt.Sprintf("unshare %v: %v: %s (run as root or enable unprivileged user namespaces)", args, err, out))
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(unshare, append(args, exe)...)
-	c.Env = append(os.Environ(), helperEnv+"="+mode)
-	c.Stderr = os.Stderr
+	c := sandboxtest.PIDNamespace(t, mountProc, exe)
+	c.Env = append(c.Env, helperEnv+"="+mode)
 	return c
 }
 

@@ -19,13 +19,17 @@
 // gone); a judge never answers Ended for a name made in another
 // namespace, nor when its /proc is not its own namespace's. Legacy names
 // (PID.START, of versions before the token) are judged as those versions
-// did, as if made in the judge's namespace.
+// did, as if made in the judge's namespace. A lock a run holds (HoldAt)
+// is judged from any namespace (ProbeAt), Ended only once no process
+// holds it.
 //
 // Non-guarantees: a process is read at the moment asked (it may end right
 // after); a name made in another namespace is never judged Ended, even
-// long after that namespace has gone (its holder must tell otherwise, as
-// the run journals do by a lock, or leave it); ID.String is only as
-// unique as pid and start time (two processes of one namespace started
-// in one clock tick with the same pid cannot be told apart, which pid
-// reuse makes vanishingly rare); the package is Linux's, reading /proc.
+// long after that namespace has gone (its holder must tell otherwise by a
+// lock, as run journals and run directories do, or leave it); a lock
+// tells only for an object its holder marks held, since one never held is
+// free too; ID.String is only as unique as pid and start time (two
+// processes of one namespace started in one clock tick with the same pid
+// cannot be told apart, which pid reuse makes vanishingly rare); the
+// package is Linux's, reading /proc.
 package procid

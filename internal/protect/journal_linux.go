@@ -311,37 +311,17 @@ func judgeJournal(d *pathguard.Dir, name string, j *journal, me *self) procid.St
 	if st != procid.Unknown || !j.Locked {
 		return st
 	}
-	fd, err := unix.Openat(d.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return procid.Unknown
-	}
-	defer unix.Close(fd) // releases a lock taken
-	switch err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); {
-	case err == nil:
-		return procid.Ended
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return procid.Alive
-	}
-	return procid.Unknown
+	return procid.ProbeAt(d.Fd(), name)
 }
 
 // holdJournal takes the shared flock that marks the run of journal name
 // in d live (see judgeJournal) and returns its release, which the run
 // calls once it has settled; the kernel releases it when the process
-// ends, however. ok is false when the lock could not be taken: the
-// journal must then not claim it (Locked), or a run of another namespace
-// would take it free and judge the run ended. The descriptor is
-// close-on-exec: no command the run starts holds it past the run.
+// ends, however (procid.HoldAt). ok is false when the lock could not be
+// taken: the journal must then not claim it (Locked), or a run of another
+// namespace would take it free and judge the run ended.
 func holdJournal(d *pathguard.Dir, name string) (release func(), ok bool) {
-	fd, err := unix.Openat(d.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return func() {}, false
-	}
-	if unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) != nil {
-		unix.Close(fd)
-		return func() {}, false
-	}
-	return func() { unix.Close(fd) }, true
+	return procid.HoldAt(d.Fd(), name)
 }
 
 // overlaps says whether a live run shares a writable directory (or one

@@ -334,12 +334,12 @@ func (g *gvRun) makeDir() error {
 	if err != nil {
 		return fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
-	dir, err := os.MkdirTemp("", hostnet.RunDirPattern(gvDirPrefix, me))
+	dir, unhold, err := hostnet.MakeRunDir(gvDirPrefix, me)
 	if err != nil {
 		return fault.New("cannot create the run's runtime directory", err.Error(), "check that $TMPDIR is writable")
 	}
 	g.dir, g.bundle = dir, filepath.Join(dir, "bundle")
-	g.undo.Push(func() { os.RemoveAll(dir) })
+	g.undo.Push(func() { os.RemoveAll(dir); unhold() })
 	for _, d := range []string{g.bundle, filepath.Join(dir, "state")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fault.New("cannot create "+d, err.Error(), "check that $TMPDIR is writable")

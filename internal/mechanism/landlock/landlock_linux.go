@@ -39,7 +39,7 @@ var (
 )
 
 // TmpPrefix names a landlock run's TMPDIR in the host's temporary
-// directory: TmpPrefix+PID.START-RANDOM (see sweepRunDirs).
+// directory: TmpPrefix+PID.START.NS-hRANDOM (see hostnet.MakeRunDir).
 const TmpPrefix = "sandbox-run-landlock-tmp-"
 
 // landlockFix is the fix a refusal of --sandbox landlock offers.
@@ -66,6 +66,7 @@ type llRun struct {
 	lim      limits.Plan
 	uid, gid int
 	tmp      string            // the run's TMPDIR, removed by close
+	unhold   func()            // drops the lock that marks tmp live (hostnet.MakeRunDir), once it is removed
 	swept    func()            // waits for the sweep of killed runs' TMPDIRs; nil before it starts
 	planned  mechanism.Planned // the skeleton's plan, as Prepare got it
 	pl       *plan.Plan        // the run's plan, by path, with its copies (plan.Layout.Copies)
@@ -136,6 +137,7 @@ func (r *llRun) Describe(w io.Writer) {
 func (r *llRun) Close(*mechanism.Result) {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
+		r.unhold()
 	}
 	if r.swept != nil {
 		r.swept()
@@ -210,11 +212,11 @@ func (r *llRun) makeTmp() (string, error) {
 	if err != nil {
 		return "", fault.New("cannot read this process's start time", err.Error(), "mount /proc")
 	}
-	tmp, err := os.MkdirTemp("", hostnet.RunDirPattern(TmpPrefix, me))
+	tmp, unhold, err := hostnet.MakeRunDir(TmpPrefix, me)
 	if err != nil {
 		return "", fault.New("cannot create the run's TMPDIR", err.Error(), "check that $TMPDIR is writable")
 	}
-	r.tmp = tmp
+	r.tmp, r.unhold = tmp, unhold
 	if os.Geteuid() == 0 {
 		if err := os.Chown(tmp, r.uid, r.gid); err != nil {
 			return "", fault.New("cannot hand the run's TMPDIR to uid "+strconv.Itoa(r.uid), err.Error(), "check $TMPDIR")
