@@ -50,7 +50,7 @@ func helperSelfExit() int {
 func helperSweepInside() int {
 	tmp := os.Getenv("NSTEST_TMP")
 	c := exec.Command("/proc/self/exe")
-	c.Env = append(os.Environ(), helperEnv+"=self-exit")
+	c.Env = append(os.Environ(), sandboxtest.HelperEnv+"=self-exit")
 	out, err := c.Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -110,7 +110,7 @@ func inPIDNamespace(t *testing.T, mode string, mountProc bool) *exec.Cmd {
 		t.Fatal(err)
 	}
 	c := exec.Command(unshare, append(args, exe)...)
-	c.Env = append(os.Environ(), helperEnv+"="+mode)
+	c.Env = append(os.Environ(), sandboxtest.HelperEnv+"="+mode)
 	c.Stderr = os.Stderr
 	return c
 }
