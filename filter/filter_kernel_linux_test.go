@@ -2,7 +2,7 @@ package filter
 
 // Kernel tests: real programs under real bwrap --seccomp. The probe is this
 // test binary, re-executed inside the sandbox in a helper mode (TestMain
-// dispatches on SANDBOX_RUN_TEST_HELPER); the test process itself is never
+// dispatches on sandboxtest.HelperEnv); the test process itself is never
 // filtered.
 
 import (
@@ -344,7 +344,7 @@ func runCalls(t *testing.T, s sandbox) (results map[string]string, status []stri
 	t.Helper()
 	usedHelpers.Store("calls", true)
 	s.binds = append(s.binds, probeBinary(t)...)
-	s.env = append(s.env, helperEnv+"=calls")
+	s.env = append(s.env, sandboxtest.HelperEnv+"=calls")
 	out, stderr, code := s.run(t, "/probe")
 	if code != 0 {
 		t.Fatalf("helper exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
@@ -506,7 +506,7 @@ func TestKernelX32Killed(t *testing.T) {
 		t.Skip("x32 exists only on x86_64; the aarch64 filter has no x32 gate")
 	}
 	usedHelpers.Store("x32", true)
-	s := sandbox{bwrap: bw, binds: probeBinary(t), env: []string{helperEnv + "=x32"}}
+	s := sandbox{bwrap: bw, binds: probeBinary(t), env: []string{sandboxtest.HelperEnv + "=x32"}}
 	out, stderr, code := s.run(t, "/probe")
 	if code != 0 || !strings.HasPrefix(out, "x32 returned ") {
 		t.Fatalf("control: exit %d, %q %q; want the call to return", code, out, stderr)

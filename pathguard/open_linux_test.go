@@ -2,12 +2,9 @@ package pathguard
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -19,51 +16,7 @@ import (
 // TestMain fails the run if a test leaked a descriptor: a leaked O_PATH fd
 // is exactly what must not cross into a sandbox.
 func TestMain(m *testing.M) {
-	before := openFDs()
-	code := m.Run()
-	// The fuzzing engine's coordinator holds the corpus cache and its
-	// workers' shared memory open across the run, and closes them on its
-	// own schedule: a descriptor count then judges the engine, not the
-	// tests. The leak check is for the tests' own runs.
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
-		os.Exit(code)
-	}
-	if code == 0 {
-		if leaked := diff(openFDs(), before); len(leaked) > 0 {
-			fmt.Fprintf(os.Stderr, "pathguard: leaked descriptors: %s\n", strings.Join(leaked, ", "))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// openFDs lists this process's descriptors as "N -> target", leaving out the
-// runtime's own (epoll, eventfd, pipes) and the one reading /proc.
-func openFDs() map[string]bool {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return nil
-	}
-	fds := map[string]bool{}
-	for _, e := range ents {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil || strings.HasPrefix(target, "anon_inode:") || strings.HasPrefix(target, "pipe:") ||
-			strings.HasPrefix(target, "/proc/") {
-			continue
-		}
-		fds[e.Name()+" -> "+target] = true
-	}
-	return fds
-}
-
-func diff(after, before map[string]bool) []string {
-	var out []string
-	for fd := range after {
-		if !before[fd] {
-			out = append(out, fd)
-		}
-	}
-	return out
+	os.Exit(sandboxtest.RunLeakChecked(m))
 }
 
 // sameInode fails unless f is the inode at path p (followed by the kernel).

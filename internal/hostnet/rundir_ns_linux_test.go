@@ -50,7 +50,7 @@ func helperSelfExit() int {
 func helperSweepInside() int {
 	tmp := os.Getenv("NSTEST_TMP")
 	c := exec.Command("/proc/self/exe")
-	c.Env = append(os.Environ(), helperEnv+"=self-exit")
+	c.Env = append(os.Environ(), sandboxtest.HelperEnv+"=self-exit")
 	out, err := c.Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -95,7 +95,7 @@ func inPIDNamespace(t *testing.T, mode string, mountProc bool) *exec.Cmd {
 		t.Fatal(err)
 	}
 	c := sandboxtest.PIDNamespace(t, mountProc, exe)
-	c.Env = append(c.Env, helperEnv+"="+mode)
+	c.Env = append(c.Env, sandboxtest.HelperEnv+"="+mode)
 	return c
 }
 

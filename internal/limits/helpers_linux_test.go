@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
 
 // Environment of the helper modes.
@@ -64,7 +66,7 @@ func helperApplyExec() int {
 		fmt.Println("lookpath:", err)
 		return 3
 	}
-	env := []string{helperEnv + "=" + os.Getenv(nextEnv), "PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
+	env := []string{sandboxtest.HelperEnv + "=" + os.Getenv(nextEnv), "PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		fmt.Println("forkexec:", err)
@@ -225,7 +227,7 @@ func helperSpread() int {
 	}()
 	for i := 0; i < envInt(countEnv, 2); i++ {
 		c := exec.Command(os.Args[0])
-		c.Env = []string{helperEnv + "=hold", mbEnv + "=" + os.Getenv(mbEnv)}
+		c.Env = []string{sandboxtest.HelperEnv + "=hold", mbEnv + "=" + os.Getenv(mbEnv)}
 		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := c.StdoutPipe()
 		if err == nil {
@@ -273,7 +275,7 @@ func start(t *testing.T, mode string, env []string, sys *syscall.SysProcAttr, ar
 		argv = []string{os.Args[0]}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{helperEnv + "=" + mode, "PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}, env...)
+	cmd.Env = append([]string{sandboxtest.HelperEnv + "=" + mode, "PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}, env...)
 	if sys == nil {
 		sys = &syscall.SysProcAttr{}
 	}

@@ -17,14 +17,12 @@ import (
 	"time"
 )
 
-// helperEnv selects the test-host mode of a re-executed test binary.
-const helperEnv = "SANDBOX_RUN_TEST_HELPER"
-
 // ServeTestHost must be called first thing in the TestMain of a package
 // that uses NewTestHost: in the re-executed test binary inside the test
-// host's network namespace it serves and exits; elsewhere it returns.
+// host's network namespace it serves and exits; elsewhere it returns. It
+// goes before RunHelper, which has no "testhost" mode and would refuse it.
 func ServeTestHost() {
-	if os.Getenv(helperEnv) == "testhost" {
+	if os.Getenv(HelperEnv) == "testhost" {
 		os.Exit(runTestHost(os.Getenv("SANDBOX_RUN_TEST_LISTEN")))
 	}
 }
@@ -203,7 +201,7 @@ func NewTestHost(t testing.TB, idx int) TestHost {
 		}
 	}
 	cmd := exec.CommandContext(ctx, ipCmd, "netns", "exec", ns, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=testhost", "SANDBOX_RUN_TEST_LISTEN="+h.HostPort())
+	cmd.Env = append(os.Environ(), HelperEnv+"=testhost", "SANDBOX_RUN_TEST_LISTEN="+h.HostPort())
 	cmd.Stderr = os.Stderr
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()

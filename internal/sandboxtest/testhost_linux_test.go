@@ -43,9 +43,3 @@ func TestNewTestHostSweepsDeadHosts(t *testing.T) {
 		t.Errorf("%s, of a live process, was swept", names[1])
 	}
 }
-
-// TestMain serves the test host inside its namespace (ServeTestHost).
-func TestMain(m *testing.M) {
-	ServeTestHost()
-	os.Exit(m.Run())
-}
