@@ -29,7 +29,7 @@ import (
 // child blocked in eventfd_read forever, with no death signal of its own.
 // The kill points: as soon as bwrap's child is seen, and at delays swept
 // across the first milliseconds after bwrap itself is seen. Control:
-// before the group guard (groupGuard) about one kill in three left that
+// before the group guard (mechanism.GroupGuard) about one kill in three left that
 // child (19 and 20 of 60 as root, 13 of 40 as an unprivileged user), so
 // a loop of this size fails on that code; and a loop whose kills never
 // landed in the window (bwrap's child there, or runsc running) fails

@@ -192,19 +192,19 @@ type launch struct {
 // a goroutine that moved would leave it without one. bwrap is started
 // into the group of the run's guard (started on the first fork), which
 // kills what bwrap forked before its own death signals if sandbox-run
-// dies (groupGuard). bwrap's end is sent on exited.
+// dies (mechanism.GroupGuard). bwrap's end is sent on exited.
 func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()
 	}
 	if r.guard == nil {
-		g, err := startGuard()
+		g, err := mechanism.StartGroupGuard()
 		if err != nil {
 			return -1, err
 		}
 		r.guard = g
-		r.undo.Push(g.end)
+		r.undo.Push(g.End)
 	}
 	attr := &syscall.ProcAttr{
 		Env:   []string{}, // bwrap itself gets nothing of ours
@@ -218,8 +218,9 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
 	// In the guard's process group: what bwrap forks before its own
-	// death signals are armed dies with sandbox-run too (groupGuard).
-	attr.Sys.Pdeathsig, attr.Sys.Setpgid, attr.Sys.Pgid = syscall.SIGKILL, true, r.guard.pid
+	// death signals are armed dies with sandbox-run too (GroupGuard).
+	attr.Sys.Pdeathsig = syscall.SIGKILL
+	r.guard.Join(attr.Sys)
 	attr.Sys.PidFD = l.pidfd
 	if r.cg != nil {
 		// Born inside the run's cgroup (clone3 CLONE_INTO_CGROUP): no

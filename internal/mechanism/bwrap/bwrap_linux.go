@@ -61,8 +61,8 @@ type bwRun struct {
 	argsNet []string
 	netMade bool // bwrap runs in the helper's network namespace
 	// guard leads the process group bwrap is started into and kills it
-	// if sandbox-run dies (groupGuard); nil until the first fork.
-	guard *groupGuard
+	// if sandbox-run dies (mechanism.GroupGuard); nil until the first fork.
+	guard *mechanism.GroupGuard
 	// notRunnable is the fast path's finding that the command cannot be
 	// started, reported by Start once the report exists.
 	notRunnable *mechanism.ExecError

@@ -166,9 +166,12 @@ func (g *gvRun) startRunsc() (*gvProc, error) {
 		return nil, fault.New("cannot create a pipe", err.Error(), "raise the descriptor limit")
 	}
 	gp.files = []*os.File{devnull, errR}
-	argv := g.cfg.Args(g.runsc, "run", "--bundle", g.bundle, g.id)
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Env = []string{} // runsc gets nothing of ours
+	if err := g.startGuard(); err != nil {
+		errW.Close()
+		closeAll(gp.files)
+		return nil, err
+	}
+	c := g.runscCommand(context.Background(), "run", "--bundle", g.bundle, g.id)
 	// The caller's descriptors are never handed to runsc: gVisor makes a
 	// donated descriptor non-blocking, which would break the caller's own
 	// writes to its terminal after the run. os/exec copies through pipes
@@ -182,7 +185,7 @@ func (g *gvRun) startRunsc() (*gvProc, error) {
 	}
 	gp.files = append(gp.files, stdin)
 	c.Stdin = stdin
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends after runsc
@@ -202,6 +205,37 @@ func (g *gvRun) startRunsc() (*gvProc, error) {
 	gp.rl.Out = mechanism.OrNull(g.opts.Stderr, devnull)
 	go func() { gp.rl.Run(errR); close(gp.relayDone) }()
 	return gp, nil
+}
+
+// startGuard starts the run's group guard, once: runsc run and every
+// runsc command after it (kill, delete) are started into its group, so
+// that none outlives a sandbox-run killed meanwhile. runsc run's death
+// signal covers runsc run alone; runsc kill and delete carry none.
+func (g *gvRun) startGuard() error {
+	if g.guard != nil {
+		return nil
+	}
+	gd, err := mechanism.StartGroupGuard()
+	if err != nil {
+		return err
+	}
+	g.guard = gd
+	g.undo.Push(gd.End)
+	return nil
+}
+
+// runscCommand is runsc's subcommand sub with the run's global flags, an empty
+// environment (runsc gets nothing of ours), started into the guard's
+// process group.
+func (g *gvRun) runscCommand(ctx context.Context, sub string, args ...string) *exec.Cmd {
+	argv := g.cfg.Args(g.runsc, sub, args...)
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = []string{}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if g.guard != nil {
+		g.guard.Join(c.SysProcAttr)
+	}
+	return c
 }
 
 func closeAll(fs []*os.File) {
@@ -349,10 +383,7 @@ func (g *gvRun) kill(sig os.Signal) {
 	if !ok {
 		return
 	}
-	argv := g.cfg.Args(g.runsc, "kill", g.id, strconv.Itoa(int(s)))
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Env = []string{}
-	c.Run()
+	g.runscCommand(context.Background(), "kill", g.id, strconv.Itoa(int(s))).Run()
 }
 
 // deleteState removes what runsc left in its state root when the run did
@@ -362,12 +393,9 @@ func (g *gvRun) deleteState() {
 	if err != nil || len(ents) == 0 {
 		return
 	}
-	argv := g.cfg.Args(g.runsc, "delete", "--force", g.id)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	c.Env = []string{}
-	c.Run()
+	g.runscCommand(ctx, "delete", "--force", g.id).Run()
 }
 
 func lastLine(s string) string {

@@ -60,6 +60,10 @@ type gvRun struct {
 	img      *ociimage.Image // the root file system's image; nil: the host's
 	tun      *gvTun          // transparent egress's host end; nil for none
 	proc     *gvProc         // runsc run, once started
+	// guard leads the process group every runsc command of the run is
+	// started into and kills it if sandbox-run dies
+	// (mechanism.GroupGuard); nil until runsc run starts.
+	guard *mechanism.GroupGuard
 	// What Prepare learnt for Attach: runsc's version, the rlimits and
 	// the report's limits, the host ids the files are accessed as.
 	ver              oci.Version
