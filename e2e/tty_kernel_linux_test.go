@@ -120,15 +120,34 @@ func (r *ptyRun) send(t *testing.T, s string) {
 	}
 }
 
+// terminalMechanisms are the mechanisms that give the command a terminal
+// of its own (the skeleton's), each with what it needs here.
+var terminalMechanisms = []struct {
+	mode string
+	need func(*testing.T)
+}{
+	{"bwrap", needBwrap},
+	{"landlock", func(t *testing.T) { sandboxtest.Landlock(t, 1) }},
+}
+
 // TestTerminal: from a terminal, bash -i gets a terminal of its own inside
-// the sandbox: job control on, Ctrl-C ends the foreground sleep (the
-// prompt is back long before the sleep would end, and $? is 130), Ctrl-Z
-// stops it, the window size is
+// the sandbox, under each mechanism that gives one: job control on,
+// Ctrl-C ends the foreground sleep (the prompt is back long before the
+// sleep would end, and $? is 130), Ctrl-Z stops it, the window size is
 // passed and follows a resize, TERM is passed.
 func TestTerminal(t *testing.T) {
-	needBwrap(t)
+	for _, m := range terminalMechanisms {
+		t.Run(m.mode, func(t *testing.T) {
+			m.need(t)
+			terminalSession(t, m.mode)
+		})
+	}
+}
+
+// terminalSession is TestTerminal under mode.
+func terminalSession(t *testing.T, mode string) {
 	w := sandboxtest.WorkDir(t)
-	r := startPTY(t, []string{"TERM=xterm-sbxtest"}, "run", "--workdir", w, "--env", "PS1=SBXP$ ", "--", "bash", "--norc", "--noprofile", "-i")
+	r := startPTY(t, []string{"TERM=xterm-sbxtest"}, "run", "--sandbox", mode, "--workdir", w, "--env", "PS1=SBXP$ ", "--", "bash", "--norc", "--noprofile", "-i")
 	at := r.expect(t, 0, "SBXP$ ", 10*time.Second)
 	r.send(t, "echo T=$TERM; set -o | grep monitor; stty size\n")
 	at = r.expect(t, at, "T=xterm-sbxtest", 5*time.Second)
@@ -185,7 +204,16 @@ func TestTerminal(t *testing.T) {
 // controlling terminal, gets TIOCSTI through and TIOCLINUX fails there with
 // another error (ENOTTY: a pseudo-terminal is no virtual console).
 func TestTerminalInjectionRefused(t *testing.T) {
-	needBwrap(t)
+	for _, m := range terminalMechanisms {
+		t.Run(m.mode, func(t *testing.T) {
+			m.need(t)
+			injectionRefused(t, m.mode)
+		})
+	}
+}
+
+// injectionRefused is TestTerminalInjectionRefused under mode.
+func injectionRefused(t *testing.T, mode string) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		sandboxtest.Unavailable(t, "python3", "apt-get install -y python3")
 	}
@@ -200,24 +228,24 @@ print("END")
 `
 	res := map[string]string{}
 	py, _ := exec.LookPath("python3")
-	for _, mode := range []string{"off", "bwrap"} {
+	for _, m := range []string{"off", mode} {
 		var r *ptyRun
-		if mode == "off" {
+		if m == "off" {
 			r = startOnPTY(t, nil, py, "-c", script)
 		} else {
-			r = startPTY(t, nil, "run", "--workdir", w, "--tty", "--", "python3", "-c", script)
+			r = startPTY(t, nil, "run", "--sandbox", mode, "--workdir", w, "--tty", "--", "python3", "-c", script)
 		}
 		r.expect(t, 0, "END", 10*time.Second)
 		r.mu.Lock()
-		res[mode] = r.out.String()
+		res[m] = r.out.String()
 		r.mu.Unlock()
 	}
-	t.Logf("unconfined: %q; sandboxed: %q", res["off"], res["bwrap"])
+	t.Logf("unconfined: %q; sandboxed: %q", res["off"], res[mode])
 	if !strings.Contains(res["off"], "TIOCSTI ok") {
 		sandboxtest.Unavailable(t, "TIOCSTI unconfined (the positive control): "+res["off"], "set dev.tty.legacy_tiocsti=1")
 	}
-	if !strings.Contains(res["bwrap"], "TIOCSTI errno 1") || !strings.Contains(res["bwrap"], "TIOCLINUX errno 1") {
-		t.Errorf("inside the sandbox: %q, want EPERM (1) for both", res["bwrap"])
+	if !strings.Contains(res[mode], "TIOCSTI errno 1") || !strings.Contains(res[mode], "TIOCLINUX errno 1") {
+		t.Errorf("inside the sandbox: %q, want EPERM (1) for both", res[mode])
 	}
 	if strings.Contains(res["off"], "TIOCLINUX errno 1\r") {
 		t.Errorf("control: TIOCLINUX unconfined already EPERM, so the sandbox's EPERM proves nothing: %q", res["off"])

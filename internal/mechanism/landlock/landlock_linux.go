@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,7 @@ type llRun struct {
 	unhold   func()            // drops the lock that marks tmp live (hostnet.MakeRunDir), once it is removed
 	swept    func()            // waits for the sweep of killed runs' TMPDIRs; nil before it starts
 	planned  mechanism.Planned // the skeleton's plan, as Prepare got it
+	setup    mechanism.Setup   // what the skeleton set up (Attach): the network, the terminal
 	pl       *plan.Plan        // the run's plan, by path, with its copies (plan.Layout.Copies)
 	unheld   []Unheld          // what of the plan Landlock cannot hold (translate)
 	prot     protect.State
@@ -88,9 +90,6 @@ func New(p policy.Policy, cmd []string, opts mechanism.Config) (mechanism.Mechan
 }
 
 func (r *llRun) Probe(context.Context) (mechanism.Host, error) {
-	if r.opts.Terminal != nil {
-		return mechanism.Host{}, fault.New("--tty with --sandbox landlock", "the landlock mechanism has no terminal relay yet", "drop --tty, or use --sandbox bwrap")
-	}
 	var err error
 	if r.uid, r.gid, _, err = mechanism.HostIDs(r.p); err != nil {
 		return mechanism.Host{}, err
@@ -106,11 +105,17 @@ func (r *llRun) Prepare(_ context.Context, pd mechanism.Planned) (mechanism.Need
 	r.own, r.prot = r.pl.Own, r.pl.Prot
 	// Landlock confines TCP connect by port, not by address: the network
 	// is served on host loopback ports.
-	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"}}, nil
+	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"},
+		Terminal: r.opts.Terminal != nil}, nil
 }
 
 func (r *llRun) Attach(_ context.Context, s mechanism.Setup) (*report.Report, error) {
-	r.nw = s.Net.Loopback
+	r.nw, r.setup = s.Net.Loopback, s
+	if t := s.TTY; t != nil {
+		// The skeleton's terminal, never the caller's: the shim makes it
+		// the command's controlling terminal (spawn).
+		r.opts.Stdin, r.opts.Stdout, r.opts.Stderr = t, t, t
+	}
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}
@@ -162,7 +167,12 @@ func (r *llRun) setUp() error {
 	if err != nil {
 		return err
 	}
-	env, err := mechanism.CommandEnv(p, r.nw.Env, r.opts.LookupEnv)
+	netEnv := r.nw.Env
+	if len(r.setup.Env) > 0 {
+		netEnv = maps.Clone(netEnv)
+		maps.Copy(netEnv, r.setup.Env)
+	}
+	env, err := mechanism.CommandEnv(p, netEnv, r.opts.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -375,6 +385,11 @@ func (r *llRun) spawn(path string, cmd []string) (*exec.Cmd, string, error) {
 	c.Stdin, c.Stdout, c.Stderr = r.opts.Stdin, r.opts.Stdout, r.opts.Stderr
 	c.ExtraFiles = []*os.File{specR, stW}
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if r.setup.TTY != nil {
+		// A session of its own with the terminal as its controlling one:
+		// job control, ^C and ^Z reach the command's foreground group.
+		c.SysProcAttr.Setctty, c.SysProcAttr.Ctty = true, 0
+	}
 	if os.Geteuid() == 0 {
 		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
