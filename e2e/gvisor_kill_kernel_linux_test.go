@@ -47,17 +47,22 @@ func TestGvisorKilledLeavesNothing(t *testing.T) {
 		// that must be among the run's processes then (the control), or
 		// false when the point was not reached.
 		atKill func(t *testing.T, sbx int, w string) ([]int, bool)
+		// early takes the run's processes while its command runs, before
+		// the kill point, so that the kill follows the point at once: the
+		// timeout's point is a runsc command's life, some 100 ms, which
+		// walking /proc on a busy machine outlasted.
+		early bool
 	}{
-		{"running", nil, commandStarted},
-		{"network", []string{"--allow-host", "example.com"}, commandStarted},
-		{"timeout's end", []string{"--timeout", "3s"}, runscHelperRuns},
+		{"running", nil, commandStarted, false},
+		{"network", []string{"--allow-host", "example.com"}, commandStarted, false},
+		{"timeout's end", []string{"--timeout", "3s"}, runscHelperRuns, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The timeout's window is a runsc command's life (some
 			// 100 ms): a poll that missed it retries, and three misses
 			// fail rather than pass having tested nothing.
 			for try := 1; ; try++ {
-				if killGvisorRun(t, tc.extra, tc.atKill) {
+				if killGvisorRun(t, tc.extra, tc.atKill, tc.early) {
 					return
 				}
 				if try == 3 {
@@ -73,7 +78,7 @@ func TestGvisorKilledLeavesNothing(t *testing.T) {
 // The test is the child subreaper of the run meanwhile: whatever of the
 // run outlives sandbox-run is reparented to it, so that each such
 // process is seen to end, and how.
-func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, string) ([]int, bool)) bool {
+func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, string) ([]int, bool), early bool) bool {
 	w, tmp, env := sandboxtest.WorkDir(t), gvTmp(t), cacheEnv(t)
 	args := append(append([]string{"run", "--workdir", w, "--sandbox", "gvisor"}, extra...),
 		"--", "sh", "-c", "echo up > started; sleep 60; :")
@@ -90,10 +95,24 @@ func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, st
 	defer c.Wait()
 	defer c.Process.Kill()
 	sbx := c.Process.Pid
+	var dir, id string
+	var procs map[int]runProc
+	var nss map[string]bool
+	snapshot := func() {
+		dir = runDirOf(t, tmp)
+		procs = gvRunProcesses(sbx, dir)
+		nss, id = namespacesOf(procs), containerID(procs)
+	}
+	if early {
+		commandStarted(t, sbx, w)
+		snapshot()
+	}
 	must, reached := atKill(t, sbx, w)
-	dir := runDirOf(t, tmp)
-	procs := gvRunProcesses(sbx, dir)
-	nss, id := namespacesOf(procs), containerID(procs)
+	if early {
+		addProcs(procs, must)
+	} else {
+		snapshot()
+	}
 	c.Process.Signal(syscall.SIGKILL)
 	c.Wait()
 	ended, left := reapRun(procs)
@@ -115,6 +134,16 @@ func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, st
 	gvLeftover(t, dir, nss, id)
 	gvSwept(t, w, tmp, dir, env)
 	return true
+}
+
+// addProcs adds pids, found live at the kill point, to the run's
+// processes.
+func addProcs(procs map[int]runProc, pids []int) {
+	for _, p := range pids {
+		if st, ppid := startAndParent(p); st != "" {
+			procs[p] = runProc{st, strings.ReplaceAll(readCmdline(p), "\x00", " "), ppid}
+		}
+	}
 }
 
 // outlived says whether every pid of must outlived sandbox-run (ended
