@@ -1,11 +1,14 @@
 // Package plan gathers, once per run, the host facts a Linux mechanism
 // needs and lays them out as the plan every Linux mechanism translates
-// (Plan, New, NewLending, StartProtection). The plan owns the mount
+// (Plan, New, NewLending, Start). The plan owns the mount
 // layout: the system paths, the sandbox's own /proc, /dev and /tmp, the
 // --read paths with their sockets and FIFOs covered, the writable dirs
 // and the protected paths held onto themselves, in bwrap's order; bwrap
 // binds it as it is, gVisor, an image's root and Landlock (its by-path
-// form, into grants and the steps it cannot hold) translate it. It also
+// form, into grants and the steps it cannot hold) translate it. The
+// skeleton (package sandbox) builds it once per run, as the mechanism's
+// Layout asks (Start: by descriptor or path, the lent owner, copies of
+// what cannot be held), and hands it to the mechanism. It also
 // holds the checks the mechanisms share on the host: which host paths
 // are shown inside (ShownInside), who may reach a path (AccessibleAs,
 // AccessibleVia), which directories are the caller's own (HostOwn), and

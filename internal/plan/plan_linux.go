@@ -66,7 +66,7 @@ type Plan struct {
 	// Prot is what package protect journals and guards for the run.
 	Prot protect.State
 	// Quarantined is what the run's start neutralised of earlier runs
-	// (set by StartProtection).
+	// (set by Start).
 	Quarantined []report.Quarantined
 	// Late are mounts made after every other (before / is made
 	// read-only): remounts of the sandbox's own file systems under which
