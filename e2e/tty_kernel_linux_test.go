@@ -74,8 +74,17 @@ func startOnPTY(t *testing.T, env []string, prog string, args ...string) *ptyRun
 		}
 	}()
 	t.Cleanup(func() {
-		c.Process.Kill()
-		c.Wait()
+		// A moment to end on its own first: sandbox-run killed skips its
+		// own cleanup (a landlock run's TMPDIR is then the next run's to
+		// sweep), and a test's leftovers outlive it.
+		done := make(chan struct{})
+		go func() { c.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		c.Process.Kill() // a no-op once it has ended
+		<-done
 		master.Close()
 	})
 	return r
