@@ -165,7 +165,11 @@ func gvLeftover(t *testing.T, dir string, nss map[string]bool, id string) {
 	t.Helper()
 	for _, p := range append(processesWith(dir), inNamespaces(nss)...) {
 		t.Errorf("a process of the killed run is left: %s cmdline %q", describe(p), readCmdline(p))
-		syscall.Kill(p, syscall.SIGKILL)
+		// Never PID 1 nor the test, whatever the lists say: a kill here
+		// must not reach beyond the run.
+		if p > 1 && p != os.Getpid() {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
 	}
 	if m := mountsNaming(dir, nss); len(m) > 0 {
 		t.Errorf("mounts of the killed run remain: %v", m)
@@ -313,15 +317,30 @@ func startAndParent(pid int) (string, int) {
 	return f[19], ppid
 }
 
-// namespacesOf is the set of namespaces the processes are in that the
-// test is not ("net:[N]" as readlink spells them).
+// namespacesOf is the set of namespaces the run's processes hold alone
+// ("net:[N]" as readlink spells them): every namespace of procs that no
+// other process on the host is in. Comparing with the test's own
+// namespaces is not enough: an earlier test of the suite may have moved
+// the test process's main thread into a namespace of its own, and then
+// the host's namespaces, which runsc's host-side processes are in, were
+// taken for the run's, and gvLeftover killed every process on the host.
 func namespacesOf(procs map[int]runProc) map[string]bool {
+	kinds := []string{"net", "mnt", "pid", "user", "ipc", "uts"}
 	out := map[string]bool{}
 	for p := range procs {
-		for _, kind := range []string{"net", "mnt", "pid", "user", "ipc", "uts"} {
-			own, _ := os.Readlink("/proc/self/ns/" + kind)
-			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", p, kind)); err == nil && l != own {
+		for _, kind := range kinds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", p, kind)); err == nil {
 				out[l] = true
+			}
+		}
+	}
+	for _, p := range procPIDs() {
+		if _, ok := procs[p]; ok {
+			continue
+		}
+		for _, kind := range kinds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", p, kind)); err == nil {
+				delete(out, l)
 			}
 		}
 	}

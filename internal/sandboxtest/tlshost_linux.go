@@ -214,9 +214,13 @@ func gitBackend(t testing.TB) http.Handler {
 }
 
 // listenInNetNS opens a TCP listener in the named network namespace: a
-// locked thread enters it, listens and then exits with its goroutine
-// (never unlocked, so the runtime discards the thread instead of reusing
-// it in the wrong namespace). The socket stays in that namespace.
+// locked thread enters it, listens and goes back to its own namespace
+// before it is unlocked; if it cannot go back it stays locked, and the
+// runtime discards it with its goroutine. Back, because a locked
+// goroutine that ends on the main thread does not end that thread: the
+// test process's /proc/self/ns/net then named the test's namespace, and
+// a test that compared namespaces with it took the host's for a
+// sandbox's. The socket stays in that namespace.
 func listenInNetNS(t testing.TB, ns, addr string) net.Listener {
 	t.Helper()
 	type result struct {
@@ -226,6 +230,12 @@ func listenInNetNS(t testing.TB, ns, addr string) net.Listener {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer own.Close()
 		f, err := os.Open("/run/netns/" + ns)
 		if err != nil {
 			ch <- result{err: err}
@@ -237,6 +247,9 @@ func listenInNetNS(t testing.TB, ns, addr string) net.Listener {
 			return
 		}
 		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		ch <- result{ln, err}
 	}()
 	r := <-ch

@@ -30,29 +30,44 @@ func Open(pid int, cfg Config) (*os.File, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// Never unlocked: the thread ends with this goroutine, so no
-		// other goroutine ever runs in the sandbox's namespace.
 		runtime.LockOSThread()
-		f, err := openIn(pid, cfg)
+		f, back, err := openIn(pid, cfg)
+		if back {
+			runtime.UnlockOSThread()
+		}
+		// Otherwise never unlocked: the thread ends with this goroutine,
+		// so no other goroutine ever runs in the sandbox's namespace.
 		ch <- result{f, err}
 	}()
 	r := <-ch
 	return r.f, r.err
 }
 
-func openIn(pid int, cfg Config) (*os.File, error) {
+// openIn makes the device in pid's network namespace from the calling
+// (locked) thread, and takes the thread back to its own namespace: back
+// says it is there. Why back: a locked goroutine that ends on the
+// process's main thread does not end that thread, and its namespace is
+// then the one /proc/self/ns/net names for the whole process (the
+// report's namespace checks compare the sandbox's with it).
+func openIn(pid int, cfg Config) (_ *os.File, back bool, _ error) {
+	own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, true, fmt.Errorf("tun: open sandbox-run's network namespace: %w", err)
+	}
+	defer unix.Close(own)
 	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("tun: open the sandbox's network namespace: %w", err)
+		return nil, true, fmt.Errorf("tun: open the sandbox's network namespace: %w", err)
 	}
 	defer unix.Close(ns)
 	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
 		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("%w (%v)", ErrPermission, err)
+			return nil, true, fmt.Errorf("%w (%v)", ErrPermission, err)
 		}
-		return nil, fmt.Errorf("tun: enter the sandbox's network namespace: %w", err)
+		return nil, true, fmt.Errorf("tun: enter the sandbox's network namespace: %w", err)
 	}
-	return Make(cfg)
+	f, err := Make(cfg)
+	return f, unix.Setns(own, unix.CLONE_NEWNET) == nil, err
 }
 
 // Make creates the TUN device cfg names (IFF_TUN | IFF_NO_PI) in the
