@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,23 @@ func startOnPTY(t *testing.T, env []string, prog string, args ...string) *ptyRun
 		master.Close()
 	})
 	return r
+}
+
+// signalState says where a terminal's signals would go: the terminal's
+// foreground process group and sandbox-run's own ids and signal masks
+// (a SIGWINCH that never arrived is told from one that was not handled).
+func (r *ptyRun) signalState() string {
+	fg, err := unix.IoctlGetInt(int(r.master.Fd()), unix.TIOCGPGRP)
+	pid := r.cmd.Process.Pid
+	st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	status, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	var sig []string
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "Sig") || strings.HasPrefix(l, "ShdPnd") || strings.HasPrefix(l, "State") {
+			sig = append(sig, l)
+		}
+	}
+	return fmt.Sprintf("foreground group %d (error %v); sandbox-run pid %d; stat %s; %s", fg, err, pid, st, strings.Join(sig, "; "))
 }
 
 // expect waits until the output after from holds s; it returns the
@@ -192,6 +210,7 @@ func terminalSession(t *testing.T, mode string) {
 		_, resized = r.await(at, "40 120", time.Second)
 	}
 	if !resized {
+		t.Log(r.signalState())
 		r.expect(t, at, "40 120", 0)
 	}
 	r.send(t, "exit 7\n")

@@ -62,11 +62,11 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	// The plan outlives the mechanism: its protected paths are settled
 	// once the sandbox is gone.
 	defer func() { m.Close(res); settle(res) }()
-	needs, err := prepare(ctx, m, p, cfg, &settle)
+	host, pd, err := prepare(ctx, m, p, cfg, &settle)
 	if err != nil {
 		return nil, err
 	}
-	nw, err := hostnet.Start(ctx, needs.Net, hostnet.Run{RunID: cfg.RunID, Audit: cfg.Audit, Refusals: cfg.Refusals, Logger: cfg.Log(), LookupEnv: cfg.LookupEnv})
+	nw, err := hostnet.Start(ctx, pd.Net, hostnet.Run{RunID: cfg.RunID, Audit: cfg.Audit, Refusals: cfg.Refusals, Logger: cfg.Log(), LookupEnv: cfg.LookupEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 	// once it is being taken down.
 	defer nw.Close()
 	setup := mechanism.Setup{Net: nw}
-	if needs.Terminal {
+	if host.Terminal {
 		tty, err := openTerminal(p, opts, &setup)
 		if err != nil {
 			return nil, err
@@ -125,23 +125,32 @@ func runMechanism(ctx context.Context, p policy.Policy, cmd []string, opts Optio
 }
 
 // prepare asks the mechanism what it can enforce here (Probe), plans the
-// run once as it asks (the state dirs, the mount plan under the
-// protection journal, the limits) and hands the plan to its Prepare;
-// settle is set to what releases the plan once the sandbox is gone.
-func prepare(ctx context.Context, m mechanism.Mechanism, p policy.Policy, cfg mechanism.Config, settle *func(*Result)) (mechanism.Needs, error) {
+// run once as it asks (the state dirs, the path plan under the
+// protection journal, the network, the limits) and hands the plan to its
+// Prepare; settle is set to what releases the plan once the sandbox is
+// gone.
+func prepare(ctx context.Context, m mechanism.Mechanism, p policy.Policy, cfg mechanism.Config, settle *func(*Result)) (mechanism.Host, mechanism.Planned, error) {
 	host, err := m.Probe(ctx)
 	if err != nil {
-		return mechanism.Needs{}, err
+		return host, mechanism.Planned{}, err
 	}
 	pd, s, err := planPaths(p, host, cfg)
 	if err != nil {
-		return mechanism.Needs{}, err
+		return host, pd, err
 	}
 	*settle = s
+	pd.Net = planNet(host, pd)
 	if pd.Limits, pd.DefaultMemory, err = planLimits(pd.Policy, host.Ceilings); err != nil {
-		return mechanism.Needs{}, err
+		return host, pd, err
 	}
-	return m.Prepare(ctx, pd)
+	return host, pd, m.Prepare(ctx, pd)
+}
+
+// planNet is the run's network: what the host reaches, for the planned
+// policy (its state dirs made, its paths as the host names them) and
+// ids, with the plan's guard for what the network hands in.
+func planNet(h mechanism.Host, pd mechanism.Planned) hostnet.Request {
+	return hostnet.Request{Reach: h.Net, Policy: pd.Policy, UID: h.UID, GID: h.GID, Root: h.Root, Guard: planGuard(pd.Plan)}
 }
 
 // planLimits is the run's limits: the policy's with the default

@@ -43,3 +43,11 @@ func planPaths(p policy.Policy, h mechanism.Host, cfg mechanism.Config) (pd mech
 	pd.Policy, pd.Plan = p, pl
 	return pd, settle, nil
 }
+
+// planGuard is the guard that vetted the plan's sources (nil: no plan).
+func planGuard(pl *plan.Plan) *pathguard.Guard {
+	if pl == nil {
+		return nil
+	}
+	return pl.Guard
+}

@@ -140,13 +140,13 @@ func TestReportGoldenTierZero(t *testing.T) {
 		t.Fatalf("tier 0 asked for a mount plan (%+v): it binds nothing", *host.Layout)
 	}
 	settle := func(*Result) {}
-	needs, err := prepare(context.Background(), r, p, mechanism.Config{}, &settle)
+	host, pd, err := prepare(context.Background(), r, p, mechanism.Config{}, &settle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	settle(nil)
-	if needs.Net.Kind != hostnet.NoNetwork || needs.Terminal {
-		t.Fatalf("tier 0 asked for %+v: its command has the host's network and the caller's streams", needs)
+	if pd.Net.Kind != hostnet.NoNetwork || host.Terminal {
+		t.Fatalf("tier 0 asked for a network (%+v) or a terminal (%v): its command has the host's network and the caller's streams", pd.Net.Reach, host.Terminal)
 	}
 	rep, err := r.Attach(context.Background(), mechanism.Setup{})
 	if err != nil {

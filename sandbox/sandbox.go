@@ -190,8 +190,8 @@ type Options struct {
 	// are relayed to it and its output to Stdout; Terminal is in raw mode
 	// for the run (restored after) and its window size is followed on
 	// SIGWINCH. TERM is passed from LookupEnv unless the policy sets it.
-	// Only bwrap does this; tier 0 (ModeOff) leaves the command on the
-	// caller's own terminal, and other mechanisms refuse it.
+	// bwrap and Landlock do this; tier 0 (ModeOff) leaves the command on
+	// the caller's own terminal, and the other mechanisms refuse it.
 	Terminal *os.File
 	// Signals, when set, are relayed to the command until Run returns.
 	Signals <-chan os.Signal

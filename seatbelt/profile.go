@@ -140,7 +140,37 @@ func Canonical(p string) string {
 // for bad options, and ErrUnsafeString (an *UnsafeStringError) when a path
 // cannot be written safely as an SBPL string.
 func Render(p policy.Policy, opts Options) (Profile, error) {
-	forms, err := render(p, opts)
+	if err := p.Validate(); err != nil {
+		return Profile{}, err
+	}
+	return RenderGrants(GrantsOf(p), opts)
+}
+
+// Grants are what a profile grants and holds of the file system: the
+// paths of a run's plan, as a mechanism that matches paths translates
+// them. The zero value grants nothing but the system's paths.
+type Grants struct {
+	// Writable are the directories read and written (the workdir and
+	// --write); Read the --read paths.
+	Writable, Read []string
+	// Protected are the paths never written, inside a writable
+	// directory or not, whether they exist or not.
+	Protected []string
+	// Ptrace allows the task ports of the sandbox's own processes.
+	Ptrace bool
+}
+
+// GrantsOf is what p grants and holds, its paths as written.
+func GrantsOf(p policy.Policy) Grants {
+	p = p.WithDefaults()
+	return Grants{Writable: p.Writable(), Read: p.Read, Protected: p.ProtectedPaths(), Ptrace: p.Ptrace}
+}
+
+// RenderGrants is Render of a plan's grants: the same profile, its paths
+// taken from g. Every path must be absolute (ErrInvalidOptions
+// otherwise); each is written in its Canonical spelling.
+func RenderGrants(g Grants, opts Options) (Profile, error) {
+	forms, err := render(g, opts)
 	if err != nil {
 		return Profile{}, err
 	}
@@ -179,15 +209,11 @@ func withMessage(tag string) node {
 
 // render builds the policy-made part as nodes. Tests compare what the
 // profile text reads back as with these nodes.
-func render(p policy.Policy, opts Options) ([]form, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func render(g Grants, opts Options) ([]form, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	p = p.WithDefaults()
-	rp, err := checkPaths(p, &opts)
+	rp, err := checkPaths(g, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +230,7 @@ func render(p policy.Policy, opts Options) ([]form, error) {
 	pathRules(rp, rule, comment)
 	// 7. Network, and --ptrace.
 	networkRules(opts, rule, comment)
-	if p.Ptrace {
+	if g.Ptrace {
 		comment("--ptrace: task ports of processes in this sandbox (debuggers).")
 		rule(sym("allow"), sym("mach-priv-task-port"), list(sym("target"), sym("same-sandbox")))
 	}
@@ -221,26 +247,31 @@ type profilePaths struct {
 	tmp                       string // the run's private TMPDIR, if any
 }
 
-// checkPaths returns p's paths for the profile, and makes opts's
-// developer dir canonical; an unsafe string is an *UnsafeStringError.
-func checkPaths(p policy.Policy, opts *Options) (profilePaths, error) {
+// checkPaths returns g's paths for the profile, and makes opts's
+// developer dir canonical; an unsafe string is an *UnsafeStringError, a
+// relative path ErrInvalidOptions.
+func checkPaths(g Grants, opts *Options) (profilePaths, error) {
 	var rp profilePaths
 	var err error
 	check := func(field, s string) string {
-		if err == nil {
+		switch {
+		case err != nil:
+		case !filepath.IsAbs(s):
+			err = fmt.Errorf("%w: %s path %q is not absolute", ErrInvalidOptions, field, s)
+		default:
 			if why := checkString(s); why != "" {
 				err = &UnsafeStringError{Field: field, Value: s, Reason: why}
 			}
 		}
 		return s
 	}
-	for _, w := range p.Writable() {
+	for _, w := range g.Writable {
 		rp.writable = append(rp.writable, check("write", Canonical(w)))
 	}
-	for _, r := range p.Read {
+	for _, r := range g.Read {
 		rp.read = append(rp.read, check("read", Canonical(r)))
 	}
-	for _, pr := range p.ProtectedPaths() {
+	for _, pr := range g.Protected {
 		rp.protected = append(rp.protected, check("protect", Canonical(pr)))
 	}
 	if opts.TmpDir != "" {

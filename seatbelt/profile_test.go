@@ -106,7 +106,7 @@ func lineDiff(want, got string) string {
 // or reshape an expression.
 func checkReadsBack(t testing.TB, p policy.Policy, opts Options, prof Profile) {
 	t.Helper()
-	forms, err := render(p, opts)
+	forms, err := render(GrantsOf(p), opts)
 	if err != nil {
 		t.Fatalf("render failed where Render succeeded: %v", err)
 	}
@@ -338,4 +338,39 @@ func withoutComments(text string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestRenderGrants: a plan's grants render as the policy they came from
+// does, and a grant that is no absolute path (which Render's policy
+// check would have caught) or cannot be written safely is refused.
+func TestRenderGrants(t *testing.T) {
+	p := policy.Policy{Workdir: "/w", Write: []string{"/out"}, Read: []string{"/ref"}, Ptrace: true}
+	opts := Options{Tag: testTag, ProxyPort: 8080}
+	a, err := Render(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RenderGrants(GrantsOf(p), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Error("RenderGrants(GrantsOf(p)) differs from Render(p)")
+	}
+	for _, tc := range []struct {
+		name string
+		g    Grants
+		want error
+	}{
+		{"relative writable", Grants{Writable: []string{"w"}}, ErrInvalidOptions},
+		{"empty read", Grants{Writable: []string{"/w"}, Read: []string{""}}, ErrInvalidOptions},
+		{"relative protected", Grants{Writable: []string{"/w"}, Protected: []string{".bashrc"}}, ErrInvalidOptions},
+		{"unsafe protected", Grants{Writable: []string{"/w"}, Protected: []string{"/w/\xff\""}}, ErrUnsafeString},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := RenderGrants(tc.g, opts); !errors.Is(err, tc.want) {
+				t.Fatalf("RenderGrants: %v, want an error wrapping %v", err, tc.want)
+			}
+		})
+	}
 }

@@ -28,32 +28,40 @@ const (
 	ViaLoopback
 )
 
-// Request is what a mechanism asks of the run's network once it knows who
-// its sandbox runs as. The zero value asks for none.
-type Request struct {
+// Reach is how a mechanism's sandbox reaches the run's network, as the
+// mechanism finds it can on this host (its Probe). The zero value is
+// no network of its own.
+type Reach struct {
 	Kind Kind
-	// Policy is the run's policy as the mechanism settled it (a session's
-	// home and the caches among its writable dirs, which the network's
-	// own files must lie outside).
-	Policy policy.Policy
-	// UID and GID are the host ids the sandbox runs as; Root says
-	// sandbox-run is root, and hands the sockets it makes to them.
-	UID, GID int
-	Root     bool
 	// Mechanism names the mechanism in refusals ("landlock").
 	Mechanism string
 	// DualStack (ViaLoopback) holds each port on ::1 as well (see
 	// LoopbackConfig).
 	DualStack bool
+	// CheckSocket (ViaLoopback), when set, vets a node socket the run
+	// depends on in place of CheckSocket for UID and GID (macOS has its
+	// own).
+	CheckSocket func(flag, path, fix string) error
+}
+
+// Request is the run's network as the skeleton plans it: the
+// mechanism's Reach, for the planned policy, ids and guard. The zero
+// value asks for none.
+type Request struct {
+	Reach
+	// Policy is the run's policy as planned (a session's home and the
+	// caches among its writable dirs, which the network's own files must
+	// lie outside; on macOS its paths resolved).
+	Policy policy.Policy
+	// UID and GID are the host ids the sandbox runs as; Root says
+	// sandbox-run is root, and hands the sockets it makes to them.
+	UID, GID int
+	Root     bool
 	// Guard (ViaSockets) vets the host paths the network hands in (the
 	// ssh-agent, named sockets, known_hosts): the plan's, which refuses
 	// any in or through a writable directory. Nil: the policy hands in
 	// nothing.
 	Guard *pathguard.Guard
-	// CheckSocket (ViaLoopback), when set, vets a node socket the run
-	// depends on in place of CheckSocket for UID and GID (macOS has its
-	// own).
-	CheckSocket func(flag, path, fix string) error
 }
 
 // Run is what the run hands every network, whatever the mechanism.

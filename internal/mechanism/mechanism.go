@@ -259,8 +259,8 @@ func NewRunID() string {
 // mechanism ran it: Probe, which says what it can enforce on this host
 // (its Host); the plan the skeleton builds once as the Host asks (the
 // state dirs, the mount plan under the protection journal, the limits);
-// Prepare with it; what it Needs, which the skeleton sets up and takes
-// down (the network, the terminal); Attach; Start; the one supervision
+// Prepare with it; what the Host reaches, which the skeleton sets up and
+// takes down (the network, the terminal); Attach; Start; the one supervision
 // loop (Supervise) over the Process Start returned; Finish, whose Ended
 // the skeleton classifies; Close in every case, then the plan's release.
 type Mechanism interface {
@@ -271,13 +271,12 @@ type Mechanism interface {
 	Probe(ctx context.Context) (Host, error)
 	// Prepare sets up what comes before the network from what the
 	// skeleton planned as Probe asked: the policy with its state dirs,
-	// the plan and the limits. It returns what the run needs of the
-	// skeleton. The plan is the skeleton's: the mechanism may add to it
-	// (Plan.Bind) but never closes it. An error means the command never
-	// runs.
-	Prepare(ctx context.Context, pl Planned) (Needs, error)
+	// the plan, the network and the limits. The plan is the skeleton's:
+	// the mechanism may add to it (Plan.Bind) but never closes it. An
+	// error means the command never runs.
+	Prepare(ctx context.Context, pl Planned) error
 	// Attach sets up everything else short of starting the command with
-	// what the skeleton set up as Prepare asked: the network's sockets or
+	// what the skeleton set up as its Host asked: the network's sockets or
 	// ports bound in, its variables and the terminal in the command's
 	// environment. They are the skeleton's: the mechanism never closes
 	// them. The report Attach returns claims only what is set up and is
@@ -327,17 +326,27 @@ type Host struct {
 	// Root says sandbox-run runs as root.
 	UID, GID int
 	Root     bool
-	// Layout, when set, asks for the run's mount plan (package plan),
-	// built once by the skeleton with the policy's state dirs (sessions'
-	// homes, caches) and the protection journal; nil: the mechanism takes
-	// no plan (tier 0; Seatbelt, which renders its profile from the
-	// policy).
+	// Layout, when set, asks for the run's plan (package plan), built
+	// once by the skeleton: on Linux the mount plan, with the policy's
+	// state dirs (sessions' homes, caches) and the protection journal;
+	// elsewhere a plan by path (plan.ByPath: the zero Layout, Seatbelt's).
+	// nil: the mechanism takes no plan (tier 0).
 	Layout *plan.Layout
 	// Ceilings says the mechanism holds the default memory and process
 	// ceilings here (RunLimits): a run it cannot give them is refused
 	// rather than run without them. Without it only the policy's own
 	// limits are planned.
 	Ceilings bool
+	// Net is how the sandbox reaches the run's network; the skeleton
+	// plans the network from it (Planned.Net) and starts it after
+	// Prepare. The zero value: none (tier 0, whose command has the
+	// host's).
+	Net hostnet.Reach
+	// Terminal says the command takes a terminal of its own, relayed to
+	// the caller's (Config.Terminal). A mechanism that cannot give one
+	// refuses in Probe instead; one that runs the command on the
+	// caller's streams as they are (tier 0) asks for none.
+	Terminal bool
 }
 
 // Planned is what the skeleton planned for a run, as the mechanism's
@@ -348,24 +357,17 @@ type Planned struct {
 	Policy policy.Policy
 	// Plan is the run's mount plan; nil without a Layout.
 	Plan *plan.Plan
+	// Net is the run's network: the Host's Reach for the planned policy
+	// and ids, with the plan's guard for what it hands in. The skeleton
+	// starts it after Prepare and hands it to Attach (Setup.Net).
+	Net hostnet.Request
 	// Limits are the run's limits; DefaultMemory says the memory ceiling
 	// is RunLimits' default, not the policy's.
 	Limits        limits.Limits
 	DefaultMemory bool
 }
 
-// Needs is what a mechanism asks the skeleton to set up for its run.
-type Needs struct {
-	// Net is the run's network (the zero value: none).
-	Net hostnet.Request
-	// Terminal says the command takes a terminal of its own, relayed to
-	// the caller's (Config.Terminal). A mechanism that cannot give one
-	// refuses in Prepare instead; one that runs the command on the
-	// caller's streams as they are (tier 0) asks for none.
-	Terminal bool
-}
-
-// Setup is what the skeleton set up for a run, as its Needs asked.
+// Setup is what the skeleton set up for a run, as its Host asked.
 type Setup struct {
 	// Net is the run's network.
 	Net hostnet.Net

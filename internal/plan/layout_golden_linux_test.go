@@ -266,7 +266,8 @@ func renderLayout(t *testing.T, sh layoutShape, set string, feat bwrap.Features)
 	for _, tf := range l.tmpfs {
 		fmt.Fprintf(&b, "  %s size=%d: %s\n", tf.Path, tf.Size, tf.Enforced)
 	}
-	fx := plantest.Fixture{Name: sh.name + "-" + set, Features: feat, Workdir: p.Workdir, AsPid1: sh.asPid1, FDBase: l.fdBase, Mounts: mounts}
+	fx := plantest.Fixture{Name: sh.name + "-" + set, Features: feat, Workdir: p.Workdir, AsPid1: sh.asPid1, FDBase: l.fdBase, Mounts: mounts,
+		Writable: l.writable, ReadOnly: l.readOnly, Protected: l.protected, Watched: l.watched}
 	return []byte(b.String()), fx
 }
 

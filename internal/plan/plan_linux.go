@@ -55,12 +55,9 @@ type Plan struct {
 	FDBase int
 	// ByFD says the binds are made by descriptor (bwrap has --bind-fd).
 	ByFD bool
-	// Writable, ReadOnly and Protected are the report's lists: the
-	// writable dirs, the --read paths, the protected paths held
-	// read-only.
-	Writable  []string
-	ReadOnly  []string
-	Protected []string
+	// Paths are the report's lists: the writable dirs, the --read
+	// paths, the protected paths held read-only and those watched.
+	Paths
 	// Notes are the report's notes on the layout (warnings included).
 	Notes []string
 	// Prot is what package protect journals and guards for the run.
@@ -169,7 +166,7 @@ func NewLending(rv *pathguard.Resolver, p policy.Policy, own []string, byFD bool
 	}
 	pl := &Plan{
 		Guard: g, Mounts: l.mounts, Late: l.late, FDBase: fdBase, ByFD: byFD,
-		Writable: l.writable, ReadOnly: l.readOnly, Protected: l.protected, Notes: l.notes,
+		Paths: Paths{Writable: l.writable, ReadOnly: l.readOnly, Protected: l.protected, Watched: l.watched}, Notes: l.notes,
 		Prot:  protect.State{Watched: l.watched, Gits: f.gits, Walk: f.prot.walk},
 		Tmpfs: l.tmpfs, Scan: f.scan, WScan: f.wscan, Own: own,
 	}

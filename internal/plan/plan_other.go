@@ -2,10 +2,11 @@
 
 package plan
 
-// Plan is Linux's: elsewhere no mechanism translates a mount plan
-// (Seatbelt renders its profile from the policy, tier 0 has none), and
-// the skeleton never builds one.
-type Plan struct{}
+// Plan elsewhere is a plan by path (ByPath): no mount, only the paths a
+// mechanism that matches paths (Seatbelt) translates.
+type Plan struct {
+	Paths
+}
 
 // Close does nothing: there is nothing to release.
 func (*Plan) Close() {}

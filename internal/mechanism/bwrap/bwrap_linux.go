@@ -88,10 +88,11 @@ func (r *bwRun) Probe(ctx context.Context) (mechanism.Host, error) {
 	if r.opts.MapOwner {
 		l.Lent = r.p.Workdir
 	}
-	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root, Layout: l, Ceilings: true}, nil
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root, Layout: l, Ceilings: true,
+		Net: hostnet.Reach{Kind: hostnet.ViaSockets}, Terminal: r.opts.Terminal != nil}, nil
 }
 
-func (r *bwRun) Prepare(ctx context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+func (r *bwRun) Prepare(ctx context.Context, pd mechanism.Planned) error {
 	r.p, r.pl, r.runID, r.planned = pd.Policy, pd.Plan, r.opts.RunID, pd
 	if len(r.p.Read) > 0 {
 		r.log.Debug("searched --read paths for sockets and FIFOs", "entries", r.pl.Scan.Entries,
@@ -99,13 +100,10 @@ func (r *bwRun) Prepare(ctx context.Context, pd mechanism.Planned) (mechanism.Ne
 	}
 	for _, step := range []func(context.Context) error{r.image, r.lendOwner} {
 		if err := step(ctx); err != nil {
-			return mechanism.Needs{}, err
+			return err
 		}
 	}
-	return mechanism.Needs{
-		Net:      hostnet.Request{Kind: hostnet.ViaSockets, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Guard: r.pl.Guard},
-		Terminal: r.opts.Terminal != nil,
-	}, nil
+	return nil
 }
 
 func (r *bwRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {

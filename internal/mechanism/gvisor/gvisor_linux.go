@@ -85,19 +85,20 @@ func (g *gvRun) Probe(ctx context.Context) (mechanism.Host, error) {
 	}
 	// Binds by path (runsc's gofer opens each source), and the sizes are
 	// gVisor's tmpfs options.
-	return mechanism.Host{UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Layout: &plan.Layout{Size: true}, Ceilings: true}, nil
+	return mechanism.Host{UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Layout: &plan.Layout{Size: true}, Ceilings: true,
+		Net: hostnet.Reach{Kind: hostnet.ViaSockets}}, nil
 }
 
-func (g *gvRun) Prepare(ctx context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+func (g *gvRun) Prepare(ctx context.Context, pd mechanism.Planned) error {
 	g.p, g.pl, g.memory = pd.Policy, pd.Plan, pd.Limits.Memory
 	g.rl, g.lims = gvLimits(g.p, g.memory)
 	if g.opts.Image != nil {
 		var err error
 		if g.img, err = g.opts.Image(ctx); err != nil {
-			return mechanism.Needs{}, err
+			return err
 		}
 	}
-	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaSockets, Policy: g.p, UID: g.hostUID, GID: g.hostGID, Root: !g.cfg.Rootless, Guard: g.pl.Guard}}, nil
+	return nil
 }
 
 func (g *gvRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {

@@ -96,17 +96,17 @@ func (r *llRun) Probe(context.Context) (mechanism.Host, error) {
 	}
 	// The plan by path: Landlock binds nothing, and keeps copies of the
 	// protected paths it cannot hold (landlock_protect_linux.go).
-	return mechanism.Host{UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Layout: &plan.Layout{Size: true, Copies: true}, Ceilings: true}, nil
+	// Landlock confines TCP connect by port, not by address: the network
+	// is served on host loopback ports.
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Layout: &plan.Layout{Size: true, Copies: true}, Ceilings: true,
+		Net: hostnet.Reach{Kind: hostnet.ViaLoopback, Mechanism: "landlock"}, Terminal: r.opts.Terminal != nil}, nil
 }
 
-func (r *llRun) Prepare(_ context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
+func (r *llRun) Prepare(_ context.Context, pd mechanism.Planned) error {
 	r.report.RunID = r.opts.RunID
 	r.p, r.pl, r.planned = pd.Policy, pd.Plan, pd
 	r.own, r.prot = r.pl.Own, r.pl.Prot
-	// Landlock confines TCP connect by port, not by address: the network
-	// is served on host loopback ports.
-	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: os.Geteuid() == 0, Mechanism: "landlock"},
-		Terminal: r.opts.Terminal != nil}, nil
+	return nil
 }
 
 func (r *llRun) Attach(_ context.Context, s mechanism.Setup) (*report.Report, error) {

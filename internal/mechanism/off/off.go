@@ -48,8 +48,8 @@ func (r *tier0) Probe(context.Context) (mechanism.Host, error) {
 
 // Prepare asks for nothing: the command has the host's network and the
 // caller's streams as they are.
-func (r *tier0) Prepare(_ context.Context, pd mechanism.Planned) (mechanism.Needs, error) {
-	return mechanism.Needs{}, r.setUp(pd)
+func (r *tier0) Prepare(_ context.Context, pd mechanism.Planned) error {
+	return r.setUp(pd)
 }
 
 // Attach returns the report; there is nothing to attach.

@@ -22,6 +22,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/mechanism"
+	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 	"github.com/sandbox-run/sandbox-run/policy"
 	"github.com/sandbox-run/sandbox-run/report"
@@ -32,7 +33,8 @@ import (
 //
 //	/usr/bin/sandbox-exec -p PROFILE -- COMMAND [ARG...]
 //
-// with the profile sbpl.Render makes from the policy, a cleared
+// with the profile sbpl.RenderGrants makes from the run's plan (by path:
+// plan.ByPath, the policy's paths resolved), a cleared
 // environment (the policy's variables and the proxy's, nothing of the
 // caller's), the workdir as its directory, a session of its own and, when
 // sandbox-run runs as root, the policy's unprivileged uid and gid.
@@ -74,6 +76,7 @@ type sbRun struct {
 	devDir   string
 	terms    []string // inherited terminals
 	nw       *hostnet.Loopback
+	paths    plan.Paths // the plan's, as the kernel names them
 	prof     sbpl.Profile
 	env      []string
 	report   report.Report
@@ -93,25 +96,26 @@ func (r *sbRun) AuditStart() map[string]any {
 }
 
 // Probe refuses what this runner cannot hold and picks who the command
-// runs as. Seatbelt takes no mount plan: its profile is rendered from
-// the policy.
+// runs as. Seatbelt takes a plan by path (the zero Layout): Seatbelt
+// matches the path the kernel resolved, so the skeleton resolves every
+// path of the policy (/var/folders/... as /private/var/folders/..., a
+// workdir reached through a link at its target) and the profile is
+// rendered from them.
 func (r *sbRun) Probe(ctx context.Context) (mechanism.Host, error) {
 	for _, step := range []func(context.Context) error{r.checkHost, r.ids} {
 		if err := step(ctx); err != nil {
 			return mechanism.Host{}, err
 		}
 	}
-	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root}, nil
-}
-
-func (r *sbRun) Prepare(ctx context.Context, _ mechanism.Planned) (mechanism.Needs, error) {
-	if err := r.tmpdir(ctx); err != nil {
-		return mechanism.Needs{}, err
-	}
 	// The profile lets the command reach localhost:PORT, which admits ::1
 	// too: the port is held there as well (DualStack).
-	return mechanism.Needs{Net: hostnet.Request{Kind: hostnet.ViaLoopback, Policy: r.p, UID: r.uid, GID: r.gid, Root: r.root, Mechanism: "seatbelt",
-		CheckSocket: checkSocketDarwin, DualStack: true}}, nil
+	return mechanism.Host{UID: r.uid, GID: r.gid, Root: r.root, Layout: &plan.Layout{},
+		Net: hostnet.Reach{Kind: hostnet.ViaLoopback, Mechanism: "seatbelt", CheckSocket: checkSocketDarwin, DualStack: true}}, nil
+}
+
+func (r *sbRun) Prepare(ctx context.Context, pd mechanism.Planned) error {
+	r.p, r.paths = pd.Policy, pd.Plan.Paths
+	return r.tmpdir(ctx)
 }
 
 func (r *sbRun) Attach(ctx context.Context, s mechanism.Setup) (*report.Report, error) {
@@ -144,20 +148,10 @@ func (r *sbRun) checkHost(context.Context) error {
 	return nil
 }
 
-// ids picks the uid the command runs as (never 0) and resolves the
-// policy's paths: Seatbelt matches the path the kernel resolved, so every
-// path goes in resolved (/var/folders/... as /private/var/folders/..., a
-// workdir reached through a link at its target).
+// ids picks the uid the command runs as (never 0).
 func (r *sbRun) ids(context.Context) (err error) {
-	if r.uid, r.gid, r.root, err = mechanism.HostIDs(r.p); err != nil {
-		return err
-	}
-	p, err := resolvePolicyPaths(r.p)
-	if err != nil {
-		return err
-	}
-	r.p = p
-	return nil
+	r.uid, r.gid, r.root, err = mechanism.HostIDs(r.p)
+	return err
 }
 
 // tmpdir makes the private TMPDIR (removed after the run), the sandbox's
@@ -189,7 +183,7 @@ func (r *sbRun) tmpdir(context.Context) error {
 // profile renders the policy as the Seatbelt profile and builds the
 // command's environment.
 func (r *sbRun) profile(context.Context) error {
-	prof, err := sbpl.Render(r.p, sbpl.Options{Tag: sbpl.NewTag(), TmpDir: r.tmp, ProxyPort: int(r.nw.ProxyPort), LLMPort: int(r.nw.LLMPort),
+	prof, err := sbpl.RenderGrants(grants(r.paths, r.p.Ptrace), sbpl.Options{Tag: sbpl.NewTag(), TmpDir: r.tmp, ProxyPort: int(r.nw.ProxyPort), LLMPort: int(r.nw.LLMPort),
 		DeveloperDir: r.devDir, Terminals: r.terms})
 	if err != nil {
 		var ue *sbpl.UnsafeStringError
@@ -223,7 +217,7 @@ func (r *sbRun) buildReport() {
 		},
 	}
 	rep.Transparent = mechanism.TransparentLost(r.nw.Mode, mechanism.NoTransparentSeatbelt)
-	for _, pr := range p.ProtectedPaths() {
+	for _, pr := range protected(r.paths) {
 		rep.Protected = append(rep.Protected, sbpl.Canonical(pr))
 	}
 	rep.Notes = append(rep.Notes, r.nw.Notes...)
@@ -412,49 +406,6 @@ func seatbeltPreflight(ctx context.Context, prof sbpl.Profile, dir string, cred 
 			"report this as a bug in sandbox-run with the profile from --dry-run and the macOS version (sw_vers)")
 	}
 	return nil
-}
-
-// resolvePolicyPaths returns p with its paths resolved through symbolic
-// links. The workdir and --write directories must exist; --read paths
-// and absolute protected paths that do not exist keep their spelling.
-func resolvePolicyPaths(p policy.Policy) (policy.Policy, error) {
-	q := p
-	resolveDir := func(flag, d string) (string, error) {
-		r, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			return "", seatbeltSetupErr(flag+" "+d, "cannot be resolved ("+seatbeltErrText(err)+")", "create the directory first")
-		}
-		fi, err := os.Stat(r)
-		if err != nil || !fi.IsDir() {
-			return "", seatbeltSetupErr(flag+" "+d, "is not a directory", "name a directory")
-		}
-		return r, nil
-	}
-	var err error
-	if q.Workdir, err = resolveDir("--workdir", p.Workdir); err != nil {
-		return p, err
-	}
-	q.Write = make([]string, len(p.Write))
-	for i, w := range p.Write {
-		if q.Write[i], err = resolveDir("--write", w); err != nil {
-			return p, err
-		}
-	}
-	soft := func(in []string) []string {
-		out := make([]string, len(in))
-		for i, s := range in {
-			out[i] = s
-			if filepath.IsAbs(s) {
-				if r, err := filepath.EvalSymlinks(s); err == nil {
-					out[i] = r
-				}
-			}
-		}
-		return out
-	}
-	q.Read = soft(p.Read)
-	q.Protect = soft(p.Protect)
-	return q, nil
 }
 
 // checkSocketDarwin fails closed when a socket the run depends on is

@@ -1,9 +1,10 @@
-// Package plantest holds the plans that every Linux mechanism's
-// translation is golden-tested from. Package plan's TestLayoutGolden lays
+// Package plantest holds the plans that every mechanism's translation is
+// golden-tested from. Package plan's TestLayoutGolden lays
 // them out from fake hosts and writes them (testdata/plans in package
 // plan, with -update); the mechanisms' tests read them and translate each
 // one: bwrap into its argument stream, gVisor into an OCI spec, Landlock
-// (its by-path plans) into a ruleset and the steps it cannot hold. So a
+// (its by-path plans) into a ruleset and the steps it cannot hold,
+// Seatbelt (their paths) into a profile. So a
 // change of the plan shows in the plan's own goldens and, through the
 // same files, in every mechanism's.
 //
@@ -39,6 +40,10 @@ type Fixture struct {
 	// Mounts are the layout, the run's later binds (the proxies' sockets,
 	// the git hint) and the late mounts, in the order they apply.
 	Mounts []mount.Step
+	// Writable, ReadOnly, Protected and Watched are the plan's paths
+	// (plan.Paths), which a mechanism that matches paths instead of
+	// binding them (Seatbelt) translates.
+	Writable, ReadOnly, Protected, Watched []string
 }
 
 // Dir is the directory the fixtures are kept in.
