@@ -235,11 +235,12 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: the thread ends with this goroutine, after bwrap
-		// (and with it the mount namespace that --map-owner gives it).
+		// (a file system context of its own, from --map-owner's unshare).
 		var lent []int
+		back := func() error { return nil }
 		if r.lend != nil {
 			var err error
-			if lent, err = r.lend.attach(fds); err != nil {
+			if lent, back, err = r.lend.attach(fds); err != nil {
 				ch <- started{-1, err}
 				return
 			}
@@ -249,6 +250,11 @@ func (r *bwRun) fork(l launch, files []*os.File, exited chan<- bwExit) (int, err
 		pid, err := syscall.ForkExec(l.argv[0], l.argv, attr)
 		for _, t := range lent {
 			unix.Close(t) // bwrap holds its copies
+		}
+		// bwrap has the lent namespace; the thread goes back to the
+		// host's (a main thread wedged by Go would otherwise keep it).
+		if berr := back(); berr != nil && err == nil {
+			r.log.Warn("the launching thread stays in --map-owner's mount namespace", "error", berr)
 		}
 		ch <- started{pid, err}
 		if err != nil {

@@ -70,55 +70,76 @@ func planLend(dir string, mounts []mount.Step, uid, gid int) (*ownerLend, error)
 	return l, nil
 }
 
-// attach runs on the launching thread, locked for good, right before bwrap
-// is forked: it moves the thread into a mount namespace of its own and
+// attach runs on the launching thread, locked, right before bwrap is
+// forked: it moves the thread into a mount namespace of its own and
 // replaces, in fds, each of l.fds with an idmapped clone of its tree
 // attached over it. The returned descriptors are closed by the caller once
-// bwrap has them. On error nothing of the host's is changed.
-func (l *ownerLend) attach(fds []uintptr) ([]int, error) {
-	fail := func(what string, err error) ([]int, error) {
-		return nil, fault.New(fmt.Sprintf("--map-owner %s: cannot %s", l.dir, what), err.Error(),
+// bwrap has them; back, never nil, puts the thread into the mount
+// namespace it came from, and is called once bwrap is forked. On error
+// nothing of the host's is changed and the thread is back already.
+//
+// back matters because the thread is not certain to end with its
+// goroutine: Go wedges the process's main thread instead of ending it,
+// and /proc/self/ns/mnt and /proc/self/mountinfo are that thread's. Left
+// in the lent namespace, it would show every later reader in sandbox-run
+// that namespace for the process's own.
+func (l *ownerLend) attach(fds []uintptr) (trees []int, back func() error, err error) {
+	back = func() error { return nil }
+	fail := func(what string, err error) ([]int, func() error, error) {
+		for _, t := range trees {
+			unix.Close(t)
+		}
+		if berr := back(); berr != nil {
+			err = fmt.Errorf("%w; and the launching thread cannot go back to its mount namespace: %v", err, berr)
+		}
+		return nil, back, fault.New(fmt.Sprintf("--map-owner %s: cannot %s", l.dir, what), err.Error(),
 			"leave out --map-owner and chown -R "+strconv.Itoa(l.uid)+":"+strconv.Itoa(l.gid)+" "+l.dir)
 	}
 	// The clones are taken while the trees are in this thread's
 	// namespace (open_tree clones only its own namespace's mounts).
-	var trees []int
-	closeAll := func() {
-		for _, t := range trees {
-			unix.Close(t)
-		}
-	}
 	for _, n := range l.fds {
 		t, err := unix.OpenTree(int(fds[n]), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 		if err != nil {
-			closeAll()
 			return fail("clone it", fmt.Errorf("open_tree: %w", err))
 		}
 		trees = append(trees, t)
 	}
+	home, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail("hold its mount namespace", err)
+	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		closeAll()
+		unix.Close(home)
 		return fail("make a mount namespace", err)
+	}
+	back = func() error {
+		if home < 0 {
+			return nil
+		}
+		// unshare gave the thread a file system context of its own, so
+		// setns may move it; the namespace's root becomes its root and
+		// directory, as the process's are.
+		err := unix.Setns(home, unix.CLONE_NEWNS)
+		unix.Close(home)
+		home = -1
+		return err
 	}
 	// Nothing mounted here may reach the host's namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		closeAll()
 		return fail("cut mount propagation", err)
 	}
 	ns, err := l.userns()
 	if err != nil {
-		closeAll()
 		return fail("make the id mapping", err)
 	}
 	defer unix.Close(ns)
 	for i, n := range l.fds {
 		if err := idmapOver(trees[i], ns, int(fds[n]), l.paths[i]); err != nil {
-			closeAll()
 			return fail("mount it idmapped", err)
 		}
 		fds[n] = uintptr(trees[i])
 	}
-	return trees, nil
+	return trees, back, nil
 }
 
 // idmapOver maps the detached tree t through the user namespace ns,
