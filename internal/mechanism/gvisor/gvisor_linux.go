@@ -427,6 +427,9 @@ func runscInfo(ctx context.Context, path, cacheDir string) (oci.Version, string,
 	}{{"--version", &e.Version}, {"flags", &e.Flags}} {
 		c := exec.CommandContext(ctx, path, q.arg)
 		c.Env = []string{}
+		// Before the run's group guard exists: a sandbox-run killed here
+		// takes the query with it.
+		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		b, err := c.CombinedOutput()
 		if err != nil {
 			return fail("runsc " + q.arg + ": " + fault.Reason(err))
