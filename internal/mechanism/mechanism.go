@@ -258,7 +258,8 @@ func NewRunID() string {
 // supervises, classifies, reports and audits does not depend on which
 // mechanism ran it: Probe, which says what it can enforce on this host
 // (its Host); the plan the skeleton builds once as the Host asks (the
-// state dirs, the mount plan under the protection journal, the limits);
+// state dirs, the path plan under the protection journal, the network,
+// the limits);
 // Prepare with it; what the Host reaches, which the skeleton sets up and
 // takes down (the network, the terminal); Attach; Start; the one supervision
 // loop (Supervise) over the Process Start returned; Finish, whose Ended
@@ -355,7 +356,8 @@ type Planned struct {
 	// Policy is the run's policy with its state dirs made (PrepareState
 	// for a Layout; the caller's policy otherwise).
 	Policy policy.Policy
-	// Plan is the run's mount plan; nil without a Layout.
+	// Plan is the run's plan: on Linux the mount plan, elsewhere the plan
+	// by path (its Paths); nil without a Layout.
 	Plan *plan.Plan
 	// Net is the run's network: the Host's Reach for the planned policy
 	// and ids, with the plan's guard for what it hands in. The skeleton
