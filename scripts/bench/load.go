@@ -170,14 +170,23 @@ type loadPath struct {
 // requests per second), straight to h and through the proxy on sock,
 // whose process pid is sampled.
 func loadPaths(h *testHost, sock string, pid, conns, perConn, pace int) []loadPath {
-	base := []string{"load", "-url", h.url("/ok"), "-conns", fmt.Sprint(conns), "-n", fmt.Sprint(perConn), "-hold", "400ms"}
-	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	return []loadPath{
-		{lDirect, with(), 0},
-		{lProxy, with("-sock", sock), pid},
-		{lDirectPaced, with("-rate", fmt.Sprint(pace)), 0},
-		{lProxyPaced, with("-rate", fmt.Sprint(pace), "-sock", sock), pid},
+		{lDirect, loadArgs(h, conns, perConn), 0},
+		{lProxy, loadArgs(h, conns, perConn, "-sock", sock), pid},
+		{lDirectPaced, loadArgs(h, conns, perConn, "-rate", fmt.Sprint(pace)), 0},
+		{lProxyPaced, loadArgs(h, conns, perConn, "-rate", fmt.Sprint(pace), "-sock", sock), pid},
 	}
+}
+
+// relayPath is the full-speed load through the bare relay on sock (the
+// relay mode, process pid): the floor of any relay, beside lProxy.
+func relayPath(h *testHost, sock string, pid, conns, perConn int) loadPath {
+	return loadPath{lRelay, loadArgs(h, conns, perConn, "-sock", sock), pid}
+}
+
+// loadArgs is the load mode's command line against h, then extra.
+func loadArgs(h *testHost, conns, perConn int, extra ...string) []string {
+	return append([]string{"load", "-url", h.url("/ok"), "-conns", fmt.Sprint(conns), "-n", fmt.Sprint(perConn), "-hold", "400ms"}, extra...)
 }
 
 // runLoads runs every path against h rounds times, interleaved (the order rotates
@@ -231,7 +240,7 @@ func (r *report) loadTable(w func(string, ...any)) {
 		"from /proc/PID/status (VmRSS, VmHWM, Threads) and /proc/PID/fd; on this machine the clients, the proxy and the test host share "+
 		"%d cores.\n\n", s.conns, s.perConn, s.conns*s.perConn, s.conns, s.conns, s.rate, r.info.cores)
 	w("| path | runs | requests/s (median) | p50 | p99 | max | connections the test host accepted per run |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, name := range []string{lDirect, lProxy, lDirectPaced, lProxyPaced} {
+	for _, name := range []string{lDirect, lProxy, lRelay, lDirectPaced, lProxyPaced} {
 		runs := s.loads[name]
 		if len(runs) == 0 {
 			if err := s.loadErr[name]; err != nil {
@@ -246,6 +255,10 @@ func (r *report) loadTable(w func(string, ...any)) {
 	if d, p := s.loads[lDirect], s.loads[lProxy]; len(d) > 0 && len(p) > 0 {
 		w("At full speed the load runs through the node-wide proxy at **%s** the request rate with no proxy (goal: at least %.1fx), p99 %s against %s. ",
 			fx(rate(p), rate(d)), loadGoalRatio, ms(pooled(p).quantile(0.99)), ms(pooled(d).quantile(0.99)))
+	}
+	if d, rl := s.loads[lDirect], s.loads[lRelay]; len(d) > 0 && len(rl) > 0 {
+		w("A bare relay on a Unix socket (accept, dial, splice both ways; no HTTP, no pool) carries %s: the most a relaying path "+
+			"gets on these cores. ", fx(rate(rl), rate(d)))
 	}
 	if d, p := s.loads[lDirectPaced], s.loads[lProxyPaced]; len(d) > 0 && len(p) > 0 {
 		w("Paced at %d requests per second, p99 is **%s** through the proxy (goal: at most %s) against %s with no proxy.",
@@ -272,6 +285,10 @@ func (r *report) loadGoals() [][3]string {
 			verdict(x >= loadGoalRatio, fmt.Sprintf("by %.2fx", loadGoalRatio-x))})
 	} else if err := s.loadErr[lProxy]; err != nil {
 		rows = append(rows, [3]string{full, "failed: " + oneLine(err.Error()), "**missed**"})
+	}
+	if d, rl := s.loads[lDirect], s.loads[lRelay]; len(d) > 0 && len(rl) > 0 {
+		rows = append(rows, [3]string{fmt.Sprintf("scale: the floor, a bare splice relay, %d connections at full speed, against no proxy (reported)", s.conns),
+			fmt.Sprintf("%.2fx (medians of %d runs)", rate(rl)/rate(d), len(rl)), "measured"})
 	}
 	paced := fmt.Sprintf("scale: node-wide proxy, %d connections paced at %d req/s, p99 ≤ %s", s.conns, s.rate, ms(loadGoalP99))
 	if d, p := s.loads[lDirectPaced], s.loads[lProxyPaced]; len(d) > 0 && len(p) > 0 {
@@ -320,6 +337,13 @@ func (e *env) proxyLoad(h *testHost, before string, rounds, conns, perConn, pace
 	}
 	atExit(np.close)
 	paths := loadPaths(h, np.sock, np.cmd.Process.Pid, conns, perConn, pace)
+	rl, err := startRelay(e.exe, e.base+"/relay.sock", h.addr.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: proxy-load: relay:", err)
+		return 1
+	}
+	atExit(rl.close)
+	paths = append(paths, relayPath(h, e.base+"/relay.sock", rl.cmd.Process.Pid, conns, perConn))
 	if before != "" {
 		old, err := startNodeProxy(before, e.base+"/nodeproxy-before", h.addr.String())
 		if err != nil {

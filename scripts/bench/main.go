@@ -20,7 +20,8 @@
 //
 // Hidden modes used by the benchmark itself: serve ADDR (the test host in
 // its network namespace), proxy-tcp ALLOW... (the egress proxy on loopback
-// TCP), fetch -url URL [-n N] (the client, the same on every path),
+// TCP), relay tcp|SOCKET UPSTREAM (a bare splice relay: the floor of any
+// relay), fetch -url URL [-n N] (the client, the same on every path),
 // load (many concurrent clients through a proxy on a Unix socket),
 // proxy-unix SOCK ALLOW... (the proxy package, reporting its goroutines),
 // mcp-server (internal/mcptest's MCP server on stdio) and mcp-client -n N
@@ -95,6 +96,8 @@ func main() {
 			os.Exit(serveTLSMain(os.Args[2:]))
 		case "proxy-tcp":
 			os.Exit(proxyMain(os.Args[2:]))
+		case "relay":
+			os.Exit(relayMain(os.Args[2:]))
 		case "fetch":
 			os.Exit(fetchMain(os.Args[2:]))
 		case "dial":
@@ -329,7 +332,12 @@ func (e *env) measureNetwork(o options, rep *report, srt *srtEnv, deadline time.
 			netErr = err
 		}
 	}
-	nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h))
+	rl, err := startRelay(e.exe, "tcp", h.addr.String())
+	if err != nil {
+		return err
+	}
+	atExit(rl.close)
+	nvs := append(e.netVariants(h, p, srt), e.transparentVariant(h), e.relayVariant(rl))
 	fmt.Fprintf(os.Stderr, "bench: network, %d variants: %d downloads of %d MiB, %d requests each\n",
 		len(nvs), o.netRounds, o.size>>20, o.latTotal)
 	rep.net, rep.tls = e.measureNetTLS(nvs, h, o.size, o.netRounds, max(1, o.latTotal/4), o.perConn, deadline)

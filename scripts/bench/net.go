@@ -269,7 +269,13 @@ type tcpProxy struct {
 }
 
 func startTCPProxy(exe string, allow ...string) (*tcpProxy, error) {
-	p := &tcpProxy{cmd: exec.Command(exe, append([]string{"proxy-tcp"}, allow...)...)}
+	return startLineChild(exe, append([]string{"proxy-tcp"}, allow...)...)
+}
+
+// startLineChild starts exe with args, a mode that prints the address it
+// listens on as its first line and serves until its stdin closes.
+func startLineChild(exe string, args ...string) (*tcpProxy, error) {
+	p := &tcpProxy{cmd: exec.Command(exe, args...)}
 	p.cmd.Stderr = os.Stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	var err error
@@ -285,7 +291,7 @@ func startTCPProxy(exe string, allow ...string) (*tcpProxy, error) {
 	}
 	if err := waitLine(out, 10*time.Second, func(l string) bool { p.addr = l; return true }); err != nil {
 		p.close()
-		return nil, fmt.Errorf("proxy-tcp: %w", err)
+		return nil, fmt.Errorf("%s: %w", args[0], err)
 	}
 	return p, nil
 }

@@ -349,7 +349,7 @@ func (r *report) netSection(w func(string, ...any)) {
 		"%d downloads per path, interleaved.\n\n", n.size>>20, n.size, r.maxLen(n.throughput))
 	st := median(n.throughput[nProxy])
 	w("| path | median MiB/s | min | max | vs straight through the proxy |\n|---|---:|---:|---:|---:|\n")
-	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nSRT} {
+	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nRelay, nSRT} {
 		t := n.throughput[name]
 		if len(t) == 0 {
 			if err := n.failed[name]; err != nil {
@@ -366,6 +366,11 @@ func (r *report) netSection(w func(string, ...any)) {
 			"loopback-TCP-to-Unix-socket copy inside the sandbox. Straight through the proxy runs at %s the rate with no proxy.\n\n",
 			fx(sb, st), fx(st, median(n.throughput[nDirect])))
 	}
+	if rl, d := median(n.throughput[nRelay]), median(n.throughput[nDirect]); rl > 0 && d > 0 {
+		w("The bare relay (this program's `relay` mode: accept, dial, splice both ways; no HTTP, no policy) runs at **%s** the rate "+
+			"with no proxy: on this machine's %d cores, the most any path that relays the bytes through another process can get.\n\n",
+			fx(rl, d), r.info.cores)
+	}
 	if s := median(n.throughput[nSRT]); s > 0 {
 		w("srt's path runs at %s the straight-through rate of sandbox-run's proxy, %s sandbox-run's sandboxed rate.\n\n",
 			fx(s, st), fx(s, median(n.throughput[nSandbox])))
@@ -376,7 +381,7 @@ func (r *report) netSection(w func(string, ...any)) {
 		"keep-alive as the client does by default). Per-request latency measured by the client.\n\n", len(n.latency[nSandbox]))
 	w("| path | p50 | p99 | max | p50 added over direct |\n|---|---:|---:|---:|---:|\n")
 	d := n.latency[nDirect]
-	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nSRT} {
+	for _, name := range []string{nDirect, nProxy, nSandbox, nTransparent, nRelay, nSRT} {
 		t := n.latency[name]
 		if len(t) == 0 {
 			if err := n.failed[name]; err != nil {

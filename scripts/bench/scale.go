@@ -360,7 +360,14 @@ func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds, p
 	// no proxy, interleaved, at full speed and paced.
 	fmt.Fprintf(os.Stderr, "bench: scale: %d rounds of %d connections x %d requests, full speed and paced at %d/s\n", loadRounds, conns, perConn, pace)
 	res.rate = pace
-	res.loads, res.loadErr = e.runLoads(h, loadPaths(h, np.sock, pid, conns, perConn, pace), loadRounds, deadline)
+	paths := loadPaths(h, np.sock, pid, conns, perConn, pace)
+	if rl, err := startRelay(e.exe, filepath.Join(e.base, "relay.sock"), h.addr.String()); err == nil {
+		atExit(rl.close)
+		paths = append(paths, relayPath(h, filepath.Join(e.base, "relay.sock"), rl.cmd.Process.Pid, conns, perConn))
+	} else {
+		fmt.Fprintln(os.Stderr, "bench: scale: relay:", err)
+	}
+	res.loads, res.loadErr = e.runLoads(h, paths, loadRounds, deadline)
 	// Back to baseline: descriptors first (they should return at once),
 	// then RSS, which the Go runtime gives back lazily.
 	start := time.Now()

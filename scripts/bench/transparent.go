@@ -131,6 +131,15 @@ func (r *report) transparentGoals() [][3]string {
 		rows = append(rows, [3]string{"egress: transparent (netstack) ≥ 0.9x straight through (a direct connection)", fmt.Sprintf("%.2fx", x),
 			verdict(x >= 0.9, fmt.Sprintf("by %.2fx", 0.9-x))})
 	}
+	if p, d := median(n.throughput[nProxy]), median(n.throughput[nDirect]); p > 0 && d > 0 {
+		x := p / d
+		rows = append(rows, [3]string{"egress: proxy ≥ 0.9x straight through (a direct connection)", fmt.Sprintf("%.2fx", x),
+			verdict(x >= 0.9, fmt.Sprintf("by %.2fx", 0.9-x))})
+	}
+	if rl, d := median(n.throughput[nRelay]), median(n.throughput[nDirect]); rl > 0 && d > 0 {
+		rows = append(rows, [3]string{"egress: the floor, a bare splice relay, against a direct connection (reported)",
+			fmt.Sprintf("%.2fx", rl/d), "measured"})
+	}
 	if d, s := r.connect[nDirect], r.connect[nTransparent]; len(d) > 0 && len(s) > 0 {
 		rows = append(rows, [3]string{"connect: set-up through the netstack, p50 added over direct (reported)",
 			us(s.quantile(0.5) - d.quantile(0.5)), "measured"})
@@ -213,7 +222,13 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 		return 1
 	}
 	atExit(p.close)
-	vs := pickNet(append(e.netVariants(h, p, nil), e.transparentVariant(h)), nDirect, nProxy, nTransparent)
+	rl, err := startRelay(e.exe, "tcp", h.addr.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	atExit(rl.close)
+	vs := pickNet(append(e.netVariants(h, p, nil), e.transparentVariant(h), e.relayVariant(rl)), nDirect, nProxy, nTransparent, nRelay)
 	var bins [][2]string
 	for i, b := range strings.Split(baseline, ",") {
 		if b != "" {
@@ -242,7 +257,9 @@ func transparentOnlyMain(e *env, baseline string, size int64, rounds, connects i
 	}
 	fmt.Printf("transparent / direct (download medians): %.2fx (goal >= 0.9x); transparent / proxy: %.2fx\n",
 		median(res.throughput[nTransparent])/direct, median(res.throughput[nTransparent])/median(res.throughput[nProxy]))
-	for _, v := range vs[3:] {
+	fmt.Printf("bare relay / direct (download medians): %.2fx: no path that relays through another process reaches more here\n",
+		median(res.throughput[nRelay])/direct)
+	for _, v := range vs[4:] {
 		fmt.Printf("transparent / %s (download medians): %.2fx\n", v.name, median(res.throughput[nTransparent])/median(res.throughput[v.name]))
 	}
 	for _, b := range bins {
