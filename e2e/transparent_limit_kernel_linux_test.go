@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-run/sandbox-run/internal/hostnet"
 	"github.com/sandbox-run/sandbox-run/internal/netstack"
 	"github.com/sandbox-run/sandbox-run/internal/sandboxtest"
 )
@@ -33,14 +34,19 @@ const (
 // named in the audit and the refusals, and the host side's memory (the
 // RSS of sandbox-run, from /proc) grows by less than the documented
 // bound. Control: the same command under the default limit gets every
-// connection, and the memory grows past the lowered limit's bound.
+// connection, and the memory grows past the lowered limit's bound. These
+// runs keep every connection on the netstack's path (no connect broker:
+// hostnet.BrokerEnv=0), whose relays are what the limit bounds. With the
+// broker the same command under the same limit gets every connection,
+// and the host side grows by less than the bound: a brokered connection's
+// buffers are the kernel's, charged to the sandbox, not sandbox-run's.
 func TestTransparentConnLimit(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t)
 	h := sandboxtest.NewTestHost(t, 2)
 	bound := netstack.Limits{MaxConns: limitedConns}.MemoryBound()
 
-	ctl := hog(t, h, 0)
+	ctl := hog(t, h, 0, hostnet.BrokerEnv+"=0")
 	if ctl.ok != hogConns {
 		t.Fatalf("control: under the default limit %d of %d connections were made (untested): %s", ctl.ok, hogConns, ctl.stderr)
 	}
@@ -50,7 +56,7 @@ func TestTransparentConnLimit(t *testing.T) {
 	}
 	t.Logf("control: %d connections, host side grew by %d MiB", ctl.ok, ctl.growth>>20)
 
-	r := hog(t, h, limitedConns)
+	r := hog(t, h, limitedConns, hostnet.BrokerEnv+"=0")
 	t.Logf("limited: %d connections, %d refused, host side grew by %d MiB (bound %d MiB)", r.ok, r.fail, r.growth>>20, bound>>20)
 	if r.ok != limitedConns || r.fail != hogConns-limitedConns {
 		t.Errorf("under a limit of %d: %d connections made, %d refused; want %d and %d", limitedConns, r.ok, r.fail,
@@ -66,6 +72,15 @@ func TestTransparentConnLimit(t *testing.T) {
 	if !strings.Contains(r.stderr, "connection-limit") {
 		t.Errorf("stderr does not name the refusal: %s", r.stderr)
 	}
+	b := hog(t, h, limitedConns)
+	t.Logf("brokered, under the same limit: %d connections, %d refused, host side grew by %d MiB", b.ok, b.fail, b.growth>>20)
+	if b.ok != hogConns || b.growth > bound {
+		t.Errorf("brokered: %d of %d connections made, host side grew by %d MiB (bound %d MiB); want all, under the bound",
+			b.ok, hogConns, b.growth>>20, bound>>20)
+	}
+	if l := findAudit(readAudit(t, b.audit), map[string]string{"event": "egress_end", "host": h.Addr.String(), "reason": "handed-off"}); l == nil {
+		t.Errorf("brokered: no handed-off connection in the audit")
+	}
 }
 
 // hogRun is what one hostile run did: connections made and refused, the
@@ -78,9 +93,9 @@ type hogRun struct {
 }
 
 // hog runs the hostile command under a connection limit (0: the
-// default), measuring sandbox-run's RSS before the connections and, at
-// its highest, while they are open.
-func hog(t *testing.T, h sandboxtest.TestHost, limit int) hogRun {
+// default), with env added to sandbox-run's, measuring sandbox-run's RSS
+// before the connections and, at its highest, while they are open.
+func hog(t *testing.T, h sandboxtest.TestHost, limit int, env ...string) hogRun {
 	t.Helper()
 	w := sandboxtest.WorkDir(t)
 	run := hogRun{audit: filepath.Join(sandboxtest.WorkDir(t), "audit.jsonl")}
@@ -89,7 +104,7 @@ func hog(t *testing.T, h sandboxtest.TestHost, limit int) hogRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, "run", "--workdir", w, "--allow-host", h.HostPort(), "--audit", run.audit, "--", "bash", script)
-	c.Env = os.Environ()
+	c.Env = append(os.Environ(), env...)
 	if limit > 0 {
 		c.Env = append(c.Env, "SANDBOX_RUN_NETSTACK_MAX_CONNS="+strconv.Itoa(limit))
 	}
@@ -198,7 +213,8 @@ const (
 // for at most ten seconds), so under a limit of halfCloseLimit the
 // command gets that many connections however long it waits between
 // them; the rest are reset. Control: under the default limit every
-// connection is made.
+// connection is made. Both keep every connection on the netstack's path
+// (hostnet.BrokerEnv=0): a brokered one holds no slot.
 func TestTransparentHalfCloseHoldsSlot(t *testing.T) {
 	needBwrap(t)
 	sandboxtest.Root(t)
@@ -238,7 +254,7 @@ for i in range(%d):
     time.sleep(0.15)
 print(ok, fail)
 `, halfCloseConns, h.Addr.String(), h.Port)
-	var env []string
+	env := []string{hostnet.BrokerEnv + "=0"}
 	if limit > 0 {
 		env = append(env, "SANDBOX_RUN_NETSTACK_MAX_CONNS="+strconv.Itoa(limit))
 	}

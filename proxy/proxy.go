@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
+	"github.com/sandbox-run/sandbox-run/internal/connbroker"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
@@ -371,6 +372,9 @@ type decision struct {
 	entry   string       // the allow-list entry that admitted the host
 	refusal *refusal
 	runID   string // the connection's run id (Config.RunIDFromPreamble), "" for the proxy's own
+	// bindPort binds the upstream socket to an explicit port before it
+	// connects (Transparent.HandOff: connbroker.BindPort).
+	bindPort bool
 }
 
 type refusal struct {
@@ -592,7 +596,7 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (*upstream
 	dialer := net.Dialer{
 		Timeout:   dialTimeout,
 		KeepAlive: 30 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
+		Control: func(network, address string, c syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
 				return fmt.Errorf("proxy: re-check %s: %w", address, errDialRefused)
@@ -602,6 +606,9 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (*upstream
 			}
 			if !s.p.permits(d, ap) {
 				return fmt.Errorf("proxy: re-check %s: %w", address, errDialRefused)
+			}
+			if d.bindPort {
+				return connbroker.BindPort(network, c)
 			}
 			return nil
 		},
@@ -636,6 +643,10 @@ type upstreamConn struct {
 	start   time.Time
 	in, out atomic.Int64 // bytes from and to the upstream
 	once    sync.Once
+
+	// handedOff is set once the socket went to the sandbox
+	// (Transparent.HandOff): its bytes never pass the proxy.
+	handedOff bool
 
 	// client is the client's end of a CONNECT tunnel over this
 	// connection, nil for a forwarded request's; closeAll closes it too,
@@ -822,6 +833,10 @@ func (p *Proxy) recordEnd(c *upstreamConn) {
 		Time: time.Now().UTC().Format(time.RFC3339Nano), RunID: p.lineRunID(c.d), Event: "egress_end",
 		Method: c.d.method, Host: c.d.t.Host(), Port: int(c.d.t.Port()), IP: c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String(),
 		Decision: "allow", Reason: "closed", BytesOut: &out, BytesIn: &in, DurationMS: &ms,
+	}
+	if c.handedOff {
+		// The connection goes on in the sandbox: no bytes, no end here.
+		line.Reason, line.BytesOut, line.BytesIn, line.DurationMS = "handed-off", nil, nil, nil
 	}
 	p.writeAudit(line)
 }

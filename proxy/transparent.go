@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -54,15 +55,8 @@ func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort)
 	p := t.s.p
 	d := p.decideAddr(name, dst)
 	d.method = "TCP"
-	if d.refusal == nil && p.l7.terminates(d.t) {
-		// A host the proxy terminates (an --allow-http rule or a
-		// --secret names it) is reached only through the proxy, which
-		// judges each request: a direct connection would carry requests
-		// past the rules.
-		d.refusal = &refusal{reason: reasonTerminatedDirect, status: http.StatusForbidden,
-			rule: d.t.String() + " has --allow-http rules or a --secret: only requests through the proxy are judged",
-			fix:  "connect through the proxy (HTTPS_PROXY is set inside; curl, git, pip and npm use it)"}
-	}
+	// A direct connection would carry requests past the rules.
+	t.refuseTerminated(d)
 	p.record(d)
 	if d.refusal != nil {
 		return nil, refusedErr(d.refusal)
@@ -72,6 +66,42 @@ func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort)
 		return nil, err
 	}
 	return c, nil
+}
+
+// HandOff is Dial for a connection the sandbox will hold itself
+// (internal/connbroker): judged, recorded and connected the same way, with
+// the socket bound to an explicit port first (connbroker.BindPort), and
+// returned as a file of its own. The audit's egress_end line says
+// "handed-off" at once, without byte counts: the bytes never pass
+// sandbox-run.
+func (t *Transparent) HandOff(ctx context.Context, name string, dst netip.AddrPort) (*os.File, error) {
+	p := t.s.p
+	d := p.decideAddr(name, dst)
+	d.method, d.bindPort = "TCP", true
+	t.refuseTerminated(d)
+	p.record(d)
+	if d.refusal != nil {
+		return nil, refusedErr(d.refusal)
+	}
+	c, err := t.s.dial(ctx, d, d.t.String())
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.TCPConn.File()
+	c.handedOff = err == nil
+	c.Close()
+	return f, err
+}
+
+// refuseTerminated refuses a direct connection to a host the proxy
+// terminates (an --allow-http rule or a --secret names it): such a host
+// is reached only through the proxy, which judges each request.
+func (t *Transparent) refuseTerminated(d *decision) {
+	if d.refusal == nil && t.s.p.l7.terminates(d.t) {
+		d.refusal = &refusal{reason: reasonTerminatedDirect, status: http.StatusForbidden,
+			rule: d.t.String() + " has --allow-http rules or a --secret: only requests through the proxy are judged",
+			fix:  "connect through the proxy (HTTPS_PROXY is set inside; curl, git, pip and npm use it)"}
+	}
 }
 
 // decideAddr is decide for a connection whose address is already known.

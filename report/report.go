@@ -43,6 +43,16 @@ type Transparent struct {
 	Enabled bool `json:"transparent"`
 	// Reason says why it is not, when it is not.
 	Reason string `json:"reason,omitempty"`
+	// Brokered is set when, besides, the command's TCP connections to
+	// allowed addresses get a socket that sandbox-run connected from the
+	// host in place of their own (the kernel's data path; bwrap only):
+	// judged and audited the same, but the bytes never pass sandbox-run
+	// (the audit's egress_end says "handed-off", with no counts), and
+	// getsockname on such a socket shows the host's source address.
+	Brokered bool `json:"brokered,omitempty"`
+	// BrokerReason says why they do not, when transparent egress is on
+	// and they do not.
+	BrokerReason string `json:"broker_reason,omitempty"`
 }
 
 // HandInReport is what a run handed in from the host: each relayed by

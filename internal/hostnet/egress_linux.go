@@ -102,6 +102,7 @@ func (n *Network) AttachTransparent(f *os.File, log *slog.Logger) error {
 		unix.Close(fd)
 		return fault.New("cannot start the sandbox's netstack", err.Error(), "report this as a bug in sandbox-run")
 	}
+	n.stack.Store(st)
 	n.Serve(st.Serve, log, "netstack")
 	return nil
 }
@@ -113,6 +114,7 @@ func (n *Network) AttachTransparent(f *os.File, log *slog.Logger) error {
 // (netstackLimits), every mechanism alike.
 func (n *Network) NetstackConfig(fd int, mtu uint32, vnet bool, log *slog.Logger) netstack.Config {
 	dial := n.Proxy.Transparent(n.ctx)
+	n.dialer = dial
 	return netstack.Config{FD: fd, MTU: mtu, VnetHdr: vnet, DNS: resolverIP,
 		Dial: func(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
 			return dial.Dial(ctx, name, dst)
@@ -157,5 +159,11 @@ func (n *Network) TransparentReport() *report.Transparent {
 		return nil
 	}
 	e := n.Egress
+	if why := n.brokerLost.Load(); why != nil && e.Brokered {
+		e.Brokered, e.BrokerReason = false, "connect brokering lost: "+*why+": every connection is relayed by the netstack"
+	}
+	if !e.Enabled {
+		e.Brokered, e.BrokerReason = false, ""
+	}
 	return &e
 }

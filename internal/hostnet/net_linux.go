@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
+	"github.com/sandbox-run/sandbox-run/internal/netstack"
 	"github.com/sandbox-run/sandbox-run/internal/plan"
 	"github.com/sandbox-run/sandbox-run/internal/procid"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
@@ -60,6 +62,12 @@ type Network struct {
 
 	caCovered []string // system CA bundle paths the run's bundle covers inside (tls_linux.go)
 	closers   []func() // what Close releases last: the hand-ins' pinned sockets
+
+	// The connect broker (broker_linux.go): the netstack once attached,
+	// its dialer, and why the broker was lost after it was planned.
+	stack      atomic.Pointer[netstack.Stack]
+	dialer     *proxy.Transparent
+	brokerLost atomic.Pointer[string]
 
 	// Where the netstack's own refusals go (egress_linux.go).
 	audit   io.Writer

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/connbroker"
 	"github.com/sandbox-run/sandbox-run/internal/exitcode"
 	"github.com/sandbox-run/sandbox-run/internal/limits"
 )
@@ -143,8 +145,16 @@ func start(c Config, rb *Readback) (int, Status) {
 	limits.Apply([]limits.Rlimit{{Resource: limits.Core}})
 	// A host without /bin/sh (the sandbox shows the host's) still runs
 	// the command, through the exec shim.
-	exe, argv := execPlan(c.Rlimits, path, c.Command, unix.Access("/bin/sh", unix.X_OK) == nil)
+	exe, argv := execPlan(c.Rlimits, path, c.Command, unix.Access("/bin/sh", unix.X_OK) == nil, c.BrokerFD > 2)
+	if c.BrokerFD > 2 {
+		attr.Files = append(attr.Files, uintptr(c.BrokerFD)) // the shim's descriptor 3
+	}
 	pid, err := syscall.ForkExec(exe, argv, attr)
+	if c.BrokerFD > 2 {
+		// The shim holds it now: the launcher sees its end of file if the
+		// shim dies before it writes.
+		unix.Close(c.BrokerFD)
+	}
 	if err != nil {
 		code := exitcode.NotExecutable
 		if errors.Is(err, fs.ErrNotExist) {
@@ -268,6 +278,10 @@ func startForward(ctx context.Context, f Forward) error {
 // the shim's own Go runtime is above most RLIMIT_DATA values the command
 // may get. It returns only on failure.
 func ExecMain(args []string) int {
+	broker := len(args) > 0 && args[0] == BrokerMark
+	if broker {
+		args = args[1:]
+	}
 	if len(args) < 3 {
 		os.Stderr.WriteString("sandbox-run exec: usage\n")
 		return exitcode.Setup
@@ -285,6 +299,12 @@ func ExecMain(args []string) int {
 		os.Stderr.WriteString("sandbox-run exec: " + err.Error() + "\n")
 		return exitcode.Setup
 	}
+	if broker {
+		if err := installBroker(); err != nil {
+			os.Stderr.WriteString("sandbox-run exec: " + err.Error() + "\n")
+			return exitcode.Setup
+		}
+	}
 	signal.Ignore(unix.SIGXFSZ)
 	// Nothing above 2 reaches the command, whatever the shim inherited
 	// (tier 0 runs through here with no init to sweep for it).
@@ -293,6 +313,24 @@ func ExecMain(args []string) int {
 	}
 	failed, errno := x.Run()
 	return ExecFailed("sandbox-run exec: ", args[1], failed, errno)
+}
+
+// installBroker puts the connect broker's filter on this thread, which
+// it locks (the command is executed from it and inherits the filter),
+// and hands the listener over on descriptor 3, then closes it. A filter
+// that cannot go on is declined to the launcher (the report says why)
+// and the command runs with its connections on the netstack's path; an
+// error once it is on ends the shim, since its connects would wait for
+// a listener nobody serves.
+func installBroker() error {
+	runtime.LockOSThread()
+	defer unix.Close(3)
+	err := connbroker.Install(3)
+	var ni *connbroker.NotInstalledError
+	if errors.As(err, &ni) {
+		return connbroker.Decline(3, err)
+	}
+	return err
 }
 
 // ExecFailed reports a limits.Exec's Run that returned, on standard

@@ -183,6 +183,11 @@ type Config struct {
 	// before the command's first instruction: the sandbox's network
 	// (transparent egress) and the inotify ceiling of its user namespace.
 	GateFD int
+	// BrokerFD, when above 2, is a socket on which the exec shim hands
+	// the launcher the listener of the connect broker's filter
+	// (internal/connbroker), or its reason for not installing it; init
+	// passes it to the shim alone and closes its own.
+	BrokerFD int
 	// Tun, when set, asks init to make the TUN device of transparent
 	// egress itself (tier 2, where the device is gVisor's and cannot be
 	// made from outside): see Tun.
@@ -225,6 +230,11 @@ func (f Forward) spec() string {
 // ErrUsage marks a malformed init or exec shim command line.
 var ErrUsage = errors.New("initproc: usage")
 
+// BrokerMark, first after ExecArg, asks the exec shim to put the connect
+// broker's filter on and hand its listener over on descriptor 3
+// (Config.BrokerFD; internal/connbroker) before it becomes the command.
+const BrokerMark = "--connect-broker"
+
 // ExecArgs is the command line (after the binary's own path) on which
 // sandbox-run's binary becomes the exec shim: it applies rs to itself and
 // then executes path with argv (argv[0] included).
@@ -253,6 +263,9 @@ func (c Config) Args() []string {
 	if c.GateFD > 2 {
 		a = append(a, "--gate-fd", fmt.Sprint(c.GateFD))
 	}
+	if c.BrokerFD > 2 {
+		a = append(a, "--broker-fd", fmt.Sprint(c.BrokerFD))
+	}
 	if c.Tun != nil {
 		a = append(a, "--tun", c.Tun.Addr.String()+"="+c.Tun.Socket)
 	}
@@ -270,7 +283,7 @@ func ParseArgs(args []string) (Config, error) {
 			return c, c.complete()
 		case "--tty":
 			c.TTY = true
-		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd", "--tun":
+		case "--status-fd", "--stderr-fd", "--forward", "--publish", "--rlimits", "--status-socket", "--gate-fd", "--broker-fd", "--tun":
 			if i+1 >= len(args) {
 				return c, fmt.Errorf("%w: %s needs a value", ErrUsage, args[i])
 			}
@@ -307,6 +320,10 @@ func (c *Config) set(flag, v string) error {
 	case "--gate-fd":
 		if _, err := fmt.Sscan(v, &c.GateFD); err != nil || c.GateFD < 3 {
 			return fmt.Errorf("%w: --gate-fd %q", ErrUsage, v)
+		}
+	case "--broker-fd":
+		if _, err := fmt.Sscan(v, &c.BrokerFD); err != nil || c.BrokerFD < 3 {
+			return fmt.Errorf("%w: --broker-fd %q", ErrUsage, v)
 		}
 	case "--tun":
 		t, err := parseTun(v)

@@ -52,10 +52,14 @@ func shellExecArgs(nproc uint64, path string, argv []string) []string {
 // command itself when no rlimit needs setting, the sandbox's /bin/sh when
 // the process ceiling is the only one and shOK says there is an executable
 // /bin/sh (shellExecArgs), and the exec shim, this binary again, otherwise.
-// Either way the command starts under every limit in rs.
-func execPlan(rs []limits.Rlimit, path string, argv []string, shOK bool) (exe string, args []string) {
+// Either way the command starts under every limit in rs. broker makes it
+// the exec shim whatever rs holds: the shim puts the connect broker's
+// filter on (its socket is descriptor 3).
+func execPlan(rs []limits.Rlimit, path string, argv []string, shOK, broker bool) (exe string, args []string) {
 	nproc, shim := SplitRlimits(rs)
 	switch {
+	case broker:
+		return "/proc/self/exe", append([]string{"sandbox-run", ExecArg, BrokerMark}, ExecArgs(rs, path, argv)[1:]...)
 	case shim || nproc > 0 && !shOK:
 		return "/proc/self/exe", append([]string{"sandbox-run"}, ExecArgs(rs, path, argv)...)
 	case nproc > 0:

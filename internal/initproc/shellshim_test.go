@@ -40,20 +40,25 @@ func TestExecPlan(t *testing.T) {
 		name     string
 		rs       []limits.Rlimit
 		shOK     bool
+		broker   bool
 		wantExe  string
 		wantArgs []string
 	}{
-		{"no rlimit", nil, true, "/usr/bin/env", argv},
-		{"core only: inherited from init", []limits.Rlimit{rl(limits.Core, 0, 0)}, true, "/usr/bin/env", argv},
-		{"process ceiling: the shell", []limits.Rlimit{rl(limits.Core, 0, 0), rl(limits.NProc, 50, 50)}, true, "/bin/sh",
+		{"no rlimit", nil, true, false, "/usr/bin/env", argv},
+		{"core only: inherited from init", []limits.Rlimit{rl(limits.Core, 0, 0)}, true, false, "/usr/bin/env", argv},
+		{"process ceiling: the shell", []limits.Rlimit{rl(limits.Core, 0, 0), rl(limits.NProc, 50, 50)}, true, false, "/bin/sh",
 			[]string{"/bin/sh", "-c", ShellNProc(50, 2) + `exec "$@"`, "env", "/usr/bin/env", "-i", "a b"}},
-		{"process ceiling, no /bin/sh: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50)}, false, "/proc/self/exe",
+		{"process ceiling, no /bin/sh: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50)}, false, false, "/proc/self/exe",
 			[]string{"sandbox-run", ExecArg, "nproc=50", "/usr/bin/env", "env", "-i", "a b"}},
-		{"no rlimit, no /bin/sh", nil, false, "/usr/bin/env", argv},
-		{"anything else: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50), rl(limits.NoFile, 64, 64)}, true, "/proc/self/exe",
+		{"no rlimit, no /bin/sh", nil, false, false, "/usr/bin/env", argv},
+		{"anything else: the exec shim", []limits.Rlimit{rl(limits.NProc, 50, 50), rl(limits.NoFile, 64, 64)}, true, false, "/proc/self/exe",
 			[]string{"sandbox-run", ExecArg, "nproc=50,nofile=64", "/usr/bin/env", "env", "-i", "a b"}},
+		{"the connect broker: the exec shim", nil, true, true, "/proc/self/exe",
+			[]string{"sandbox-run", ExecArg, BrokerMark, "", "/usr/bin/env", "env", "-i", "a b"}},
+		{"the broker and a process ceiling", []limits.Rlimit{rl(limits.NProc, 50, 50)}, true, true, "/proc/self/exe",
+			[]string{"sandbox-run", ExecArg, BrokerMark, "nproc=50", "/usr/bin/env", "env", "-i", "a b"}},
 	} {
-		exe, args := execPlan(c.rs, "/usr/bin/env", argv, c.shOK)
+		exe, args := execPlan(c.rs, "/usr/bin/env", argv, c.shOK, c.broker)
 		if exe != c.wantExe || !reflect.DeepEqual(args, c.wantArgs) {
 			t.Errorf("%s: execPlan = %s %q, want %s %q", c.name, exe, args, c.wantExe, c.wantArgs)
 		}

@@ -331,6 +331,11 @@ func addrPort(a tcpip.Address, port uint16) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(ip.Unmap(), port), true
 }
 
+// NameOf is the name the stack's resolver last gave ip out for ("" for
+// none): what a connection to ip is judged and audited under, on the
+// netstack's path or the connect broker's.
+func (st *Stack) NameOf(ip netip.Addr) string { return st.names.get(ip) }
+
 // names remembers, per address, the name the resolver last gave it out
 // for, so that a connection to it is judged and audited under the name.
 type names struct {

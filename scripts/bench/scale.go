@@ -360,14 +360,7 @@ func (e *env) measureScale(h *testHost, n, rounds, conns, perConn, loadRounds, p
 	// no proxy, interleaved, at full speed and paced.
 	fmt.Fprintf(os.Stderr, "bench: scale: %d rounds of %d connections x %d requests, full speed and paced at %d/s\n", loadRounds, conns, perConn, pace)
 	res.rate = pace
-	paths := loadPaths(h, np.sock, pid, conns, perConn, pace)
-	if rl, err := startRelay(e.exe, filepath.Join(e.base, "relay.sock"), h.addr.String()); err == nil {
-		atExit(rl.close)
-		paths = append(paths, relayPath(h, filepath.Join(e.base, "relay.sock"), rl.cmd.Process.Pid, conns, perConn))
-	} else {
-		fmt.Fprintln(os.Stderr, "bench: scale: relay:", err)
-	}
-	res.loads, res.loadErr = e.runLoads(h, paths, loadRounds, deadline)
+	res.loads, res.loadErr = e.runLoads(h, e.withRelay(h, loadPaths(h, np.sock, pid, conns, perConn, pace), conns, perConn), loadRounds, deadline)
 	// Back to baseline: descriptors first (they should return at once),
 	// then RSS, which the Go runtime gives back lazily.
 	start := time.Now()
@@ -798,4 +791,17 @@ func (r *report) scaleGoals() [][3]string {
 			fmt.Sprintf("%d → %d → %d (%d pooled)", g.baseline, g.peak, g.after, g.pooled), verdict(g.after <= want, fmt.Sprintf("%d more", g.after-want))})
 	}
 	return rows
+}
+
+// withRelay adds the bare relay's path to paths (the floor of any relay),
+// or says on stderr why it could not start.
+func (e *env) withRelay(h *testHost, paths []loadPath, conns, perConn int) []loadPath {
+	sock := filepath.Join(e.base, "relay.sock")
+	rl, err := startRelay(e.exe, sock, h.addr.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: scale: relay:", err)
+		return paths
+	}
+	atExit(rl.close)
+	return append(paths, relayPath(h, sock, rl.cmd.Process.Pid, conns, perConn))
 }

@@ -94,6 +94,9 @@ func (r *bwRun) start() (*bwProc, error) {
 	if !r.fast {
 		files = append(files, gateR) // init's gate (command sets GateFD)
 	}
+	if r.brokerChild != nil {
+		files = append(files, r.brokerChild) // the broker's socket (command sets BrokerFD)
+	}
 	bp := &bwProc{statusR: statusR, infoR: infoR, capR: capR, stderr: stderr, gate: gateW, exited: make(chan bwExit, 1)}
 	stream, err := r.forkBwrap(files, bp)
 	if err != nil {
@@ -108,6 +111,10 @@ func (r *bwRun) start() (*bwProc, error) {
 		f.Close()
 	}
 	gateR.Close()
+	if r.brokerChild != nil {
+		r.brokerChild.Close()
+		r.nw.ServeBroker(r.broker, r.log)
+	}
 	r.pl.Close()
 	go func() {
 		argsW.Write(stream)

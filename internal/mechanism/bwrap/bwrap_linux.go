@@ -52,9 +52,13 @@ type bwRun struct {
 	cg       *limits.Cgroup // nil: no cgroup
 	inotify  limits.Inotify // set in the sandbox's user namespace; zero: none
 	fast     bool           // no init: bwrap's PID 1 and the trampoline
-	nproc    uint64         // the trampoline's RLIMIT_NPROC, 0: none
-	argv     []string       // bwrap's command line
-	args     []string       // bwrap's argument stream
+	// brokerChild is init's end of the connect broker's socket (passed
+	// after the gate), broker the launcher's (hostnet.ServeBroker); nil
+	// without the broker.
+	brokerChild, broker *os.File
+	nproc               uint64   // the trampoline's RLIMIT_NPROC, 0: none
+	argv                []string // bwrap's command line
+	args                []string // bwrap's argument stream
 	// argsNet is the stream for bwrap started in the network namespace
 	// helper's namespace (no --unshare-net); nil without transparent
 	// egress planned (see startTransparent).
@@ -245,6 +249,11 @@ func (r *bwRun) command(context.Context) error {
 		// watch opens it once init runs (onReady).
 		initCfg.GateFD = fdBinds + len(r.pl.Files)
 		initCfg.Rlimits = r.lim.Rlimits
+		if child, parent := r.nw.PlanBroker(r.log); child != nil {
+			r.undo.Push(func() { child.Close(); parent.Close() })
+			r.brokerChild, r.broker = child, parent
+			initCfg.BrokerFD = initCfg.GateFD + 1 // right after the gate (start)
+		}
 		r.argv = append(append(head, fmt.Sprintf("/proc/self/fd/%d", fdInit), initproc.Arg), initCfg.Args()...)
 		return nil
 	}
