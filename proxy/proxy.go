@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
-	"github.com/sandbox-run/sandbox-run/internal/connbroker"
 	"github.com/sandbox-run/sandbox-run/internal/refusals"
 )
 
@@ -372,9 +371,9 @@ type decision struct {
 	entry   string       // the allow-list entry that admitted the host
 	refusal *refusal
 	runID   string // the connection's run id (Config.RunIDFromPreamble), "" for the proxy's own
-	// bindPort binds the upstream socket to an explicit port before it
-	// connects (Transparent.HandOff: connbroker.BindPort).
-	bindPort bool
+	// bind, when set, binds the upstream socket before it connects
+	// (Transparent.HandOff).
+	bind func(network string, c syscall.RawConn) error
 }
 
 type refusal struct {
@@ -607,8 +606,8 @@ func (s *session) dial(ctx context.Context, d *decision, addr string) (*upstream
 			if !s.p.permits(d, ap) {
 				return fmt.Errorf("proxy: re-check %s: %w", address, errDialRefused)
 			}
-			if d.bindPort {
-				return connbroker.BindPort(network, c)
+			if d.bind != nil {
+				return d.bind(network, c)
 			}
 			return nil
 		},

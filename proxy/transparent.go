@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/allowlist"
@@ -69,15 +70,15 @@ func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort)
 }
 
 // HandOff is Dial for a connection the sandbox will hold itself
-// (internal/connbroker): judged, recorded and connected the same way, with
-// the socket bound to an explicit port first (connbroker.BindPort), and
+// (internal/connbroker): judged, recorded and connected the same way, the
+// socket given to bind before it connects (connbroker.Ports.Bind), and
 // returned as a file of its own. The audit's egress_end line says
 // "handed-off" at once, without byte counts: the bytes never pass
 // sandbox-run.
-func (t *Transparent) HandOff(ctx context.Context, name string, dst netip.AddrPort) (*os.File, error) {
+func (t *Transparent) HandOff(ctx context.Context, name string, dst netip.AddrPort, bind func(network string, c syscall.RawConn) error) (*os.File, error) {
 	p := t.s.p
 	d := p.decideAddr(name, dst)
-	d.method, d.bindPort = "TCP", true
+	d.method, d.bind = "TCP", bind
 	t.refuseTerminated(d)
 	p.record(d)
 	if d.refusal != nil {

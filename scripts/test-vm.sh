@@ -100,7 +100,7 @@ bb=$bbdir/bin/busybox
 say "building sandbox-run and the test binaries"
 make --no-print-directory build >/dev/null
 cp bin/sandbox-run bin/sandbox-run-init "$cache/bin/"
-for pkg in internal/limits e2e filter; do
+for pkg in internal/limits e2e filter internal/connbroker; do
 	mkdir -p "$(dirname "$cache/bin/$pkg.test")"
 	go test -c -o "$cache/bin/$pkg.test" "./$pkg/"
 done

@@ -7,5 +7,11 @@ import (
 	"syscall"
 )
 
-// BindPort is Linux's alone (the broker is): elsewhere it fails.
-func BindPort(network string, c syscall.RawConn) error { return errors.ErrUnsupported }
+// Ports is Linux's alone (the broker is).
+type Ports struct{}
+
+// LocalPorts is Linux's alone.
+func LocalPorts() Ports { return Ports{} }
+
+// Bind fails: Linux's alone.
+func (Ports) Bind(network string, c syscall.RawConn) error { return errors.ErrUnsupported }

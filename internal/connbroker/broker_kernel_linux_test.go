@@ -273,7 +273,7 @@ func allow(u *upstream, dials *atomic.Int64) Config {
 		if dst != u.outside {
 			return nil, errors.New("refused by the test's policy")
 		}
-		d := net.Dialer{Control: func(network, _ string, c syscall.RawConn) error { return BindPort(network, c) }}
+		d := net.Dialer{Control: func(network, _ string, c syscall.RawConn) error { return LocalPorts().Bind(network, c) }}
 		c, err := d.DialContext(ctx, "tcp4", u.addr.String())
 		if err != nil {
 			return nil, err

@@ -137,23 +137,37 @@ func (l *Listener) decide(ctx context.Context, cfg Config, n *notif) unix.Errno 
 
 // taken is a connect's socket and address, copied out of the process.
 type taken struct {
-	tid, tgid int
-	fd        int    // sandbox-run's copy of the process's descriptor
-	addr      []byte // the sockaddr, read once
+	tid  int
+	fd   int    // sandbox-run's copy of the process's descriptor
+	addr []byte // the sockaddr, read once
 }
 
 func (t *taken) close() { unix.Close(t.fd) }
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd of a thread, not
+// only of a process's leader.
+const pidfdThread = unix.O_EXCL
+
+// threadPidfd is a pidfd through which thread tid's descriptors can be
+// taken: the thread's own (Linux 6.9), else its process's.
+func threadPidfd(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, pidfdThread)
+	if !errors.Is(err, unix.EINVAL) {
+		return fd, err
+	}
+	tgid, err := tgidOf(tid)
+	if err != nil {
+		return -1, err
+	}
+	return unix.PidfdOpen(tgid, 0)
+}
 
 // take copies n's socket (pidfd_getfd) and address (process_vm_readv),
 // checking after each step that n is still the waiting call, so that
 // neither came from another process that reused its pid.
 func (l *Listener) take(n *notif) (*taken, unix.Errno) {
 	t := &taken{tid: int(n.Pid)}
-	var err error
-	if t.tgid, err = tgidOf(t.tid); err != nil {
-		return nil, unix.ESRCH
-	}
-	pidfd, err := unix.PidfdOpen(t.tgid, 0)
+	pidfd, err := threadPidfd(t.tid)
 	if err != nil {
 		return nil, unix.ESRCH
 	}
@@ -279,7 +293,7 @@ func (l *Listener) broker(ctx context.Context, cfg Config, n *notif, t *taken, d
 		return unix.ECONNREFUSED
 	}
 	a := notifAddFD{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SETFD, SrcFD: uint32(fd), NewFD: uint32(n.Args[0])}
-	if cloexec(t.tgid, int(n.Args[0])) {
+	if cloexec(t.tid, int(n.Args[0])) {
 		a.NewFDFlags = unix.O_CLOEXEC
 	}
 	if err := l.ioctl(ioctlNotifAddFD, unsafe.Pointer(&a)); err != nil {

@@ -172,11 +172,11 @@ func tgidOf(tid int) (int, error) {
 	return 0, fmt.Errorf("connbroker: no Tgid in /proc/%d/status", tid)
 }
 
-// cloexec says whether the process's descriptor fd is close-on-exec
+// cloexec says whether descriptor fd of thread tid is close-on-exec
 // (its fdinfo flags, octal), so that the socket put in its place is too.
 // Unreadable: yes, the safer guess.
-func cloexec(tgid, fd int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tgid, fd))
+func cloexec(tid, fd int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
 	if err != nil {
 		return true
 	}

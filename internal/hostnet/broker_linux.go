@@ -37,7 +37,7 @@ func (n *Network) PlanBroker(log *slog.Logger) (child, parent *os.File) {
 	if why == "" {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err == nil {
-			n.Egress.Brokered = true
+			n.Egress.Brokered, n.ports = true, connbroker.LocalPorts()
 			return os.NewFile(uintptr(fds[0]), "broker-child"), os.NewFile(uintptr(fds[1]), "broker")
 		}
 		why = "no socket for its listener: " + err.Error()
@@ -77,7 +77,7 @@ func (n *Network) brokerDial(ctx context.Context, dst netip.AddrPort) (*os.File,
 	if st == nil || n.dialer == nil {
 		return nil, errors.New("no netstack")
 	}
-	return n.dialer.HandOff(ctx, st.NameOf(dst.Addr()), dst)
+	return n.dialer.HandOff(ctx, st.NameOf(dst.Addr()), dst, n.ports.Bind)
 }
 
 // brokerInside says which addresses stay on the sandbox's own path: its

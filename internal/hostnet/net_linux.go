@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandbox-run/sandbox-run/forwarder"
+	"github.com/sandbox-run/sandbox-run/internal/connbroker"
 	"github.com/sandbox-run/sandbox-run/internal/fault"
 	"github.com/sandbox-run/sandbox-run/internal/initproc"
 	"github.com/sandbox-run/sandbox-run/internal/llm"
@@ -68,6 +69,7 @@ type Network struct {
 	stack      atomic.Pointer[netstack.Stack]
 	dialer     *proxy.Transparent
 	brokerLost atomic.Pointer[string]
+	ports      connbroker.Ports // the local range brokered sockets are bound in
 
 	// Where the netstack's own refusals go (egress_linux.go).
 	audit   io.Writer
