@@ -62,9 +62,15 @@ const (
 	sockaddrMax       = 128        // sizeof(struct sockaddr_storage): the kernel's own bound
 )
 
+// maxAnswering bounds the connects answered at once: a blocking one
+// holds a thread of sandbox-run's while it waits, and a command of many
+// threads must not exhaust them. The rest wait in the kernel's queue.
+const maxAnswering = 256
+
 // Serve answers the command's connects until ctx ends or no process
 // uses the filter any more, then closes the listener. Each connect is
-// answered in a goroutine of its own (a blocking one waits there).
+// answered in a goroutine of its own (a blocking one waits there), at
+// most maxAnswering at once.
 func (l *Listener) Serve(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -73,6 +79,7 @@ func (l *Listener) Serve(ctx context.Context, cfg Config) error {
 	defer stop()
 	defer l.f.Close()
 	rc := l.rc
+	slots := make(chan struct{}, maxAnswering)
 	for {
 		var n notif
 		var hup bool
@@ -95,7 +102,15 @@ func (l *Listener) Serve(ctx context.Context, cfg Config) error {
 		case rerr != nil:
 			continue // the process went away before we took it (ENOENT), or a signal
 		}
-		go l.answer(ctx, cfg, n)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		go func() {
+			defer func() { <-slots }()
+			l.answer(ctx, cfg, n)
+		}()
 	}
 }
 
@@ -178,16 +193,16 @@ func (l *Listener) take(n *notif) (*taken, unix.Errno) {
 	if t.fd, err = unix.PidfdGetfd(pidfd, int(int32(n.Args[0])), 0); err != nil {
 		return nil, unix.EBADF
 	}
-	size := n.Args[2]
-	if size > sockaddrMax {
+	size := int32(uint32(n.Args[2])) // an int, as the kernel reads it
+	if size < 0 || size > sockaddrMax {
 		t.close()
 		return nil, unix.EINVAL
 	}
 	t.addr = make([]byte, size)
 	if size > 0 {
-		iov := []unix.Iovec{{Base: &t.addr[0], Len: size}}
+		iov := []unix.Iovec{{Base: &t.addr[0], Len: uint64(size)}}
 		got, err := unix.ProcessVMReadv(t.tid, iov, []unix.RemoteIovec{{Base: uintptr(n.Args[1]), Len: int(size)}}, 0)
-		if err != nil || uint64(got) != size {
+		if err != nil || got != int(size) {
 			t.close()
 			return nil, unix.EFAULT
 		}
