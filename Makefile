@@ -13,6 +13,9 @@ KERNEL_PKGS := ./sandbox/ ./e2e/ ./filter/ ./pathguard/ ./internal/limits/ ./mcp
 KERNEL_PKGS += ./internal/mechanism/... ./internal/hostnet/ ./internal/plan/... ./internal/protect/ ./internal/hostwalk/ ./internal/gitrepo/
 # The escape matrix (egress-cases.json, package check) runs bwrap too.
 KERNEL_PKGS += ./internal/matrix/
+# The connect broker's escape cases: unprivileged, sandbox-run owns the
+# sandbox's user namespace instead of holding CAP_SYS_PTRACE.
+KERNEL_PKGS += ./internal/connbroker/
 FUZZTIME ?= 20s
 # A package's tests may take longer than go test's default 10 minutes on
 # a loaded 2-core machine (e2e drives hundreds of real sandboxes, the MCP
