@@ -53,18 +53,9 @@ func (p *Proxy) Transparent(ctx context.Context) *Transparent {
 // address it was given); an address the name's entry does not cover is
 // then judged as a literal, so an IP entry still admits it.
 func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort) (net.Conn, error) {
-	p := t.s.p
-	d := p.decideAddr(name, dst)
-	d.method = "TCP"
-	// A direct connection would carry requests past the rules.
-	t.refuseTerminated(d)
-	p.record(d)
-	if d.refusal != nil {
-		return nil, refusedErr(d.refusal)
-	}
-	c, err := t.s.dial(ctx, d, d.t.String())
+	c, err := t.open(ctx, name, dst, nil)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *upstreamConn in a non-nil net.Conn
 	}
 	return c, nil
 }
@@ -76,15 +67,7 @@ func (t *Transparent) Dial(ctx context.Context, name string, dst netip.AddrPort)
 // "handed-off" at once, without byte counts: the bytes never pass
 // sandbox-run.
 func (t *Transparent) HandOff(ctx context.Context, name string, dst netip.AddrPort, bind func(network string, c syscall.RawConn) error) (*os.File, error) {
-	p := t.s.p
-	d := p.decideAddr(name, dst)
-	d.method, d.bind = "TCP", bind
-	t.refuseTerminated(d)
-	p.record(d)
-	if d.refusal != nil {
-		return nil, refusedErr(d.refusal)
-	}
-	c, err := t.s.dial(ctx, d, d.t.String())
+	c, err := t.open(ctx, name, dst, bind)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +75,21 @@ func (t *Transparent) HandOff(ctx context.Context, name string, dst netip.AddrPo
 	c.handedOff = err == nil
 	c.Close()
 	return f, err
+}
+
+// open judges a connection to dst under name, records the decision and
+// connects, the socket given to bind first when bind is set.
+func (t *Transparent) open(ctx context.Context, name string, dst netip.AddrPort, bind func(string, syscall.RawConn) error) (*upstreamConn, error) {
+	p := t.s.p
+	d := p.decideAddr(name, dst)
+	d.method, d.bind = "TCP", bind
+	// A direct connection would carry requests past the rules.
+	t.refuseTerminated(d)
+	p.record(d)
+	if d.refusal != nil {
+		return nil, refusedErr(d.refusal)
+	}
+	return t.s.dial(ctx, d, d.t.String())
 }
 
 // refuseTerminated refuses a direct connection to a host the proxy
