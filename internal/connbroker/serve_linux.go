@@ -86,7 +86,11 @@ func (l *Listener) Serve(ctx context.Context, cfg Config) error {
 		var rerr error
 		err := rc.Read(func(fd uintptr) bool {
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if k, _ := unix.Poll(pfd, 0); k == 0 {
+			k, perr := unix.Poll(pfd, 0)
+			for perr == unix.EINTR { // a signal (Go's preemption) is no hang-up
+				k, perr = unix.Poll(pfd, 0)
+			}
+			if perr != nil || k == 0 {
 				return false // wait in Go's poller
 			}
 			if pfd[0].Revents&unix.POLLIN == 0 {

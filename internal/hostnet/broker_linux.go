@@ -28,11 +28,10 @@ func (n *Network) PlanBroker(log *slog.Logger) (child, parent *os.File) {
 		return nil, nil
 	}
 	why := ""
-	switch {
-	case os.Getenv(BrokerEnv) == "0":
+	if os.Getenv(BrokerEnv) == "0" {
 		why = BrokerEnv + "=0"
-	case connbroker.Supported() != nil:
-		why = connbroker.Supported().Error()
+	} else if err := connbroker.Supported(); err != nil {
+		why = err.Error()
 	}
 	if why == "" {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
