@@ -105,6 +105,9 @@ func act(f []string, conns *[]net.Conn) string {
 			return errName(err)
 		}
 		return rawConnect(c, &unix.RawSockaddrAny{Addr: unix.RawSockaddr{Family: unix.AF_UNSPEC}}, 16)
+	case "race": // swap the last connection in and out of one slot while disconnecting the slot, N times
+		n, _ := strconv.Atoi(f[1])
+		return race(last(*conns), n)
 	case "chroot":
 		if err := unix.Chroot(f[1]); err != nil {
 			return errName(err)
@@ -143,6 +146,64 @@ func rawConnect(c net.Conn, sa *unix.RawSockaddrAny, size uintptr) string {
 		_, _, errno = unix.Syscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(sa)), size)
 	})
 	return errName(errno)
+}
+
+// race is the attack a kernel that continued a checked connect would
+// lose to: one thread keeps swapping the connection's socket and a fresh
+// socket of the sandbox in and out of one descriptor slot, while another
+// disconnects that slot (connect with AF_UNSPEC) up to n times. It says
+// whether the connection is still connected (getpeername) at the end.
+func race(c net.Conn, n int) string {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return "no connection"
+	}
+	f, err := tc.File()
+	if err != nil {
+		return errName(err)
+	}
+	defer f.Close()
+	mine, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return errName(err)
+	}
+	defer unix.Close(mine)
+	slot, err := unix.Dup(mine)
+	if err != nil {
+		return errName(err)
+	}
+	defer unix.Close(slot)
+	done, started := make(chan struct{}), make(chan struct{})
+	var stop atomic.Bool
+	host := int(f.Fd())
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // a thread of its own, running beside the connects
+		for i := 0; !stop.Load(); i++ {
+			src := mine
+			if i%2 == 0 {
+				src = host
+			}
+			_ = unix.Dup3(src, slot, unix.O_CLOEXEC)
+			if i == 2 {
+				close(started)
+			}
+		}
+	}()
+	<-started
+	unspec := unix.RawSockaddrAny{Addr: unix.RawSockaddr{Family: unix.AF_UNSPEC}}
+	for i := 0; i < n; i++ {
+		unix.Syscall(unix.SYS_CONNECT, uintptr(slot), uintptr(unsafe.Pointer(&unspec)), 16)
+		if _, err := unix.Getpeername(host); err != nil {
+			break // disconnected: the attack won
+		}
+	}
+	stop.Store(true)
+	<-done
+	if _, err := unix.Getpeername(int(f.Fd())); err != nil {
+		return "disconnected " + errName(err)
+	}
+	return "connected"
 }
 
 func bindAfterClose(c net.Conn, port string) string {
@@ -401,4 +462,14 @@ func TestBrokerUnixPathInRoot(t *testing.T) {
 	// Control: resolved from the host (what a broker that followed the
 	// link outside the root would do), the link reaches the host's socket.
 	want(t, unconfined(t, "unix "+filepath.Join(root, "link")), "unix ok host")
+}
+
+func TestBrokerSwapRace(t *testing.T) {
+	u := newUpstream(t, "hello", false)
+	var dials atomic.Int64
+	got := broker(t, allow(u, &dials), fmt.Sprintf("dial %s;race 20000", u.outside))
+	want(t, got, "dial ok hello", "race connected")
+	// Control: with no broker the same race disconnects a host socket
+	// (the slot holds it half the time).
+	want(t, unconfined(t, fmt.Sprintf("dial %s;race 20000", u.addr)), "dial ok hello", "race disconnected ENOTCONN")
 }
