@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -373,6 +374,11 @@ func TestRelayFloodPendingBounded(t *testing.T) {
 // heapPeak runs f while sampling the heap in use, and returns the peak
 // over the heap before.
 func heapPeak(t *testing.T, f func()) uint64 {
+	// HeapInuse counts garbage not yet collected, and on a loaded machine
+	// (CI runs its lanes side by side) the collector falls behind: a low
+	// GOGC keeps the peak near what the relay really holds. The control
+	// (records held live) grows past the bounds whatever GOGC is.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
