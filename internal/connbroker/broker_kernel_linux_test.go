@@ -93,9 +93,11 @@ func act(f []string, conns *[]net.Conn) string {
 		return rawConnect(last(*conns), &unix.RawSockaddrAny{Addr: unix.RawSockaddr{Family: unix.AF_UNSPEC}}, 16)
 	case "reconnect": // connect the last connection to ADDR
 		ap := netip.MustParseAddrPort(f[1])
-		sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ap.Addr().As4()}
+		var any unix.RawSockaddrAny // the larger type, seen as the smaller
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&any))
+		sa.Family, sa.Addr = unix.AF_INET, ap.Addr().As4()
 		sa.Port = uint16(ap.Port()>>8) | uint16(ap.Port()&0xff)<<8
-		return rawConnect(last(*conns), (*unix.RawSockaddrAny)(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet4)
+		return rawConnect(last(*conns), &any, unix.SizeofSockaddrInet4)
 	case "bindafterclose": // read the last connection to its end, close our side, bind to port PORT
 		return bindAfterClose(last(*conns), f[1])
 	case "fd": // connect(AF_UNSPEC) on descriptor N (inherited)
