@@ -134,15 +134,17 @@ func Receive(ctx context.Context, sock *os.File) (*Listener, error) {
 		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_CMSG_CLOEXEC)
 		return rerr != unix.EAGAIN
 	})
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
 	if err == nil {
 		err = rerr
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
+	// What came is ours to close, even if ctx ended meanwhile: the
+	// listener then serves nothing (Serve returns at once).
 	return listenerOf(buf[:n], parseRights(oob[:oobn]))
 }
 
