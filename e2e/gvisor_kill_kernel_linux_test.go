@@ -113,6 +113,9 @@ func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, st
 	} else {
 		snapshot()
 	}
+	// A child that already ended (a zombie sandbox-run had not reaped
+	// yet, such as a `runsc kill` that finished) did not outlive it.
+	exited := zombies(procs, sbx)
 	c.Process.Signal(syscall.SIGKILL)
 	c.Wait()
 	ended, left := reapRun(procs)
@@ -127,7 +130,7 @@ func killGvisorRun(t *testing.T, extra []string, atKill func(*testing.T, int, st
 		// sandbox-run's own children must be killed with it; below them,
 		// runsc's helpers may end by themselves at their parent's death
 		// (runsc's `umount --sync-fd` exits at its sync pipe's end).
-		if procs[p].ppid == sbx && (!ws.Signaled() || ws.Signal() != syscall.SIGKILL) {
+		if procs[p].ppid == sbx && !exited[p] && (!ws.Signaled() || ws.Signal() != syscall.SIGKILL) {
 			t.Errorf("process %d that sandbox-run started (%s) outlived it and ended by itself (exit status %d): nothing killed it", p, procs[p].cmd, ws.ExitStatus())
 		}
 	}
@@ -182,6 +185,25 @@ func gvLeftover(t *testing.T, dir string, nss map[string]bool, id string) {
 // reapRun reaps, bounded, every process reparented to the test once
 // sandbox-run died, until none is left (ECHILD): how each ended, by pid.
 // Past the bound, what is still there is described and killed.
+// zombies are the children of parent among procs that have ended and
+// wait to be reaped (state Z).
+func zombies(procs map[int]runProc, parent int) map[int]bool {
+	z := map[int]bool{}
+	for p, rp := range procs {
+		if rp.ppid != parent {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			z[p] = true
+		}
+	}
+	return z
+}
+
 func reapRun(procs map[int]runProc) (map[int]syscall.WaitStatus, []string) {
 	ended := map[int]syscall.WaitStatus{}
 	for deadline := time.Now().Add(10 * time.Second); ; {
