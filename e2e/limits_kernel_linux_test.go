@@ -18,8 +18,7 @@ import (
 func TestTimeoutKillsEveryDescendant(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
-	n := 8000 + int(time.Now().UnixNano()%1000)
-	t.Cleanup(func() { exec.Command("pkill", "-f", fmt.Sprintf("sleep %d", n)).Run() })
+	n := sleepMark(t, 8)
 	start := time.Now()
 	r := sandboxed(t, w, fmt.Sprintf(`setsid sleep %d.1 & (sleep %d.2 &) ; sleep 60`, n, n), "--timeout", "1s")
 	if r.code != 124 {
@@ -28,7 +27,7 @@ func TestTimeoutKillsEveryDescendant(t *testing.T) {
 	if time.Since(start) > 20*time.Second {
 		t.Errorf("the timeout took %v", time.Since(start))
 	}
-	if !waitGone(fmt.Sprintf("sleep %d", n), 5*time.Second) {
+	if !waitGone(fmt.Sprintf("sleep %d.", n), 5*time.Second) {
 		t.Errorf("a descendant outlived the timeout")
 	}
 }

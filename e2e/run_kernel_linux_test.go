@@ -342,6 +342,22 @@ func TestProtectedSymlinkRefused(t *testing.T) {
 // alive reports whether any process's command line contains marker.
 func alive(marker string) bool { return strings.Contains(cmdlines(), marker) }
 
+// sleepMark returns a number for sleep commands whose command lines no
+// other process on the machine has: 8 digits, the first the caller's,
+// then this test process's pid (the root and unprivileged CI lanes run
+// these tests at once, and pid_max is below 10^7). The sleeps are killed
+// when the test ends.
+func sleepMark(t *testing.T, first int) int {
+	n := first*10_000_000 + os.Getpid()
+	t.Cleanup(func() { killSleeps(n) })
+	return n
+}
+
+// killSleeps kills this user's sleeps marked n (see sleepMark).
+func killSleeps(n int) {
+	exec.Command("pkill", "-U", strconv.Itoa(os.Getuid()), "-f", fmt.Sprintf(`sleep %d\.`, n)).Run()
+}
+
 func waitGone(marker string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -356,10 +372,9 @@ func waitGone(marker string, d time.Duration) bool {
 func TestNothingOutlivesTheRun(t *testing.T) {
 	needBwrap(t)
 	w := sandboxtest.WorkDir(t)
-	n := 7000 + int(time.Now().UnixNano()%1000)
+	n := sleepMark(t, 7)
 	escape := fmt.Sprintf(`setsid sleep %d.1 </dev/null >/dev/null 2>&1 & (sleep %d.2 </dev/null >/dev/null 2>&1 &) ; sleep 0.2; echo started`, n, n)
-	m1, m2 := fmt.Sprintf("sleep %d.1", n), fmt.Sprintf("sleep %d.2", n)
-	t.Cleanup(func() { exec.Command("pkill", "-f", fmt.Sprintf("sleep %d", n)).Run() })
+	m1, m2, m3 := fmt.Sprintf("sleep %d.1", n), fmt.Sprintf("sleep %d.2", n), fmt.Sprintf("sleep %d.3", n)
 
 	// Positive control: outside a sandbox, both escape the shell that
 	// started them.
@@ -367,8 +382,8 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 	if !alive(m1) || !alive(m2) {
 		t.Fatalf("control: setsid/double-forked children did not outlive an unconfined run (untested)")
 	}
-	exec.Command("pkill", "-f", fmt.Sprintf("sleep %d", n)).Run()
-	waitGone(fmt.Sprintf("sleep %d", n), 5*time.Second)
+	killSleeps(n)
+	waitGone(fmt.Sprintf("sleep %d.", n), 5*time.Second)
 
 	for _, path := range launchPaths {
 		t.Run(path.name+"/run ends", func(t *testing.T) {
@@ -381,7 +396,7 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 			}
 		})
 		t.Run(path.name+"/sandbox-run SIGKILLed", func(t *testing.T) {
-			args := append(append([]string{"run", "--workdir", w}, path.flags...), "--", "sh", "-c", escape+"; sleep 600")
+			args := append(append([]string{"run", "--workdir", w}, path.flags...), "--", "sh", "-c", escape+"; "+m3)
 			c := exec.Command(bin, args...)
 			out, _ := c.StdoutPipe()
 			if err := c.Start(); err != nil {
@@ -394,7 +409,7 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 			}
 			c.Process.Kill()
 			c.Wait()
-			if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) || !waitGone("sleep 600", 5*time.Second) {
+			if !waitGone(m1, 5*time.Second) || !waitGone(m2, 5*time.Second) || !waitGone(m3, 5*time.Second) {
 				t.Errorf("sandbox processes survived SIGKILL of sandbox-run")
 			}
 		})
