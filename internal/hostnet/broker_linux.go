@@ -53,6 +53,11 @@ func (n *Network) PlanBroker(log *slog.Logger) (child, parent *os.File) {
 func (n *Network) ServeBroker(sock *os.File, log *slog.Logger) {
 	n.Serve(func(ctx context.Context) error {
 		l, err := connbroker.Receive(ctx, sock)
+		if errors.Is(err, context.Canceled) {
+			// The run ended first: its command made no connect that
+			// waited on the listener (a connect waits until it is served).
+			return nil
+		}
 		if err != nil {
 			why := err.Error()
 			var de *connbroker.DeclinedError
@@ -60,9 +65,7 @@ func (n *Network) ServeBroker(sock *os.File, log *slog.Logger) {
 				why = de.Why
 			}
 			n.brokerLost.Store(&why)
-			if !errors.Is(err, context.Canceled) {
-				log.Warn("connect broker lost", "why", why)
-			}
+			log.Warn("connect broker lost", "why", why)
 			return nil
 		}
 		return l.Serve(ctx, connbroker.Config{Dial: n.brokerDial, Inside: n.brokerInside, Logger: log})
