@@ -37,8 +37,19 @@ type Helper struct {
 	// root, and the namespace allows setgroups).
 	SetGroups bool
 	Device    Config
-	Argv      []string // bwrap's command line, executed with an empty environment
+	// Inotify, when its counts are not zero, is the inotify ceiling the
+	// helper sets in its user namespace (user.max_inotify_instances and
+	// user.max_inotify_watches) before it becomes bwrap. The kernel
+	// checks a namespace's ceiling for everything below it, so it holds
+	// in the sandbox's namespace, which bwrap nests in the helper's, from
+	// the sandbox's first instruction; nothing in the sandbox holds a
+	// capability in the helper's namespace to raise it.
+	Inotify Inotify
+	Argv    []string // bwrap's command line, executed with an empty environment
 }
+
+// Inotify is an inotify ceiling: instances and watches.
+type Inotify struct{ Instances, Watches int64 }
 
 // Args is h as the helper's command line: HelperArg and h's fields, then
 // "--" and Argv.
@@ -48,15 +59,24 @@ func (h Helper) Args() []string {
 		g = "1"
 	}
 	a := []string{HelperArg, strconv.Itoa(h.Sock), strconv.Itoa(h.UID), strconv.Itoa(h.GID), g,
-		h.Device.Name, h.Device.Addr.String(), strconv.Itoa(h.Device.MTU), strconv.FormatBool(h.Device.Route), strconv.FormatBool(h.Device.VnetHdr), "--"}
+		h.Device.Name, h.Device.Addr.String(), strconv.Itoa(h.Device.MTU), strconv.FormatBool(h.Device.Route), strconv.FormatBool(h.Device.VnetHdr),
+		strconv.FormatInt(h.Inotify.Instances, 10), strconv.FormatInt(h.Inotify.Watches, 10), "--"}
 	return append(a, h.Argv...)
 }
 
 // parseHelper reads Args' arguments back (those after HelperArg).
 func parseHelper(args []string) (Helper, error) {
 	var h Helper
-	if len(args) < 11 || args[9] != "--" {
-		return h, errors.New("usage: SOCK UID GID SETGROUPS NAME ADDR MTU ROUTE VNETHDR -- ARGV")
+	if len(args) < 13 || args[11] != "--" {
+		return h, errors.New("usage: SOCK UID GID SETGROUPS NAME ADDR MTU ROUTE VNETHDR INOTIFY-INSTANCES INOTIFY-WATCHES -- ARGV")
+	}
+	var ceiling [2]int64
+	for i, s := range args[9:11] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return h, fmt.Errorf("bad number %q", s)
+		}
+		ceiling[i] = n
 	}
 	ints := make([]int, 4)
 	for i, s := range []string{args[0], args[1], args[2], args[6]} {
@@ -79,7 +99,8 @@ func parseHelper(args []string) (Helper, error) {
 		return h, err
 	}
 	h = Helper{Sock: ints[0], UID: ints[1], GID: ints[2], SetGroups: args[3] == "1",
-		Device: Config{Name: args[4], Addr: addr, MTU: ints[3], Route: route, VnetHdr: vnet}, Argv: args[10:]}
+		Device:  Config{Name: args[4], Addr: addr, MTU: ints[3], Route: route, VnetHdr: vnet},
+		Inotify: Inotify{Instances: ceiling[0], Watches: ceiling[1]}, Argv: args[12:]}
 	return h, nil
 }
 

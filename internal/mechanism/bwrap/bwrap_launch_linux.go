@@ -315,8 +315,10 @@ type bwWatch struct {
 	// sandbox was ended.
 	watchErr error
 	// inotifyLost: the inotify ceiling could not be set or read back;
-	// the report names it as not held.
+	// the report names it as not held. Written by the goroutine that
+	// sets it, read after inotifyDone is closed (nil: never started).
 	inotifyLost error
+	inotifyDone chan struct{}
 	// stop ends setUp's wait for a gate; setUpDone and statusDone are
 	// closed once setUp and the status's reader have returned.
 	stop, setUpDone, statusDone chan struct{}
@@ -399,6 +401,7 @@ func (w *bwWatch) process() mechanism.Process {
 func (w *bwWatch) after(end mechanism.Ending) {
 	close(w.stop)
 	<-w.setUpDone
+	w.awaitInotify()
 	<-w.statusDone
 	if end.Exceeded != nil {
 		w.killedBy, w.exceeded = end.Exceeded.Kind, *end.Exceeded
@@ -416,6 +419,9 @@ func (w *bwWatch) after(end mechanism.Ending) {
 func (w *bwWatch) setUp(over chan<- limits.Exceeded, stop <-chan struct{}) {
 	ch := w.onInfo(<-w.pidCh)
 	close(w.infoDone)
+	if w.initPID > 0 {
+		w.startInotify()
+	}
 	if ch != nil {
 		// After infoDone: the loop ends the sandbox's PID 1, not bwrap.
 		go func() {
@@ -465,10 +471,8 @@ func (w *bwWatch) onReady() {
 		return
 	}
 	if !w.r.fast {
-		// Init runs, so the user namespace the command will have is
-		// complete (bwrap has written its maps): the ceiling holds from
-		// the command's first instruction.
-		w.setInotify()
+		// The ceiling holds from the command's first instruction.
+		w.awaitInotify()
 		w.bp.gate.WriteString("go\n")
 		return
 	}
@@ -487,9 +491,8 @@ func (w *bwWatch) onReady() {
 		endSandbox(w.initPID, w.bp.pid)
 		return
 	}
-	// Once the trampoline runs, its user namespace is complete (bwrap
-	// has written its maps); the command waits behind the gate.
-	w.setInotify()
+	// The command waits behind the gate until the ceiling holds.
+	w.awaitInotify()
 	w.fastRB = rb
 	w.bp.gate.WriteString("go\n")
 }
@@ -558,15 +561,29 @@ func endSandbox(initPID, bwrapPID int) {
 	}
 }
 
-// setInotify sets the inotify ceiling in the sandbox's user namespace.
-// The ceiling is a default no flag asked for, so one that cannot be held
+// startInotify starts setting the inotify ceiling in the sandbox's user
+// namespace as soon as bwrap has reported the sandbox's PID 1, beside
+// bwrap's own set-up of the sandbox (which takes about as long), rather
+// than after it; the command's gate waits for it (awaitInotify). The
+// ceiling is a default no flag asked for, so one that cannot be held
 // (bwrap cannot join the namespace, as in a container without
-// CAP_SYS_PTRACE)
-// does not end the run: it is kept in w.inotifyLost, and the report names
-// the ceiling as not held, with why.
-func (w *bwWatch) setInotify() {
-	if err := w.r.setInotify(w.ctx, w.initPID); err != nil {
-		w.inotifyLost = err
+// CAP_SYS_PTRACE) does not end the run: it is kept in w.inotifyLost, and
+// the report names the ceiling as not held, with why.
+func (w *bwWatch) startInotify() {
+	done := make(chan struct{})
+	w.inotifyDone = done
+	go func() {
+		defer close(done)
+		if err := w.r.setInotify(w.ctx, w.initPID); err != nil {
+			w.inotifyLost = err
+		}
+	}()
+}
+
+// awaitInotify waits until startInotify's work is done, if it started.
+func (w *bwWatch) awaitInotify() {
+	if w.inotifyDone != nil {
+		<-w.inotifyDone
 	}
 }
 

@@ -64,6 +64,10 @@ type bwRun struct {
 	// egress planned (see startTransparent).
 	argsNet []string
 	netMade bool // bwrap runs in the helper's network namespace
+	// helperInotify says why the network namespace helper could not set
+	// the inotify ceiling in its user namespace, the sandbox's parent
+	// (empty: it did, when netMade).
+	helperInotify string
 	// guard leads the process group bwrap is started into and kills it
 	// if sandbox-run dies (mechanism.GroupGuard); nil until the first fork.
 	guard *mechanism.GroupGuard

@@ -41,7 +41,8 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 	}
 	defer ours.Close()
 	h := tun.Helper{Sock: len(files), UID: r.uid, GID: r.gid, SetGroups: r.root,
-		Device: tun.Config{Name: hostnet.TunName, Addr: hostnet.TunAddr, MTU: hostnet.TunMTU, Route: true, VnetHdr: true}, Argv: r.argv}
+		Device:  tun.Config{Name: hostnet.TunName, Addr: hostnet.TunAddr, MTU: hostnet.TunMTU, Route: true, VnetHdr: true},
+		Inotify: tun.Inotify{Instances: r.inotify.Instances, Watches: r.inotify.Watches}, Argv: r.argv}
 	argv := append([]string{fmt.Sprintf("/proc/self/fd/%d", fdInit)}, h.Args()...)
 	pidfd := -1
 	pid, err = r.fork(launch{argv: argv, helper: true, pidfd: &pidfd}, append(files[:len(files):len(files)], theirs), bp.exited)
@@ -50,7 +51,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 		return r.startPlain(files, bp, "the sandbox's own user and network namespaces could not be made: "+err.Error())
 	}
 	defer unix.Close(pidfd)
-	dev, err := tun.Receive(ours, time.Now().Add(helperWait))
+	dev, inotifyLost, err := tun.Receive(ours, time.Now().Add(helperWait))
 	if err != nil {
 		if !errors.As(err, new(*tun.LostError)) {
 			unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
@@ -64,6 +65,7 @@ func (r *bwRun) startTransparent(files []*os.File, bp *bwProc) (pid int, made bo
 		<-bp.exited
 		return 0, false, err
 	}
+	r.helperInotify = inotifyLost
 	return pid, true, nil
 }
 
