@@ -34,8 +34,9 @@ const inotifyTimeout = 10 * time.Second
 // opened here, and a ceiling on the first holds for the second (the
 // kernel checks every namespace on the way up). Then it counts the
 // instances the sandbox already holds, which should be none: more than
-// the ceiling held then would be kept, and that fails too. A sandbox that has already ended (its PID 1 gone) holds nothing,
-// and that is no failure. With transparent egress none of this runs: the
+// the ceiling held then would be kept, and that fails too. A sandbox
+// that has already ended (its PID 1 gone) holds nothing, and that is no
+// failure. With transparent egress none of this runs: the
 // network namespace helper, whose user namespace is the sandbox's parent,
 // set the ceiling there before bwrap started (the kernel checks it for
 // every namespace below), and only its answer is reported.
